@@ -1,0 +1,41 @@
+# rankmon: `make demo` runs the whole loop, `make test` runs the whole test suite.
+# Both bootstrap what they need on a fresh Debian machine.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck check bench clean system-deps
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/rankmon demo $(DEMO_ARGS)
+
+# The real Prometheus, promtool and Alertmanager come from Debian packages.
+system-deps:
+	@scripts/ensure-system-deps
+
+test: $(STAMP) system-deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy monitor
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy monitor
+
+bench: $(STAMP)
+	$(BIN)/python bench/metrics.py
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis
