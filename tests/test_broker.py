@@ -1,0 +1,108 @@
+"""The embedded Tansu broker: start, readiness, topics, restart, storage."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from monitor.broker import EmbeddedBroker
+from tests.realparts import MotoS3
+
+
+@pytest.fixture
+def broker() -> Iterator[EmbeddedBroker]:
+    with EmbeddedBroker() as started:
+        yield started
+
+
+def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for value in values:
+        producer.send(topic, value=value)
+    producer.flush()
+    producer.close()
+
+
+def read_partition(bootstrap: str, topic: str, expected: int) -> list[bytes]:
+    # Stops after `expected` records, or when none arrived for a second.
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=1000
+    )
+    consumer.assign([TopicPartition(topic, 0)])
+    values: list[bytes] = []
+    for record in consumer:
+        values.append(record.value)
+        if len(values) == expected:
+            break
+    consumer.close()
+    return values
+
+
+def test_started_broker_serves_produced_records_on_a_loopback_port(
+    broker: EmbeddedBroker,
+) -> None:
+    broker.create_topic("greetings")
+    produce(broker.bootstrap_servers, "greetings", [b"hello", b"world"])
+
+    assert broker.bootstrap_servers.startswith("127.0.0.1:")
+    assert read_partition(broker.bootstrap_servers, "greetings", 2) == [b"hello", b"world"]
+
+
+def test_created_topic_has_the_requested_partitions(broker: EmbeddedBroker) -> None:
+    broker.create_topic("wide", partitions=4)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers)
+
+    assert consumer.partitions_for_topic("wide") == {0, 1, 2, 3}
+    consumer.close()
+
+
+def test_stop_leaves_no_process_behind_and_is_idempotent() -> None:
+    broker = EmbeddedBroker().start()
+    pid = broker._process.pid if broker._process else -1
+
+    broker.stop()
+    broker.stop()
+
+    assert not broker.running
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_restart_keeps_the_port_so_clients_reconnect_to_the_same_address() -> None:
+    with EmbeddedBroker() as broker:
+        address = broker.bootstrap_servers
+        broker.kill()
+        running_after_kill = broker.running
+        broker.start()
+
+        assert not running_after_kill
+        assert broker.running
+        assert broker.bootstrap_servers == address
+
+
+def test_memory_storage_forgets_records_across_a_restart(broker: EmbeddedBroker) -> None:
+    broker.create_topic("volatile")
+    produce(broker.bootstrap_servers, "volatile", [b"gone"])
+    broker.kill()
+    broker.start()
+    broker.create_topic("volatile")
+
+    assert read_partition(broker.bootstrap_servers, "volatile", 1) == []
+
+
+def test_s3_storage_keeps_records_across_a_broker_crash(moto_s3: MotoS3) -> None:
+    with EmbeddedBroker(moto_s3.storage, env=moto_s3.broker_env) as broker:
+        broker.create_topic("durable")
+        produce(broker.bootstrap_servers, "durable", [b"a", b"b", b"c"])
+        broker.kill()
+        broker.start()
+
+        assert read_partition(broker.bootstrap_servers, "durable", 3) == [b"a", b"b", b"c"]
+
+
+def test_unknown_storage_scheme_is_rejected_before_starting_anything() -> None:
+    with pytest.raises(ValueError, match="storage"):
+        EmbeddedBroker("file:///tmp/x")
