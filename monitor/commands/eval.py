@@ -1,0 +1,145 @@
+"""`rankmon eval QRELS RUN`: the metric engine offline on TREC files, with trec_eval's interface.
+
+Options mirror trec_eval's (`-q`, `-c`, `-m`, `-l`, `-M`); what rankmon adds is `--gain`,
+`--format json` and `--score-precision`. Bad input of any kind (a file, a measure name, an
+option value) raises a `RankmonError`, which `monitor.cli` prints as one line with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from monitor.errors import MeasureError
+from monitor.evalset import load_evaluation_set
+from monitor.gain import Gain
+from monitor.run_evaluation import ALL_RANKMON, evaluate_run, select_measures
+from monitor.runfile import TREC_EVAL_MAX_RETRIEVED, load_run
+
+__all__ = ["register"]
+
+_DESCRIPTION = """\
+Score a TREC run against graded judgments with rankmon's metric engine, printing what
+trec_eval prints. The run is ordered as trec_eval orders it: score descending, ties by docno
+descending in byte order. Measures follow trec_eval 10.0 (nDCG with linear gain, IDCG from
+every judged document of the query, a query without relevant documents scores 0).
+"""
+
+_EPILOG = f"""\
+measures (-m, trec_eval's names; a family without parameters takes the cutoffs
+5,10,15,20,30,100,200,500,1000):
+  ndcg  ndcg_cut.K,...  P.K,...  recall.K,...  recip_rank  map
+  num_ret  num_rel  num_rel_ret  num_q  runid
+  {ALL_RANKMON}  all of the above (the default)
+
+examples:
+  rankmon eval qrels.txt run.txt -q -m ndcg_cut.10 -m P.10
+  rankmon eval qrels.txt run.txt -c --gain exp --format json
+"""
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `eval` subcommand."""
+    parser = subparsers.add_parser(
+        "eval",
+        help="score a TREC run against qrels, trec_eval-compatible",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "qrels", metavar="QRELS", help="judgments: TREC qrels (qid iter docno grade) or .jsonl"
+    )
+    parser.add_argument("run", metavar="RUN", help="TREC run: qid Q0 docno rank score tag")
+    _add_trec_eval_options(parser)
+    _add_rankmon_options(parser)
+    parser.set_defaults(handler=run_eval)
+
+
+def _add_trec_eval_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-q", dest="per_query", action="store_true", help="print every query's values too"
+    )
+    parser.add_argument(
+        "-c",
+        dest="complete",
+        action="store_true",
+        help="evaluate every qrels query: one the run misses scores 0 and counts in the mean "
+        "(default: the mean is over the queries in both files, as trec_eval 9)",
+    )
+    parser.add_argument(
+        "-m",
+        dest="measures",
+        metavar="MEASURE",
+        action="append",
+        help=f"a measure or family to report, repeatable (default: {ALL_RANKMON})",
+    )
+    parser.add_argument(
+        "-l",
+        dest="level",
+        metavar="LEVEL",
+        default="1",
+        help="lowest grade that counts as relevant for P, recall, map, recip_rank and "
+        "num_rel (default 1); nDCG always uses the grades themselves",
+    )
+    parser.add_argument(
+        "-M",
+        dest="max_retrieved",
+        metavar="DEPTH",
+        default=str(TREC_EVAL_MAX_RETRIEVED),
+        help="evaluate only the first DEPTH documents of each query after ordering "
+        f"(default {TREC_EVAL_MAX_RETRIEVED}, as trec_eval)",
+    )
+
+
+def _add_rankmon_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gain",
+        choices=("linear", "exp"),
+        default="linear",
+        help="nDCG gain of grade g: linear g (trec_eval, the default) or exp 2^g-1",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("trec", "json"),
+        default="trec",
+        help='trec: trec_eval\'s lines (4 decimals); json: {"per_query": {qid: {measure: '
+        'value}}, "all": {measure: value}} at full precision',
+    )
+    parser.add_argument(
+        "--score-precision",
+        choices=("float64", "float32"),
+        default="float64",
+        help="compare run scores as doubles (trec_eval 10, the default) or as C floats "
+        "(trec_eval 9 and pytrec_eval, where nearly equal scores tie)",
+    )
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """The `eval` handler: load, score, print; returns the exit code."""
+    selection = select_measures(args.measures or [ALL_RANKMON], Gain.parse(args.gain))
+    relevance_level = _whole_number(args.level, "-l LEVEL (relevance level)")
+    max_retrieved = _whole_number(args.max_retrieved, "-M DEPTH (documents per query)")
+    evaluation_set = load_evaluation_set(args.qrels)
+    run = load_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
+    report = evaluate_run(
+        evaluation_set,
+        run,
+        selection,
+        complete=args.complete,
+        relevance_level=relevance_level,
+    )
+    if args.format == "json":
+        sys.stdout.write(report.to_json().decode())
+    else:
+        lines = report.trec_lines(per_query=args.per_query)
+        sys.stdout.write("".join(f"{line}\n" for line in lines))
+    return 0
+
+
+def _whole_number(text: str, option: str) -> int:
+    # Parsed here rather than by argparse so that a bad value is one line, like every error.
+    if not text.isascii() or not text.isdigit():
+        raise MeasureError(f"{option} must be a whole number >= 0, got {text!r}")
+    return int(text)
