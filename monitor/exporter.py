@@ -1,0 +1,279 @@
+"""`Exporter`: every series rankmon exports, on a `CollectorRegistry` passed in.
+
+Quality gauges hold the latest finalized window of each segment, set from a `WindowSummary`:
+
+| series | labels | value |
+|---|---|---|
+| `rankmon_ndcg` | k, gain, window, version, segment keys | mean over queries of each query's mean |
+| `rankmon_precision`, `_recall`, `_judged` | k, window, version, segment keys | same |
+| `rankmon_mrr`, `rankmon_map` | window, version, segment keys | same |
+| `rankmon_<measure>_sum_of_query_means` | as its gauge | sum of the per-query means |
+| `rankmon_window_queries`, `rankmon_window_events` | window, version, segment keys | counts |
+| `rankmon_coverage_ratio` | window, version, segment keys | queries seen / evaluation-set queries |
+| `rankmon_window_end_timestamp_seconds` | window, version, segment keys | end of that window |
+
+The sums and `rankmon_window_queries` make the headline mergeable across instances (each
+query lives on one instance, see DESIGN.md "Scaling out"):
+`sum without(instance) (rankmon_ndcg_sum_of_query_means)
+ / ignoring(k, gain) group_left sum without(instance) (rankmon_window_queries)`.
+(promtool reserves the `_sum`, `_count` and `_total` suffixes for summaries and counters,
+hence `_sum_of_query_means`.)
+
+`version` is the evaluation-set version the window was scored with. A segment's series are
+always exactly those of its latest window: when the version (or the set of measures) changes,
+the series written for that segment's previous window are removed, so a query over
+`rankmon_ndcg` never sees two versions of one segment.
+
+Process series: `rankmon_events_total{outcome,reason}`, `rankmon_watermark_timestamp_seconds`
+and `rankmon_consumer_lag_records` per `partition`, `rankmon_broker_up`, `rankmon_ready`,
+`rankmon_build_info{version}`, `rankmon_evaluation_set_info{version}`,
+`rankmon_evaluation_set_queries`, `rankmon_alert_firing{alert,severity,<segment keys>}`,
+`rankmon_alert_deliveries_total{sink,result}` and the standard `process_*` series.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Info, ProcessCollector
+
+from monitor import __version__
+from monitor.catalog import MeasureKey
+from monitor.errors import MeasureError
+from monitor.summary import Segment, WindowSummary
+
+__all__ = ["EXPORTED_KINDS", "Exporter", "Readiness"]
+
+# measure kind -> (gauge name, carries `k`, carries `gain`); other kinds (dcg, ndcg without
+# cutoff, num_*) stay in the window summaries only.
+EXPORTED_KINDS: dict[str, tuple[str, bool, bool]] = {
+    "ndcg": ("rankmon_ndcg", True, True),
+    "precision": ("rankmon_precision", True, False),
+    "recall": ("rankmon_recall", True, False),
+    "judged": ("rankmon_judged", True, False),
+    "mrr": ("rankmon_mrr", False, False),
+    "map": ("rankmon_map", False, False),
+}
+
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+_RESERVED_LABELS = frozenset({"k", "gain", "window", "version", "partition", "job", "instance"})
+
+_HELP = {
+    "ndcg": "nDCG@k of the latest finalized window: mean over queries of each query's mean.",
+    "precision": "Precision@k of the latest finalized window (mean of per-query means).",
+    "recall": "Recall@k of the latest finalized window (mean of per-query means).",
+    "judged": "Share of the top k judged in the latest finalized window (mean over queries).",
+    "mrr": "Mean reciprocal rank of the latest finalized window (mean of per-query means).",
+    "map": "Mean average precision of the latest finalized window (mean of per-query means).",
+}
+
+LabelValues = tuple[str, ...]
+
+
+@dataclass
+class Readiness:
+    """What `/readyz` requires: evaluation set loaded, consumer group joined, broker reachable."""
+
+    evaluation_set_loaded: bool = False
+    group_joined: bool = False
+    broker_up: bool = False
+
+    @property
+    def ready(self) -> bool:
+        """All three conditions hold."""
+        return self.evaluation_set_loaded and self.group_joined and self.broker_up
+
+    def missing(self) -> list[str]:
+        """The names of the conditions that do not hold (for the `/readyz` body)."""
+        return [name for name, ok in vars(self).items() if not ok]
+
+
+class Exporter:
+    """Owns every rankmon series on `registry`; segment label names come from config."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        *,
+        segment_keys: Sequence[str] = (),
+        process_metrics: bool = True,
+    ) -> None:
+        self.segment_keys = tuple(sorted(segment_keys))
+        for key in self.segment_keys:
+            if not _LABEL_NAME.fullmatch(key) or key.startswith("__") or key in _RESERVED_LABELS:
+                raise ValueError(f"segment key {key!r} cannot be a Prometheus label name")
+        self.readiness = Readiness()
+        self._lock = threading.Lock()
+        # segment -> the (gauge, label values) written for its latest window
+        self._written: dict[Segment, set[tuple[Gauge, LabelValues]]] = {}
+        window_labels = ["window", "version", *self.segment_keys]
+        self._means: dict[str, Gauge] = {}
+        self._sums: dict[str, Gauge] = {}
+        for kind, (name, has_k, has_gain) in EXPORTED_KINDS.items():
+            labels = ["k"] * has_k + ["gain"] * has_gain + window_labels
+            self._means[kind] = Gauge(name, _HELP[kind], labels, registry=registry)
+            self._sums[kind] = Gauge(
+                f"{name}_sum_of_query_means",
+                f"Sum over queries of each query's mean {kind} in the latest finalized window.",
+                labels,
+                registry=registry,
+            )
+        self._queries = Gauge(
+            "rankmon_window_queries",
+            "Distinct queries in the latest finalized window (the means are over these).",
+            window_labels,
+            registry=registry,
+        )
+        self._events = Gauge(
+            "rankmon_window_events",
+            "Scored events in the latest finalized window.",
+            window_labels,
+            registry=registry,
+        )
+        self._coverage = Gauge(
+            "rankmon_coverage_ratio",
+            "Queries seen in the latest finalized window / queries in the evaluation set.",
+            window_labels,
+            registry=registry,
+        )
+        self._window_end = Gauge(
+            "rankmon_window_end_timestamp_seconds",
+            "End (exclusive, event time) of the latest finalized window.",
+            window_labels,
+            registry=registry,
+        )
+        self._register_process_series(registry)
+        if process_metrics:
+            ProcessCollector(registry=registry)
+
+    def _register_process_series(self, registry: CollectorRegistry) -> None:
+        self._outcomes = Counter(
+            "rankmon_events",
+            "Kafka records by what became of them (outcome) and why (reason, for rejections).",
+            ["outcome", "reason"],
+            registry=registry,
+        )
+        self._watermark = Gauge(
+            "rankmon_watermark_timestamp_seconds",
+            "Event-time watermark per partition (max event time minus allowed lateness).",
+            ["partition"],
+            registry=registry,
+        )
+        self._lag = Gauge(
+            "rankmon_consumer_lag_records",
+            "Records between the consumer's position and the partition's high watermark.",
+            ["partition"],
+            registry=registry,
+        )
+        self._broker_up = Gauge(
+            "rankmon_broker_up", "1 if the Kafka broker answered lately.", registry=registry
+        )
+        ready = Gauge("rankmon_ready", "1 if /readyz reports ready.", registry=registry)
+        ready.set_function(lambda: float(self.readiness.ready))
+        self._evaluation_set = Info(
+            "rankmon_evaluation_set", "The loaded evaluation set.", registry=registry
+        )
+        self._evaluation_set_queries = Gauge(
+            "rankmon_evaluation_set_queries",
+            "Queries in the loaded evaluation set.",
+            registry=registry,
+        )
+        build = Info("rankmon_build", "rankmon's version.", registry=registry)
+        build.info({"version": __version__, "python": platform.python_version()})
+        self._alert_firing = Gauge(
+            "rankmon_alert_firing",
+            "1 while an alert rule fires (per rule and segment).",
+            ["alert", "severity", *self.segment_keys],
+            registry=registry,
+        )
+        self._deliveries = Counter(
+            "rankmon_alert_deliveries",
+            "Alert notifications sent, by sink (alertmanager, webhook, log) and result.",
+            ["sink", "result"],
+            registry=registry,
+        )
+
+    def record_window(self, summary: WindowSummary) -> None:
+        """Set the segment's series from its newest finalized window, dropping stale ones."""
+        segment_values = self._segment_values(summary.segment)
+        base = (summary.window, summary.evaluation_set_version, *segment_values)
+        written: set[tuple[Gauge, LabelValues]] = set()
+        for key_text, mean in summary.means.items():
+            exported = self._exported_labels(key_text)
+            if exported is None:
+                continue
+            kind, prefix = exported
+            labels = (*prefix, *base)
+            self._means[kind].labels(*labels).set(mean)
+            self._sums[kind].labels(*labels).set(summary.sums.get(key_text, float("nan")))
+            written |= {(self._means[kind], labels), (self._sums[kind], labels)}
+        for gauge, value in (
+            (self._queries, summary.queries),
+            (self._events, summary.events),
+            (self._coverage, summary.coverage),
+            (self._window_end, summary.end_ms / 1000.0),
+        ):
+            gauge.labels(*base).set(value)
+            written.add((gauge, base))
+        with self._lock:
+            stale = self._written.get(summary.segment, set()) - written
+            self._written[summary.segment] = written
+        for gauge, labels in stale:
+            gauge.remove(*labels)
+
+    def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None:
+        """Count records by outcome (accepted, invalid, unknown_query, duplicate, late)."""
+        self._outcomes.labels(outcome, reason).inc(amount)
+
+    def set_watermark(self, partition: int, timestamp_ms: int) -> None:
+        """The partition's event-time watermark."""
+        self._watermark.labels(str(partition)).set(timestamp_ms / 1000.0)
+
+    def set_consumer_lag(self, partition: int, records: int) -> None:
+        """Records not yet consumed on the partition (high watermark minus position)."""
+        self._lag.labels(str(partition)).set(records)
+
+    def forget_partition(self, partition: int) -> None:
+        """Drop a revoked partition's watermark and lag series."""
+        for gauge in (self._watermark, self._lag):
+            gauge.remove(str(partition))  # a no-op if it was never set
+
+    def set_broker_up(self, up: bool) -> None:
+        """Whether the broker answers; also one of the readiness conditions."""
+        self._broker_up.set(float(up))
+        self.readiness.broker_up = up
+
+    def set_evaluation_set(self, version: str, queries: int) -> None:
+        """The loaded evaluation set; marks it loaded for readiness."""
+        self._evaluation_set.info({"version": version})
+        self._evaluation_set_queries.set(queries)
+        self.readiness.evaluation_set_loaded = True
+
+    def set_alert_firing(self, alert: str, severity: str, segment: Segment, firing: bool) -> None:
+        """An alert rule's state for one segment."""
+        values = self._segment_values(segment)
+        self._alert_firing.labels(alert, severity, *values).set(float(firing))
+
+    def count_alert_delivery(self, sink: str, result: str) -> None:
+        """One notification attempt to a sink (`result`: sent, failed)."""
+        self._deliveries.labels(sink, result).inc()
+
+    def _segment_values(self, segment: Segment) -> LabelValues:
+        values = dict(segment)
+        return tuple(values.get(key, "") for key in self.segment_keys)
+
+    def _exported_labels(self, key_text: str) -> tuple[str, LabelValues] | None:
+        try:
+            key = MeasureKey.parse(key_text)
+        except MeasureError:
+            return None  # a summary from a newer rankmon may carry measures this one lacks
+        exported = EXPORTED_KINDS.get(key.kind)
+        if exported is None or (exported[1] and key.k is None):
+            return None
+        _, has_k, has_gain = exported
+        prefix = (str(key.k),) * has_k + (str(key.gain),) * has_gain
+        return key.kind, prefix
