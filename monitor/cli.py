@@ -13,7 +13,7 @@ from monitor.errors import RankmonError
 __all__ = ["build_parser", "main"]
 
 # Each module exposes register(subparsers) and sets `handler` on its parser.
-COMMAND_MODULES: tuple[str, ...] = ("monitor.commands.eval",)
+COMMAND_MODULES: tuple[str, ...] = ("monitor.commands.eval", "monitor.commands.dashboards")
 
 EXIT_USAGE = 2
 

@@ -1,0 +1,75 @@
+"""`rankmon dashboards render|push`: the Grafana dashboards as files, or into a Grafana.
+
+`render` writes `DIR/<uid>.json` (default `dashboards/`), byte-identical on every run for the
+same config. `push` provisions a folder and the dashboards through Grafana's HTTP API; the
+token comes from an environment variable (default `GRAFANA_TOKEN`) or a file, never from the
+command line, where `ps` and shell history would show it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from monitor.dashboards import DEFAULT_SPEC, DashboardSpec, build_dashboards, load_spec
+from monitor.dashboards.grafana import GrafanaTarget
+from monitor.errors import InputError, RankmonError
+
+__all__ = ["register"]
+
+DEFAULT_TOKEN_ENV = "GRAFANA_TOKEN"
+
+
+def register(subparsers: Any) -> None:
+    """Add `dashboards render` and `dashboards push`."""
+    parser = subparsers.add_parser("dashboards", help="render or push the Grafana dashboards")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    render = actions.add_parser("render", help="write dashboards/*.json")
+    render.add_argument("--out", type=Path, default=Path("dashboards"), metavar="DIR")
+    push = actions.add_parser("push", help="provision a folder and the dashboards in Grafana")
+    push.add_argument("--url", required=True, help="Grafana's base URL, e.g. http://grafana:3000")
+    token = push.add_mutually_exclusive_group()
+    token.add_argument("--token-env", default=DEFAULT_TOKEN_ENV, metavar="VAR")
+    token.add_argument("--token-file", type=Path, metavar="FILE")
+    push.add_argument("--folder", default="rankmon", metavar="NAME")
+    for action in (render, push):
+        action.add_argument(
+            "--config", type=Path, metavar="FILE", help="draw this config's alert thresholds"
+        )
+    render.set_defaults(handler=_render)
+    push.set_defaults(handler=_push)
+
+
+def _spec(args: argparse.Namespace) -> DashboardSpec:
+    return DEFAULT_SPEC if args.config is None else load_spec(args.config)
+
+
+def _render(args: argparse.Namespace) -> int:
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    for dashboard in build_dashboards(_spec(args)):
+        path = out / f"{dashboard.uid}.json"
+        path.write_text(dashboard.to_json(), encoding="utf-8")
+        print(path)
+    return 0
+
+
+def _push(args: argparse.Namespace) -> int:
+    target = GrafanaTarget(args.url, _token(args))
+    for path in target.push(build_dashboards(_spec(args)), args.folder):
+        print(f"pushed {path}")
+    return 0
+
+
+def _token(args: argparse.Namespace) -> str:
+    if args.token_file is not None:
+        try:
+            return str(args.token_file.read_text(encoding="utf-8").strip())
+        except OSError as error:
+            raise InputError(str(args.token_file), f"cannot read the token: {error}") from error
+    token = os.environ.get(args.token_env, "").strip()
+    if not token:
+        raise RankmonError(f"no Grafana token: set {args.token_env} or pass --token-file FILE")
+    return token

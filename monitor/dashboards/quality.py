@@ -1,0 +1,199 @@
+"""The ranking-quality dashboard: what the ranker's users get, per segment and cutoff.
+
+Rows, top to bottom: the config's alert rules with their thresholds drawn (only when rendered
+with `--config`), quality over time (nDCG, precision, recall per cutoff; MRR, MAP), the drop
+versus a trailing baseline, the evaluation set's coverage and judged@k, and the alerts firing.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from monitor.dashboards.model import DATASOURCE, JSON, Dashboard, Panel, Query, Row
+from monitor.dashboards.model import ThresholdStep as Step
+from monitor.dashboards.queries import (
+    merged,
+    merged_mean,
+    segment_legend,
+    segment_matchers,
+    trailing_median,
+)
+from monitor.dashboards.rules import rule_rows
+from monitor.dashboards.spec import DashboardSpec
+from monitor.dashboards.variables import quality_variables
+
+__all__ = ["QUALITY_UID", "quality_dashboard"]
+
+QUALITY_UID: Final = "rankmon-quality"
+_WINDOW: Final = 'window="$window"'
+_FIRING: Final = "max by (alert, severity) (rankmon_alert_firing) > 0"
+
+
+def quality_dashboard(spec: DashboardSpec) -> Dashboard:
+    """The quality dashboard for the segment keys and alert rules of `spec`."""
+    return Dashboard(
+        uid=QUALITY_UID,
+        title="rankmon: ranking quality",
+        description=(
+            "Windowed nDCG@k and companions of the production ranker against the fixed "
+            "evaluation set (trec_eval conventions), merged across rankmon instances."
+        ),
+        rows=(
+            *rule_rows(spec),
+            _quality_row(spec),
+            _drop_row(spec),
+            _evaluation_set_row(spec),
+            _alerts_row(),
+        ),
+        variables=quality_variables(spec),
+        annotations=(_firing_annotation(),),
+    )
+
+
+def _per_k(spec: DashboardSpec, family: str, title: str, with_gain: bool = False) -> Panel:
+    common = [_WINDOW, *segment_matchers(spec.segment_keys)]
+    own = ['k=~"$k"', 'gain=~"$gain"'] if with_gain else ['k=~"$k"']
+    legend = segment_legend(spec.segment_keys) + (" {{gain}}" if with_gain else "")
+    return Panel(
+        "timeseries",
+        f"{title}@$k",
+        (Query(merged_mean(family, common, own), legend),),
+        description=f"Mean over queries of each query's mean {title}@k in the latest window.",
+        unit="percentunit",
+        minimum=0,
+        maximum=1,
+        width=8,
+        repeat="k",
+    )
+
+
+def _quality_row(spec: DashboardSpec) -> Row:
+    common = [_WINDOW, *segment_matchers(spec.segment_keys)]
+    legend = segment_legend(spec.segment_keys)
+    flat = tuple(
+        Panel(
+            "timeseries",
+            title,
+            (Query(merged_mean(family, common), legend),),
+            description=f"Mean over queries of each query's mean {title} in the latest window.",
+            unit="percentunit",
+            minimum=0,
+            maximum=1,
+        )
+        for family, title in (("mrr", "MRR"), ("map", "MAP"))
+    )
+    return Row(
+        "Quality over time (per segment and cutoff)",
+        (
+            _per_k(spec, "ndcg", "nDCG", with_gain=True),
+            _per_k(spec, "precision", "Precision"),
+            _per_k(spec, "recall", "Recall"),
+            *flat,
+        ),
+    )
+
+
+def _drop_row(spec: DashboardSpec) -> Row:
+    common = [_WINDOW, *segment_matchers(spec.segment_keys)]
+    ndcg = merged_mean("ndcg", common, ['k=~"$k"', 'gain=~"$gain"'])
+    change = f"({ndcg}) / {trailing_median(ndcg, '$baseline', '$window')} - 1"
+    panel = Panel(
+        "timeseries",
+        "nDCG@$k change versus the trailing median of $baseline",
+        (Query(change, segment_legend(spec.segment_keys) + " {{gain}}"),),
+        description=(
+            "Relative change of the window's nDCG@k from the median of the windows in the "
+            "$baseline before it; -0.05 is a 5 % drop."
+        ),
+        unit="percentunit",
+        width=8,
+        repeat="k",
+    )
+    return Row("Drop versus baseline", (panel,))
+
+
+def _evaluation_set_row(spec: DashboardSpec) -> Row:
+    common = [_WINDOW, *segment_matchers(spec.segment_keys)]
+    legend = segment_legend(spec.segment_keys)
+    # Queries are partitioned across instances, so per-instance coverages add up exactly.
+    coverage = Query(merged("rankmon_coverage_ratio", common), legend)
+    judged = Query(merged_mean("judged", common, ['k=~"$k"']), legend + " @{{k}}")
+    counts = (
+        Query(merged("rankmon_window_queries", common), f"queries {legend}"),
+        Query(merged("rankmon_window_events", common), f"events {legend}"),
+    )
+    version = Query("count by (version) (rankmon_evaluation_set_info)", "{{version}}", True, True)
+    coverage_help = "Share of the evaluation set's queries seen in the window."
+    return Row(
+        "Evaluation set",
+        (
+            Panel(
+                "timeseries",
+                "Coverage",
+                (coverage,),
+                coverage_help,
+                "percentunit",
+                6,
+                minimum=0,
+                maximum=1,
+            ),
+            Panel(
+                "timeseries",
+                "Judged@k",
+                (judged,),
+                "Share of the top k with a judgment, mean over queries.",
+                "percentunit",
+                6,
+                minimum=0,
+                maximum=1,
+            ),
+            Panel("timeseries", "Queries and events per window", counts, width=6),
+            Panel(
+                "table",
+                "Evaluation set version (instances)",
+                (version,),
+                "Instances per evaluation-set version; more than one row means a rollout "
+                "is in progress or an instance missed a reload.",
+                width=6,
+            ),
+        ),
+    )
+
+
+def _alerts_row() -> Row:
+    count = Query("count(rankmon_alert_firing > 0) or vector(0)", "firing", instant=True)
+    active = Query("rankmon_alert_firing > 0", instant=True, table=True)
+    return Row(
+        "Alerts",
+        (
+            Panel(
+                "stat",
+                "Alerts firing",
+                (count,),
+                width=6,
+                height=6,
+                thresholds=(Step(None, "green"), Step(1, "red")),
+            ),
+            Panel(
+                "table",
+                "Active alerts",
+                (active,),
+                "Every firing rankmon alert, with its "
+                "labels (alert, severity, measure, window, segment).",
+                width=18,
+                height=6,
+            ),
+        ),
+    )
+
+
+def _firing_annotation() -> JSON:
+    # Marks on every time series where an alert was firing: the drop and the alert line up.
+    return {
+        "datasource": DATASOURCE,
+        "enable": True,
+        "expr": _FIRING,
+        "hide": False,
+        "iconColor": "red",
+        "name": "rankmon alerts firing",
+    }

@@ -1,0 +1,98 @@
+"""The Prometheus series rankmon exports, and the series a PromQL expression names.
+
+`EXPORTED_SERIES` is the one list, in this package, of what the dashboards may query: the
+names in docs/ARCHITECTURE.md "Exported series". A dashboard that names anything else would
+show "No data" forever, so rendering refuses it (`unknown_series`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final
+
+__all__ = [
+    "EXPORTED_SERIES",
+    "QUALITY_MEASURES",
+    "label_values_selector",
+    "series_names",
+    "unknown_series",
+]
+
+# The quality gauges; each has a mergeable companion `rankmon_<measure>_sum_of_query_means`.
+QUALITY_MEASURES: Final = ("ndcg", "precision", "recall", "judged", "mrr", "map")
+
+EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
+    [f"rankmon_{m}" for m in QUALITY_MEASURES]
+    + [f"rankmon_{m}_sum_of_query_means" for m in QUALITY_MEASURES]
+    + [
+        "rankmon_window_events",
+        "rankmon_window_queries",
+        "rankmon_coverage_ratio",
+        "rankmon_window_end_timestamp_seconds",
+        "rankmon_evaluation_set_info",
+        "rankmon_watermark_timestamp_seconds",
+        "rankmon_consumer_lag_records",
+        "rankmon_events_total",
+        "rankmon_build_info",
+        "rankmon_broker_up",
+        "rankmon_alert_firing",
+        "rankmon_alert_deliveries_total",
+    ]
+)
+
+_KEYWORDS: Final = frozenset(
+    [
+        "by",
+        "without",
+        "on",
+        "ignoring",
+        "group_left",
+        "group_right",
+        "offset",
+        "bool",
+        "and",
+        "or",
+        "unless",
+        "inf",
+        "nan",
+    ]
+)
+_STRING: Final = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|`[^`]*`')
+_BRACES: Final = re.compile(r"\{[^{}]*\}")
+_BRACKETS: Final = re.compile(r"\[[^\[\]]*\]")
+_GROUPING: Final = re.compile(
+    r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)", re.IGNORECASE
+)
+# A name not glued to a digit (`5m`), a `$` (a Grafana variable) or a dot, and not a call.
+_NAME: Final = re.compile(r"(?<![\w.$:])([A-Za-z_:][\w:]*)(?![\w:]|\s*\()")
+_LABEL_VALUES: Final = re.compile(r"^\s*label_values\(\s*(.*),\s*\w+\s*\)\s*$", re.DOTALL)
+
+
+def series_names(expr: str) -> set[str]:
+    """The metric names an expression selects (functions, keywords and labels left out).
+
+    Written for the expressions rankmon generates, not a full PromQL parser: strings, label
+    matchers, ranges and grouping label lists are removed first, then every remaining bare
+    name that is not a function call or a keyword is a metric name.
+    """
+    text = _STRING.sub('""', expr)
+    while _BRACES.search(text):  # `${var}` inside a matcher nests one level
+        text = _BRACES.sub(" ", text)
+    text = _BRACKETS.sub(" ", text)
+    text = _GROUPING.sub(" ", text)
+    return {m for m in _NAME.findall(text) if m.lower() not in _KEYWORDS}
+
+
+def label_values_selector(query: str) -> str | None:
+    """The series selector inside a Grafana `label_values(selector, label)` variable query."""
+    match = _LABEL_VALUES.match(query)
+    return match.group(1) if match else None
+
+
+def unknown_series(expressions: Iterable[str]) -> set[str]:
+    """Metric names the expressions select that rankmon does not export."""
+    named: set[str] = set()
+    for expr in expressions:
+        named |= series_names(expr)
+    return named - EXPORTED_SERIES

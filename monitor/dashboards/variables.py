@@ -1,0 +1,82 @@
+"""Templating variables: the datasource, the window, the segment keys, cutoffs and gains."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from monitor.config_values import parse_duration
+from monitor.dashboards.model import ALL, Variable
+from monitor.dashboards.spec import DashboardSpec
+
+__all__ = ["baseline_span", "datasource_variable", "format_duration", "quality_variables"]
+
+_UNITS: Final = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000))
+_BASELINE_CHOICES: Final = ("30m", "1h", "2h", "6h", "1d")
+_DEFAULT_BASELINE_WINDOWS: Final = 12  # the alerting stage's default baseline_windows
+
+
+def format_duration(ms: int) -> str:
+    """A PromQL duration in the largest unit that divides `ms` exactly (`3600000` -> `1h`)."""
+    for unit, size in _UNITS:
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+def baseline_span(spec: DashboardSpec, windows: int) -> str:
+    """The span of `windows` consecutive windows of the configured size."""
+    return format_duration(parse_duration(spec.window).ms * windows)
+
+
+def datasource_variable() -> Variable:
+    return Variable("datasource", "Data source", "datasource", "prometheus")
+
+
+def quality_variables(spec: DashboardSpec) -> tuple[Variable, ...]:
+    """Datasource, window, one multi-select per segment key, k, gain and the baseline span."""
+    segment = tuple(
+        Variable(
+            key,
+            key,
+            "query",
+            f'label_values(rankmon_window_queries{{window="$window"}}, {key})',
+            multi=True,
+            include_all=True,
+            default=ALL,
+        )
+        for key in spec.segment_keys
+    )
+    windows = spec.drops[0].baseline_windows if spec.drops else _DEFAULT_BASELINE_WINDOWS
+    baseline = baseline_span(spec, windows)
+    choices = sorted({*_BASELINE_CHOICES, baseline}, key=lambda text: parse_duration(text).ms)
+    return (
+        datasource_variable(),
+        Variable(
+            "window",
+            "Window",
+            "query",
+            "label_values(rankmon_window_queries, window)",
+            default=spec.window,
+        ),
+        *segment,
+        Variable(
+            "k",
+            "Cutoff k",
+            "query",
+            'label_values(rankmon_ndcg{window="$window"}, k)',
+            multi=True,
+            include_all=True,
+            default=ALL,
+            sort=3,
+        ),
+        Variable(
+            "gain",
+            "Gain",
+            "query",
+            'label_values(rankmon_ndcg{window="$window"}, gain)',
+            multi=True,
+            include_all=True,
+            default=ALL,
+        ),
+        Variable("baseline", "Baseline span", "custom", ",".join(choices), default=baseline),
+    )
