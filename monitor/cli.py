@@ -13,7 +13,11 @@ from monitor.errors import RankmonError
 __all__ = ["build_parser", "main"]
 
 # Each module exposes register(subparsers) and sets `handler` on its parser.
-COMMAND_MODULES: tuple[str, ...] = ("monitor.commands.eval", "monitor.commands.dashboards")
+COMMAND_MODULES: tuple[str, ...] = (
+    "monitor.commands.eval",
+    "monitor.commands.check_config",
+    "monitor.commands.dashboards",
+)
 
 EXIT_USAGE = 2
 

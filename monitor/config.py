@@ -1,0 +1,293 @@
+"""The validated, frozen `Config`: one YAML file plus `RANKMON_` environment overrides.
+
+`load_config(path)` reads the file, applies every `RANKMON_A__B=value` variable (see
+`monitor.config_source`), checks each key and returns a `Config`, or raises `ConfigError`
+naming the dotted key (`config key 'windows.hop': ...`); unknown keys are errors too. Nothing
+here reads the environment at import time, and a `Config` never changes after start.
+`rankmon.example.yaml` documents every key with its default.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from monitor.config_kafka import (
+    KafkaConfig,
+    KafkaSecurity,
+    SaslConfig,
+    SslConfig,
+    read_kafka,
+    read_path,
+)
+from monitor.config_metrics import MetricsConfig, read_metrics
+from monitor.config_source import (
+    ConfigSection,
+    apply_environment,
+    as_bool,
+    as_choice,
+    as_duration,
+    as_int,
+    as_str,
+    as_str_list,
+    read_yaml,
+)
+from monitor.config_values import Duration, Secret, parse_duration
+
+__all__ = [
+    "Config",
+    "Duration",
+    "EvaluationSetConfig",
+    "ExportConfig",
+    "JudgmentsConfig",
+    "KafkaConfig",
+    "KafkaSecurity",
+    "LoggingConfig",
+    "MetricsConfig",
+    "SaslConfig",
+    "ScheduleConfig",
+    "Secret",
+    "SegmentsConfig",
+    "SslConfig",
+    "WindowsConfig",
+    "load_config",
+    "parse_duration",
+]
+
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_TEN_SECONDS: Final = parse_duration("10s")
+_FIFTEEN_SECONDS: Final = parse_duration("15s")
+_NO_KEYS: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationSetConfig:
+    """The qrels file (TREC or .jsonl) and how its changes are picked up.
+
+    The file's existence is checked when the evaluation set loads, not here.
+    """
+
+    path: Path
+    watch: bool = True  # reload when the file changes (SIGHUP always reloads)
+    poll_interval: Duration = _TEN_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class WindowsConfig:
+    """Event-time windows, aligned to the epoch.
+
+    Tumbling when `hop == size`, sliding otherwise (each event is in size/hop windows).
+    `time_source` "event" takes the event's `event_time` and falls back to the record
+    timestamp; "record" always takes the record timestamp.
+    """
+
+    size: Duration
+    hop: Duration
+    allowed_lateness: Duration
+    idle_timeout: Duration
+    max_future: Duration
+    time_source: str
+
+    @property
+    def sliding(self) -> bool:
+        """Whether windows overlap."""
+        return self.hop.ms != self.size.ms
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleConfig:
+    """How often closed windows are finalized, exported, published and committed."""
+
+    interval: Duration = _FIFTEEN_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentsConfig:
+    """Segment keys that become labels, and the cap on distinct values per key.
+
+    Values past `max_values` distinct ones (per key, per process) are reported as
+    `monitor.segments.OVERFLOW`, so a producer cannot explode the label cardinality.
+    """
+
+    keys: tuple[str, ...] = ()
+    max_values: int = 100
+
+
+@dataclass(frozen=True, slots=True)
+class JudgmentsConfig:
+    """Inline judgments: "ignore", or "fill" the documents the evaluation set has not judged.
+
+    When both grade a document, the evaluation set wins.
+    """
+
+    inline: str = "ignore"
+
+
+@dataclass(frozen=True, slots=True)
+class ExportConfig:
+    """The `/metrics` endpoint; TLS when both files are set."""
+
+    host: str = "0.0.0.0"
+    port: int = 9464
+    tls_certfile: Path | None = None
+    tls_keyfile: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingConfig:
+    """Log level (DEBUG..CRITICAL) and format ("text" or "json" lines)."""
+
+    level: str = "INFO"
+    format: str = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """Everything rankmon reads at start. `alerts` stays raw: the alerting stage parses it."""
+
+    kafka: KafkaConfig
+    evaluation_set: EvaluationSetConfig
+    metrics: MetricsConfig
+    windows: WindowsConfig
+    schedule: ScheduleConfig = ScheduleConfig()
+    segments: SegmentsConfig = SegmentsConfig()
+    judgments: JudgmentsConfig = JudgmentsConfig()
+    export: ExportConfig = ExportConfig()
+    logging: LoggingConfig = LoggingConfig()
+    alerts: Mapping[str, Any] = field(default_factory=dict)
+
+
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:
+    """Read, override and validate the config at `path`.
+
+    `environ` defaults to `os.environ` as it is now; relative paths in the file are taken
+    from the file's directory. Raises `InputError` (unreadable file, bad YAML) or
+    `ConfigError` (a bad key).
+    """
+    path = Path(path)
+    env = os.environ if environ is None else environ
+    tree = read_yaml(path)
+    origins = apply_environment(tree, env)
+    return config_from_tree(tree, origins, env, path.resolve().parent)
+
+
+def config_from_tree(
+    tree: Mapping[str, Any], origins: Mapping[str, str], environ: Mapping[str, str], base: Path
+) -> Config:
+    """Build a `Config` from an already overridden tree (see `load_config`)."""
+    root = ConfigSection(tree, "", origins)
+    config = Config(
+        kafka=read_kafka(root.section("kafka"), environ, base),
+        evaluation_set=_read_evaluation_set(root.section("evaluation_set"), base),
+        metrics=read_metrics(root.section("metrics")),
+        windows=_read_windows(root.section("windows")),
+        schedule=_read_schedule(root.section("schedule")),
+        segments=_read_segments(root.section("segments")),
+        judgments=_read_judgments(root.section("judgments")),
+        export=_read_export(root.section("export"), base),
+        logging=_read_logging(root.section("logging")),
+        alerts=dict(root.mapping("alerts")),
+    )
+    root.finish()
+    return config
+
+
+def _read_evaluation_set(section: ConfigSection, base: Path) -> EvaluationSetConfig:
+    path = base / Path(section.get("path", as_str)).expanduser()
+    reload = section.section("reload")
+    config = EvaluationSetConfig(
+        path=path,
+        watch=reload.get("watch", as_bool, True),
+        poll_interval=reload.get("poll_interval", _positive_duration, parse_duration("10s")),
+    )
+    reload.finish()
+    section.finish()
+    return config
+
+
+def _positive_duration(value: Any) -> Duration:
+    duration = as_duration(value)
+    if duration.ms <= 0:
+        raise ValueError(f"must be longer than zero, got {duration.text}")
+    return duration
+
+
+def _read_windows(section: ConfigSection) -> WindowsConfig:
+    size = section.get("size", _positive_duration, parse_duration("5m"))
+    config = WindowsConfig(
+        size=size,
+        hop=section.get("hop", _positive_duration, size),
+        allowed_lateness=section.get("allowed_lateness", as_duration, parse_duration("1m")),
+        idle_timeout=section.get("idle_timeout", _positive_duration, parse_duration("5m")),
+        max_future=section.get("max_future", as_duration, parse_duration("5m")),
+        time_source=section.get("time_source", as_choice("event", "record"), "event"),
+    )
+    section.finish()
+    if config.hop.ms > size.ms:
+        raise section.error("hop", f"{config.hop} is longer than the window size {size}")
+    if size.ms % config.hop.ms:
+        raise section.error("hop", f"the window size {size} must be a multiple of {config.hop}")
+    return config
+
+
+def _read_schedule(section: ConfigSection) -> ScheduleConfig:
+    config = ScheduleConfig(section.get("interval", _positive_duration, parse_duration("15s")))
+    section.finish()
+    return config
+
+
+def _read_segments(section: ConfigSection) -> SegmentsConfig:
+    keys = section.get("keys", as_str_list, _NO_KEYS)
+    config = SegmentsConfig(
+        keys=keys,
+        max_values=section.get("max_values", as_int(1), 100),
+    )
+    section.finish()
+    reserved = {"k", "gain", "window", "outcome", "reason", "version", "instance", "job"}
+    for key in keys:
+        if key in reserved:
+            raise section.error("keys", f"{key!r} is a label rankmon already uses")
+        if not key.isascii() or not key.isidentifier() or key.startswith("__"):
+            raise section.error("keys", f"{key!r} is not a valid Prometheus label name")
+    if len(set(keys)) < len(keys):
+        raise section.error("keys", "lists a key more than once")
+    return config
+
+
+def _read_judgments(section: ConfigSection) -> JudgmentsConfig:
+    config = JudgmentsConfig(section.get("inline", as_choice("ignore", "fill"), "ignore"))
+    section.finish()
+    return config
+
+
+def _read_export(section: ConfigSection, base: Path) -> ExportConfig:
+    tls = section.section("tls")
+    config = ExportConfig(
+        host=section.get("host", as_str, "0.0.0.0"),
+        port=section.get("port", as_int(1, 65535), 9464),
+        tls_certfile=read_path(tls, "certfile", base),
+        tls_keyfile=read_path(tls, "keyfile", base),
+    )
+    tls.finish()
+    section.finish()
+    if (config.tls_certfile is None) != (config.tls_keyfile is None):
+        raise tls.error("certfile", "TLS on the metrics endpoint needs both certfile and keyfile")
+    return config
+
+
+def _read_logging(section: ConfigSection) -> LoggingConfig:
+    config = LoggingConfig(
+        level=section.get("level", _log_level, "INFO"),
+        format=section.get("format", as_choice("text", "json"), "text"),
+    )
+    section.finish()
+    return config
+
+
+def _log_level(value: Any) -> str:
+    if not isinstance(value, str) or value.upper() not in LOG_LEVELS:
+        raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {value!r}")
+    return value.upper()

@@ -1,0 +1,97 @@
+"""Value types of the configuration: durations as written, and secrets that never print.
+
+`Duration` keeps the text the user wrote (`5m`), because that text is the `window` label of
+every quality gauge; `Secret` holds a password read from the environment or a file and shows
+`***` wherever it is printed, logged or put in an error.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+__all__ = ["MASK", "Duration", "Secret", "parse_duration"]
+
+_UNIT_MS: Final = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+_DURATION: Final = re.compile(r"(\d+)(ms|s|m|h|d)")
+MASK: Final = "***"
+
+
+@dataclass(frozen=True, slots=True)
+class Duration:
+    """A span of time as written in the config (`15s`, `5m`, `1h`, `1d`, `500ms`).
+
+    `text` is kept verbatim: `Duration("5m", 300_000)` prints as `5m`, never as `300s`.
+    """
+
+    text: str
+    ms: int
+
+    @property
+    def seconds(self) -> float:
+        """The span in seconds (for schedulers and sleeps)."""
+        return self.ms / 1000
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_duration(text: str) -> Duration:
+    """Parse `<integer><unit>` with unit ms, s, m, h or d; raises `ValueError` otherwise.
+
+    One unit only (`90s`, not `1m30s`): the text doubles as a label value, and one spelling
+    per span keeps labels comparable across instances.
+    """
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        raise ValueError(f"expected a duration such as 500ms, 15s, 5m, 1h or 1d, got {text!r}")
+    return Duration(text, int(match.group(1)) * _UNIT_MS[match.group(2)])
+
+
+class Secret:
+    """A secret string (password, key passphrase) that prints as `***`.
+
+    Call `reveal()` only where the value leaves rankmon (the kafka-python keyword arguments).
+    Where it came from, the variable `env` or the file `file`, is safe to show.
+    """
+
+    __slots__ = ("_value", "env", "file")
+
+    def __init__(self, value: str, *, env: str | None = None, file: Path | None = None) -> None:
+        if (env is None) == (file is None):
+            raise ValueError("a Secret comes from exactly one of an environment variable or a file")
+        self._value = value
+        self.env = env
+        self.file = file
+
+    @property
+    def source(self) -> str:
+        """Where the value was read, e.g. `environment variable KAFKA_PASSWORD`."""
+        return f"environment variable {self.env}" if self.env is not None else f"file {self.file}"
+
+    def reveal(self) -> str:
+        """The plain value."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return f"Secret({MASK}, source={self.source!r})"
+
+    def __str__(self) -> str:
+        return MASK
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Secret):
+            return NotImplemented
+        # Constant time, so that comparing configs never becomes a timing oracle.
+        same = hmac.compare_digest(self._value.encode(), other._value.encode())
+        return same and (self.env, self.file) == (other.env, other.file)
+
+    def __hash__(self) -> int:
+        return hash((Secret, self.env, self.file))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Pickling would carry the value into places (process pools, caches) it should not go.
+        raise TypeError("a Secret cannot be pickled")

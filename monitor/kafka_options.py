@@ -1,0 +1,92 @@
+"""The `kafka` config as the keyword arguments kafka-python 3.x takes.
+
+    KafkaConsumer(config.kafka.topic, **consumer_options(config.kafka))
+    KafkaProducer(**producer_options(config.kafka))
+
+Security settings pass through unchanged (`security_protocol`, `sasl_mechanism`,
+`sasl_plain_username`/`sasl_plain_password` for PLAIN and SCRAM, `ssl_cafile`,
+`ssl_certfile`, `ssl_keyfile`, `ssl_password`, `ssl_check_hostname`). The options are a
+`KafkaOptions` dict: it holds the revealed secrets kafka-python needs, and its repr masks
+them, so logging the options by mistake leaks nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from monitor.config_kafka import KafkaConfig
+from monitor.config_values import MASK
+
+__all__ = ["SECRET_OPTIONS", "KafkaOptions", "consumer_options", "producer_options"]
+
+SECRET_OPTIONS: Final = frozenset({"sasl_plain_password", "ssl_password"})
+
+
+class KafkaOptions(dict[str, Any]):
+    """kafka-python keyword arguments whose printed forms mask the secrets."""
+
+    def masked(self) -> dict[str, Any]:
+        """A copy with every secret replaced by `***` (safe to log)."""
+        return {k: (MASK if k in SECRET_OPTIONS and v is not None else v) for k, v in self.items()}
+
+    def __repr__(self) -> str:
+        return f"KafkaOptions({self.masked()!r})"
+
+    def __str__(self) -> str:
+        return repr(self)
+
+
+def consumer_options(kafka: KafkaConfig) -> KafkaOptions:
+    """Options of the event consumer: manual commits only (offsets follow finalized windows).
+
+    `max_partition_fetch_bytes` is at least `max_record_bytes`, so that a record just under
+    the limit is still fetched (and one over it arrives to be rejected as too_large rather
+    than stalling the partition).
+    """
+    options = _connection_options(kafka)
+    options.update(
+        group_id=kafka.group_id,
+        enable_auto_commit=False,
+        auto_offset_reset=kafka.auto_offset_reset,
+        max_poll_records=kafka.max_poll_records,
+        max_partition_fetch_bytes=max(kafka.max_record_bytes + 1024, 1_048_576),
+    )
+    if kafka.session_timeout_ms is not None:
+        options["session_timeout_ms"] = kafka.session_timeout_ms
+    return options
+
+
+def producer_options(kafka: KafkaConfig) -> KafkaOptions:
+    """Options of the producer of dead letters and window summaries.
+
+    `acks="all"`: a summary must be durable before the offsets it covers are committed.
+    `max_request_size` leaves room for a dead-lettered record of `max_record_bytes`.
+    """
+    options = _connection_options(kafka)
+    options.update(acks="all", max_request_size=max(kafka.max_record_bytes + 65_536, 1_048_576))
+    return options
+
+
+def _connection_options(kafka: KafkaConfig) -> KafkaOptions:
+    security = kafka.security
+    options = KafkaOptions(
+        bootstrap_servers=list(kafka.bootstrap_servers),
+        client_id=kafka.client_id,
+        security_protocol=security.protocol,
+    )
+    if security.sasl is not None:
+        options.update(
+            sasl_mechanism=security.sasl.mechanism,
+            sasl_plain_username=security.sasl.username,
+            sasl_plain_password=security.sasl.password.reveal(),
+        )
+    if security.protocol in ("SSL", "SASL_SSL"):
+        ssl = security.ssl
+        options.update(
+            ssl_cafile=None if ssl.cafile is None else str(ssl.cafile),
+            ssl_certfile=None if ssl.certfile is None else str(ssl.certfile),
+            ssl_keyfile=None if ssl.keyfile is None else str(ssl.keyfile),
+            ssl_password=None if ssl.key_password is None else ssl.key_password.reveal(),
+            ssl_check_hostname=ssl.check_hostname,
+        )
+    return options

@@ -1,0 +1,187 @@
+"""`rankmon check-config FILE`: the effective config on stdout, or one line naming the bad key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from monitor.cli import main
+from monitor.config import load_config
+
+MINIMAL: dict[str, Any] = {"kafka": {"topic": "events"}, "evaluation_set": {"path": "q.txt"}}
+
+
+def section(name: str, **keys: Any) -> dict[str, Any]:
+    base = dict(MINIMAL.get(name, {}))
+    base.update(keys)
+    return {**MINIMAL, name: base}
+
+
+CheckConfig = Callable[..., tuple[int, str, str]]
+
+
+@pytest.fixture
+def check_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> CheckConfig:
+    """Run `rankmon check-config` on a config text with extra environment variables."""
+
+    def run(text: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        path = tmp_path / "rankmon.yaml"
+        path.write_text(text, encoding="utf-8")
+        code = main(["check-config", str(path)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+BAD_KEYS = [
+    pytest.param(section("export", port=-1), {}, "export.port", id="negative-port"),
+    pytest.param(section("export", port="http"), {}, "export.port", id="port-not-a-number"),
+    pytest.param(section("export", port=70000), {}, "export.port", id="port-too-high"),
+    pytest.param(section("windows", size="5 minutes"), {}, "windows.size", id="bad-duration"),
+    pytest.param(section("windows", size=300), {}, "windows.size", id="duration-without-unit"),
+    pytest.param(section("windows", size="0s"), {}, "windows.size", id="zero-window"),
+    pytest.param(section("windows", size="5m", hop="10m"), {}, "windows.hop", id="hop-over-size"),
+    pytest.param(section("metrics", gains=["linear", "cubic"]), {}, "metrics.gains", id="gain"),
+    pytest.param(section("metrics", gains=[{1: -1}]), {}, "metrics.gains", id="negative-gain"),
+    pytest.param(section("metrics", gains=["exp", "exp"]), {}, "metrics.gains", id="dup-gain"),
+    pytest.param(section("metrics", cutoffs=[5, 10, 5]), {}, "metrics.cutoffs", id="dup-cutoff"),
+    pytest.param(section("metrics", cutoffs=[0, 10]), {}, "metrics.cutoffs", id="zero-cutoff"),
+    pytest.param(section("metrics", cutoffs=[]), {}, "metrics.cutoffs", id="no-cutoffs"),
+    pytest.param(
+        section("metrics", relevance_level=True), {}, "metrics.relevance_level", id="bool"
+    ),
+    pytest.param(section("metrics", idcg_zero="one"), {}, "metrics.idcg_zero", id="idcg-zero"),
+    pytest.param(section("metrics", max_depth=0), {}, "metrics.max_depth", id="max-depth"),
+    pytest.param({"evaluation_set": {"path": "q"}}, {}, "kafka.topic", id="missing-topic"),
+    pytest.param({"kafka": {"topic": "t"}}, {}, "evaluation_set.path", id="missing-evalset"),
+    pytest.param({**MINIMAL, "exporter": {}}, {}, "exporter", id="unknown-section"),
+    pytest.param(section("kafka", grup_id="g"), {}, "kafka.grup_id", id="unknown-key"),
+    pytest.param(
+        section("kafka", bootstrap_servers=["nohost"]),
+        {},
+        "kafka.bootstrap_servers",
+        id="server-without-port",
+    ),
+    pytest.param(
+        section("kafka", dead_letter_topic="events"),
+        {},
+        "kafka.dead_letter_topic",
+        id="dlq-is-the-topic",
+    ),
+    pytest.param(MINIMAL, {"RANKMON_EXPORT__PORT": "abc"}, "export.port", id="bad-env-override"),
+    pytest.param(MINIMAL, {"RANKMON_EXPORT__PORT__X": "1"}, "export.port", id="env-into-scalar"),
+    pytest.param(MINIMAL, {"RANKMON_KAFKA__TOPIK": "t"}, "kafka.topik", id="unknown-env-key"),
+    pytest.param(MINIMAL, {"RANKMON_WINDOWS__SIZE": "[5m"}, "windows.size", id="env-not-yaml"),
+    pytest.param(
+        section("kafka", security={"protocol": "SASL_SSL"}),
+        {},
+        "kafka.security.sasl",
+        id="sasl-protocol-without-sasl",
+    ),
+    pytest.param(
+        section("kafka", security={"protocol": "TLS"}),
+        {},
+        "kafka.security.protocol",
+        id="unknown-protocol",
+    ),
+    pytest.param(
+        section(
+            "kafka",
+            security={
+                "protocol": "SASL_SSL",
+                "sasl": {"mechanism": "GSSAPI", "username": "u", "password_env": "P"},
+            },
+        ),
+        {"P": "x"},
+        "kafka.security.sasl.mechanism",
+        id="unsupported-mechanism",
+    ),
+    pytest.param(
+        section(
+            "kafka",
+            security={
+                "protocol": "SASL_SSL",
+                "sasl": {"mechanism": "PLAIN", "username": "u", "password_env": "UNSET_PW"},
+            },
+        ),
+        {},
+        "kafka.security.sasl.password_env",
+        id="password-variable-unset",
+    ),
+    pytest.param(
+        section("kafka", security={"protocol": "SSL", "ssl": {"cafile": "nope.pem"}}),
+        {},
+        "kafka.security.ssl.cafile",
+        id="missing-cafile",
+    ),
+    pytest.param(section("segments", keys=["model", "k"]), {}, "segments.keys", id="label-k"),
+    pytest.param(section("segments", max_values=0), {}, "segments.max_values", id="max-values"),
+    pytest.param(section("judgments", inline="merge"), {}, "judgments.inline", id="inline"),
+    pytest.param(section("logging", format="xml"), {}, "logging.format", id="log-format"),
+    pytest.param(section("schedule", interval="-1s"), {}, "schedule.interval", id="interval"),
+    pytest.param({**MINIMAL, "alerts": ["a"]}, {}, "alerts", id="alerts-not-a-mapping"),
+]
+
+
+@pytest.mark.parametrize(("tree", "env", "key"), BAD_KEYS)
+def test_bad_key_gives_one_line_naming_it_and_exit_2(
+    check_config: CheckConfig, tree: dict[str, Any], env: dict[str, str], key: str
+) -> None:
+    code, out, err = check_config(yaml.safe_dump(tree), env)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert err.startswith(f"rankmon check-config: config key '{key}': ")
+
+
+def test_valid_config_prints_the_effective_config_and_exits_0(check_config: CheckConfig) -> None:
+    code, out, err = check_config(yaml.safe_dump(MINIMAL), {"RANKMON_EXPORT__PORT": "9500"})
+    assert (code, err) == (0, "")
+    effective = yaml.safe_load(out)
+    assert effective["export"]["port"] == 9500
+    assert effective["kafka"]["dead_letter_topic"] == "events.dlq"
+    assert effective["metrics"]["cutoffs"] == [5, 10, 20]
+
+
+def test_output_never_shows_a_secret_and_loads_back(
+    tmp_path: Path, check_config: CheckConfig
+) -> None:
+    env = {"KAFKA_PASSWORD": "correct-horse-battery", "KEY_PASSWORD": "staple-key-phrase"}
+    for name in ("ca.pem", "client.pem", "client.key"):
+        (tmp_path / name).write_text("-----BEGIN-----\n", encoding="utf-8")
+    security = {
+        "protocol": "SASL_SSL",
+        "sasl": {"mechanism": "SCRAM-SHA-256", "username": "u", "password_env": "KAFKA_PASSWORD"},
+        "ssl": {
+            "cafile": "ca.pem",
+            "certfile": "client.pem",
+            "keyfile": "client.key",
+            "key_password_env": "KEY_PASSWORD",
+        },
+    }
+    code, out, _ = check_config(yaml.safe_dump(section("kafka", security=security)), env)
+    assert code == 0
+    assert "correct-horse-battery" not in out
+    assert "staple-key-phrase" not in out
+    printed = tmp_path / "printed.yaml"
+    printed.write_text(out, encoding="utf-8")
+    assert load_config(printed) == load_config(tmp_path / "rankmon.yaml")
+
+
+def test_unreadable_file_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["check-config", str(tmp_path / "missing.yaml")])
+    _, err = capsys.readouterr()
+    assert code == 2
+    assert err.count("\n") == 1
+    assert "missing.yaml" in err
