@@ -1,0 +1,80 @@
+"""What an alert says: its labels and the annotations an on-call engineer reads first."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from monitor.alerting.config import AlertingConfig
+from monitor.alerting.messages import AlertMessage, rfc3339
+from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale, Trend
+
+if TYPE_CHECKING:
+    from monitor.alerting.engine import ActiveAlert
+
+__all__ = ["alert_labels", "alert_message"]
+
+
+def alert_labels(
+    rule: AlertRule, segment: tuple[tuple[str, str], ...], window: str
+) -> dict[str, str]:
+    """`alertname`, `severity`, `measure`, `window` and the segment's labels."""
+    labels = dict(segment)
+    labels.update(alertname=rule.name, severity=rule.severity, measure=rule.measure, window=window)
+    return labels
+
+
+def _number(value: float | None) -> str:
+    return "" if value is None or math.isnan(value) else f"{value:.4f}"
+
+
+def _condition_text(rule: AlertRule) -> str:
+    condition = rule.condition
+    if isinstance(condition, Below):
+        return f"{rule.measure} under the floor {condition.threshold:g}"
+    if isinstance(condition, Drop):
+        size = (
+            f"{condition.relative:.0%}"
+            if condition.relative is not None
+            else f"{condition.absolute:g} absolute"
+        )
+        source = "pinned" if condition.pinned is not None else "trailing median"
+        return (
+            f"{rule.measure} dropped by more than {size} from its baseline ({source}), "
+            f"paired sign-flip test p < {condition.significance:g}"
+        )
+    if isinstance(condition, Trend):
+        return f"{rule.measure} is drifting down (Page-Hinkley)"
+    if isinstance(condition, Coverage):
+        return f"evaluation-set coverage under {condition.minimum:.0%}"
+    if isinstance(condition, Judged):
+        return f"judged share of the top {condition.k} under {condition.minimum:.0%}"
+    if isinstance(condition, Stale):
+        return f"no finalized window for more than {condition.after_ms / 1000:g}s"
+    raise TypeError(f"unknown condition {condition!r}")
+
+
+def alert_message(
+    alert: ActiveAlert, config: AlertingConfig, resolved_at_ms: int | None
+) -> AlertMessage:
+    """The alert's current state as it goes to the sinks."""
+    rule, verdict = alert.rule, alert.verdict
+    annotations = {"summary": _condition_text(rule), "measure": rule.measure}
+    if verdict is not None:
+        annotations.update(
+            value=_number(verdict.value),
+            baseline=_number(verdict.baseline),
+            p_value="" if verdict.p_value is None else f"{verdict.p_value:.3g}",
+            worst_queries=", ".join(f"{q} ({d:+.3f})" for q, d in verdict.worst),
+            description=verdict.note,
+        )
+    if alert.window is not None:
+        annotations["window"] = f"{rfc3339(alert.window[0])}/{rfc3339(alert.window[1])}"
+    if rule.runbook_url:
+        annotations["runbook_url"] = rule.runbook_url
+    return AlertMessage(
+        labels=alert_labels(rule, alert.segment, config.window),
+        annotations={k: v for k, v in annotations.items() if v},
+        starts_at_ms=alert.fired_at_ms or 0,
+        ends_at_ms=resolved_at_ms,
+    )

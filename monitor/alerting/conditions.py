@@ -1,0 +1,173 @@
+"""The conditions: what one finalized window says about one rule, as a `Verdict`.
+
+Each condition is a function of the rule, the window and the rule's track for the segment
+(its baseline history and drift detector). Dispatch is by the condition's type, in a table.
+
+- `below`: bad when value < threshold.
+- `drop`: bad when value < baseline * (1 - relative) (or baseline - absolute) AND the paired
+  test on the common queries gives p < significance; unknown with fewer than `min_queries`
+  common queries or fewer than `MIN_BASELINE_WINDOWS` windows of history.
+- `trend`: bad on the window where Page-Hinkley detects a downward change.
+- `coverage`: bad when queries seen / evaluation-set queries < min.
+- `judged`: bad when the mean judged@k < min.
+A measure the window has no value for (NaN or absent) gives unknown evidence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from monitor.alerting.baseline import BaselineWindow, SeriesHistory
+from monitor.alerting.drift import PageHinkley
+from monitor.alerting.paired_test import paired_drop_test
+from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Trend
+from monitor.alerting.state import Evidence
+from monitor.summary import WindowSummary
+
+__all__ = ["MIN_BASELINE_WINDOWS", "Verdict", "WindowTrack", "evaluate_window"]
+
+MIN_BASELINE_WINDOWS = 3
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One rule's reading of one window: the evidence and what the alert will say about it."""
+
+    evidence: Evidence
+    value: float
+    baseline: float | None = None
+    p_value: float | None = None
+    worst: tuple[tuple[str, float], ...] = ()
+    note: str = ""
+
+
+@dataclass
+class WindowTrack:
+    """What a rule remembers about one segment's windows between them."""
+
+    history: SeriesHistory | None = None
+    detector: PageHinkley | None = None
+
+    @classmethod
+    def for_rule(cls, rule: AlertRule) -> WindowTrack:
+        condition = rule.condition
+        if isinstance(condition, Drop):
+            return cls(history=SeriesHistory(condition.baseline_windows))
+        if isinstance(condition, Trend):
+            detector = PageHinkley(condition.delta, condition.threshold, condition.min_windows)
+            return cls(detector=detector)
+        return cls()
+
+    def remember(self, measure: str, summary: WindowSummary) -> None:
+        """Add a trusted window to the baseline history (after it has been evaluated)."""
+        if self.history is not None:
+            value = measure_value(summary, measure)
+            if not math.isnan(value):
+                window = BaselineWindow(summary.start_ms, value, query_values(summary, measure))
+                self.history.update(window)
+
+
+def measure_value(summary: WindowSummary, measure: str) -> float:
+    """The window's headline value of `measure` (NaN when it has none)."""
+    return float(summary.means.get(measure, math.nan))
+
+
+def query_values(summary: WindowSummary, measure: str) -> dict[str, float]:
+    """Each query's mean of `measure` in the window, queries without a value left out."""
+    values = {q: float(means.get(measure, math.nan)) for q, means in summary.query_means.items()}
+    return {q: v for q, v in values.items() if not math.isnan(v)}
+
+
+def _threshold_verdict(value: float, minimum: float, what: str) -> Verdict:
+    if math.isnan(value):
+        return Verdict(Evidence.UNKNOWN, value, note=f"no {what} value in this window")
+    evidence = Evidence.BAD if value < minimum else Evidence.GOOD
+    return Verdict(evidence, value, baseline=minimum)
+
+
+def _below(
+    condition: Below, rule: AlertRule, summary: WindowSummary, track: WindowTrack
+) -> Verdict:
+    return _threshold_verdict(measure_value(summary, rule.measure), condition.threshold, "")
+
+
+def _coverage(
+    condition: Coverage, rule: AlertRule, summary: WindowSummary, track: WindowTrack
+) -> Verdict:
+    verdict = _threshold_verdict(summary.coverage, condition.minimum, "coverage")
+    note = (
+        f"only {summary.queries} of {summary.evaluation_set_queries} evaluation-set queries "
+        "were seen: quality numbers of this window are untrustworthy"
+    )
+    return Verdict(verdict.evidence, verdict.value, verdict.baseline, note=note)
+
+
+def _judged(
+    condition: Judged, rule: AlertRule, summary: WindowSummary, track: WindowTrack
+) -> Verdict:
+    value = measure_value(summary, rule.measure)
+    verdict = _threshold_verdict(value, condition.minimum, rule.measure)
+    note = (
+        f"only {value:.0%} of the top {condition.k} documents are judged: "
+        "quality numbers of this window are untrustworthy"
+    )
+    return Verdict(verdict.evidence, verdict.value, verdict.baseline, note=note)
+
+
+def _trend(
+    condition: Trend, rule: AlertRule, summary: WindowSummary, track: WindowTrack
+) -> Verdict:
+    value = measure_value(summary, rule.measure)
+    if math.isnan(value) or track.detector is None:
+        return Verdict(Evidence.UNKNOWN, value, note="no value in this window")
+    track.detector.update(value)
+    detected = track.detector.drift_detected
+    evidence = Evidence.BAD if detected else Evidence.GOOD
+    note = "Page-Hinkley detected a downward change" if detected else ""
+    return Verdict(evidence, value, note=note)
+
+
+def _drop(condition: Drop, rule: AlertRule, summary: WindowSummary, track: WindowTrack) -> Verdict:
+    value = measure_value(summary, rule.measure)
+    history = track.history
+    if (
+        history is None
+        or math.isnan(value)
+        or len(history) < min(MIN_BASELINE_WINDOWS, history.size)
+    ):
+        return Verdict(Evidence.UNKNOWN, value, note="not enough baseline windows yet")
+    baseline = condition.pinned if condition.pinned is not None else history.median()
+    if condition.relative is not None:
+        floor = baseline * (1.0 - condition.relative)
+    else:
+        floor = baseline - (condition.absolute or 0.0)
+    test = paired_drop_test(query_values(summary, rule.measure), history.query_means())
+    if test.queries < condition.min_queries:
+        note = f"only {test.queries} queries in common with the baseline"
+        return Verdict(Evidence.UNKNOWN, value, baseline, test.p_value, note=note)
+    bad = value < floor and test.p_value < condition.significance
+    return Verdict(
+        Evidence.BAD if bad else Evidence.GOOD,
+        value,
+        baseline,
+        test.p_value,
+        test.worst,
+        note=f"{test.queries} common queries, mean per-query change {test.mean_difference:+.4f}",
+    )
+
+
+WINDOW_CONDITIONS: dict[type, Callable[[Any, AlertRule, WindowSummary, WindowTrack], Verdict]] = {
+    Below: _below,
+    Drop: _drop,
+    Trend: _trend,
+    Coverage: _coverage,
+    Judged: _judged,
+}
+
+
+def evaluate_window(rule: AlertRule, summary: WindowSummary, track: WindowTrack) -> Verdict:
+    """Evaluate a window condition; stale rules are evaluated on ticks, not here."""
+    return WINDOW_CONDITIONS[type(rule.condition)](rule.condition, rule, summary, track)

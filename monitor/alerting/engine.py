@@ -1,0 +1,219 @@
+"""`AlertEngine`: the one object the service calls, once per tick, with the finalized windows.
+
+```python
+engine = AlertEngine(config, delivery=delivery, metrics=register_alert_metrics(registry),
+                     start_ms=clock.now_ms())
+engine.restore(summaries_read_back_from_the_windows_topic)   # baselines survive a restart
+delivery.start()
+...each tick:
+transitions = engine.observe(finalized_summaries, clock.now_ms())
+transitions += engine.tick(clock.now_ms())                   # stale rules
+```
+
+Per window and segment, the trust rules (`coverage`, `judged`) go first. If one finds the
+window bad, the quality rules (`below`, `drop`, `trend`) get unknown evidence for it: their
+alerts neither fire nor resolve on numbers that are untrustworthy, and the window stays out
+of the baselines and drift detectors. The trust alert itself says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from monitor.alerting.annotations import alert_message
+from monitor.alerting.conditions import Verdict, WindowTrack, evaluate_window, measure_value
+from monitor.alerting.config import AlertingConfig
+from monitor.alerting.delivery import AlertDelivery
+from monitor.alerting.metrics import AlertMetrics
+from monitor.alerting.rules import AlertRule, Stale
+from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
+from monitor.summary import Segment, WindowSummary
+
+__all__ = ["ActiveAlert", "AlertEngine", "AlertTransition"]
+
+
+@dataclass(frozen=True)
+class AlertTransition:
+    """A rule's status moved in a segment, at `at_ms`, on the evidence of `verdict`."""
+
+    rule: AlertRule
+    segment: Segment
+    change: StatusChange
+    at_ms: int
+    verdict: Verdict
+    window: tuple[int, int] | None
+
+
+@dataclass
+class ActiveAlert:
+    """A rule's state in one segment, with the verdict of the last window that had evidence."""
+
+    rule: AlertRule
+    segment: Segment
+    state: AlertState
+    track: WindowTrack
+    verdict: Verdict | None = None
+    window: tuple[int, int] | None = None
+    fired_at_ms: int | None = None
+
+    @property
+    def status(self) -> Status:
+        return self.state.status
+
+
+def _applies(rule: AlertRule, segment: Segment) -> bool:
+    return rule.segment is None or set(rule.segment) <= set(segment)
+
+
+class AlertEngine:
+    """Evaluates every rule on every finalized window and hands alert states to delivery."""
+
+    def __init__(
+        self,
+        config: AlertingConfig,
+        *,
+        start_ms: int,
+        delivery: AlertDelivery | None = None,
+        metrics: AlertMetrics | None = None,
+    ) -> None:
+        self.config = config
+        self.delivery = delivery
+        self.metrics = metrics
+        self._alerts: dict[tuple[int, Segment], ActiveAlert] = {}
+        self._latest_start: dict[Segment, int] = {}
+        self._arrivals: dict[Segment, int] = {}
+        self._start_ms = start_ms
+        self._update_metrics()
+
+    def observe(self, summaries: Iterable[WindowSummary], now_ms: int) -> list[AlertTransition]:
+        """Evaluate newly finalized windows (oldest first); replays of seen windows are skipped."""
+        transitions: list[AlertTransition] = []
+        touched: list[ActiveAlert] = []
+        for summary in sorted(summaries, key=lambda s: (s.end_ms, s.segment)):
+            self._arrivals[summary.segment] = now_ms
+            touched += self._evaluate(summary, now_ms, transitions)
+        self._publish(transitions, touched)
+        return transitions
+
+    def tick(self, now_ms: int) -> list[AlertTransition]:
+        """Check the `stale` rules: no finalized window for their `after`."""
+        transitions: list[AlertTransition] = []
+        touched: list[ActiveAlert] = []
+        for rule in self.config.rules:
+            if isinstance(rule.condition, Stale):
+                last = self._last_arrival(rule)
+                silent_ms = now_ms - last
+                bad = silent_ms > rule.condition.after_ms
+                verdict = Verdict(
+                    Evidence.BAD if bad else Evidence.GOOD,
+                    silent_ms / 1000,
+                    rule.condition.after_ms / 1000,
+                    note=f"no finalized window for {silent_ms / 1000:.0f}s",
+                )
+                alert = self._alert(rule, rule.segment or ())
+                touched.append(alert)
+                self._apply(alert, verdict, now_ms, None, transitions)
+        self._publish(transitions, touched)
+        return transitions
+
+    def restore(self, summaries: Iterable[WindowSummary]) -> None:
+        """Rebuild baselines, detectors and alert states from published windows, silently.
+
+        Windows replay through the same evaluation as live ones (at their end time), but no
+        transition is returned or delivered; alerts still firing afterwards are handed to
+        delivery so that Alertmanager keeps them.
+        """
+        for summary in sorted(summaries, key=lambda s: (s.end_ms, s.segment)):
+            self._evaluate(summary, summary.end_ms, [])
+        firing = [a for a in self._alerts.values() if a.status is Status.FIRING]
+        self._publish([], firing)
+
+    def active(self) -> list[ActiveAlert]:
+        """Alerts that are pending or firing, in rule order."""
+        alerts = [a for a in self._alerts.values() if a.status is not Status.INACTIVE]
+        return sorted(alerts, key=lambda a: (a.rule.index, a.segment))
+
+    def _last_arrival(self, rule: AlertRule) -> int:
+        arrivals = [at for seg, at in self._arrivals.items() if _applies(rule, seg)]
+        return max(arrivals, default=self._start_ms)
+
+    def _alert(self, rule: AlertRule, segment: Segment) -> ActiveAlert:
+        key = (rule.index, segment)
+        if key not in self._alerts:
+            state = AlertState(rule.for_windows, rule.keep_firing_for)
+            self._alerts[key] = ActiveAlert(rule, segment, state, WindowTrack.for_rule(rule))
+        return self._alerts[key]
+
+    def _evaluate(
+        self, summary: WindowSummary, now_ms: int, transitions: list[AlertTransition]
+    ) -> list[ActiveAlert]:
+        if self._latest_start.get(summary.segment, -1) >= summary.start_ms:
+            return []
+        self._latest_start[summary.segment] = summary.start_ms
+        rules = [r for r in self.config.rules if _applies(r, summary.segment)]
+        window = (summary.start_ms, summary.end_ms)
+        distrust: list[str] = []
+        touched: list[ActiveAlert] = []
+        for rule in sorted(rules, key=lambda r: r.is_quality):
+            alert = self._alert(rule, summary.segment)
+            touched.append(alert)
+            verdict = self._verdict(alert, summary, distrust)
+            if not rule.is_quality and verdict.evidence is Evidence.BAD:
+                distrust.append(verdict.note)
+            self._apply(alert, verdict, now_ms, window, transitions)
+        return touched
+
+    def _verdict(self, alert: ActiveAlert, summary: WindowSummary, distrust: list[str]) -> Verdict:
+        rule = alert.rule
+        if isinstance(rule.condition, Stale):
+            return Verdict(Evidence.GOOD, 0.0, note="a window was finalized")
+        if rule.is_quality and distrust:
+            value = measure_value(summary, rule.measure)
+            return Verdict(Evidence.UNKNOWN, value, note="held: " + "; ".join(distrust))
+        verdict = evaluate_window(rule, summary, alert.track)
+        alert.track.remember(rule.measure, summary)
+        return verdict
+
+    def _apply(
+        self,
+        alert: ActiveAlert,
+        verdict: Verdict,
+        at_ms: int,
+        window: tuple[int, int] | None,
+        transitions: list[AlertTransition],
+    ) -> None:
+        change = alert.state.observe(verdict.evidence, at_ms)
+        if verdict.evidence is not Evidence.UNKNOWN or alert.verdict is None:
+            alert.verdict, alert.window = verdict, window
+        if change is None:
+            return
+        if change.after is Status.FIRING:
+            alert.fired_at_ms = at_ms
+        transitions.append(
+            AlertTransition(alert.rule, alert.segment, change, at_ms, verdict, window)
+        )
+
+    def _publish(
+        self, transitions: Sequence[AlertTransition], touched: Sequence[ActiveAlert]
+    ) -> None:
+        self._update_metrics()
+        if self.delivery is None:
+            return
+        resolved = {(t.rule.index, t.segment): t.at_ms for t in transitions if t.change.resolved}
+        messages = []
+        for alert in {id(a): a for a in touched}.values():
+            key = (alert.rule.index, alert.segment)
+            if alert.status is Status.FIRING or key in resolved:
+                messages.append(alert_message(alert, self.config, resolved.get(key)))
+        self.delivery.offer(messages)
+
+    def _update_metrics(self) -> None:
+        if self.metrics is None:
+            return
+        counts = {(rule.name, rule.severity): 0 for rule in self.config.rules}
+        for alert in self._alerts.values():
+            if alert.status is Status.FIRING:
+                counts[(alert.rule.name, alert.rule.severity)] += 1
+        for (name, severity), count in counts.items():
+            self.metrics.firing.labels(alert=name, severity=severity).set(count)

@@ -1,0 +1,100 @@
+"""Alert rules as data: one measure, one condition, and how many windows fire and resolve.
+
+Parsed from the config by `monitor.alerting.rule_parsing`; evaluated by
+`monitor.alerting.conditions`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from monitor.summary import Segment
+
+__all__ = [
+    "AlertRule",
+    "Below",
+    "Condition",
+    "Coverage",
+    "Drop",
+    "Judged",
+    "Stale",
+    "Trend",
+]
+
+
+@dataclass(frozen=True)
+class Below:
+    """Bad when the window's value is under `threshold`."""
+
+    threshold: float
+
+
+@dataclass(frozen=True)
+class Drop:
+    """Bad when the value fell by `relative` (or `absolute`) from the baseline, significantly.
+
+    The baseline is the trailing median of the last `baseline_windows` windows, or `pinned`.
+    """
+
+    relative: float | None
+    absolute: float | None
+    baseline_windows: int
+    significance: float
+    min_queries: int
+    pinned: float | None
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Bad on the window where Page-Hinkley detects a downward change of the series."""
+
+    delta: float
+    threshold: float
+    min_windows: int
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Bad when fewer than `minimum` of the evaluation set's queries were seen."""
+
+    minimum: float
+
+
+@dataclass(frozen=True)
+class Judged:
+    """Bad when the mean judged share of the top `k` is under `minimum`."""
+
+    k: int
+    minimum: float
+
+
+@dataclass(frozen=True)
+class Stale:
+    """Bad when no window was finalized for `after_ms` of processing time."""
+
+    after_ms: int
+
+
+Condition = Below | Drop | Trend | Coverage | Judged | Stale
+QUALITY_CONDITIONS = (Below, Drop, Trend)
+TRUST_CONDITIONS = (Coverage, Judged)
+
+
+@dataclass(frozen=True)
+class AlertRule:
+    """One configured rule; `measure` is a catalog key such as `ndcg@10:linear`."""
+
+    name: str
+    index: int
+    severity: str
+    measure: str
+    condition: Condition
+    segment: Segment | None
+    for_windows: int
+    keep_firing_for: int
+    runbook_url: str | None
+
+    @property
+    def is_quality(self) -> bool:
+        """Below, drop and trend rules: they are held on windows that are not trustworthy."""
+        return isinstance(self.condition, QUALITY_CONDITIONS)

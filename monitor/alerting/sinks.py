@@ -1,0 +1,95 @@
+"""Where alerts go: Alertmanager's API v2, a generic JSON webhook, and the log.
+
+A sink's `send` either delivers the whole batch or raises `DeliveryError`; retrying is the
+channel's job (`monitor.alerting.delivery`), so sinks stay small and synchronous.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import orjson
+
+from monitor.alerting.messages import AlertMessage
+from monitor.logs import fields
+
+__all__ = ["AlertmanagerSink", "DeliveryError", "LogSink", "Sink", "WebhookSink"]
+
+_LOG = logging.getLogger("monitor.alerting")
+
+
+class DeliveryError(Exception):
+    """A sink could not take a batch; the channel retries it."""
+
+
+class Sink(Protocol):
+    """Delivers a batch of alerts or raises `DeliveryError`."""
+
+    name: str
+
+    def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None: ...
+
+
+def _post_json(url: str, body: Any, timeout_s: float) -> None:
+    request = urllib.request.Request(
+        url,
+        data=orjson.dumps(body),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            response.read()
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        # HTTPError (4xx/5xx) is a URLError: Alertmanager refusing a batch is a failure too.
+        raise DeliveryError(f"POST {url}: {error}") from error
+
+
+class AlertmanagerSink:
+    """`POST /api/v2/alerts` on one Alertmanager (or a load balancer in front of a cluster)."""
+
+    name = "alertmanager"
+
+    def __init__(self, url: str, *, firing_ttl_ms: int, timeout_s: float = 5.0) -> None:
+        self.url = url.rstrip("/") + "/api/v2/alerts"
+        self.firing_ttl_ms = firing_ttl_ms
+        self.timeout_s = timeout_s
+
+    def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
+        body = [alert.to_alertmanager(now_ms, self.firing_ttl_ms) for alert in alerts]
+        _post_json(self.url, body, self.timeout_s)
+
+
+class WebhookSink:
+    """`POST` of `{"receiver": "rankmon", "alerts": [...]}` to any URL."""
+
+    name = "webhook"
+
+    def __init__(self, url: str, *, timeout_s: float = 5.0) -> None:
+        self.url = url
+        self.timeout_s = timeout_s
+
+    def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
+        body = {"receiver": "rankmon", "alerts": [alert.to_webhook() for alert in alerts]}
+        _post_json(self.url, body, self.timeout_s)
+
+
+class LogSink:
+    """One log line per alert state: warning while firing, info when resolved."""
+
+    name = "log"
+
+    def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
+        for alert in alerts:
+            status = "firing" if alert.firing else "resolved"
+            _LOG.log(
+                logging.WARNING if alert.firing else logging.INFO,
+                "alert %s %s",
+                alert.labels.get("alertname", "?"),
+                status,
+                extra=fields(status=status, **alert.labels, **alert.annotations),
+            )

@@ -1,0 +1,144 @@
+"""The `alerts:` section: good rules parse to measure keys; bad ones stop start, naming the rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from monitor.alerting import parse_alerting_config
+from monitor.alerting.rules import Below, Drop, Stale
+from monitor.errors import ConfigError
+
+DESIGN_EXAMPLE: dict[str, Any] = {
+    "rules": [
+        {
+            "name": "ndcg10-floor",
+            "measure": "ndcg@10",
+            "gain": "linear",
+            "segment": {"model": "v42"},
+            "severity": "critical",
+            "below": 0.55,
+            "for": 2,
+            "keep_firing_for": 1,
+        },
+        {
+            "name": "ndcg10-drop",
+            "measure": "ndcg@10",
+            "severity": "warning",
+            "drop": {
+                "relative": 0.05,
+                "baseline_windows": 12,
+                "significance": 0.01,
+                "min_queries": 30,
+            },
+        },
+    ],
+    "alertmanager": {"url": "http://127.0.0.1:9093"},
+    "webhook": {"url": None},
+}
+
+
+def parse(raw: dict[str, Any]) -> Any:
+    return parse_alerting_config(
+        raw, cutoffs=[5, 10, 20], gains=["exp", "linear"], segment_keys=["model"], window="5m"
+    )
+
+
+def with_second_rule(**rule: Any) -> dict[str, Any]:
+    """The design example with its second rule replaced by `rule` (named `bad-rule`)."""
+    return {"rules": [DESIGN_EXAMPLE["rules"][0], {"name": "bad-rule", **rule}]}
+
+
+def test_design_example_parses_to_measure_keys_and_conditions() -> None:
+    config = parse(DESIGN_EXAMPLE)
+    floor, drop = config.rules
+    assert floor.measure == "ndcg@10:linear"
+    assert floor.condition == Below(0.55)
+    assert (floor.for_windows, floor.keep_firing_for) == (2, 1)
+    assert floor.segment == (("model", "v42"),)
+    # Without `gain`, an nDCG rule takes the first configured gain.
+    assert drop.measure == "ndcg@10:exp"
+    assert drop.condition == Drop(0.05, None, 12, 0.01, 30, None)
+    assert config.delivery.alertmanager_url == "http://127.0.0.1:9093"
+    assert config.delivery.webhook_url is None
+    assert config.window_ms == 300_000
+
+
+def test_measures_without_gain_keep_their_plain_keys() -> None:
+    raw = {
+        "rules": [
+            {"name": "p", "measure": "precision@5", "below": 0.2},
+            {"name": "m", "measure": "mrr", "below": 0.3},
+            {"name": "s", "stale": {"after": "15m"}},
+        ]
+    }
+    rules = parse(raw).rules
+    assert [rule.measure for rule in rules] == ["precision@5", "mrr", "window"]
+    assert rules[2].condition == Stale(after_ms=900_000)
+
+
+BAD_RULES = [
+    ({"measure": "ndcg_cut_10", "below": 0.5}, "alerts.rules[1].measure", "unknown measure"),
+    ({"measure": "ndcg@15", "below": 0.5}, "alerts.rules[1].measure", "cutoff '15'"),
+    ({"measure": "ndcg@10", "below": -0.1}, "alerts.rules[1].below", "at least 0"),
+    (
+        {"measure": "ndcg@10", "drop": {"relative": 0.05, "significance": 1.5}},
+        "alerts.rules[1].drop.significance",
+        "(0, 1)",
+    ),
+    (
+        {"measure": "ndcg@10", "drop": {"relative": 0.05, "significance": 0}},
+        "alerts.rules[1].drop.significance",
+        "(0, 1)",
+    ),
+    ({"measure": "ndcg@10", "above": 0.5}, "alerts.rules[1].above", "unknown key or condition"),
+    ({"measure": "ndcg@10", "below": 0.5, "colour": "red"}, "alerts.rules[1].colour", "unknown"),
+    (
+        {"measure": "ndcg@10", "drop": {"relative": 0.05, "window": 3}},
+        "alerts.rules[1].drop.window",
+        "unknown key",
+    ),
+    ({"measure": "ndcg@10", "below": 0.5, "drop": {}}, "alerts.rules[1]", "exactly one"),
+    ({"measure": "precision@10", "gain": "exp", "below": 0.5}, "alerts.rules[1].gain", "only"),
+    ({"measure": "ndcg@10", "gain": "graded", "below": 0.5}, "alerts.rules[1].gain", "graded"),
+    (
+        {"measure": "ndcg@10", "below": 0.5, "segment": {"market": "de"}},
+        "alerts.rules[1].segment.market",
+        "not a configured segment key",
+    ),
+    ({"measure": "ndcg@10", "below": 0.5, "for": 0}, "alerts.rules[1].for", "at least 1"),
+    ({"judged": {"k": 7, "min": 0.8}}, "alerts.rules[1].judged.k", "cutoff 7"),
+    ({"coverage": {"min": 1.5}}, "alerts.rules[1].coverage.min", "at most 1"),
+    ({"stale": {"after": "soon"}}, "alerts.rules[1].stale.after", "duration"),
+]
+
+
+@pytest.mark.parametrize(("rule", "key", "problem"), BAD_RULES)
+def test_bad_rule_is_refused_with_its_key_and_name(
+    rule: dict[str, Any], key: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse(with_second_rule(**rule))
+    assert caught.value.key == key
+    assert "rule 'bad-rule'" in str(caught.value)
+    assert problem in str(caught.value)
+
+
+def test_rule_without_a_name_is_refused_by_index() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse({"rules": [{"measure": "mrr", "below": 0.1}]})
+    assert caught.value.key == "alerts.rules[0].name"
+
+
+def test_unknown_top_level_key_is_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse({"rules": [], "pagerduty": {}})
+    assert caught.value.key == "alerts.pagerduty"
+
+
+def test_two_rules_with_one_identity_are_refused() -> None:
+    rule = {"name": "twin", "measure": "mrr", "below": 0.1}
+    with pytest.raises(ConfigError) as caught:
+        parse({"rules": [rule, rule]})
+    assert caught.value.key == "alerts.rules[1].name"
