@@ -1,0 +1,272 @@
+"""The numeric core of the batch engine: measure columns from a matrix of grade codes.
+
+A batch of rankings arrives here as a (rankings, width) matrix of small integer grade codes
+(`RankedCodes`; code 0 = a document not in the evaluation set, and the right padding of short
+rankings). `CodeTables` turn codes into gains, relevance and judged flags by indexing; every
+measure is then read off a cumulative sum along the ranks, so each column costs a few numpy
+passes over the matrix. Formulas and conventions are those of `monitor.measures`, whose
+per-ranking functions are the reference these columns are tested against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from monitor.catalog import MeasureKey
+from monitor.gain import LINEAR, Gain
+from monitor.measures import IdcgZero
+
+__all__ = [
+    "MISSING",
+    "CodeTables",
+    "IdealSpec",
+    "QueryIdeals",
+    "RankedCodes",
+    "measure_matrix",
+]
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+Codes = npt.NDArray[Any]  # uint8 on the fast path, intp on the general one
+
+MISSING: Final = -(2**62)  # the grade of "not in the evaluation set" (and of padding)
+IdealSpec = tuple[Gain, int | None]  # (gain, cutoff or None: whole list) of one IDCG column
+
+CHUNK_ROWS: Final = 2048  # bounds temporary matrices when a large run is scored
+
+
+@dataclass(frozen=True)
+class CodeTables:
+    """Per grade code: its grade, its gain under each gain rule, relevant and judged flags."""
+
+    grades: Ints
+    gains: dict[Gain, Floats]
+    relevant: Ints
+    judged: Ints
+
+    @classmethod
+    def of(cls, grades: Ints, gains: Sequence[Gain], relevance_level: int) -> CodeTables:
+        """Tables for the code -> grade array `grades` (MISSING: not in the evaluation set)."""
+        return cls(
+            grades=grades,
+            gains={gain: gain.of_array(grades) for gain in gains},
+            # max(.., 0): a negative grade is never relevant (METRICS-SPEC V1).
+            relevant=(grades >= max(relevance_level, 0)).astype(np.int64),
+            judged=(grades != MISSING).astype(np.int64),
+        )
+
+
+def _pad(flat: Codes, lengths: Ints, width: int, dtype: type[np.integer[Any]]) -> Codes:
+    matrix = np.zeros((len(lengths), width), dtype=dtype)
+    matrix[np.arange(width) < np.minimum(lengths, width)[:, None]] = flat
+    return matrix
+
+
+@dataclass(frozen=True)
+class RankedCodes:
+    """A batch of rankings as a (rankings, width) code matrix, 0-padded on the right.
+
+    `lengths` are the full ranking lengths (num_ret); they may exceed `width`, when the keys
+    only look at the first `width` documents.
+    """
+
+    codes: Codes
+    lengths: Ints
+
+    @classmethod
+    def from_parts(
+        cls, parts: Sequence[bytes], width: int, rankings: Sequence[Sequence[str]]
+    ) -> RankedCodes:
+        """From one bytes object of one-byte codes per ranking (each at most `width` long)."""
+        flat = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
+        if flat.size == width * len(parts):  # every ranking fills the width: no padding
+            return cls(flat.reshape(len(parts), width), lengths)
+        return cls(_pad(flat, lengths, width, np.uint8), lengths)
+
+    @classmethod
+    def from_grades(
+        cls, flat_grades: Sequence[int], width: int, rankings: Sequence[Sequence[str]]
+    ) -> tuple[RankedCodes, Ints]:
+        """From the grades of the first `width` documents of each ranking, concatenated.
+
+        Returns the codes and their code -> grade table (code 0 is MISSING).
+        """
+        grades = np.array(flat_grades, dtype=np.int64)
+        table = np.unique(np.append(grades, MISSING))
+        codes = np.searchsorted(table, grades)
+        lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
+        return cls(_pad(codes, lengths, width, np.intp), lengths), table
+
+
+def _discounts(width: int) -> Floats:
+    """log2(rank + 1) for ranks 1..width; DCG divides by it, as trec_eval does."""
+    return np.log2(np.arange(2, width + 2, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class QueryIdeals:
+    """Per query (one row each): IDCG for each (gain, cutoff) spec, and num_rel."""
+
+    specs: tuple[IdealSpec, ...]
+    ideal: Floats  # (queries, len(specs))
+    num_rel: Ints
+
+    @classmethod
+    def of(
+        cls,
+        grade_lists: Sequence[Sequence[int]],
+        specs: tuple[IdealSpec, ...],
+        relevance_level: int,
+    ) -> QueryIdeals:
+        """From each query's judged grades (all of them, retrieved or not; METRICS-SPEC N4, V3).
+
+        num_rel counts grades >= relevance_level (never negative grades, V2).
+        """
+        level = max(relevance_level, 0)
+        num_rel = np.fromiter(
+            (sum(g >= level for g in grades) for grades in grade_lists),
+            dtype=np.int64,
+            count=len(grade_lists),
+        )
+        return cls(specs, _ideal_dcg_columns(grade_lists, specs), num_rel)
+
+    def take(self, rows: Ints) -> QueryIdeals:
+        """The rows of the given queries, in that order."""
+        return QueryIdeals(self.specs, self.ideal[rows], self.num_rel[rows])
+
+
+def _ideal_dcg_columns(grade_lists: Sequence[Sequence[int]], specs: Sequence[IdealSpec]) -> Floats:
+    """IDCG@k: the gains sorted highest first, DCG of that ideal ranking cut at k."""
+    out = np.zeros((len(grade_lists), len(specs)), dtype=np.float64)
+    for start in range(0, len(grade_lists), CHUNK_ROWS):
+        chunk = grade_lists[start : start + CHUNK_ROWS]
+        lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
+        width = int(lengths.max(initial=0))
+        if width == 0 or not specs:
+            continue
+        flat = np.fromiter((g for grades in chunk for g in grades), dtype=np.int64)
+        matrix = np.full((len(chunk), width), MISSING, dtype=np.int64)
+        matrix[np.arange(width) < lengths[:, None]] = flat
+        for gain in dict.fromkeys(gain for gain, _ in specs):
+            ideal = -np.sort(-gain.of_array(matrix), axis=1)
+            cumulative = np.cumsum(ideal / _discounts(width), axis=1)
+            for column, (spec_gain, k) in enumerate(specs):
+                if spec_gain == gain:
+                    at = min(k or width, width) - 1
+                    out[start : start + len(chunk), column] = cumulative[:, at]
+    return out
+
+
+class _RankedBatch:
+    """The cumulative sums along the ranks that every measure column is read from."""
+
+    def __init__(self, codes: RankedCodes, tables: CodeTables, queries: QueryIdeals) -> None:
+        self.codes = codes.codes
+        self.lengths = codes.lengths
+        self.width = int(self.codes.shape[1])
+        self.tables = tables
+        self.ideal = {spec: queries.ideal[:, i] for i, spec in enumerate(queries.specs)}
+        self.num_rel = queries.num_rel
+        self._dcg: dict[Gain, Floats] = {}
+
+    def at(self, cumulative: npt.NDArray[Any], k: int | None) -> npt.NDArray[Any]:
+        """Column k (1-based, None: the last) of a cumulative sum; short rankings are padded."""
+        if self.width == 0:
+            return np.zeros(len(self.lengths), dtype=cumulative.dtype)
+        return cumulative[:, min(k or self.width, self.width) - 1]
+
+    def dcg(self, gain: Gain, k: int | None) -> Floats:
+        if gain not in self._dcg:
+            gains = self.tables.gains[gain][self.codes]
+            self._dcg[gain] = np.cumsum(gains / _discounts(self.width), axis=1)
+        result: Floats = self.at(self._dcg[gain], k)
+        return result
+
+    @cached_property
+    def relevant(self) -> Ints:
+        relevant: Ints = self.tables.relevant[self.codes]
+        return relevant
+
+    @cached_property
+    def relevant_so_far(self) -> Ints:
+        return np.cumsum(self.relevant, axis=1)
+
+    def relevant_at(self, k: int | None) -> Ints:
+        result: Ints = self.at(self.relevant_so_far, k)
+        return result
+
+    def judged_at(self, k: int) -> Ints:
+        result: Ints = self.at(np.cumsum(self.tables.judged[self.codes], axis=1), k)
+        return result
+
+
+def _ratio(numerator: npt.NDArray[Any], denominator: npt.NDArray[Any], when_zero: float) -> Floats:
+    """numerator / denominator, and `when_zero` where the denominator is 0."""
+    safe = np.where(denominator > 0, denominator, 1)
+    result: Floats = np.where(denominator > 0, numerator / safe, when_zero)
+    return result
+
+
+def _ndcg(batch: _RankedBatch, key: MeasureKey, idcg_zero: IdcgZero) -> Floats:
+    gain = key.gain or LINEAR
+    when_zero = 0.0 if idcg_zero == "zero" else np.nan
+    return _ratio(batch.dcg(gain, key.k), batch.ideal[gain, key.k], when_zero)
+
+
+def _mrr(batch: _RankedBatch, _: MeasureKey, __: IdcgZero) -> Floats:
+    if batch.width == 0:
+        return np.zeros(len(batch.lengths))
+    first = np.argmax(batch.relevant, axis=1)
+    found = batch.relevant[np.arange(len(first)), first] > 0
+    result: Floats = np.where(found, 1.0 / (first + 1), 0.0)
+    return result
+
+
+def _map(batch: _RankedBatch, _: MeasureKey, __: IdcgZero) -> Floats:
+    ranks = np.arange(1, batch.width + 1, dtype=np.float64)
+    precision_sum = np.sum(batch.relevant * batch.relevant_so_far / ranks, axis=1)
+    return _ratio(precision_sum, batch.num_rel, 0.0)
+
+
+def _judged(batch: _RankedBatch, key: MeasureKey, _: IdcgZero) -> Floats:
+    k = key.k or 0
+    return _ratio(batch.judged_at(k), np.minimum(batch.lengths, k), 0.0)
+
+
+Column = Callable[[_RankedBatch, MeasureKey, IdcgZero], npt.NDArray[Any]]
+
+# One entry per measure kind of `monitor.catalog.KINDS`.
+_COLUMNS: Final[dict[str, Column]] = {
+    "ndcg": _ndcg,
+    "dcg": lambda b, key, _: b.dcg(key.gain or LINEAR, key.k),
+    "precision": lambda b, key, _: b.relevant_at(key.k) / (key.k or 1),
+    "recall": lambda b, key, _: _ratio(b.relevant_at(key.k), b.num_rel, 0.0),
+    "judged": _judged,
+    "mrr": _mrr,
+    "map": _map,
+    "num_ret": lambda b, _, __: b.lengths,
+    "num_rel": lambda b, _, __: b.num_rel,
+    "num_rel_ret": lambda b, _, __: b.relevant_at(None),
+}
+
+
+def measure_matrix(
+    keys: Sequence[MeasureKey],
+    codes: RankedCodes,
+    tables: CodeTables,
+    queries: QueryIdeals,
+    idcg_zero: IdcgZero,
+) -> Floats:
+    """One row per ranking of `codes`, one column per key; `queries` has the same rows."""
+    batch = _RankedBatch(codes, tables, queries)
+    out = np.empty((len(codes.lengths), len(keys)), dtype=np.float64)
+    for column, key in enumerate(keys):
+        out[:, column] = _COLUMNS[key.kind](batch, key, idcg_zero)
+    return out

@@ -1,0 +1,178 @@
+"""The batch engine gives the numbers of the per-ranking reference measures (monitor.measures)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from monitor import measures
+from monitor.batch import BatchScorer
+from monitor.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.evalset import EvaluationSet
+from monitor.gain import EXP, LINEAR, Gain
+
+CUSTOM = Gain.parse({0: 0.5, 1: 1, 2: 10, 3: 5})
+CUTOFFS = (1, 3, 5, 20)
+KEYS = [
+    *(MeasureKey(kind, k, gain) for kind in ("ndcg", "dcg") for k in CUTOFFS
+      for gain in (LINEAR, EXP, CUSTOM)),
+    *(MeasureKey("ndcg", None, gain) for gain in (LINEAR, EXP, CUSTOM)),
+    *(MeasureKey(kind, k) for kind in ("precision", "recall", "judged") for k in CUTOFFS),
+    *parse_trec_names(["recip_rank", "map", "num_ret", "num_rel", "num_rel_ret"]),
+]  # fmt: skip
+DOCS = [f"d{i}" for i in range(14)]
+
+
+class Reference:
+    """One ranking scored by `monitor.measures`, the way the batch engine must score it."""
+
+    def __init__(self, known: Mapping[str, int], extra: Mapping[str, int | None] | None) -> None:
+        new = {d: g for d, g in (extra or {}).items() if g is not None and d not in known}
+        self.judgments = {**new, **known}
+
+    def score(self, ranking: Sequence[str], key: MeasureKey, level: int, idcg_zero: str) -> float:
+        grades = [self.judgments.get(doc) for doc in ranking]
+        num_rel = sum(g >= max(level, 0) for g in self.judgments.values())
+        ideal = list(self.judgments.values())
+        gain = key.gain or LINEAR
+        k = key.k or 0
+        table: dict[str, Callable[[], float]] = {
+            "ndcg": lambda: measures.ndcg(grades, ideal, key.k, gain, idcg_zero),  # type: ignore[arg-type]
+            "dcg": lambda: measures.dcg(grades, key.k, gain),
+            "precision": lambda: measures.precision(grades, k, level),
+            "recall": lambda: measures.recall(grades, num_rel, k, level),
+            "judged": lambda: measures.judged(grades, k),
+            "mrr": lambda: measures.reciprocal_rank(grades, level),
+            "map": lambda: measures.average_precision(grades, num_rel, level),
+            "num_ret": lambda: float(len(ranking)),
+            "num_rel": lambda: float(num_rel),
+            "num_rel_ret": lambda: float(sum(g is not None and g >= max(level, 0) for g in grades)),
+        }
+        return table[key.kind]()
+
+
+def assert_matches_reference(
+    evaluation_set: EvaluationSet,
+    query_ids: list[str],
+    rankings: list[list[str]],
+    extras: list[dict[str, int | None] | None] | None,
+    *,
+    level: int,
+    idcg_zero: str,
+    keys: Sequence[MeasureKey] = KEYS,
+) -> None:
+    scorer = BatchScorer(evaluation_set, keys, level, idcg_zero)  # type: ignore[arg-type]
+    scores = scorer.score(query_ids, rankings, extras)
+    assert scores.shape == (len(rankings), len(keys))
+    for i, (qid, ranking) in enumerate(zip(query_ids, rankings, strict=True)):
+        reference = Reference(evaluation_set.grades(qid), None if extras is None else extras[i])
+        for j, key in enumerate(keys):
+            expected = reference.score(ranking, key, level, idcg_zero)
+            got = float(scores[i, j])
+            assert (math.isnan(got) and math.isnan(expected)) or got == pytest.approx(
+                expected, rel=1e-12, abs=1e-12
+            ), f"ranking {i} {key}: batch {got} != reference {expected}"
+
+
+grades_strategy = st.integers(min_value=-2, max_value=4)
+judgments_strategy = st.dictionaries(
+    st.sampled_from([f"q{i}" for i in range(4)]),
+    st.dictionaries(st.sampled_from(DOCS), grades_strategy, min_size=1, max_size=10),
+    min_size=1,
+)
+
+
+@st.composite
+def batches(draw: st.DrawFn, with_extras: bool) -> tuple[
+    EvaluationSet, list[str], list[list[str]], list[dict[str, int | None] | None] | None
+]:  # fmt: skip
+    evaluation_set = EvaluationSet.from_judgments(draw(judgments_strategy))
+    n = draw(st.integers(min_value=1, max_value=8))
+    query_ids = [draw(st.sampled_from(evaluation_set.query_ids)) for _ in range(n)]
+    rankings = [draw(st.permutations(DOCS).map(lambda p: p[: draw(st.integers(0, 14))]))
+                for _ in range(n)]  # fmt: skip
+    if not with_extras:
+        return evaluation_set, query_ids, rankings, None
+    extra = st.none() | st.dictionaries(st.sampled_from(DOCS), st.none() | grades_strategy)
+    return evaluation_set, query_ids, rankings, [draw(extra) for _ in range(n)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch=batches(with_extras=False), level=st.integers(0, 3),
+       idcg_zero=st.sampled_from(["zero", "nan"]))  # fmt: skip
+def test_batch_equals_per_ranking_measures_on_random_rankings(
+    batch: tuple[EvaluationSet, list[str], list[list[str]], None], level: int, idcg_zero: str
+) -> None:
+    assert_matches_reference(*batch, level=level, idcg_zero=idcg_zero)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch=batches(with_extras=True), level=st.integers(0, 3))
+def test_inline_judgments_fill_in_unjudged_docs_and_the_ideal(
+    batch: tuple[EvaluationSet, list[str], list[list[str]], list[dict[str, int | None] | None]],
+    level: int,
+) -> None:
+    assert_matches_reference(*batch, level=level, idcg_zero="zero")
+
+
+def test_inline_judgments_never_push_ndcg_above_one() -> None:
+    evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1}})
+    scorer = BatchScorer(evaluation_set, [MeasureKey("ndcg", 10)])
+    # "b" is judged only inline with grade 3: the ideal must include it, DCG = 3 + 1/log2(3).
+    score = scorer.score(["q"], [["b", "a"]], [{"b": 3, "a": 0}])[0, 0]
+    assert score == 1.0
+    assert scorer.score(["q"], [["b", "a"]])[0, 0] == pytest.approx(1 / math.log2(3))
+
+
+def test_many_distinct_grades_take_the_general_path_with_the_same_numbers() -> None:
+    grades = {f"d{i}": i - 5 for i in range(300)}  # 300 distinct grades, more than a byte
+    evaluation_set = EvaluationSet.from_judgments({"q": grades, "r": {"d1": 2}})
+    rankings = [[f"d{i}" for i in range(299, 250, -3)], ["d7", "x", "d1"], []]
+    assert_matches_reference(
+        evaluation_set, ["q", "r", "q"], rankings, None, level=1, idcg_zero="zero"
+    )
+
+
+def test_streaming_keys_look_only_at_the_cutoff_but_mrr_and_map_see_everything() -> None:
+    evaluation_set = EvaluationSet.from_judgments({"q": {"late": 2}})
+    keys = monitor_keys([5], ["linear"])
+    scores = dict(zip(map(str, keys), BatchScorer(evaluation_set, keys).score(
+        ["q"], [[*(f"x{i}" for i in range(9)), "late"]])[0], strict=True))  # fmt: skip
+    assert scores["ndcg@5:linear"] == 0.0
+    assert scores["mrr"] == 1 / 10
+    assert scores["map"] == 1 / 10
+
+
+def test_empty_ranking_scores_zero_but_keeps_num_rel() -> None:
+    evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1, "b": 2, "c": 0}})
+    keys = parse_trec_names(["ndcg_cut.10", "P.5", "recip_rank", "map", "num_rel", "num_ret"])
+    scores = BatchScorer(evaluation_set, keys).score(["q"], [[]])
+    assert scores.tolist() == [[0.0, 0.0, 0.0, 0.0, 2.0, 0.0]]
+
+
+def test_unknown_query_is_a_value_error_naming_it() -> None:
+    scorer = BatchScorer(EvaluationSet.from_judgments({"q": {"a": 1}}), [MeasureKey("mrr")])
+    with pytest.raises(ValueError, match="'nope' is not in the evaluation set"):
+        scorer.score(["q", "nope"], [["a"], ["a"]])
+
+
+def test_large_batches_are_scored_in_chunks_with_the_same_results() -> None:
+    evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1, "b": 3}, "r": {"c": 2}})
+    keys = monitor_keys([1, 2], ["linear", "exp"])
+    scorer = BatchScorer(evaluation_set, keys)
+    one = scorer.score(["q", "r"], [["b", "c", "a"], ["c"]])
+    many = scorer.score(["q", "r"] * 3000, [["b", "c", "a"], ["c"]] * 3000)
+    assert np.array_equal(many, np.tile(one, (3000, 1)))
+
+
+def test_invalid_options_are_rejected() -> None:
+    evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1}})
+    with pytest.raises(ValueError, match="idcg_zero"):
+        BatchScorer(evaluation_set, [MeasureKey("mrr")], idcg_zero="one")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="relevance_level"):
+        BatchScorer(evaluation_set, [MeasureKey("mrr")], relevance_level=-1)
