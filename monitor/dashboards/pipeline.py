@@ -67,7 +67,6 @@ def _input_row() -> Row:
                 "Share of records sent to the dead-letter topic.",
                 "percentunit",
                 8,
-                thresholds=(Step(None, "green"), Step(0.01, "orange"), Step(0.1, "red")),
             ),
             Panel(
                 "timeseries",
@@ -119,6 +118,7 @@ def _progress_row() -> Row:
 
 def _health_row() -> Row:
     broker = Query(f"min(rankmon_broker_up{{{_ON}}})", "broker up", instant=True)
+    ready = Query(f"sum(rankmon_ready{{{_ON}}})", "ready", instant=True)
     versions = Query(f"count by (version) (rankmon_build_info{{{_ON}}})", instant=True, table=True)
     deliveries = f"sum by (sink, result) (rate(rankmon_alert_deliveries_total{{{_ON}}}{_RATE}))"
     return Row(
@@ -133,6 +133,14 @@ def _health_row() -> Row:
                 height=6,
                 thresholds=(Step(None, "red"), Step(1, "green")),
             ),
+            Panel(
+                "stat",
+                "Instances ready",
+                (ready,),
+                "Instances whose /readyz holds: evaluation set loaded, group joined, broker up.",
+                width=6,
+                height=6,
+            ),
             Panel("table", "Instances by version", (versions,), width=6, height=6),
             Panel(
                 "timeseries",
@@ -140,7 +148,7 @@ def _health_row() -> Row:
                 (Query(deliveries, "{{sink}} {{result}}"),),
                 "Alert notifications sent, by sink and result.",
                 "ops",
-                12,
+                6,
                 6,
             ),
         ),

@@ -1,7 +1,8 @@
 """The Prometheus series rankmon exports, and the series a PromQL expression names.
 
 `EXPORTED_SERIES` is the one list, in this package, of what the dashboards may query: the
-names in docs/ARCHITECTURE.md "Exported series". A dashboard that names anything else would
+names in docs/ARCHITECTURE.md "Exported series" and `monitor.exporter` (the tests check it
+against the series a real `Exporter` registers). A dashboard that names anything else would
 show "No data" forever, so rendering refuses it (`unknown_series`).
 """
 
@@ -36,6 +37,8 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
         "rankmon_events_total",
         "rankmon_build_info",
         "rankmon_broker_up",
+        "rankmon_ready",
+        "rankmon_evaluation_set_queries",
         "rankmon_alert_firing",
         "rankmon_alert_deliveries_total",
     ]
