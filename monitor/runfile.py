@@ -20,9 +20,10 @@ Ordering (METRICS-SPEC.md R1-R4, trec_eval form_res_rels.c):
 
 from __future__ import annotations
 
+import math
 import re
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
@@ -44,9 +45,12 @@ ScorePrecision = Literal["float64", "float32"]
 TREC_EVAL_MAX_RETRIEVED = 1000
 
 _FIELDS = 6
-# A decimal number (or infinity) as C's atof reads it; Python's float() would also take
-# "1_0", and "nan" would make the order undefined.
-_NUMBER = re.compile(rb"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|[+-]?inf(?:inity)?", re.I)
+# Python's str.split() also splits on these, C's isspace (and so trec_eval) does not: a file
+# holding any of them is split on ASCII whitespace only, which is slower.
+_NON_ASCII_SPACE = re.compile(
+    "[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+)
+_ASCII_SPACE = re.compile("[ \t\n\r\f\v]+")
 
 
 @dataclass(frozen=True)
@@ -102,62 +106,73 @@ def parse_run(
     _check_precision(score_precision)
     if max_retrieved is not None and max_retrieved < 0:
         raise ValueError(f"max_retrieved must be >= 0, got {max_retrieved}")
-    collected: dict[str, _QueryLines] = {}
+    text = _decode(data, path)
+    fields_of = _ascii_fields if _NON_ASCII_SPACE.search(text) else str.split
+    scored: dict[str, dict[str, float]] = {}  # qid -> docno -> score, in file order
     tag = ""
-    for number, line in enumerate(data.split(b"\n"), start=1):
-        fields = line.split()
-        if not fields:
-            continue
+    for number, line in enumerate(text.split("\n"), start=1):
+        fields = fields_of(line)
         if len(fields) < _FIELDS:
-            raise InputError(
-                path, f"expected 'qid Q0 docno rank score tag', found {len(fields)} fields", number
-            )
-        qid = _text(fields[0], "query id", path, number)
-        docno = _text(fields[2], "docno", path, number)
-        score = _score(fields[4], path, number)
-        if not collected:
-            tag = _text(fields[5], "tag", path, number)
-        collected.setdefault(qid, _QueryLines(qid)).add(docno, score, path, number)
+            if not fields:
+                continue
+            problem = f"expected 'qid Q0 docno rank score tag', found {len(fields)} fields"
+            raise InputError(path, problem, number)
+        qid, docno, score = fields[0], fields[2], _score(fields[4], path, number)
+        scores = scored.get(qid)
+        if scores is None:
+            tag = tag if scored else fields[5]
+            scores = scored[qid] = {}
+        elif docno in scores:
+            raise _duplicate(text, fields_of, qid=qid, docno=docno, path=path, number=number)
+        scores[docno] = score
     rankings = {
-        qid: trec_order(lines.docnos, lines.scores, score_precision)[:max_retrieved]
-        for qid, lines in collected.items()
+        qid: trec_order(list(scores), list(scores.values()), score_precision)[:max_retrieved]
+        for qid, scores in scored.items()
     }
     return Run(path=path, tag=tag, rankings=rankings)
 
 
-@dataclass
-class _QueryLines:
-    """One query's lines as read, before ordering; rejects a docno seen twice."""
-
-    qid: str
-    docnos: list[str] = field(default_factory=list)
-    scores: list[float] = field(default_factory=list)
-    lines: dict[str, int] = field(default_factory=dict)
-
-    def add(self, docno: str, score: float, path: str, number: int) -> None:
-        first = self.lines.setdefault(docno, number)
-        if first != number:
-            raise InputError(
-                path,
-                f"query {self.qid}: duplicate document {docno} (first on line {first})",
-                number,
-            )
-        self.docnos.append(docno)
-        self.scores.append(score)
-
-
-def _text(raw: bytes, what: str, path: str, number: int) -> str:
+def _decode(data: bytes, path: str) -> str:
     try:
-        return raw.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise InputError(path, f"{what} is not valid UTF-8 ({error.reason})", number) from error
+        line = data.count(b"\n", 0, error.start) + 1
+        raise InputError(path, f"not valid UTF-8 ({error.reason})", line) from None
 
 
-def _score(raw: bytes, path: str, number: int) -> float:
-    if _NUMBER.fullmatch(raw) is None:
-        shown = raw.decode("utf-8", "replace")
-        raise InputError(path, f"score {shown!r} is not a number", number)
-    return float(raw)
+def _ascii_fields(line: str) -> list[str]:
+    return [part for part in _ASCII_SPACE.split(line) if part]
+
+
+def _score(raw: str, path: str, number: int) -> float:
+    # float() takes exactly C's decimal forms once "1_0", non-ASCII digits and NaN are refused.
+    try:
+        score = float(raw)
+    except ValueError:
+        score = math.nan
+    if math.isnan(score) or "_" in raw or not raw.isascii():
+        raise InputError(path, f"score {raw!r} is not a number", number)
+    return score
+
+
+def _duplicate(
+    text: str,
+    fields_of: Callable[[str], list[str]],
+    *,
+    qid: str,
+    docno: str,
+    path: str,
+    number: int,
+) -> InputError:
+    # Only this error needs the first line, so it is found again here rather than stored.
+    lines = (fields_of(line) for line in text.split("\n"))
+    first = next(
+        n
+        for n, fields in enumerate(lines, start=1)
+        if len(fields) >= _FIELDS and fields[0] == qid and fields[2] == docno
+    )
+    problem = f"query {qid}: duplicate document {docno} (first on line {first})"
+    return InputError(path, problem, number)
 
 
 def _check_precision(score_precision: str) -> None:

@@ -108,8 +108,19 @@ def test_a_malformed_line_is_an_input_error_naming_file_line_and_problem(
 
 
 def test_a_docno_that_is_not_utf8_is_an_input_error() -> None:
-    with pytest.raises(InputError, match=r"^run:1: docno is not valid UTF-8"):
-        parse_run(b"q1 Q0 d\xff 1 1.0 t\n", "run")
+    with pytest.raises(InputError, match=r"^run:2: not valid UTF-8"):
+        parse_run(b"q1 Q0 d 1 1.0 t\nq1 Q0 d\xff 1 1.0 t\n", "run")
+
+
+def test_only_ascii_whitespace_separates_fields_as_in_c() -> None:
+    # A no-break space is part of the docno for trec_eval (C isspace); str.split() would split.
+    run = parse_run("q Q0 a\u00a0b 1 2 t\nq Q0 c 2 1 t\n".encode(), "run")
+    assert run.rankings["q"] == ("a\u00a0b", "c")
+
+
+def test_a_score_in_non_ascii_digits_is_not_a_number() -> None:
+    with pytest.raises(InputError, match="is not a number"):
+        parse_run("q Q0 a 1 \u0661\u0662 t\n".encode(), "run")
 
 
 def test_infinite_scores_order_like_any_other() -> None:
