@@ -1,0 +1,116 @@
+"""Watermarks: how far event time has progressed, per partition and for the whole consumer.
+
+A partition's watermark is the largest event time seen on it minus the allowed lateness: the
+partition promises nothing older is still coming. The global watermark is the minimum over the
+active partitions, so the slowest partition holds everyone back:
+
+    lateness 2      p0: events 10 .. 30   watermark 28
+                    p1: events 10 .. 14   watermark 12   <- global watermark 12
+
+A partition that has delivered no record for `idle_timeout_ms` (by the wall clock) is idle
+and stops holding the watermark back; its next record makes it active again. When every
+partition is idle the global watermark is the largest partition watermark: nothing newer has
+been seen anywhere, so everything seen so far may be finalized. The global watermark never
+moves backwards (a partition that wakes up or is newly assigned cannot reopen windows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from monitor.clock import Clock
+
+__all__ = ["NO_FLOOR", "NO_WATERMARK", "PartitionProgress", "Watermarks"]
+
+# Plain ints rather than None keep the per-event comparisons in the hot loop branch-free.
+NO_WATERMARK = -(1 << 62)
+NO_FLOOR = 1 << 62
+
+
+class PartitionProgress:
+    """What one partition has delivered: its latest event time, last record, next offset."""
+
+    __slots__ = ("last_record_s", "max_event_ms", "next_offset")
+
+    def __init__(self, now_s: float) -> None:
+        self.max_event_ms = NO_WATERMARK
+        self.last_record_s = now_s  # a new assignment counts as activity: it may have a backlog
+        self.next_offset: int | None = None
+
+
+class Watermarks:
+    """Per-partition progress and the global watermark, with idle partitions released."""
+
+    def __init__(self, allowed_lateness_ms: int, idle_timeout_ms: int | None, clock: Clock):
+        self.allowed_lateness_ms = allowed_lateness_ms
+        self._idle_timeout_s = None if idle_timeout_ms is None else idle_timeout_ms / 1000.0
+        self._clock = clock
+        self.partitions: dict[int, PartitionProgress] = {}
+        self.global_ms = NO_WATERMARK
+
+    def assign(self, partitions: Iterable[int]) -> None:
+        """Start tracking partitions; each holds the watermark back until it delivers or idles."""
+        now = self._clock.monotonic()
+        for partition in partitions:
+            self.partitions.setdefault(partition, PartitionProgress(now))
+
+    def revoke(self, partitions: Iterable[int]) -> None:
+        """Forget partitions; the global watermark keeps its value."""
+        for partition in partitions:
+            self.partitions.pop(partition, None)
+
+    def progress(self, partition: int) -> PartitionProgress:
+        """The partition's progress, tracking it from now on if it was not assigned."""
+        found = self.partitions.get(partition)
+        if found is None:
+            found = self.partitions[partition] = PartitionProgress(self._clock.monotonic())
+        return found
+
+    def of_partition(self, partition: int) -> int | None:
+        """The partition's watermark in epoch ms, `None` before its first event."""
+        progress = self.partitions.get(partition)
+        if progress is None or progress.max_event_ms == NO_WATERMARK:
+            return None
+        return progress.max_event_ms - self.allowed_lateness_ms
+
+    def is_idle(self, progress: PartitionProgress, now_s: float) -> bool:
+        """Whether the partition has been silent for longer than the idle timeout."""
+        timeout = self._idle_timeout_s
+        return timeout is not None and now_s - progress.last_record_s > timeout
+
+    def idle_partitions(self) -> list[int]:
+        """Partitions currently not holding the watermark back."""
+        now = self._clock.monotonic()
+        return sorted(p for p, progress in self.partitions.items() if self.is_idle(progress, now))
+
+    def floor_without(self, partition: int, now_s: float) -> int:
+        """Minimum watermark over the other active partitions (`NO_FLOOR` if there are none).
+
+        The global watermark after an event on `partition` is the smaller of this and the
+        partition's own new watermark.
+        """
+        floor = NO_FLOOR
+        lateness = self.allowed_lateness_ms
+        for other, progress in self.partitions.items():
+            if other != partition and not self.is_idle(progress, now_s):
+                floor = min(floor, progress.max_event_ms - lateness)
+        return floor
+
+    def refresh(self) -> int:
+        """Recompute the global watermark by the wall clock (idle partitions) and return it."""
+        now = self._clock.monotonic()
+        lateness = self.allowed_lateness_ms
+        active = [
+            progress.max_event_ms - lateness
+            for progress in self.partitions.values()
+            if not self.is_idle(progress, now)
+        ]
+        if active:
+            candidate = min(active)
+        else:
+            seen = [
+                p.max_event_ms for p in self.partitions.values() if p.max_event_ms > NO_WATERMARK
+            ]
+            candidate = max(seen) - lateness if seen else NO_WATERMARK
+        self.global_ms = max(self.global_ms, candidate)
+        return self.global_ms
