@@ -66,6 +66,14 @@ def _applies(rule: AlertRule, segment: Segment) -> bool:
     return rule.segment is None or set(rule.segment) <= set(segment)
 
 
+def _alert_segment(rule: AlertRule, segment: Segment) -> Segment:
+    # A stale rule watches the stream as a whole (or its filter's part of it), not each
+    # segment: a retired model's segment going quiet is not an outage.
+    if isinstance(rule.condition, Stale):
+        return rule.segment or ()
+    return segment
+
+
 class AlertEngine:
     """Evaluates every rule on every finalized window and hands alert states to delivery."""
 
@@ -111,7 +119,7 @@ class AlertEngine:
                     rule.condition.after_ms / 1000,
                     note=f"no finalized window for {silent_ms / 1000:.0f}s",
                 )
-                alert = self._alert(rule, rule.segment or ())
+                alert = self._alert(rule, _alert_segment(rule, ()))
                 touched.append(alert)
                 self._apply(alert, verdict, now_ms, None, transitions)
         self._publish(transitions, touched)
@@ -133,6 +141,13 @@ class AlertEngine:
         """Alerts that are pending or firing, in rule order."""
         alerts = [a for a in self._alerts.values() if a.status is not Status.INACTIVE]
         return sorted(alerts, key=lambda a: (a.rule.index, a.segment))
+
+    def find(self, rule_name: str, segment: Segment) -> ActiveAlert | None:
+        """The state of the first rule named `rule_name` in `segment`, if it saw a window."""
+        for (_, seg), alert in self._alerts.items():
+            if alert.rule.name == rule_name and seg == segment:
+                return alert
+        return None
 
     def _last_arrival(self, rule: AlertRule) -> int:
         arrivals = [at for seg, at in self._arrivals.items() if _applies(rule, seg)]
@@ -156,7 +171,7 @@ class AlertEngine:
         distrust: list[str] = []
         touched: list[ActiveAlert] = []
         for rule in sorted(rules, key=lambda r: r.is_quality):
-            alert = self._alert(rule, summary.segment)
+            alert = self._alert(rule, _alert_segment(rule, summary.segment))
             touched.append(alert)
             verdict = self._verdict(alert, summary, distrust)
             if not rule.is_quality and verdict.evidence is Evidence.BAD:

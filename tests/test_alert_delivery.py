@@ -1,0 +1,182 @@
+"""Delivery retries with backoff, re-sends standing alerts, stays bounded, and never blocks."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+from prometheus_client import CollectorRegistry
+
+from monitor.alerting import register_alert_metrics
+from monitor.alerting.delivery import AlertDelivery, DeliveryChannel, RetryPolicy
+from monitor.alerting.messages import AlertMessage
+from monitor.alerting.sinks import DeliveryError, WebhookSink
+from monitor.clock import FakeClock, SystemClock
+from tests.realparts import WebhookReceiver
+
+T0 = 1_700_000_000_000
+POLICY = RetryPolicy(
+    resend_interval_ms=60_000, backoff_initial_ms=1_000, backoff_max_ms=4_000, max_alerts=3
+)
+
+
+def message(name: str, *, resolved_at: int | None = None) -> AlertMessage:
+    return AlertMessage(
+        labels={"alertname": name, "severity": "warning"},
+        annotations={"summary": "test"},
+        starts_at_ms=T0,
+        ends_at_ms=resolved_at,
+    )
+
+
+class FlakySink:
+    """Fails its first `failures` sends, then records every batch."""
+
+    name = "flaky"
+
+    def __init__(self, failures: int = 0) -> None:
+        self.failures = failures
+        self.attempts: list[int] = []
+        self.delivered: list[list[str]] = []
+        self.sent = threading.Event()
+
+    def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
+        self.attempts.append(now_ms)
+        if len(self.attempts) <= self.failures:
+            raise DeliveryError("down")
+        self.delivered.append([a.labels["alertname"] for a in alerts])
+        self.sent.set()
+
+
+def test_failed_sends_back_off_doubling_up_to_the_cap_then_deliver() -> None:
+    sink = FlakySink(failures=4)
+    registry = CollectorRegistry()
+    channel = DeliveryChannel(sink, POLICY, register_alert_metrics(registry))
+    channel.offer([message("a")])
+    now, waits = T0, []
+    for _ in range(5):
+        wait = channel.deliver(now)
+        waits.append(wait)
+        now += wait
+    assert waits[:4] == [1_000, 2_000, 4_000, 4_000]
+    assert sink.delivered == [["a"]]
+    failed = {"sink": "flaky", "result": "failed"}
+    assert registry.get_sample_value("rankmon_alert_deliveries_total", failed) == 4
+    delivered = {"sink": "flaky", "result": "delivered"}
+    assert registry.get_sample_value("rankmon_alert_deliveries_total", delivered) == 1
+
+
+def test_nothing_is_sent_before_the_backoff_has_passed() -> None:
+    sink = FlakySink(failures=1)
+    channel = DeliveryChannel(sink, POLICY, None)
+    channel.offer([message("a")])
+    channel.deliver(T0)
+    assert channel.deliver(T0 + 400) == 600
+    assert sink.attempts == [T0]
+
+
+def test_firing_alerts_are_resent_every_interval_and_resolved_ones_leave_once_delivered() -> None:
+    sink = FlakySink()
+    channel = DeliveryChannel(sink, POLICY, None)
+    channel.offer([message("a")])
+    assert channel.deliver(T0) == 60_000
+    channel.deliver(T0 + 30_000)  # nothing due yet
+    channel.deliver(T0 + 60_000)
+    assert sink.delivered == [["a"], ["a"]]
+    channel.offer([message("a", resolved_at=T0 + 61_000)])
+    channel.deliver(T0 + 61_000)
+    assert channel.outstanding() == 0
+    channel.deliver(T0 + 200_000)
+    assert sink.delivered == [["a"], ["a"], ["a"]]
+
+
+def test_a_newer_state_replaces_the_queued_one_of_the_same_alert() -> None:
+    sink = FlakySink(failures=1)
+    channel = DeliveryChannel(sink, POLICY, None)
+    channel.offer([message("a")])
+    channel.deliver(T0)
+    channel.offer([message("a", resolved_at=T0 + 500)])
+    channel.deliver(T0 + 1_000)
+    assert sink.delivered == [["a"]]
+    assert channel.outstanding() == 0
+
+
+def test_the_queue_is_bounded_dropping_resolved_alerts_first() -> None:
+    registry = CollectorRegistry()
+    channel = DeliveryChannel(FlakySink(failures=99), POLICY, register_alert_metrics(registry))
+    channel.offer([message("old", resolved_at=T0), message("a"), message("b")])
+    channel.offer([message("c")])
+    assert channel.outstanding() == 3
+    dropped = {"sink": "flaky", "result": "dropped"}
+    assert registry.get_sample_value("rankmon_alert_deliveries_total", dropped) == 1
+    sink = FlakySink()
+    channel.sink = sink
+    channel.deliver(T0 + 10**9)
+    assert sorted(sink.delivered[0]) == ["a", "b", "c"]
+
+
+class BlockedSink:
+    """A sink whose send hangs until released: a peer that accepts and never answers."""
+
+    name = "blocked"
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
+        self.entered.set()
+        self.release.wait(30)
+
+
+def test_a_hung_sink_never_blocks_the_caller() -> None:
+    sink = BlockedSink()
+    delivery = AlertDelivery([sink], POLICY, SystemClock())
+    delivery.start()
+    try:
+        delivery.offer([message("a")])
+        assert sink.entered.wait(10)
+        # The background thread is stuck inside send; offering more returns regardless.
+        delivery.offer([message("b"), message("c")])
+        assert delivery.channels[0].outstanding() == 3
+    finally:
+        sink.release.set()
+        delivery.stop()
+
+
+def test_webhook_sink_posts_firing_and_resolved_alerts_as_json() -> None:
+    receiver = WebhookReceiver()
+    try:
+        sink = WebhookSink(receiver.url)
+        sink.send([message("a"), message("b", resolved_at=T0 + 1_000)], T0)
+        (body,) = receiver.bodies
+    finally:
+        receiver.stop()
+    assert body["receiver"] == "rankmon"
+    assert [(a["labels"]["alertname"], a["status"]) for a in body["alerts"]] == [
+        ("a", "firing"),
+        ("b", "resolved"),
+    ]
+    assert body["alerts"][1]["endsAt"] == "2023-11-14T22:13:21Z"
+
+
+def test_an_unreachable_webhook_is_a_delivery_error_not_a_crash() -> None:
+    receiver = WebhookReceiver()
+    url = receiver.url
+    receiver.stop()
+    channel = DeliveryChannel(WebhookSink(url, timeout_s=2), POLICY, None)
+    channel.offer([message("a")])
+    assert channel.deliver(T0) == POLICY.backoff_initial_ms
+    assert channel.outstanding() == 1
+
+
+def test_delivery_thread_delivers_in_the_background() -> None:
+    sink = FlakySink()
+    delivery = AlertDelivery([sink], POLICY, FakeClock(T0))
+    delivery.start()
+    try:
+        delivery.offer([message("a")])
+        assert sink.sent.wait(10)
+        assert sink.delivered == [["a"]]
+    finally:
+        delivery.stop()

@@ -1,0 +1,201 @@
+"""The engine on finalized windows: trust gating, stale on ticks, restore, metrics, messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from monitor.alerting import (
+    AlertEngine,
+    Status,
+    parse_alerting_config,
+    register_alert_metrics,
+)
+from monitor.alerting.delivery import AlertDelivery, RetryPolicy
+from monitor.alerting.messages import AlertMessage
+from monitor.alerting.simulation import StreamModel, simulate_windows
+from monitor.clock import FakeClock
+from monitor.summary import Segment, WindowSummary
+
+WINDOW_MS = 300_000
+T0 = 1_700_000_000_000
+NDCG = "ndcg@10:linear"
+V42: Segment = (("model", "v42"),)
+
+
+def config(*rules: dict[str, Any]) -> Any:
+    return parse_alerting_config(
+        {"rules": list(rules), "log": False},
+        cutoffs=[10],
+        gains=["linear"],
+        segment_keys=["model"],
+        window="5m",
+    )
+
+
+def window(
+    index: int, value: float, *, segment: Segment = V42, queries: int = 50, judged: float = 1.0
+) -> WindowSummary:
+    """Window `index` of a segment whose every query scores `value`."""
+    query_means = {f"q{i}": {NDCG: value, "judged@10": judged} for i in range(queries)}
+    return WindowSummary(
+        window="5m",
+        start_ms=T0 + index * WINDOW_MS,
+        end_ms=T0 + (index + 1) * WINDOW_MS,
+        segment=segment,
+        evaluation_set_version="v1",
+        events=queries * 2,
+        queries=queries,
+        evaluation_set_queries=100,
+        means={NDCG: value, "judged@10": judged},
+        sums={NDCG: value * queries},
+        event_means={NDCG: value},
+        query_means=query_means,
+    )
+
+
+class RecordingSink:
+    """A sink that keeps what it was sent (delivery itself is tested on real servers)."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.batches: list[list[AlertMessage]] = []
+
+    def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
+        self.batches.append(list(alerts))
+
+
+FLOOR = {"name": "floor", "measure": "ndcg@10", "severity": "critical", "below": 0.5}
+
+
+def test_a_window_under_the_floor_fires_and_the_next_good_one_resolves() -> None:
+    engine = AlertEngine(config(FLOOR), start_ms=T0)
+    fired = engine.observe([window(0, 0.4)], T0 + WINDOW_MS)
+    resolved = engine.observe([window(1, 0.6)], T0 + 2 * WINDOW_MS)
+    assert [(t.rule.name, t.segment, t.change.after) for t in fired] == [
+        ("floor", V42, Status.FIRING)
+    ]
+    assert fired[0].verdict.value == 0.4
+    assert len(resolved) == 1 and resolved[0].change.resolved
+
+
+def test_rules_apply_per_segment_unless_filtered() -> None:
+    filtered = {**FLOOR, "name": "v42-floor", "segment": {"model": "v42"}}
+    engine = AlertEngine(config(FLOOR, filtered), start_ms=T0)
+    v43: Segment = (("model", "v43"),)
+    transitions = engine.observe([window(0, 0.4), window(0, 0.4, segment=v43)], T0)
+    fired = sorted((t.rule.name, t.segment) for t in transitions)
+    assert fired == [("floor", V42), ("floor", v43), ("v42-floor", V42)]
+
+
+def test_low_coverage_holds_quality_rules_and_says_why() -> None:
+    coverage = {"name": "coverage", "severity": "warning", "coverage": {"min": 0.3}}
+    engine = AlertEngine(config(FLOOR, coverage), start_ms=T0)
+    transitions = engine.observe([window(0, 0.1, queries=10)], T0)
+    assert [t.rule.name for t in transitions] == ["coverage"]
+    assert "untrustworthy" in transitions[0].verdict.note
+    held = engine.find("floor", V42)
+    assert held is not None and held.status is Status.INACTIVE
+    assert held.verdict is not None and held.verdict.note.startswith("held: only 10 of 100")
+
+
+def test_too_many_unjudged_documents_hold_quality_rules() -> None:
+    judged = {"name": "judged", "severity": "warning", "judged": {"k": 10, "min": 0.8}}
+    engine = AlertEngine(config(FLOOR, judged), start_ms=T0)
+    transitions = engine.observe([window(0, 0.1, judged=0.5)], T0)
+    assert [t.rule.name for t in transitions] == ["judged"]
+
+
+def test_stale_fires_on_a_tick_after_the_silence_and_resolves_on_the_next_window() -> None:
+    stale = {"name": "stale", "severity": "critical", "stale": {"after": "15m"}}
+    clock = FakeClock(T0)
+    engine = AlertEngine(config(stale), start_ms=clock.now_ms())
+    clock.advance(15 * 60_000)
+    assert engine.tick(clock.now_ms()) == []  # exactly `after`: not yet
+    clock.advance(1000)
+    (fired,) = engine.tick(clock.now_ms())
+    assert fired.change.after is Status.FIRING
+    clock.advance(1000)
+    (resolved,) = engine.observe([window(0, 0.7)], clock.now_ms())
+    assert resolved.change.resolved
+
+
+def drop_config() -> Any:
+    drop = {
+        "name": "drop",
+        "measure": "ndcg@10",
+        "drop": {"relative": 0.05, "baseline_windows": 6, "significance": 0.01, "min_queries": 20},
+    }
+    return config(drop)
+
+
+def test_restored_baselines_detect_a_drop_right_after_a_restart() -> None:
+    model = StreamModel(queries=80, events_per_query=2.0, segment=V42)
+    history = simulate_windows(model, 12, seed=3, drop_at=10, drop=0.15)
+    live = AlertEngine(drop_config(), start_ms=T0)
+    live_fired = [t for s in history for t in live.observe([s], s.end_ms)]
+    restarted = AlertEngine(drop_config(), start_ms=T0)
+    restarted.restore(history[:10])
+    after_restart = restarted.observe(history[10:], history[-1].end_ms)
+    assert [t.window for t in live_fired] == [t.window for t in after_restart]
+    assert after_restart and after_restart[0].window == (history[10].start_ms, history[10].end_ms)
+
+
+def test_a_window_seen_before_is_not_evaluated_twice() -> None:
+    engine = AlertEngine(config({**FLOOR, "for": 2}), start_ms=T0)
+    engine.observe([window(0, 0.4)], T0)
+    assert engine.observe([window(0, 0.4)], T0) == []
+    assert engine.active()[0].status is Status.PENDING
+
+
+def test_firing_gauge_counts_firing_segments_per_rule() -> None:
+    registry = CollectorRegistry()
+    engine = AlertEngine(config(FLOOR), start_ms=T0, metrics=register_alert_metrics(registry))
+    labels = {"alert": "floor", "severity": "critical"}
+    assert registry.get_sample_value("rankmon_alert_firing", labels) == 0
+    v43: Segment = (("model", "v43"),)
+    engine.observe([window(0, 0.4), window(0, 0.4, segment=v43)], T0)
+    assert registry.get_sample_value("rankmon_alert_firing", labels) == 2
+    engine.observe([window(1, 0.9)], T0)
+    assert registry.get_sample_value("rankmon_alert_firing", labels) == 1
+
+
+def test_delivered_alert_carries_labels_and_annotations_and_resolves_by_ends_at() -> None:
+    sink = RecordingSink()
+    delivery = AlertDelivery([sink], RetryPolicy(), FakeClock(T0))
+    drop = drop_config().rules[0]
+    raw = {
+        "name": drop.name,
+        "measure": "ndcg@10",
+        "runbook_url": "https://runbooks.example/ndcg",
+        "drop": {"relative": 0.05, "baseline_windows": 6, "significance": 0.01, "min_queries": 20},
+    }
+    engine = AlertEngine(config(raw), start_ms=T0, delivery=delivery)
+    model = StreamModel(queries=80, events_per_query=2.0, segment=V42)
+    windows = simulate_windows(model, 10, seed=5, drop_at=6, drop=0.2)
+    for summary in windows[:7]:
+        engine.observe([summary], summary.end_ms)
+    delivery.channels[0].deliver(windows[6].end_ms)
+    (firing,) = sink.batches[-1]
+    assert firing.labels == {
+        "alertname": "drop",
+        "severity": "warning",
+        "measure": NDCG,
+        "window": "5m",
+        "model": "v42",
+    }
+    notes = firing.annotations
+    assert float(notes["value"]) < 0.95 * float(notes["baseline"])
+    assert float(notes["p_value"]) < 0.01
+    assert notes["worst_queries"].count("(-") == 5
+    assert notes["runbook_url"] == "https://runbooks.example/ndcg"
+    assert firing.firing and firing.starts_at_ms == windows[6].end_ms
+    recovered = simulate_windows(model, 3, seed=5, start_ms=windows[6].end_ms)
+    for summary in recovered:
+        engine.observe([summary], summary.end_ms)
+    delivery.channels[0].deliver(recovered[-1].end_ms)
+    resolved = sink.batches[-1][-1]
+    assert resolved.ends_at_ms is not None and not resolved.firing
