@@ -11,6 +11,9 @@ Which queries are evaluated (METRICS-SPEC Q1-Q3, trec_eval.c):
   queries with `-q` too);
 - a query without relevant documents is evaluated and scores 0.
 
+The values come from the batch engine (`monitor.batch.BatchScorer`), the one the streaming
+monitor uses, so the trec_eval conformance tests vouch for both.
+
 Queries are reported in `strcmp` order of their ids, as trec_eval sorts them; measures in
 trec_eval's table order (`num_ret num_rel num_rel_ret map recip_rank P recall ndcg ndcg_cut`),
 cutoffs ascending within a family, whatever order `-m` named them in.
@@ -18,10 +21,10 @@ cutoffs ascending within a family, whatever order `-m` named them in.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from monitor import measures
+from monitor.batch import BatchScorer
 from monitor.catalog import MeasureKey, parse_trec_names
 from monitor.errors import MeasureError
 from monitor.evalset import EvaluationSet
@@ -104,12 +107,7 @@ def evaluate_run(
         queries = sorted(evaluation_set)
     else:
         queries = sorted(qid for qid in run.rankings if qid in evaluation_set)
-    per_query = {
-        qid: _score_query(
-            selection.keys, evaluation_set, qid, run.rankings.get(qid, ()), relevance_level
-        )
-        for qid in queries
-    }
+    per_query = _score_queries(evaluation_set, run, queries, selection, relevance_level)
     summary = summarize(selection.names, per_query, len(queries))
     if not selection.num_q:
         del summary[NUM_Q]
@@ -119,6 +117,26 @@ def evaluate_run(
         summary=summary,
         run_id=run.tag if selection.run_id else None,
     )
+
+
+def _score_queries(
+    evaluation_set: EvaluationSet,
+    run: Run,
+    queries: Sequence[str],
+    selection: MeasureSelection,
+    relevance_level: int,
+) -> dict[str, dict[str, Value]]:
+    # A query the run misses is scored as an empty ranking: 0 everywhere but num_rel (-c).
+    scorer = BatchScorer(evaluation_set, selection.keys, relevance_level=relevance_level)
+    matrix = scorer.score(queries, [run.rankings.get(qid, ()) for qid in queries])
+    counts = [key.is_count for key in selection.keys]
+    return {
+        qid: {
+            name: int(value) if is_count else value
+            for name, value, is_count in zip(selection.names, row, counts, strict=True)
+        }
+        for qid, row in zip(queries, matrix.tolist(), strict=True)
+    }
 
 
 def _expand_group(name: str) -> Sequence[str]:
@@ -135,47 +153,3 @@ def _trec_name(key: MeasureKey) -> str:
     if name is None:  # parse_trec_names only makes keys trec_eval has names for
         raise MeasureError(f"measure {key} has no trec_eval name")
     return name
-
-
-@dataclass(frozen=True)
-class _Query:
-    """One query's retrieved grades (rank order) and what the evaluation set knows of it."""
-
-    grades: list[int | None]
-    ideal: tuple[int, ...]
-    num_rel: int
-    relevance_level: int
-
-
-_Formula = Callable[[_Query, MeasureKey], Value]
-
-# Measure kind -> its value on one query, by the reference definitions in `measures`.
-_FORMULAS: Mapping[str, _Formula] = {
-    "num_ret": lambda q, _: len(q.grades),
-    "num_rel": lambda q, _: q.num_rel,
-    "num_rel_ret": lambda q, _: sum(
-        g is not None and g >= max(q.relevance_level, 0) for g in q.grades
-    ),
-    "map": lambda q, _: measures.average_precision(q.grades, q.num_rel, q.relevance_level),
-    "mrr": lambda q, _: measures.reciprocal_rank(q.grades, q.relevance_level),
-    "precision": lambda q, key: measures.precision(q.grades, key.k or 0, q.relevance_level),
-    "recall": lambda q, key: measures.recall(q.grades, q.num_rel, key.k, q.relevance_level),
-    "ndcg": lambda q, key: measures.ndcg(q.grades, q.ideal, key.k, key.gain or LINEAR),
-}
-
-
-def _score_query(
-    keys: Sequence[MeasureKey],
-    evaluation_set: EvaluationSet,
-    qid: str,
-    ranking: Sequence[str],
-    relevance_level: int,
-) -> dict[str, Value]:
-    judged = evaluation_set.grade_dict(qid)
-    query = _Query(
-        grades=[judged.get(docno) for docno in ranking],
-        ideal=evaluation_set.ideal_grades(qid),
-        num_rel=evaluation_set.num_rel(qid, relevance_level),
-        relevance_level=relevance_level,
-    )
-    return {_trec_name(key): _FORMULAS[key.kind](query, key) for key in keys}
