@@ -12,6 +12,7 @@ import pytrec_eval
 from monitor.clock import FakeClock
 from monitor.demo.ranker import ModelVersion, SyntheticRanker, serve
 from monitor.demo.synthetic import SyntheticCorpus, generate_corpus
+from monitor.events import RankingEvent, Rejection, decode_event
 
 START_MS = 1_800_000_000_000
 DEGRADE_MS = START_MS + 20_000
@@ -29,22 +30,19 @@ def _events(ranker: SyntheticRanker, count: int, now_ms: int) -> list[tuple[byte
     return [ranker.next_event(now_ms) for _ in range(count)]
 
 
-def test_valid_events_follow_the_ranking_event_schema_and_are_keyed_by_query() -> None:
+def test_valid_events_pass_the_monitors_decoder_and_are_keyed_by_query() -> None:
     corpus = generate_corpus(1)
     ranker = SyntheticRanker(
         corpus, [ModelVersion("v1", 0.8)], seed=2, bad_share=0, duplicate_share=0
     )
     for key, value in _events(ranker, 200, START_MS):
-        event = orjson.loads(value)
-        assert key == event["query_id"].encode()
-        assert event["query_id"] in corpus.judgments
-        assert 1 <= len(event["ranking"]) <= 20
-        assert len(set(event["ranking"])) == len(event["ranking"])
-        assert set(event["ranking"]) <= set(corpus.candidates(event["query_id"]))
-        assert event["event_time"] == START_MS
-        assert event["segment"] == {"model": "v1"}
-        assert event["schema_version"] == 1
-        assert isinstance(event["event_id"], str)
+        event = decode_event(value, record_timestamp_ms=0, now_ms=START_MS, max_depth=20)
+        assert isinstance(event, RankingEvent)
+        assert key == event.query_id.encode()
+        assert event.query_id in corpus.judgments
+        assert set(event.ranking) <= set(corpus.candidates(event.query_id))
+        assert event.event_time_ms == START_MS
+        assert event.segment == {"model": "v1"}
 
 
 def test_event_ids_are_unique_and_popular_queries_repeat() -> None:
@@ -58,23 +56,23 @@ def test_event_ids_are_unique_and_popular_queries_repeat() -> None:
 
 
 def test_bad_and_duplicate_events_come_in_their_stated_shares() -> None:
+    corpus = generate_corpus(1)
     ranker = SyntheticRanker(
-        generate_corpus(1), [ModelVersion("v1", 0.8)], seed=4, bad_share=0.05, duplicate_share=0.05
+        corpus, [ModelVersion("v1", 0.8)], seed=4, bad_share=0.05, duplicate_share=0.05
     )
     records = _events(ranker, 4000, START_MS)
     duplicates = len(records) - len(set(records))
-    malformed = unknown = empty = 0
-    for _, value in records:
-        try:
-            event = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            malformed += 1
-            continue
-        unknown += event["query_id"] == "q-unknown"
-        empty += event["ranking"] == []
+    outcomes: Counter[str] = Counter()
+    for _, value in set(records):
+        event = decode_event(value, record_timestamp_ms=0, now_ms=START_MS)
+        if isinstance(event, Rejection):
+            outcomes[event.reason.value] += 1
+        elif event.query_id not in corpus.judgments:
+            outcomes["unknown_query"] += 1
     assert 150 <= duplicates <= 250
-    assert 150 <= malformed + unknown + empty <= 250
-    assert min(malformed, unknown, empty) > 30
+    assert 150 <= outcomes.total() <= 250
+    assert set(outcomes) == {"invalid_json", "empty_ranking", "unknown_query"}
+    assert min(outcomes.values()) > 30
 
 
 def test_higher_quality_ranks_relevant_documents_higher() -> None:

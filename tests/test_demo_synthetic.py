@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from monitor.demo.synthetic import GRADE_SHARES, generate_corpus
+from monitor.evalset import EvaluationSet, load_evaluation_set
 
 
 def test_same_seed_gives_the_same_evaluation_set() -> None:
@@ -61,3 +62,10 @@ def test_qrels_file_lists_every_judgment_in_trec_format(tmp_path: Path) -> None:
         assert iteration == "0"
         read.setdefault(qid, {})[doc] = int(grade)
     assert read == corpus.judgments
+
+
+def test_the_monitor_loads_the_written_qrels_as_the_same_evaluation_set(tmp_path: Path) -> None:
+    corpus = generate_corpus(8)
+    loaded = load_evaluation_set(corpus.write_qrels(tmp_path / "qrels.txt"))
+    assert loaded.version == EvaluationSet.from_judgments(corpus.judgments).version
+    assert len(loaded) == 300
