@@ -17,6 +17,7 @@ from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.simulation import StreamModel, simulate_windows
 from monitor.clock import FakeClock
+from monitor.exporter import Exporter
 from monitor.summary import Segment, WindowSummary
 
 WINDOW_MS = 300_000
@@ -151,15 +152,26 @@ def test_a_window_seen_before_is_not_evaluated_twice() -> None:
     assert engine.active()[0].status is Status.PENDING
 
 
-def test_firing_gauge_counts_firing_segments_per_rule() -> None:
+def test_firing_gauge_follows_each_rule_in_each_segment() -> None:
     registry = CollectorRegistry()
-    engine = AlertEngine(config(FLOOR), start_ms=T0, metrics=register_alert_metrics(registry))
-    labels = {"alert": "floor", "severity": "critical"}
-    assert registry.get_sample_value("rankmon_alert_firing", labels) == 0
-    v43: Segment = (("model", "v43"),)
-    engine.observe([window(0, 0.4), window(0, 0.4, segment=v43)], T0)
-    assert registry.get_sample_value("rankmon_alert_firing", labels) == 2
+    metrics = register_alert_metrics(registry, segment_keys=["model"])
+    engine = AlertEngine(config(FLOOR), start_ms=T0, metrics=metrics)
+    v42 = {"alert": "floor", "severity": "critical", "model": "v42"}
+    v43 = {**v42, "model": "v43"}
+    engine.observe([window(0, 0.4), window(0, 0.4, segment=(("model", "v43"),))], T0)
+    assert registry.get_sample_value("rankmon_alert_firing", v42) == 1
+    assert registry.get_sample_value("rankmon_alert_firing", v43) == 1
     engine.observe([window(1, 0.9)], T0)
+    assert registry.get_sample_value("rankmon_alert_firing", v42) == 0
+    assert registry.get_sample_value("rankmon_alert_firing", v43) == 1
+
+
+def test_the_exporter_can_carry_the_alert_metrics() -> None:
+    registry = CollectorRegistry()
+    exporter = Exporter(registry, segment_keys=["model"], process_metrics=False)
+    engine = AlertEngine(config(FLOOR), start_ms=T0, metrics=exporter)
+    engine.observe([window(0, 0.4)], T0)
+    labels = {"alert": "floor", "severity": "critical", "model": "v42"}
     assert registry.get_sample_value("rankmon_alert_firing", labels) == 1
 
 

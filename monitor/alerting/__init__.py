@@ -11,7 +11,7 @@ from __future__ import annotations
 from monitor.alerting.config import AlertingConfig, DeliveryConfig, parse_alerting_config
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.engine import ActiveAlert, AlertEngine, AlertTransition
-from monitor.alerting.metrics import AlertMetrics, register_alert_metrics
+from monitor.alerting.metrics import AlertMetrics, AlertSignals, register_alert_metrics
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Status
 
@@ -21,6 +21,7 @@ __all__ = [
     "AlertEngine",
     "AlertMetrics",
     "AlertRule",
+    "AlertSignals",
     "AlertTransition",
     "AlertingConfig",
     "DeliveryConfig",

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from monitor.alerting.config import DeliveryConfig
 from monitor.alerting.messages import AlertMessage, Fingerprint
-from monitor.alerting.metrics import AlertMetrics
+from monitor.alerting.metrics import AlertSignals
 from monitor.alerting.sinks import AlertmanagerSink, DeliveryError, LogSink, Sink, WebhookSink
 from monitor.clock import Clock
 from monitor.logs import fields
@@ -53,7 +53,7 @@ class _Entry:
 class DeliveryChannel:
     """One sink's outstanding alerts and its retry schedule; thread-safe."""
 
-    def __init__(self, sink: Sink, policy: RetryPolicy, metrics: AlertMetrics | None) -> None:
+    def __init__(self, sink: Sink, policy: RetryPolicy, metrics: AlertSignals | None) -> None:
         self.sink = sink
         self.policy = policy
         self.metrics = metrics
@@ -147,8 +147,9 @@ class DeliveryChannel:
         return max(0, min(sent) + self.policy.resend_interval_ms - now_ms)
 
     def _count(self, result: str, amount: int) -> None:
-        if self.metrics is not None and amount:
-            self.metrics.deliveries.labels(sink=self.sink.name, result=result).inc(amount)
+        if self.metrics is not None:
+            for _ in range(amount):
+                self.metrics.count_alert_delivery(self.sink.name, result)
 
 
 class AlertDelivery:
@@ -159,7 +160,7 @@ class AlertDelivery:
         sinks: Sequence[Sink],
         policy: RetryPolicy,
         clock: Clock,
-        metrics: AlertMetrics | None = None,
+        metrics: AlertSignals | None = None,
     ) -> None:
         self.channels = [DeliveryChannel(sink, policy, metrics) for sink in sinks]
         self.clock = clock
@@ -168,7 +169,7 @@ class AlertDelivery:
 
     @classmethod
     def from_config(
-        cls, config: DeliveryConfig, clock: Clock, metrics: AlertMetrics | None = None
+        cls, config: DeliveryConfig, clock: Clock, metrics: AlertSignals | None = None
     ) -> AlertDelivery:
         """The sinks the config names (Alertmanager, webhook, log) with its retry policy."""
         policy = RetryPolicy(

@@ -25,7 +25,7 @@ from monitor.alerting.annotations import alert_message
 from monitor.alerting.conditions import Verdict, WindowTrack, evaluate_window, measure_value
 from monitor.alerting.config import AlertingConfig
 from monitor.alerting.delivery import AlertDelivery
-from monitor.alerting.metrics import AlertMetrics
+from monitor.alerting.metrics import AlertSignals
 from monitor.alerting.rules import AlertRule, Stale
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
 from monitor.summary import Segment, WindowSummary
@@ -83,7 +83,7 @@ class AlertEngine:
         *,
         start_ms: int,
         delivery: AlertDelivery | None = None,
-        metrics: AlertMetrics | None = None,
+        metrics: AlertSignals | None = None,
     ) -> None:
         self.config = config
         self.delivery = delivery
@@ -92,7 +92,6 @@ class AlertEngine:
         self._latest_start: dict[Segment, int] = {}
         self._arrivals: dict[Segment, int] = {}
         self._start_ms = start_ms
-        self._update_metrics()
 
     def observe(self, summaries: Iterable[WindowSummary], now_ms: int) -> list[AlertTransition]:
         """Evaluate newly finalized windows (oldest first); replays of seen windows are skipped."""
@@ -212,7 +211,12 @@ class AlertEngine:
     def _publish(
         self, transitions: Sequence[AlertTransition], touched: Sequence[ActiveAlert]
     ) -> None:
-        self._update_metrics()
+        if self.metrics is not None:
+            for alert in {id(a): a for a in touched}.values():
+                firing = alert.status is Status.FIRING
+                self.metrics.set_alert_firing(
+                    alert.rule.name, alert.rule.severity, alert.segment, firing
+                )
         if self.delivery is None:
             return
         resolved = {(t.rule.index, t.segment): t.at_ms for t in transitions if t.change.resolved}
@@ -222,13 +226,3 @@ class AlertEngine:
             if alert.status is Status.FIRING or key in resolved:
                 messages.append(alert_message(alert, self.config, resolved.get(key)))
         self.delivery.offer(messages)
-
-    def _update_metrics(self) -> None:
-        if self.metrics is None:
-            return
-        counts = {(rule.name, rule.severity): 0 for rule in self.config.rules}
-        for alert in self._alerts.values():
-            if alert.status is Status.FIRING:
-                counts[(alert.rule.name, alert.rule.severity)] += 1
-        for (name, severity), count in counts.items():
-            self.metrics.firing.labels(alert=name, severity=severity).set(count)

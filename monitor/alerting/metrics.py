@@ -1,41 +1,67 @@
-"""The alerting stage's two Prometheus metrics, registered on the registry the service passes.
+"""The alerting stage's two metrics, reported through `AlertSignals`.
 
-- `rankmon_alert_firing{alert,severity}`: how many segments the rule is firing in (0 when
-  none; the series exists from start so `absent()` and dashboards see every rule);
-- `rankmon_alert_deliveries_total{sink,result}`: alerts handed to a sink, by result:
-  `delivered`, `failed` (the attempt failed and will be retried), `dropped` (the bounded
-  queue was full and the alert's notification was given up).
+- `rankmon_alert_firing{alert,severity,<segment keys>}`: 1 while the rule fires in that
+  segment, 0 once it has been evaluated there and is not firing;
+- `rankmon_alert_deliveries_total{sink,result}`: alert notifications handed to a sink, one per
+  alert, by result: `delivered`, `failed` (the attempt failed and will be retried), `dropped`
+  (the bounded queue was full and the notification was given up).
+
+The service passes its `monitor.exporter.Exporter`, which owns these series on the shared
+registry (`set_alert_firing`, `count_alert_delivery`); `register_alert_metrics` makes the same
+two series on a registry of their own, for tools and tests that run alerting without it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-__all__ = ["AlertMetrics", "register_alert_metrics"]
+from monitor.summary import Segment
+
+__all__ = ["AlertMetrics", "AlertSignals", "register_alert_metrics"]
 
 
-@dataclass(frozen=True)
+class AlertSignals(Protocol):
+    """Where the engine and delivery report; `monitor.exporter.Exporter` is one."""
+
+    def set_alert_firing(
+        self, alert: str, severity: str, segment: Segment, firing: bool
+    ) -> None: ...
+
+    def count_alert_delivery(self, sink: str, result: str) -> None: ...
+
+
 class AlertMetrics:
-    """Handles on the two metrics."""
+    """The two series on a registry passed in (never the global one)."""
 
-    firing: Gauge
-    deliveries: Counter
+    def __init__(self, registry: CollectorRegistry, segment_keys: Sequence[str] = ()) -> None:
+        self.segment_keys = tuple(sorted(segment_keys))
+        self.firing = Gauge(
+            "rankmon_alert_firing",
+            "1 while an alert rule fires (per rule and segment).",
+            ["alert", "severity", *self.segment_keys],
+            registry=registry,
+        )
+        self.deliveries = Counter(
+            "rankmon_alert_deliveries",
+            "Alert notifications handed to a sink, by result (delivered, failed, dropped).",
+            ["sink", "result"],
+            registry=registry,
+        )
+
+    def set_alert_firing(self, alert: str, severity: str, segment: Segment, firing: bool) -> None:
+        values = dict(segment)
+        labels = (values.get(key, "") for key in self.segment_keys)
+        self.firing.labels(alert, severity, *labels).set(float(firing))
+
+    def count_alert_delivery(self, sink: str, result: str) -> None:
+        self.deliveries.labels(sink, result).inc()
 
 
-def register_alert_metrics(registry: CollectorRegistry) -> AlertMetrics:
-    """Create both metrics on `registry` (never the global one)."""
-    firing = Gauge(
-        "rankmon_alert_firing",
-        "Segments in which the alert rule is firing.",
-        ["alert", "severity"],
-        registry=registry,
-    )
-    deliveries = Counter(
-        "rankmon_alert_deliveries",
-        "Alert notifications handed to a sink, by result (delivered, failed, dropped).",
-        ["sink", "result"],
-        registry=registry,
-    )
-    return AlertMetrics(firing=firing, deliveries=deliveries)
+def register_alert_metrics(
+    registry: CollectorRegistry, segment_keys: Sequence[str] = ()
+) -> AlertMetrics:
+    """Create both series on `registry`."""
+    return AlertMetrics(registry, segment_keys)
