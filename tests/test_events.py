@@ -1,0 +1,214 @@
+"""Decoding and validating ranking events: what is accepted, and the reason for each rejection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from monitor.events import (
+    Outcome,
+    RankingEvent,
+    Reason,
+    Rejection,
+    decode_event,
+    outcome_of,
+)
+
+NOW_MS = 1_796_039_108_000  # 2026-12-01T... (any fixed instant: the tests' clock)
+RECORD_MS = NOW_MS - 5_000
+VALID: dict[str, Any] = {
+    "event_id": "e-1",
+    "query_id": "q-1",
+    "ranking": ["d3", "d1", "d2"],
+    "event_time": NOW_MS - 60_000,
+    "judgments": {"d3": 2, "d9": 0},
+    "segment": {"model": "v42", "market": "de"},
+    "schema_version": 1,
+}
+
+
+def event(**changes: Any) -> bytes:
+    """The valid event with fields replaced (a value of ... removes the field)."""
+    fields = {**VALID, **changes}
+    return orjson.dumps({k: v for k, v in fields.items() if v is not ...})
+
+
+def decode(value: bytes | None, **options: Any) -> RankingEvent | Rejection:
+    return decode_event(value, RECORD_MS, now_ms=NOW_MS, **options)
+
+
+def reason_of(value: bytes | None, **options: Any) -> Reason | None:
+    result = decode(value, **options)
+    return result.reason if isinstance(result, Rejection) else None
+
+
+def test_valid_event_keeps_every_field_and_the_served_order() -> None:
+    result = decode(event())
+    assert result == RankingEvent(
+        event_id="e-1",
+        query_id="q-1",
+        ranking=("d3", "d1", "d2"),
+        event_time_ms=NOW_MS - 60_000,
+        judgments={"d3": 2, "d9": 0},
+        segment={"model": "v42", "market": "de"},
+    )
+    assert outcome_of(result) is Outcome.ACCEPTED
+
+
+def test_optional_fields_may_be_absent_and_unknown_fields_are_ignored() -> None:
+    value = event(judgments=..., segment=..., schema_version=..., event_time=..., extra=[1])
+    result = decode(value)
+    assert isinstance(result, RankingEvent)
+    assert (result.judgments, dict(result.segment)) == (None, {})
+    assert result.event_time_ms == RECORD_MS  # the record timestamp stands in
+
+
+@pytest.mark.parametrize(
+    ("text", "epoch_ms"),
+    [
+        ("2026-11-30T12:00:00Z", 1_796_040_000_000),
+        ("2026-11-30T12:00:00.250Z", 1_796_040_000_250),
+        ("2026-11-30T13:30:00+01:30", 1_796_040_000_000),
+        ("2026-11-30T07:00:00.999999-05:00", 1_796_040_000_999),
+        ("2026-11-30t12:00:00z", 1_796_040_000_000),
+        ("2026-11-30 12:00:00+00:00", 1_796_040_000_000),
+    ],
+)
+def test_rfc3339_event_time_with_offsets_becomes_exact_epoch_ms(text: str, epoch_ms: int) -> None:
+    result = decode(event(event_time=text), max_future_ms=10**12)
+    assert isinstance(result, RankingEvent)
+    assert result.event_time_ms == epoch_ms
+
+
+def test_epoch_ms_event_time_is_taken_as_is() -> None:
+    result = decode(event(event_time=1_234))
+    assert isinstance(result, RankingEvent)
+    assert result.event_time_ms == 1_234
+
+
+def test_record_time_source_ignores_the_event_time_field() -> None:
+    result = decode(event(event_time="not a time"), use_event_time=False)
+    assert isinstance(result, RankingEvent)
+    assert result.event_time_ms == RECORD_MS
+
+
+def test_segment_keeps_only_the_allowed_keys_when_given_them() -> None:
+    result = decode(event(), segment_keys=frozenset({"model"}))
+    assert isinstance(result, RankingEvent)
+    assert dict(result.segment) == {"model": "v42"}
+
+
+def test_ranking_of_exactly_max_depth_documents_is_accepted() -> None:
+    result = decode(event(ranking=[f"d{i}" for i in range(1000)]), max_depth=1000)
+    assert isinstance(result, RankingEvent)
+    assert len(result.ranking) == 1000
+
+
+def test_event_time_exactly_max_future_ahead_is_accepted_one_ms_more_is_not() -> None:
+    assert isinstance(decode(event(event_time=NOW_MS + 300_000)), RankingEvent)
+    assert reason_of(event(event_time=NOW_MS + 300_001)) is Reason.TOO_FAR_IN_FUTURE
+
+
+def test_ten_megabyte_record_is_too_large_before_it_is_parsed() -> None:
+    huge = event(ranking=["d" * 1000 + str(i) for i in range(10_000)])
+    assert len(huge) > 10_000_000
+    assert reason_of(huge) is Reason.TOO_LARGE
+
+
+def test_ranking_of_100k_documents_is_rejected_past_max_depth() -> None:
+    value = event(ranking=[f"doc{i}" for i in range(100_000)])
+    assert reason_of(value, max_bytes=10_000_000, max_depth=1000) is Reason.TOO_DEEP
+
+
+INVALID = [
+    (b"\xff\xfe{}", Reason.INVALID_UTF8),
+    (b'{"event_id": "\xe9"}', Reason.INVALID_UTF8),
+    (None, Reason.INVALID_JSON),
+    (b"", Reason.INVALID_JSON),
+    (b'{"event_id": "e-1", ', Reason.INVALID_JSON),
+    (b"{'event_id': 'e-1'}", Reason.INVALID_JSON),
+    (b"NaN", Reason.INVALID_JSON),
+    (b"[" * 5000, Reason.INVALID_JSON),
+    (b"[1, 2]", Reason.NOT_AN_OBJECT),
+    (b'"an event"', Reason.NOT_AN_OBJECT),
+    (b"null", Reason.NOT_AN_OBJECT),
+    (b"42", Reason.NOT_AN_OBJECT),
+    (event(event_id=...), Reason.MISSING_FIELD),
+    (event(query_id=...), Reason.MISSING_FIELD),
+    (event(ranking=...), Reason.MISSING_FIELD),
+    (event(event_id=""), Reason.MISSING_FIELD),
+    (event(event_id=7), Reason.WRONG_TYPE),
+    (event(query_id=["q"]), Reason.WRONG_TYPE),
+    (event(ranking="d1 d2"), Reason.WRONG_TYPE),
+    (event(ranking=["d1", 2]), Reason.WRONG_TYPE),
+    (event(ranking=["d1", None]), Reason.WRONG_TYPE),
+    (event(ranking=["d1", ""]), Reason.WRONG_TYPE),
+    (event(judgments=[["d1", 1]]), Reason.WRONG_TYPE),
+    (event(segment={"model": 42}), Reason.WRONG_TYPE),
+    (event(segment="v42"), Reason.WRONG_TYPE),
+    (event(ranking=[]), Reason.EMPTY_RANKING),
+    (event(ranking=["d1", "d2", "d1"]), Reason.DUPLICATE_DOC),
+    (event(ranking=[f"d{i}" for i in range(1001)]), Reason.TOO_DEEP),
+    (event(judgments={"d1": 10**15}), Reason.BAD_GRADE),
+    (event().replace(b'"d9":0', b'"d9":' + b"9" * 40), Reason.BAD_GRADE),
+    (event(judgments={"d1": 1001}), Reason.BAD_GRADE),
+    (event(judgments={"d1": -1}), Reason.BAD_GRADE),
+    (event(judgments={"d1": 1.5}), Reason.BAD_GRADE),
+    (event(judgments={"d1": 2.0}), Reason.BAD_GRADE),
+    (event(judgments={"d1": True}), Reason.BAD_GRADE),
+    (event(judgments={"d1": "3"}), Reason.BAD_GRADE),
+    (event(judgments={"d1": None}), Reason.BAD_GRADE),
+    (event(event_time="yesterday"), Reason.BAD_EVENT_TIME),
+    (event(event_time="2026-11-30T12:00:00"), Reason.BAD_EVENT_TIME),
+    (event(event_time="2026-11-30"), Reason.BAD_EVENT_TIME),
+    (event(event_time="2026-02-30T12:00:00Z"), Reason.BAD_EVENT_TIME),
+    (event(event_time="1969-12-31T23:59:59Z"), Reason.BAD_EVENT_TIME),
+    (event(event_time=1.7e12), Reason.BAD_EVENT_TIME),
+    (event(event_time=-1), Reason.BAD_EVENT_TIME),
+    (event(event_time=True), Reason.BAD_EVENT_TIME),
+    (event(event_time=NOW_MS + 3_600_000), Reason.TOO_FAR_IN_FUTURE),
+    (event(event_time="2099-01-01T00:00:00Z"), Reason.TOO_FAR_IN_FUTURE),
+    (event(schema_version=2), Reason.UNSUPPORTED_SCHEMA_VERSION),
+    (event(schema_version="1"), Reason.UNSUPPORTED_SCHEMA_VERSION),
+    (event(schema_version=True), Reason.UNSUPPORTED_SCHEMA_VERSION),
+    (event(schema_version=1.0), Reason.UNSUPPORTED_SCHEMA_VERSION),
+]
+
+
+@pytest.mark.parametrize(("value", "reason"), INVALID)
+def test_invalid_record_is_rejected_with_its_reason(value: bytes | None, reason: Reason) -> None:
+    result = decode(value, max_bytes=100_000)
+    assert isinstance(result, Rejection)
+    assert result.reason is reason
+    assert outcome_of(result) is Outcome.INVALID is result.outcome
+
+
+def test_every_reason_is_exercised_by_the_invalid_records() -> None:
+    covered = {reason for _, reason in INVALID} | {Reason.TOO_LARGE}
+    assert covered == set(Reason)
+
+
+def test_record_without_any_timestamp_has_a_bad_event_time() -> None:
+    result = decode_event(event(event_time=...), -1, now_ms=NOW_MS)
+    assert isinstance(result, Rejection)
+    assert result.reason is Reason.BAD_EVENT_TIME
+
+
+def test_rejection_detail_names_the_field_without_echoing_the_content() -> None:
+    result = decode(event(event_id=..., query_id="customer-4711@example.com"))
+    assert isinstance(result, Rejection)
+    assert "event_id" in result.detail
+    assert "customer-4711" not in result.detail
+
+
+def test_label_values_of_outcomes_and_reasons_are_the_documented_ones() -> None:
+    assert {o.value for o in Outcome} == {
+        "accepted",
+        "invalid",
+        "unknown_query",
+        "duplicate",
+        "late",
+    }
+    assert all(reason.value == reason.name.lower() for reason in Reason)
