@@ -19,13 +19,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
+
+if TYPE_CHECKING:
+    from monitor.config import Config
 
 __all__ = [
     "MAX_GRADE",
     "SCHEMA_VERSION",
+    "EventDecoder",
     "Outcome",
     "RankingEvent",
     "Reason",
@@ -150,6 +154,43 @@ def decode_event(
     if event_time_ms > now_ms + max_future_ms:
         return Rejection(Reason.TOO_FAR_IN_FUTURE, "event_time is past the allowed future")
     return RankingEvent(event_id, query_id, ranking, event_time_ms, judgments, segment)
+
+
+@dataclass(frozen=True, slots=True)
+class EventDecoder:
+    """`decode_event` with the limits of a config bound: `decoder(value, timestamp, now_ms)`."""
+
+    max_depth: int = 1000
+    max_bytes: int = 1_048_576
+    max_future_ms: int = 300_000
+    segment_keys: frozenset[str] | None = None
+    use_event_time: bool = True
+
+    @classmethod
+    def from_config(cls, config: Config) -> EventDecoder:
+        """The limits `config` sets (metrics.max_depth, kafka.max_record_bytes, windows.*)."""
+        return cls(
+            max_depth=config.metrics.max_depth,
+            max_bytes=config.kafka.max_record_bytes,
+            max_future_ms=config.windows.max_future.ms,
+            segment_keys=frozenset(config.segments.keys),
+            use_event_time=config.windows.time_source == "event",
+        )
+
+    def __call__(
+        self, value: bytes | None, record_timestamp_ms: int, now_ms: int
+    ) -> RankingEvent | Rejection:
+        """Decode one record value; never raises (see `decode_event`)."""
+        return decode_event(
+            value,
+            record_timestamp_ms,
+            now_ms=now_ms,
+            max_depth=self.max_depth,
+            max_bytes=self.max_bytes,
+            max_future_ms=self.max_future_ms,
+            segment_keys=self.segment_keys,
+            use_event_time=self.use_event_time,
+        )
 
 
 def _parse(value: bytes | None, max_bytes: int) -> dict[str, Any]:

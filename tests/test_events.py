@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+import yaml
 
+from monitor.config import load_config
 from monitor.events import (
+    EventDecoder,
     Outcome,
     RankingEvent,
     Reason,
@@ -212,3 +216,35 @@ def test_label_values_of_outcomes_and_reasons_are_the_documented_ones() -> None:
         "late",
     }
     assert all(reason.value == reason.name.lower() for reason in Reason)
+
+
+def test_decoder_from_config_applies_the_configured_limits(tmp_path: Path) -> None:
+    tree = {
+        "kafka": {"topic": "t", "max_record_bytes": 400},
+        "evaluation_set": {"path": "q"},
+        "metrics": {"max_depth": 3},
+        "windows": {"max_future": "1s"},
+        "segments": {"keys": ["market"]},
+    }
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(tree), encoding="utf-8")
+    decoder = EventDecoder.from_config(load_config(tmp_path / "c.yaml", {}))
+    accepted = decoder(event(event_time=NOW_MS + 1_000), RECORD_MS, NOW_MS)
+    assert isinstance(accepted, RankingEvent)
+    assert dict(accepted.segment) == {"market": "de"}
+    rejected = [
+        decoder(event(ranking=["a", "b", "c", "d"]), RECORD_MS, NOW_MS),
+        decoder(event(event_time=NOW_MS + 1_001), RECORD_MS, NOW_MS),
+        decoder(event(padding="x" * 400), RECORD_MS, NOW_MS),
+    ]
+    reasons = [r.reason for r in rejected if isinstance(r, Rejection)]
+    assert reasons == [Reason.TOO_DEEP, Reason.TOO_FAR_IN_FUTURE, Reason.TOO_LARGE]
+
+
+def test_decoder_from_config_can_take_the_record_timestamp_only(tmp_path: Path) -> None:
+    tree = {"kafka": {"topic": "t"}, "evaluation_set": {"path": "q"}}
+    tree["windows"] = {"time_source": "record"}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(tree), encoding="utf-8")
+    decoder = EventDecoder.from_config(load_config(tmp_path / "c.yaml", {}))
+    result = decoder(event(), RECORD_MS, NOW_MS)
+    assert isinstance(result, RankingEvent)
+    assert result.event_time_ms == RECORD_MS
