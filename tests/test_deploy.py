@@ -1,0 +1,188 @@
+"""deploy/: the compose stack, the Kubernetes manifests, and the configs they carry.
+
+No container engine runs here, so nothing is started: each file is checked by the tool that
+owns its format (docker-compose, kubernetes-validate, promtool, amtool, rankmon check-config)
+and against the other files it must agree with (ports, mounts, selectors, probes).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from monitor.cli import main
+from tests.realparts import require_binary
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
+KUBERNETES = DEPLOY / "kubernetes"
+METRICS_PORT = 9464
+
+
+def run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+
+
+def manifests() -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(KUBERNETES.glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            found[document["kind"]] = document
+    return found
+
+
+def mounts(service: dict[str, Any]) -> dict[str, str]:
+    """Target -> source of a resolved service's volumes (long or short syntax)."""
+    found: dict[str, str] = {}
+    for volume in service.get("volumes", []):
+        if isinstance(volume, dict):
+            found[volume["target"]] = volume["source"]
+        else:
+            source, target = volume.split(":")[:2]
+            found[target] = source
+    return found
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    """`docker-compose config`: the file as Compose resolves it (paths made absolute)."""
+    binary = require_binary("docker-compose")
+    done = run(binary, "-f", str(DEPLOY / "docker-compose.yml"), "config")
+    assert done.returncode == 0, done.stderr
+    resolved: dict[str, Any] = yaml.safe_load(done.stdout)
+    return resolved
+
+
+def test_compose_stack_has_kafka_in_kraft_mode_and_every_part(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert {"kafka", "rankmon", "prometheus", "alertmanager", "grafana"} <= set(services)
+    kafka = services["kafka"]["environment"]
+    assert kafka["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft: no ZooKeeper
+    assert not any("zookeeper" in name for name in services)
+
+
+def test_every_file_the_compose_stack_mounts_is_in_the_repository(
+    compose: dict[str, Any],
+) -> None:
+    bind_mounts = 0
+    for name, service in compose["services"].items():
+        for source in mounts(service).values():
+            if source.startswith("/"):  # named volumes stay names
+                assert Path(source).exists(), f"{name} mounts {source}, which is missing"
+                bind_mounts += 1
+    assert bind_mounts >= 5
+
+
+def test_grafana_is_provisioned_with_the_mounted_dashboards(compose: dict[str, Any]) -> None:
+    provider = yaml.safe_load((DEPLOY / "grafana/provisioning/dashboards/rankmon.yml").read_text())
+    path = provider["providers"][0]["options"]["path"]
+    assert Path(mounts(compose["services"]["grafana"])[path]) == DEPLOY / "grafana" / "dashboards"
+    datasources = yaml.safe_load(
+        (DEPLOY / "grafana/provisioning/datasources/prometheus.yml").read_text()
+    )
+    assert [d["type"] for d in datasources["datasources"]] == ["prometheus"]
+
+
+def test_deployed_dashboards_are_rendered_with_the_deployed_config(tmp_path: Path) -> None:
+    config = DEPLOY / "rankmon" / "config.yaml"
+    assert main(["dashboards", "render", "--config", str(config), "--out", str(tmp_path)]) == 0
+    deployed = DEPLOY / "grafana" / "dashboards"
+    assert sorted(p.name for p in deployed.glob("*.json")) == sorted(
+        p.name for p in tmp_path.glob("*.json")
+    )
+    for path in tmp_path.glob("*.json"):
+        assert path.read_bytes() == (deployed / path.name).read_bytes(), path.name
+
+
+def test_kubernetes_manifests_pass_kubernetes_validate_strictly() -> None:
+    checked = []
+    for kind, document in manifests().items():
+        if document["apiVersion"].startswith("monitoring.coreos.com/"):
+            continue  # a CRD: kubernetes-validate has no schema for it (checked below)
+        kubernetes_validate.validate(document, "1.37.0", strict=True)
+        checked.append(kind)
+    assert sorted(checked) == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]
+
+
+def test_kubernetes_validate_rejects_a_misspelled_field() -> None:
+    service = manifests()["Service"]
+    service["spec"]["ports"][0]["targetport"] = "metrics"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(service, "1.37.0", strict=True)
+
+
+def test_deployment_probes_healthz_and_readyz_on_the_metrics_port_as_non_root() -> None:
+    pod = manifests()["Deployment"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports["metrics"] == METRICS_PORT
+    assert container["livenessProbe"]["httpGet"]["port"] == "metrics"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    secret = container["env"][0]["valueFrom"]["secretKeyRef"]
+    assert secret["name"] == "rankmon-secrets"
+
+
+def test_service_and_pod_monitor_select_the_deployments_pods_and_port() -> None:
+    found = manifests()
+    labels = found["Deployment"]["spec"]["template"]["metadata"]["labels"]
+    service, monitor = found["Service"]["spec"], found["PodMonitor"]["spec"]
+    assert service["selector"].items() <= labels.items()
+    assert monitor["selector"]["matchLabels"].items() <= labels.items()
+    assert service["ports"][0]["targetPort"] == "metrics"
+    assert [e["port"] for e in monitor["podMetricsEndpoints"]] == ["metrics"]
+
+
+def test_the_deployment_mounts_the_config_where_its_arguments_point() -> None:
+    pod = manifests()["Deployment"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    config_path = Path(container["args"][container["args"].index("--config") + 1])
+    mounts = {Path(m["mountPath"]): m["name"] for m in container["volumeMounts"]}
+    volume = {v["name"]: v for v in pod["volumes"]}[mounts[config_path.parent]]
+    config_map = manifests()["ConfigMap"]
+    assert volume["configMap"]["name"] == config_map["metadata"]["name"]
+    assert config_path.name in config_map["data"]
+
+
+@pytest.mark.parametrize("where", ["compose", "kubernetes"])
+def test_deployed_rankmon_configs_pass_check_config(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if where == "compose":
+        path = DEPLOY / "rankmon" / "config.yaml"
+    else:
+        path = tmp_path / "config.yaml"
+        path.write_text(manifests()["ConfigMap"]["data"]["config.yaml"], encoding="utf-8")
+    assert main(["check-config", str(path)]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.prometheus
+def test_prometheus_config_and_its_rules_pass_promtool() -> None:
+    done = run(
+        require_binary("promtool"), "check", "config", str(DEPLOY / "prometheus" / "prometheus.yml")
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.alertmanager
+def test_alertmanager_config_passes_amtool() -> None:
+    done = run(
+        require_binary("amtool"), "check-config", str(DEPLOY / "alertmanager" / "alertmanager.yml")
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_image_runs_as_a_numeric_non_root_user_on_a_slim_base() -> None:
+    lines = (DEPLOY / "Dockerfile").read_text(encoding="utf-8").splitlines()
+    bases = [line.split()[1] for line in lines if line.startswith("FROM ")]
+    assert bases and all(base.endswith("-slim") for base in bases)
+    users = [line.split()[1] for line in lines if line.startswith("USER ")]
+    assert users and users[-1].split(":")[0].isdigit() and not users[-1].startswith("0")
+    assert "healthz" in " ".join(line for line in lines if "HEALTHCHECK" in line or "CMD" in line)
