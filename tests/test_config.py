@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,16 @@ def test_yaml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
     path.write_text("kafka:\n  topic: [unclosed\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"bad\.yaml:\d+: not valid YAML"):
         load_config(path, {})
+
+
+def test_alerts_stay_a_raw_mapping_that_overrides_reach(tmp_path: Path) -> None:
+    tree = {**MINIMAL, "alerts": {"rules": [{"name": "floor"}], "alertmanager": {"url": "x"}}}
+    env = {"RANKMON_ALERTS__ALERTMANAGER__URL": "http://am:9093"}
+    alerts = load(tmp_path, tree, env).alerts
+    assert alerts == {"rules": [{"name": "floor"}], "alertmanager": {"url": "http://am:9093"}}
+
+
+def test_config_cannot_be_changed_after_start(tmp_path: Path) -> None:
+    config = load(tmp_path, MINIMAL)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.export.port = 1  # type: ignore[misc]
