@@ -1,0 +1,93 @@
+"""The demo's scenario: its timeline, its two model versions, its alert rule and its config.
+
+The timeline is short so that a first alert fires within about a minute of start:
+
+```
+t = 0s     broker, monitor and ranker start; 10 s windows, 2 s lateness, a tick every 2 s
+t = 20s    v1 degrades (quality 0.8 -> 0.3: nDCG@10 about 0.82 -> 0.47); v2 stays at 0.6 (~0.72)
+t ≈ 32-44s the first window wholly after the drop closes (+10 s, +2 s lateness, + <= 2 s tick)
+           and ndcg10-floor (nDCG@10 < 0.6 for 1 window) fires for model=v1 only
+```
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from monitor.config import Config, config_from_tree
+from monitor.demo.ranker import ModelVersion
+
+__all__ = ["ALERT_FLOOR", "ALERT_NAME", "MEASURE", "TOPIC", "Scenario"]
+
+TOPIC = "ranking-events"
+MEASURE = "ndcg@10:linear"
+ALERT_NAME = "ndcg10-floor"
+# Halfway between v1's degraded nDCG@10 (~0.47) and v2's (~0.72): far from both, in units
+# of a 10 s window's standard error (~0.02), so only the drop crosses it.
+ALERT_FLOOR = 0.6
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the demo runs: sizes, rates and the moment v1 degrades (seconds after start)."""
+
+    seed: int = 42
+    rate: float = 100.0  # ranking events per second, both versions together
+    degrade_after_s: float = 20.0
+    window: str = "10s"
+    allowed_lateness: str = "2s"
+    tick: str = "2s"
+    partitions: int = 2
+
+    def versions(self, start_ms: int) -> tuple[ModelVersion, ModelVersion]:
+        """v1 degrades `degrade_after_s` after `start_ms`; v2 never does."""
+        degrade_at_ms = start_ms + round(self.degrade_after_s * 1000)
+        return (
+            ModelVersion("v1", quality=0.8, degraded_quality=0.3, degrade_at_ms=degrade_at_ms),
+            ModelVersion("v2", quality=0.6),
+        )
+
+    def config(self, bootstrap_servers: str, qrels: Path, metrics_port: int) -> Config:
+        """The monitor's config: short windows, the demo's topic and one alert rule."""
+        return config_from_tree(
+            self.config_tree(bootstrap_servers, qrels, metrics_port), {}, {}, qrels.parent
+        )
+
+    def config_tree(self, bootstrap_servers: str, qrels: Path, metrics_port: int) -> dict[str, Any]:
+        """The config as the YAML a user would write (environment overrides do not apply)."""
+        return {
+            "kafka": {
+                "bootstrap_servers": [bootstrap_servers],
+                "topic": TOPIC,
+                "group_id": "rankmon-demo",
+                # Tansu makes a consumer-group join wait half the session timeout.
+                "session_timeout_ms": 6000,
+            },
+            "evaluation_set": {"path": str(qrels), "reload": {"watch": False}},
+            "metrics": {"cutoffs": [5, 10, 20], "gains": ["linear", "exp"], "max_depth": 100},
+            "windows": {
+                "size": self.window,
+                "allowed_lateness": self.allowed_lateness,
+                "idle_timeout": "5s",
+            },
+            "schedule": {"interval": self.tick},
+            "segments": {"keys": ["model"]},
+            "export": {"host": "127.0.0.1", "port": metrics_port},
+            "logging": {"level": "WARNING"},
+            "alerts": {
+                "log": True,
+                "rules": [
+                    {
+                        "name": ALERT_NAME,
+                        "measure": "ndcg@10",
+                        "gain": "linear",
+                        "severity": "critical",
+                        "below": ALERT_FLOOR,
+                        "for": 1,
+                        "keep_firing_for": 0,
+                    }
+                ],
+            },
+        }
