@@ -8,6 +8,7 @@ naming it on stderr and exit 2 (the CLI turns the `ConfigError` into that line).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 import yaml
@@ -35,5 +36,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Load and print; a bad config raises `ConfigError` or `InputError` for the CLI."""
     config = load_config(args.file)
-    yaml.safe_dump(render_config(config), sys.stdout, sort_keys=False, allow_unicode=True)
+    text = yaml.safe_dump(render_config(config), sort_keys=False, allow_unicode=True)
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `rankmon check-config FILE | head`: the reader left early, the config is fine.
+        # Point stdout at /dev/null so the interpreter's final flush fails no more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
