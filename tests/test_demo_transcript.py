@@ -38,11 +38,11 @@ def test_each_window_and_alert_change_is_printed_once_in_order() -> None:
     pending = AlertView("ndcg10-floor", "model=v1", "pending", 0.472)
     firing = AlertView("ndcg10-floor", "model=v1", "firing", 0.468)
 
-    transcript.update(_state([first], []))
-    transcript.update(_state([first, second], [pending]))
-    transcript.update(_state([first, second], [pending]))
-    transcript.update(_state([first, second], [firing]))
-    transcript.update(_state([first, second], []))
+    transcript.update(_state([first], []), START_MS + 12_000)
+    transcript.update(_state([first, second], [pending]), START_MS + 22_000)
+    transcript.update(_state([second], [pending]), START_MS + 24_000)
+    transcript.update(_state([first, second], [firing]), START_MS + 32_000)
+    transcript.update(_state([first, second], []), START_MS + 42_000)
 
     assert lines == [
         "window 08:00:00-08:00:10 model=v1 ndcg@10:linear=0.821 queries=140 events=480",
@@ -51,3 +51,16 @@ def test_each_window_and_alert_change_is_printed_once_in_order() -> None:
         "alert ndcg10-floor model=v1 firing value=0.468",
         "alert ndcg10-floor model=v1 resolved",
     ]
+    assert [(c.state, c.at_ms - START_MS) for c in transcript.alert_changes] == [
+        ("pending", 22_000),
+        ("firing", 32_000),
+        ("resolved", 42_000),
+    ]
+
+
+def test_every_window_stays_recorded_after_the_snapshot_forgets_it() -> None:
+    transcript = Transcript()
+    windows = [_window(START_MS + i * 10_000, 0.8) for i in range(5)]
+    for i in range(5):
+        transcript.update(_state(windows[max(0, i - 1) : i + 1], []), START_MS)
+    assert list(transcript.windows["model=v1"].values()) == windows
