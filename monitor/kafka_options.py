@@ -6,12 +6,13 @@
 Security settings pass through unchanged (`security_protocol`, `sasl_mechanism`,
 `sasl_plain_username`/`sasl_plain_password` for PLAIN and SCRAM, `ssl_cafile`,
 `ssl_certfile`, `ssl_keyfile`, `ssl_password`, `ssl_check_hostname`). The options are a
-`KafkaOptions` dict: it holds the revealed secrets kafka-python needs, and its repr masks
-them, so logging the options by mistake leaks nothing.
+`KafkaOptions` mapping: it holds the revealed secrets kafka-python needs, and its printed
+and JSON-logged forms mask them, so logging the options by mistake leaks nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from monitor.config_kafka import KafkaConfig
@@ -22,12 +23,37 @@ __all__ = ["SECRET_OPTIONS", "KafkaOptions", "consumer_options", "producer_optio
 SECRET_OPTIONS: Final = frozenset({"sasl_plain_password", "ssl_password"})
 
 
-class KafkaOptions(dict[str, Any]):
-    """kafka-python keyword arguments whose printed forms mask the secrets."""
+class KafkaOptions(Mapping[str, Any]):
+    """kafka-python keyword arguments (`**options`) whose printed forms mask the secrets.
+
+    A read-only Mapping rather than a dict subclass: JSON encoders such as orjson serialize
+    dict subclasses item by item, secrets included, but fall back to `str()` (masked) here.
+    """
+
+    __slots__ = ("_options",)
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        self._options = dict(options)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._options[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._options)
+
+    def __len__(self) -> int:
+        return len(self._options)
+
+    def with_changes(self, **changes: Any) -> KafkaOptions:
+        """A copy with options added or replaced (e.g. `consumer_timeout_ms` in a tool)."""
+        return KafkaOptions({**self._options, **changes})
 
     def masked(self) -> dict[str, Any]:
         """A copy with every secret replaced by `***` (safe to log)."""
-        return {k: (MASK if k in SECRET_OPTIONS and v is not None else v) for k, v in self.items()}
+        return {
+            k: (MASK if k in SECRET_OPTIONS and v is not None else v)
+            for k, v in self._options.items()
+        }
 
     def __repr__(self) -> str:
         return f"KafkaOptions({self.masked()!r})"
@@ -53,7 +79,7 @@ def consumer_options(kafka: KafkaConfig) -> KafkaOptions:
     )
     if kafka.session_timeout_ms is not None:
         options["session_timeout_ms"] = kafka.session_timeout_ms
-    return options
+    return KafkaOptions(options)
 
 
 def producer_options(kafka: KafkaConfig) -> KafkaOptions:
@@ -64,16 +90,16 @@ def producer_options(kafka: KafkaConfig) -> KafkaOptions:
     """
     options = _connection_options(kafka)
     options.update(acks="all", max_request_size=max(kafka.max_record_bytes + 65_536, 1_048_576))
-    return options
+    return KafkaOptions(options)
 
 
-def _connection_options(kafka: KafkaConfig) -> KafkaOptions:
+def _connection_options(kafka: KafkaConfig) -> dict[str, Any]:
     security = kafka.security
-    options = KafkaOptions(
-        bootstrap_servers=list(kafka.bootstrap_servers),
-        client_id=kafka.client_id,
-        security_protocol=security.protocol,
-    )
+    options: dict[str, Any] = {
+        "bootstrap_servers": list(kafka.bootstrap_servers),
+        "client_id": kafka.client_id,
+        "security_protocol": security.protocol,
+    }
     if security.sasl is not None:
         options.update(
             sasl_mechanism=security.sasl.mechanism,

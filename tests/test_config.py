@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import pickle
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import yaml
 from monitor.config import Config, Duration, Secret, load_config, parse_duration
 from monitor.config_render import render_config
 from monitor.errors import ConfigError, InputError
+from monitor.logs import JsonLinesFormatter, TextFormatter, fields
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "rankmon.example.yaml"
@@ -236,3 +238,19 @@ def test_config_cannot_be_changed_after_start(tmp_path: Path) -> None:
     config = load(tmp_path, MINIMAL)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.export.port = 1  # type: ignore[misc]
+
+
+def test_config_logged_as_a_json_field_keeps_its_secrets(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    sasl = {"mechanism": "PLAIN", "username": "u", "password_env": "PW"}
+    tree = {**MINIMAL, "kafka": {"topic": "t", "security": {"protocol": "SASL_SSL", "sasl": sasl}}}
+    config = load(tmp_path, tree, {"PW": "log-me-not"})
+    logger = logging.getLogger("monitor.test")
+    with caplog.at_level(logging.INFO, logger="monitor.test"):
+        logger.info("started", extra=fields(config=config))
+    json_line = JsonLinesFormatter().format(caplog.records[0])
+    text_line = TextFormatter().format(caplog.records[0])
+    assert '"username":"u"' in json_line
+    assert "log-me-not" not in json_line
+    assert "log-me-not" not in text_line

@@ -7,6 +7,7 @@ checked end to end against the real broker.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from monitor.config import KafkaConfig, load_config
 from monitor.kafka_options import consumer_options, producer_options
+from monitor.logs import JsonLinesFormatter, fields
 
 SECRETS = {"KAFKA_PASSWORD": "pw-very-secret", "KEY_PASSWORD": "key-phrase-secret"}
 
@@ -77,6 +79,25 @@ def test_printed_options_mask_the_secrets(mtls_scram: KafkaConfig) -> None:
             assert "pw-very-secret" not in printed
             assert "key-phrase-secret" not in printed
             assert "'sasl_plain_password': '***'" in printed
+
+
+def test_options_logged_as_json_fields_mask_the_secrets(
+    mtls_scram: KafkaConfig, caplog: pytest.LogCaptureFixture
+) -> None:
+    logger = logging.getLogger("monitor.test")
+    with caplog.at_level(logging.INFO, logger="monitor.test"):
+        logger.info("connecting", extra=fields(options=consumer_options(mtls_scram)))
+    line = JsonLinesFormatter().format(caplog.records[0])
+    assert "SCRAM-SHA-512" in line
+    assert "pw-very-secret" not in line
+    assert "key-phrase-secret" not in line
+
+
+def test_with_changes_adds_options_and_keeps_the_masking(mtls_scram: KafkaConfig) -> None:
+    options = consumer_options(mtls_scram).with_changes(consumer_timeout_ms=100)
+    assert options["consumer_timeout_ms"] == 100
+    assert options["sasl_plain_password"] == "pw-very-secret"
+    assert "pw-very-secret" not in repr(options)
 
 
 def test_plaintext_sends_no_sasl_or_tls_options(tmp_path: Path) -> None:
