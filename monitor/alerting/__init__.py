@@ -8,10 +8,16 @@ render` writes the same conditions as Prometheus rules (`render_prometheus_rules
 
 from __future__ import annotations
 
-from monitor.alerting.config import AlertingConfig, DeliveryConfig, parse_alerting_config
+from monitor.alerting.config import (
+    AlertingConfig,
+    DeliveryConfig,
+    alerting_config_from,
+    parse_alerting_config,
+)
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.engine import ActiveAlert, AlertEngine, AlertTransition
 from monitor.alerting.metrics import AlertMetrics, AlertSignals, register_alert_metrics
+from monitor.alerting.render import render_prometheus_rules
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Status
 
@@ -27,6 +33,8 @@ __all__ = [
     "DeliveryConfig",
     "RetryPolicy",
     "Status",
+    "alerting_config_from",
     "parse_alerting_config",
     "register_alert_metrics",
+    "render_prometheus_rules",
 ]

@@ -6,13 +6,14 @@ import math
 from typing import TYPE_CHECKING
 
 from monitor.alerting.config import AlertingConfig
+from monitor.alerting.durations import format_duration
 from monitor.alerting.messages import AlertMessage, rfc3339
 from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale, Trend
 
 if TYPE_CHECKING:
     from monitor.alerting.engine import ActiveAlert
 
-__all__ = ["alert_labels", "alert_message"]
+__all__ = ["alert_labels", "alert_message", "condition_summary"]
 
 
 def alert_labels(
@@ -28,7 +29,8 @@ def _number(value: float | None) -> str:
     return "" if value is None or math.isnan(value) else f"{value:.4f}"
 
 
-def _condition_text(rule: AlertRule) -> str:
+def condition_summary(rule: AlertRule) -> str:
+    """One line saying what the rule watches for."""
     condition = rule.condition
     if isinstance(condition, Below):
         return f"{rule.measure} under the floor {condition.threshold:g}"
@@ -50,7 +52,7 @@ def _condition_text(rule: AlertRule) -> str:
     if isinstance(condition, Judged):
         return f"judged share of the top {condition.k} under {condition.minimum:.0%}"
     if isinstance(condition, Stale):
-        return f"no finalized window for more than {condition.after_ms / 1000:g}s"
+        return f"no finalized window for more than {format_duration(condition.after_ms)}"
     raise TypeError(f"unknown condition {condition!r}")
 
 
@@ -59,7 +61,7 @@ def alert_message(
 ) -> AlertMessage:
     """The alert's current state as it goes to the sinks."""
     rule, verdict = alert.rule, alert.verdict
-    annotations = {"summary": _condition_text(rule), "measure": rule.measure}
+    annotations = {"summary": condition_summary(rule), "measure": rule.measure}
     if verdict is not None:
         annotations.update(
             value=_number(verdict.value),

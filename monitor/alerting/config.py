@@ -26,10 +26,11 @@ from typing import Any
 from monitor.alerting.durations import parse_duration
 from monitor.alerting.rule_parsing import RuleContext, parse_rule
 from monitor.alerting.rules import AlertRule
+from monitor.config import Config
 from monitor.errors import ConfigError
 from monitor.summary import Segment
 
-__all__ = ["AlertingConfig", "DeliveryConfig", "parse_alerting_config"]
+__all__ = ["AlertingConfig", "DeliveryConfig", "alerting_config_from", "parse_alerting_config"]
 
 TOP_KEYS = {"rules", "alertmanager", "webhook", "log", "runbook_url", "delivery", "prometheus"}
 
@@ -90,6 +91,17 @@ def parse_alerting_config(
         window=window,
         window_ms=parse_duration(window, "windows.size"),
         prometheus_job=job,
+    )
+
+
+def alerting_config_from(config: Config) -> AlertingConfig:
+    """The parsed `alerts:` section of a loaded `Config`, checked against what it computes."""
+    return parse_alerting_config(
+        config.alerts,
+        cutoffs=config.metrics.cutoffs,
+        gains=config.metrics.gain_names,
+        segment_keys=config.segments.keys,
+        window=config.windows.size.text,
     )
 
 

@@ -1,0 +1,189 @@
+"""Prometheus recording and alerting rules expressing the configured conditions.
+
+For teams that alert in Prometheus, and for multi-instance deployments (each query lives on
+one instance, so only Prometheus sees the global numbers):
+
+- recording rules `job:rankmon_<measure>:mean` combine the instances' sums of query means and
+  query counts into the exact global mean of per-query means, per segment and window;
+  `job:rankmon_window_queries:sum` and `job:rankmon_coverage_ratio:sum` add up counts and
+  coverage (instances see disjoint queries, so their coverage ratios add);
+- `below`: the global mean under the floor; `for` consecutive bad windows become a duration
+  of (for - 1) windows, `keep_firing_for` one of keep_firing_for windows;
+- `drop`: the global mean under (1 - relative) times (or `absolute` below) the median of the
+  recorded mean over the baseline span (baseline_windows windows, ending one window back),
+  with at least `min_queries` queries. The paired test needs per-query values Prometheus does
+  not have: rankmon's own alert is the significance-gated one, this is its approximation;
+- `stale`: no window end timestamp changed over `after` (processing-time silence, like the
+  engine's);
+- `coverage` and `judged` as floors on the combined series; `trend` is not expressible and
+  is left to rankmon's engine;
+- `RankmonDown` (`up == 0`) and `RankmonAbsent` (`absent(up)`) for the scrape job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from monitor.alerting.annotations import alert_labels, condition_summary
+from monitor.alerting.config import AlertingConfig
+from monitor.alerting.durations import format_duration
+from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale
+from monitor.summary import Segment
+
+__all__ = ["render_prometheus_rules", "render_rule_groups"]
+
+MEASURE_KINDS = ("ndcg", "precision", "recall", "judged", "mrr", "map")
+_BY_INSTANCE = "without(instance, pod)"
+
+
+def render_prometheus_rules(config: AlertingConfig) -> str:
+    """The rules file (YAML) for `rankmon rules render`."""
+    return yaml.safe_dump(render_rule_groups(config), sort_keys=False, width=1000)
+
+
+def render_rule_groups(config: AlertingConfig) -> dict[str, Any]:
+    """The rules file as data: one recording group, one alerting group."""
+    job = f'job="{config.prometheus_job}"'
+    alerts = [_alert(rule, config) for rule in config.rules]
+    alerts = [alert for alert in alerts if alert is not None]
+    return {
+        "groups": [
+            {"name": "rankmon-recording", "rules": _recording_rules(job)},
+            {"name": "rankmon-alerts", "rules": [*alerts, *_process_alerts(job)]},
+        ]
+    }
+
+
+def _recording_rules(job: str) -> list[dict[str, str]]:
+    queries = f"sum {_BY_INSTANCE} (rankmon_window_queries{{{job}}})"
+    rules = [
+        {
+            "record": f"job:rankmon_{kind}:mean",
+            "expr": f"sum {_BY_INSTANCE} (rankmon_{kind}_sum_of_query_means{{{job}}})"
+            f" / ignoring(k, gain) group_left {queries}",
+        }
+        for kind in MEASURE_KINDS
+    ]
+    rules.append({"record": "job:rankmon_window_queries:sum", "expr": queries})
+    rules.append(
+        {
+            "record": "job:rankmon_coverage_ratio:sum",
+            "expr": f"sum {_BY_INSTANCE} (rankmon_coverage_ratio{{{job}}})",
+        }
+    )
+    return rules
+
+
+def _selector(metric: str, matchers: Mapping[str, str], segment: Segment | None) -> str:
+    pairs = {**matchers, **dict(segment or ())}
+    inner = ",".join(f'{key}="{value}"' for key, value in pairs.items())
+    return f"{metric}{{{inner}}}" if inner else metric
+
+
+def _measure_matchers(measure: str) -> tuple[str, dict[str, str]]:
+    """`ndcg@10:linear` -> (`job:rankmon_ndcg:mean`, {k: 10, gain: linear})."""
+    name, _, gain = measure.partition(":")
+    kind, _, k = name.partition("@")
+    matchers = {"k": k} if k else {}
+    if gain:
+        matchers["gain"] = gain
+    return f"job:rankmon_{kind}:mean", matchers
+
+
+def _expression(rule: AlertRule, config: AlertingConfig) -> str | None:
+    condition = rule.condition
+    if isinstance(condition, Below | Drop | Judged):
+        metric, matchers = _measure_matchers(rule.measure)
+        value = _selector(metric, matchers, rule.segment)
+        if isinstance(condition, Below):
+            return f"{value} < {condition.threshold:g}"
+        if isinstance(condition, Judged):
+            return f"{value} < {condition.minimum:g}"
+        return _drop_expression(value, condition, rule, config)
+    if isinstance(condition, Coverage):
+        coverage = _selector("job:rankmon_coverage_ratio:sum", {}, rule.segment)
+        return f"{coverage} < {condition.minimum:g}"
+    if isinstance(condition, Stale):
+        ends = _selector(
+            "rankmon_window_end_timestamp_seconds",
+            {"job": config.prometheus_job},
+            rule.segment,
+        )
+        after = format_duration(condition.after_ms)
+        # `present ... offset after`: the series existed `after` ago, so a freshly started
+        # instance is not stale before it had the chance to finalize a window.
+        return (
+            f"(sum by (job) (changes({ends}[{after}])) == 0)"
+            f" and on(job) sum by (job) (present_over_time({ends}[1m] offset {after}))"
+        )
+    return None  # trend: a sequential detector, not a PromQL expression
+
+
+def _drop_expression(value: str, condition: Drop, rule: AlertRule, config: AlertingConfig) -> str:
+    if condition.pinned is not None:
+        baseline = f"{condition.pinned:g}"
+    else:
+        span = format_duration(condition.baseline_windows * config.window_ms)
+        back = format_duration(config.window_ms)
+        baseline = f"quantile_over_time(0.5, {value}[{span}] offset {back})"
+    if condition.relative is not None:
+        floor = f"{1 - condition.relative:g} * {baseline}"
+    else:
+        floor = f"{baseline} - {condition.absolute:g}"
+    queries = _selector("job:rankmon_window_queries:sum", {}, rule.segment)
+    return f"({value} < {floor}) and ignoring(k, gain) ({queries} >= {condition.min_queries})"
+
+
+def _alert(rule: AlertRule, config: AlertingConfig) -> dict[str, Any] | None:
+    expr = _expression(rule, config)
+    if expr is None:
+        return None
+    labels = alert_labels(rule, (), config.window)
+    del labels["alertname"]
+    alert: dict[str, Any] = {
+        "alert": rule.name,
+        "expr": expr,
+        "for": format_duration((rule.for_windows - 1) * config.window_ms),
+    }
+    if rule.keep_firing_for:
+        alert["keep_firing_for"] = format_duration(rule.keep_firing_for * config.window_ms)
+    alert["labels"] = labels
+    annotations = {"summary": condition_summary(rule), "description": _description(rule)}
+    if rule.runbook_url:
+        annotations["runbook_url"] = rule.runbook_url
+    alert["annotations"] = annotations
+    return alert
+
+
+def _description(rule: AlertRule) -> str:
+    condition = rule.condition
+    source = f"rendered from alerts.rules[{rule.index}]"
+    if isinstance(condition, Stale):
+        return f"no rankmon window finalized in {format_duration(condition.after_ms)}; {source}"
+    value = f'{rule.measure} is {{{{ $value | printf "%.4f" }}}}; {source}'
+    if isinstance(condition, Drop):
+        # Prometheus has no per-query values: say what this alert is missing.
+        value += " (trailing median only: rankmon's own alert adds the paired test)"
+    return value
+
+
+def _process_alerts(job: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "alert": "RankmonDown",
+            "expr": f"up{{{job}}} == 0",
+            "for": "5m",
+            "labels": {"severity": "critical"},
+            "annotations": {"summary": "rankmon instance {{ $labels.instance }} is down"},
+        },
+        {
+            "alert": "RankmonAbsent",
+            "expr": f"absent(up{{{job}}})",
+            "for": "5m",
+            "labels": {"severity": "critical"},
+            "annotations": {"summary": "Prometheus scrapes no rankmon instance"},
+        },
+    ]

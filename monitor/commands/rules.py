@@ -1,0 +1,43 @@
+"""`rankmon rules render --config FILE`: the Prometheus rules for the configured alerts.
+
+Prints (or writes with `--output`) one rules file: recording rules that combine the
+instances' series into global means, and the alerting rules for the `below`, `drop`, `stale`,
+`coverage` and `judged` rules of `alerts.rules`, plus `RankmonDown`/`RankmonAbsent`. Check it
+with `promtool check rules`. A bad rule is one line naming it on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from monitor.alerting.config import alerting_config_from
+from monitor.alerting.render import render_prometheus_rules
+from monitor.config import load_config
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `rules render`."""
+    parser = subparsers.add_parser(
+        "rules",
+        help="Prometheus alerting and recording rules for the configured alerts",
+        description="Render the configured alert rules as a Prometheus rules file.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    render = actions.add_parser("render", help="print the Prometheus rules file")
+    render.add_argument("--config", required=True, metavar="FILE", help="the YAML config file")
+    render.add_argument("--output", metavar="FILE", help="write here instead of stdout")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the config, parse its alerts and print the rules."""
+    text = render_prometheus_rules(alerting_config_from(load_config(args.config)))
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
