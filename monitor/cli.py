@@ -14,9 +14,11 @@ __all__ = ["build_parser", "main"]
 
 # Each module exposes register(subparsers) and sets `handler` on its parser.
 COMMAND_MODULES: tuple[str, ...] = (
+    "monitor.commands.run",
     "monitor.commands.eval",
     "monitor.commands.check_config",
     "monitor.commands.dashboards",
+    "monitor.commands.rules",
 )
 
 EXIT_USAGE = 2
