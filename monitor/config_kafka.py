@@ -7,6 +7,7 @@ mounted Kubernetes secret) and the value is read once, at start, into a `Secret`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ __all__ = ["KafkaConfig", "KafkaSecurity", "SaslConfig", "SslConfig", "read_kafk
 
 PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_TOPIC: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
 DEFAULT_MAX_RECORD_BYTES: Final = 1_048_576  # Kafka's own default record size limit
 
 
@@ -80,14 +82,14 @@ class KafkaConfig:
 
 def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -> KafkaConfig:
     """Build the `kafka` section; relative file paths are taken from `base` (the config's dir)."""
-    topic = section.get("topic", as_str)
+    topic = section.get("topic", _topic)
     config = KafkaConfig(
         bootstrap_servers=section.get("bootstrap_servers", _servers, ("localhost:9092",)),
         topic=topic,
         group_id=section.get("group_id", as_str, "rankmon"),
         client_id=section.get("client_id", as_str, "rankmon"),
-        dead_letter_topic=section.get("dead_letter_topic", as_str, f"{topic}.dlq"),
-        windows_topic=section.get("windows_topic", as_str, f"{topic}.windows"),
+        dead_letter_topic=section.get("dead_letter_topic", _topic, f"{topic}.dlq"),
+        windows_topic=section.get("windows_topic", _topic, f"{topic}.windows"),
         auto_offset_reset=section.get(
             "auto_offset_reset", as_choice("earliest", "latest"), "earliest"
         ),
@@ -102,6 +104,14 @@ def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -
         )
     section.finish()
     return config
+
+
+def _topic(value: object) -> str:
+    # Kafka's own rule; checked here so a typo fails at start, not at the first produce.
+    name = as_str(value)
+    if not _TOPIC.fullmatch(name) or name in (".", ".."):
+        raise ValueError(f"{name!r} is not a Kafka topic name (1-249 of A-Z a-z 0-9 . _ -)")
+    return name
 
 
 def _servers(value: object) -> tuple[str, ...]:

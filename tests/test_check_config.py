@@ -77,6 +77,8 @@ BAD_KEYS = [
         "kafka.dead_letter_topic",
         id="dlq-is-the-topic",
     ),
+    pytest.param(section("kafka", topic="ranking events"), {}, "kafka.topic", id="topic-name"),
+    pytest.param(section("kafka", windows_topic="w/1"), {}, "kafka.windows_topic", id="topic-2"),
     pytest.param(MINIMAL, {"RANKMON_EXPORT__PORT": "abc"}, "export.port", id="bad-env-override"),
     pytest.param(MINIMAL, {"RANKMON_EXPORT__PORT__X": "1"}, "export.port", id="env-into-scalar"),
     pytest.param(MINIMAL, {"RANKMON_KAFKA__TOPIK": "t"}, "kafka.topik", id="unknown-env-key"),
