@@ -26,6 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECKED_IN = ROOT / "dashboards"
 
 CONFIG = """
+kafka: {topic: ranking-events}
+evaluation_set: {path: qrels.txt}
 segments: {keys: [model, market]}
 windows: {size: 5m}
 metrics: {cutoffs: [5, 10, 20], gains: [linear, exp]}
@@ -322,11 +324,13 @@ def test_a_bad_rule_in_the_config_exits_2_naming_the_key(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "bad.yaml"
-    path.write_text("alerts: {rules: [{name: x, measure: ndcg10, below: 0.5}]}\n")
+    bad = CONFIG.replace("measure: mrr,", "measure: ndcg10,")
+    assert bad != CONFIG
+    path.write_text(bad)
     assert main(["dashboards", "render", "--out", str(tmp_path), "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "alerts.rules[0].measure" in err
+    assert "alerts.rules[2].measure" in err
 
 
 def test_load_spec_reads_the_window_and_baseline_of_a_drop_rule(config_file: Path) -> None:
@@ -336,3 +340,14 @@ def test_load_spec_reads_the_window_and_baseline_of_a_drop_rule(config_file: Pat
         ("ndcg10-drop", 0.05, True, 12)
     ]
     assert [d.uid for d in build_dashboards(spec)] == ["rankmon-quality", "rankmon-pipeline"]
+
+
+def test_a_config_without_segment_keys_gets_no_segment_variables(tmp_path: Path) -> None:
+    path = tmp_path / "plain.yaml"
+    path.write_text("kafka: {topic: events}\nevaluation_set: {path: qrels.txt}\n")
+    spec = load_spec(path)
+    assert spec.segment_keys == ()
+    assert (spec.floors, spec.drops) == ((), ())
+    quality = render(tmp_path / "out", "--config", str(path))["rankmon-quality.json"]
+    names = [v["name"] for v in quality["templating"]["list"]]
+    assert names == ["datasource", "window", "k", "gain", "baseline"]

@@ -122,42 +122,30 @@ def _evaluation_set_row(spec: DashboardSpec) -> Row:
         Query(merged("rankmon_window_queries", common), f"queries {legend}"),
         Query(merged("rankmon_window_events", common), f"events {legend}"),
     )
-    version = Query("count by (version) (rankmon_evaluation_set_info)", "{{version}}", True, True)
-    coverage_help = "Share of the evaluation set's queries seen in the window."
     return Row(
         "Evaluation set",
         (
-            Panel(
-                "timeseries",
-                "Coverage",
-                (coverage,),
-                coverage_help,
-                "percentunit",
-                6,
-                minimum=0,
-                maximum=1,
-            ),
-            Panel(
-                "timeseries",
-                "Judged@k",
-                (judged,),
-                "Share of the top k with a judgment, mean over queries.",
-                "percentunit",
-                6,
-                minimum=0,
-                maximum=1,
-            ),
+            _share("Coverage", coverage, "Share of the evaluation set's queries in the window."),
+            _share("Judged@k", judged, "Share of the top k with a judgment, mean over queries."),
             Panel("timeseries", "Queries and events per window", counts, width=6),
-            Panel(
-                "table",
-                "Evaluation set version (instances)",
-                (version,),
-                "Instances per evaluation-set version; more than one row means a rollout "
-                "is in progress or an instance missed a reload.",
-                width=6,
-            ),
+            _VERSIONS,
         ),
     )
+
+
+def _share(title: str, query: Query, description: str) -> Panel:
+    unit, width = "percentunit", 6
+    return Panel("timeseries", title, (query,), description, unit, width, minimum=0, maximum=1)
+
+
+_VERSIONS: Final = Panel(
+    "table",
+    "Evaluation set version (instances)",
+    (Query("count by (version) (rankmon_evaluation_set_info)", "{{version}}", True, True),),
+    "Instances per evaluation-set version; more than one row means a rollout is in progress "
+    "or an instance missed a reload.",
+    width=6,
+)
 
 
 def _alerts_row() -> Row:

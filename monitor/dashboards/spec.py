@@ -1,27 +1,28 @@
 """What the dashboards are built from: segment keys, window size and the alert rules to draw.
 
-Without a config the dashboards carry no thresholds and the segment keys of DESIGN.md's
-example (`model`); with `--config FILE` they take the file's `segments.keys`, `windows.size`
-and the `below`/`drop` conditions of `alerts.rules`. Only those keys are read here; a wrong
-one raises `ConfigError` naming it, like the service's own config loading.
+Without a config the dashboards carry no thresholds and the segment key of DESIGN.md's
+example (`model`). With `--config FILE` the file is loaded and checked exactly as `rankmon run`
+loads it (`monitor.config.load_config`, `RANKMON_` overrides included; the alerting stage's
+`parse_alerting_config` for the rules), so a dashboard never draws a rule the service would
+refuse, and a bad key fails with the same one-line `ConfigError`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
-import yaml
-
-from monitor.config_values import parse_duration
-from monitor.errors import ConfigError, InputError
+from monitor.alerting.config import parse_alerting_config
+from monitor.alerting.rules import AlertRule, Below, Drop
+from monitor.config import load_config
+from monitor.errors import ConfigError
 
 __all__ = ["DEFAULT_SPEC", "DashboardSpec", "DropRule", "FloorRule", "RuleSeries", "load_spec"]
 
-_MEASURE: Final = re.compile(r"^(ndcg|precision|recall|judged)@([1-9][0-9]*)$|^(mrr|map)$")
+# Catalog measure keys: `ndcg@10:linear`, `precision@5`, `mrr`, `map`.
+_MEASURE_KEY: Final = re.compile(r"^([a-z]+)(?:@([0-9]+))?(?::(.+))?$")
 
 
 @dataclass(frozen=True)
@@ -84,90 +85,50 @@ DEFAULT_SPEC: Final = DashboardSpec()
 
 
 def load_spec(path: Path) -> DashboardSpec:
-    """Read the keys the dashboards need from a rankmon YAML config."""
-    try:
-        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise InputError(str(path), f"cannot read the config: {error}") from error
-    config = raw if isinstance(raw, dict) else {}
-    keys = _section(config, "segments").get("keys", list(DEFAULT_SPEC.segment_keys))
-    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-        raise ConfigError("segments.keys", "must be a list of label names")
-    window = str(_section(config, "windows").get("size", DEFAULT_SPEC.window))
-    try:
-        parse_duration(window)
-    except ValueError as error:
-        raise ConfigError("windows.size", str(error)) from error
-    gains = _section(config, "metrics").get("gains", ["linear"])
-    first_gain = str(gains[0]) if isinstance(gains, list) and gains else "linear"
-    rules = _section(config, "alerts").get("rules", []) or []
-    if not isinstance(rules, list):
-        raise ConfigError("alerts.rules", "must be a list of rules")
+    """Load a rankmon config as the service does and keep what the dashboards draw.
+
+    Rules with other conditions (trend, coverage, judged, stale) have no threshold on a
+    quality series and are not drawn.
+    """
+    config = load_config(path)
+    alerting = parse_alerting_config(
+        config.alerts,
+        cutoffs=config.metrics.cutoffs,
+        gains=config.metrics.gain_names,
+        segment_keys=config.segments.keys,
+        window=config.windows.size.text,
+    )
     floors: list[FloorRule] = []
     drops: list[DropRule] = []
-    for index, rule in enumerate(rules):
-        _read_rule(f"alerts.rules[{index}]", rule, first_gain, floors, drops)
-    return DashboardSpec(tuple(sorted(keys)), window, tuple(floors), tuple(drops))
+    for rule in alerting.rules:
+        condition = rule.condition
+        if isinstance(condition, Below):
+            floors.append(FloorRule(rule.name, rule.severity, _series(rule), condition.threshold))
+        elif isinstance(condition, Drop):
+            drops.append(_drop_rule(rule, condition))
+    keys = tuple(sorted(config.segments.keys))
+    return DashboardSpec(keys, config.windows.size.text, tuple(floors), tuple(drops))
 
 
-def _section(config: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = config.get(key) or {}
-    if not isinstance(value, dict):
-        raise ConfigError(key, "must be a mapping")
-    return value
-
-
-def _read_rule(
-    key: str, rule: Any, first_gain: str, floors: list[FloorRule], drops: list[DropRule]
-) -> None:
-    if not isinstance(rule, dict):
-        raise ConfigError(key, "must be a mapping")
-    name, severity = str(rule.get("name", "")), str(rule.get("severity", "warning"))
-    if not name:
-        raise ConfigError(f"{key}.name", "is required")
-    series = _rule_series(key, rule, first_gain)
-    if "below" in rule:
-        floors.append(FloorRule(name, severity, series, _number(f"{key}.below", rule["below"])))
-    if "drop" in rule:
-        drop = rule["drop"]
-        if not isinstance(drop, dict):
-            raise ConfigError(f"{key}.drop", "must be a mapping")
-        drops.append(_drop_rule(f"{key}.drop", name, severity, series, drop))
-
-
-def _drop_rule(
-    key: str, name: str, severity: str, series: RuleSeries, drop: Mapping[str, Any]
-) -> DropRule:
-    relative = "relative" in drop
-    if relative == ("absolute" in drop):
-        raise ConfigError(key, "needs exactly one of relative or absolute")
-    amount = _number(
-        f"{key}.{'relative' if relative else 'absolute'}",
-        drop.get("relative", drop.get("absolute")),
+def _drop_rule(rule: AlertRule, drop: Drop) -> DropRule:
+    relative = drop.relative is not None
+    amount = drop.relative if drop.relative is not None else drop.absolute
+    if amount is None:  # the alerting stage guarantees one of the two
+        raise ConfigError(f"alerts.rules[{rule.index}].drop", "needs relative or absolute")
+    return DropRule(
+        rule.name,
+        rule.severity,
+        _series(rule),
+        amount,
+        relative,
+        drop.baseline_windows,
+        drop.pinned,
     )
-    windows = drop.get("baseline_windows", 12)
-    if isinstance(windows, bool) or not isinstance(windows, int) or windows < 1:
-        raise ConfigError(f"{key}.baseline_windows", "must be a positive integer")
-    pinned = drop.get("pinned")
-    pinned_value = None if pinned is None else _number(f"{key}.pinned", pinned)
-    return DropRule(name, severity, series, amount, relative, windows, pinned_value)
 
 
-def _rule_series(key: str, rule: Mapping[str, Any], first_gain: str) -> RuleSeries:
-    measure = str(rule.get("measure", ""))
-    match = _MEASURE.match(measure)
+def _series(rule: AlertRule) -> RuleSeries:
+    match = _MEASURE_KEY.match(rule.measure)
     if match is None:
-        raise ConfigError(f"{key}.measure", f"unknown measure {measure!r}")
-    family = match.group(1) or match.group(3)
-    gain = str(rule.get("gain", first_gain)) if family == "ndcg" else None
-    segment = rule.get("segment") or {}
-    if not isinstance(segment, dict):
-        raise ConfigError(f"{key}.segment", "must be a mapping of label to value")
-    labels = tuple(sorted((str(k), str(v)) for k, v in segment.items()))
-    return RuleSeries(family, match.group(2), gain, labels)
-
-
-def _number(key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(key, "must be a number")
-    return float(value)
+        raise ConfigError(f"alerts.rules[{rule.index}].measure", f"cannot draw {rule.measure!r}")
+    family, k, gain = match.groups()
+    return RuleSeries(family, k, gain, tuple(rule.segment or ()))

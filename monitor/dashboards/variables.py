@@ -34,49 +34,31 @@ def datasource_variable() -> Variable:
 
 def quality_variables(spec: DashboardSpec) -> tuple[Variable, ...]:
     """Datasource, window, one multi-select per segment key, k, gain and the baseline span."""
-    segment = tuple(
-        Variable(
-            key,
-            key,
-            "query",
-            f'label_values(rankmon_window_queries{{window="$window"}}, {key})',
-            multi=True,
-            include_all=True,
-            default=ALL,
-        )
-        for key in spec.segment_keys
-    )
-    windows = spec.drops[0].baseline_windows if spec.drops else _DEFAULT_BASELINE_WINDOWS
-    baseline = baseline_span(spec, windows)
-    choices = sorted({*_BASELINE_CHOICES, baseline}, key=lambda text: parse_duration(text).ms)
+    in_window = 'label_values({}{{window="$window"}}, {})'
+    windows = "label_values(rankmon_window_queries, window)"
     return (
         datasource_variable(),
-        Variable(
-            "window",
-            "Window",
-            "query",
-            "label_values(rankmon_window_queries, window)",
-            default=spec.window,
+        Variable("window", "Window", "query", windows, default=spec.window),
+        *(
+            _multi(key, key, in_window.format("rankmon_window_queries", key))
+            for key in spec.segment_keys
         ),
-        *segment,
-        Variable(
-            "k",
-            "Cutoff k",
-            "query",
-            'label_values(rankmon_ndcg{window="$window"}, k)',
-            multi=True,
-            include_all=True,
-            default=ALL,
-            sort=3,
-        ),
-        Variable(
-            "gain",
-            "Gain",
-            "query",
-            'label_values(rankmon_ndcg{window="$window"}, gain)',
-            multi=True,
-            include_all=True,
-            default=ALL,
-        ),
-        Variable("baseline", "Baseline span", "custom", ",".join(choices), default=baseline),
+        _multi("k", "Cutoff k", in_window.format("rankmon_ndcg", "k"), sort=3),
+        _multi("gain", "Gain", in_window.format("rankmon_ndcg", "gain")),
+        _baseline(spec),
     )
+
+
+def _multi(name: str, label: str, query: str, sort: int = 1) -> Variable:
+    """A label-values multi-select that starts on "All"."""
+    return Variable(
+        name, label, "query", query, multi=True, include_all=True, default=ALL, sort=sort
+    )
+
+
+def _baseline(spec: DashboardSpec) -> Variable:
+    # Defaults to the first drop rule's baseline, so the generic drop panel matches the alert.
+    windows = spec.drops[0].baseline_windows if spec.drops else _DEFAULT_BASELINE_WINDOWS
+    span = baseline_span(spec, windows)
+    choices = sorted({*_BASELINE_CHOICES, span}, key=lambda text: parse_duration(text).ms)
+    return Variable("baseline", "Baseline span", "custom", ",".join(choices), default=span)
