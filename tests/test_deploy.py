@@ -138,6 +138,8 @@ def test_service_and_pod_monitor_select_the_deployments_pods_and_port() -> None:
     assert monitor["selector"]["matchLabels"].items() <= labels.items()
     assert service["ports"][0]["targetPort"] == "metrics"
     assert [e["port"] for e in monitor["podMetricsEndpoints"]] == ["metrics"]
+    # The rendered Prometheus rules select job="rankmon" by default.
+    assert labels[monitor["jobLabel"]] == "rankmon"
 
 
 def test_the_deployment_mounts_the_config_where_its_arguments_point() -> None:
