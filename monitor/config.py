@@ -267,7 +267,7 @@ def _read_export(section: ConfigSection, base: Path) -> ExportConfig:
     tls = section.section("tls")
     config = ExportConfig(
         host=section.get("host", as_str, "0.0.0.0"),
-        port=section.get("port", as_int(1, 65535), 9464),
+        port=section.get("port", as_int(0, 65535), 9464),  # 0: any free port
         tls_certfile=read_path(tls, "certfile", base),
         tls_keyfile=read_path(tls, "keyfile", base),
     )

@@ -1,0 +1,353 @@
+"""The streaming monitor: Kafka -> intake -> windows -> (tick) -> summaries out, offsets in.
+
+`Monitor.run(stop)` is the poll loop. Everything stateful (the consumer, the windows, the
+producer) lives on that one thread: kafka-python's consumer is not thread-safe, and a single
+owner needs no locks. APScheduler owns the schedule: its job only raises a flag, and the loop
+runs the tick between two polls (a poll waits at most `POLL_TIMEOUT_MS`), so a tick is late by
+at most that much.
+
+A tick, in this order (DESIGN.md "Not losing data"):
+
+1. finalize the windows the watermark has closed;
+2. publish their summaries and flush the dead letters, waiting for the broker's ack;
+3. set the gauges, log one line per window, evaluate the alert rules;
+4. commit the offsets that are safe: up to the first record of the oldest open window.
+
+If step 2 fails (broker down) nothing is committed; the producer keeps the records and the
+next tick flushes them again before any commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from prometheus_client import CollectorRegistry
+
+from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine, parse_alerting_config
+from monitor.batch import BatchScorer
+from monitor.bootstrap import KafkaUnavailableError
+from monitor.catalog import monitor_keys
+from monitor.clock import Clock, SystemClock
+from monitor.config import Config
+from monitor.consumer import Batch, EventSource
+from monitor.deadletter import DeadLetterSink
+from monitor.evalset import EvaluationSet
+from monitor.evalset_reload import EvaluationSetSource
+from monitor.events import EventDecoder
+from monitor.exporter import Exporter
+from monitor.intake import Intake
+from monitor.kafka_options import consumer_options, producer_options
+from monitor.logs import fields
+from monitor.metrics_http import MetricsServer
+from monitor.producer import RecordProducer
+from monitor.publisher import WindowPublisher, read_published
+from monitor.segments import SegmentLabeler
+from monitor.summary import Segment, WindowSummary, segment_label
+from monitor.window_assigner import WindowSpec
+from monitor.windows import EventWindows
+
+__all__ = ["Monitor", "MonitorSnapshot"]
+
+_log = logging.getLogger(__name__)
+
+POLL_TIMEOUT_MS = 200
+HISTORY = 60  # finalized windows kept per segment for `snapshot()` (the demo's live view)
+
+
+@dataclass(frozen=True)
+class MonitorSnapshot:
+    """What the monitor has seen, for a live view: recent windows, outcomes, alerts."""
+
+    history: dict[Segment, list[WindowSummary]]
+    outcomes: dict[str, int]
+    alerts: list[ActiveAlert]
+    watermark_ms: int | None
+    evaluation_set_version: str
+
+
+@dataclass
+class _Tally:
+    """Forwards outcome counts to the exporter and keeps totals for the snapshot."""
+
+    exporter: Exporter
+    totals: dict[str, int] = field(default_factory=dict)
+
+    def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None:
+        self.exporter.count_outcome(outcome, reason, amount)
+        self.totals[outcome] = self.totals.get(outcome, 0) + amount
+
+
+class Monitor:
+    """One rankmon instance: a member of the consumer group and its metrics endpoint."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        registry: CollectorRegistry | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.registry = registry or CollectorRegistry()
+        self.exporter = Exporter(self.registry, segment_keys=config.segments.keys)
+        self.evaluation = EvaluationSetSource(config.evaluation_set, self.clock)
+        self.keys = monitor_keys(config.metrics.cutoffs, config.metrics.gains)
+        self._scorer = self._new_scorer(self.evaluation.current)
+        self.windows = EventWindows(_window_spec(config), [str(k) for k in self.keys], self.clock)
+        self._tally = _Tally(self.exporter)
+        self._producer = RecordProducer(**producer_options(config.kafka))
+        self.intake = Intake(
+            EventDecoder.from_config(config),
+            SegmentLabeler(config.segments.keys, config.segments.max_values),
+            self.windows,
+            DeadLetterSink(
+                self._producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
+            ),
+            self._tally,
+            inline_judgments=config.judgments.inline == "fill",
+        )
+        self.publisher = WindowPublisher(self._producer, config.kafka.windows_topic)
+        self.source = EventSource(topic=config.kafka.topic, **consumer_options(config.kafka))
+        alerting = parse_alerting_config(
+            config.alerts,
+            cutoffs=config.metrics.cutoffs,
+            gains=config.metrics.gain_names,
+            segment_keys=config.segments.keys,
+            window=config.windows.size.text,
+        )
+        self._delivery = AlertDelivery.from_config(alerting.delivery, self.clock, self.exporter)
+        self.alerts = AlertEngine(
+            alerting, start_ms=self.clock.now_ms(), delivery=self._delivery, metrics=self.exporter
+        )
+        self.server = MetricsServer(
+            self.registry,
+            self.exporter.readiness.missing,
+            host=config.export.host,
+            port=config.export.port,
+            certfile=_optional(config.export.tls_certfile),
+            keyfile=_optional(config.export.tls_keyfile),
+        )
+        self._tick_due = threading.Event()
+        self._scheduler = BackgroundScheduler(timezone="UTC")
+        self._history: dict[Segment, deque[WindowSummary]] = {}
+        self._snapshot_lock = threading.Lock()
+        self.exporter.set_evaluation_set(
+            self.evaluation.current.version, len(self.evaluation.current)
+        )
+        self.exporter.readiness.evaluation_set_loaded = True
+
+    @property
+    def metrics_url(self) -> str:
+        """Where `/metrics` is served (after `run` has started the server)."""
+        return f"{self.server.url}/metrics"
+
+    def request_reload(self) -> None:
+        """Reload the evaluation set at the next tick (SIGHUP)."""
+        self.evaluation.request_reload()
+
+    def snapshot(self) -> MonitorSnapshot:
+        """A consistent copy of what a live view shows; safe from any thread."""
+        with self._snapshot_lock:
+            history = {segment: list(windows) for segment, windows in self._history.items()}
+            outcomes = dict(self._tally.totals)
+            alerts = self.alerts.active()
+        return MonitorSnapshot(
+            history,
+            outcomes,
+            alerts,
+            self.windows.watermark_ms,
+            self._scorer.evaluation_set.version,
+        )
+
+    def run(self, stop: threading.Event, started: Callable[[], None] | None = None) -> None:
+        """Poll, score and tick until `stop` is set; then commit what is safe and close."""
+        self.server.start()
+        self._delivery.start()
+        self._scheduler.add_job(
+            self._tick_due.set,
+            "interval",
+            seconds=self.config.schedule.interval.seconds,
+            id="tick",
+            coalesce=True,
+            max_instances=1,
+        )
+        self._scheduler.start()
+        _log.info(
+            "rankmon started", extra=fields(metrics=self.metrics_url, topic=self.config.kafka.topic)
+        )
+        if started is not None:
+            started()
+        try:
+            self._restore()
+            while not stop.is_set():
+                self._step()
+        finally:
+            self._shutdown()
+
+    # -- the loop -------------------------------------------------------------------------
+
+    def _step(self) -> None:
+        batch = self.source.poll(timeout_ms=POLL_TIMEOUT_MS)
+        self._rebalance(batch)
+        if batch.records:
+            self.intake.process(batch.records, self._scorer, self.clock.now_ms())
+        readiness = self.exporter.readiness
+        readiness.broker_up = self.source.broker_up
+        readiness.group_joined = self.source.group_joined
+        self.exporter.set_broker_up(self.source.broker_up)
+        if self._tick_due.is_set():
+            self._tick_due.clear()
+            self.tick()
+
+    def _rebalance(self, batch: Batch) -> None:
+        if batch.revoked:
+            # The new owner replays these partitions from their committed (safe) offsets.
+            self.windows.revoke(batch.revoked)
+            for partition in batch.revoked:
+                self.exporter.forget_partition(partition)
+        if batch.assigned:
+            self.windows.assign(batch.assigned)
+            _log.info("partitions assigned", extra=fields(partitions=sorted(batch.assigned)))
+
+    def tick(self) -> None:
+        """Finalize, publish, export, alert, commit (see the module docstring)."""
+        self._maybe_reload()
+        summaries = self.windows.finalize()
+        published = self._publish(summaries)
+        now = self.clock.now_ms()
+        for summary in summaries:
+            self._record(summary)
+        self.alerts.observe(summaries, now)
+        self.alerts.tick(now)
+        self._export_progress()
+        if published:
+            self.source.commit(self.windows.safe_offsets())
+
+    def _publish(self, summaries: list[WindowSummary]) -> bool:
+        """Publish summaries and flush dead letters; False if the broker has not acked all.
+
+        The producer keeps what was not acknowledged and sends it again on the next flush.
+        """
+        try:
+            if summaries:
+                self.publisher.publish(summaries)
+            else:
+                self._producer.flush()
+        except KafkaUnavailableError as error:
+            _log.warning(
+                "publish failed; nothing committed until it succeeds",
+                extra=fields(error=str(error)),
+            )
+            return False
+        return True
+
+    def _record(self, summary: WindowSummary) -> None:
+        self.exporter.record_window(summary)
+        with self._snapshot_lock:
+            history = self._history.setdefault(summary.segment, deque(maxlen=HISTORY))
+            history.append(summary)
+        headline = {key: round(summary.means[key], 6) for key in self._headline_keys(summary)}
+        _log.info(
+            "window finalized",
+            extra=fields(
+                window=summary.window,
+                start_ms=summary.start_ms,
+                end_ms=summary.end_ms,
+                segment=segment_label(summary.segment),
+                events=summary.events,
+                queries=summary.queries,
+                coverage=round(summary.coverage, 4),
+                version=summary.evaluation_set_version,
+                too_few_queries=summary.queries < self.config.metrics.min_queries,
+                **headline,
+            ),
+        )
+
+    def _headline_keys(self, summary: WindowSummary) -> list[str]:
+        wanted = [str(key) for key in self.keys if key.kind in ("ndcg", "mrr", "map")]
+        return [key for key in wanted if key in summary.means][:4]
+
+    def _export_progress(self) -> None:
+        for partition, watermark in self.windows.partition_watermarks().items():
+            if watermark is not None:
+                self.exporter.set_watermark(partition, watermark)
+            lag = self.source.lag(partition)
+            if lag is not None:
+                self.exporter.set_consumer_lag(partition, lag)
+
+    def _maybe_reload(self) -> None:
+        loaded = self.evaluation.poll()
+        if loaded is not None:
+            # Events scored from now on carry the new version; open windows of the old one
+            # finalize on their own, so no window mixes two versions.
+            self._scorer = self._new_scorer(loaded)
+            self.exporter.set_evaluation_set(loaded.version, len(loaded))
+
+    def _new_scorer(self, evaluation_set: EvaluationSet) -> BatchScorer:
+        metrics = self.config.metrics
+        return BatchScorer(
+            evaluation_set,
+            self.keys,
+            relevance_level=metrics.relevance_level,
+            idcg_zero="nan" if metrics.idcg_zero == "exclude" else "zero",
+        )
+
+    # -- start and stop -------------------------------------------------------------------
+
+    def _restore(self) -> None:
+        """Learn what was already published: skip it on replay, rebuild alert baselines."""
+        kafka = self.config.kafka
+        options = dict(consumer_options(kafka))
+        for key in ("group_id", "enable_auto_commit", "bootstrap_servers", "client_id"):
+            options.pop(key, None)
+        try:
+            summaries = read_published(
+                bootstrap_servers=list(kafka.bootstrap_servers),
+                topic=kafka.windows_topic,
+                client_id=f"{kafka.client_id}-restore",
+                **options,
+            )
+        except KafkaUnavailableError as error:
+            _log.warning(
+                "could not read published windows; starting without them",
+                extra=fields(error=str(error)),
+            )
+            return
+        for summary in summaries:
+            self.windows.mark_published(
+                summary.start_ms, summary.segment, summary.evaluation_set_version
+            )
+        self.alerts.restore(summaries)
+        _log.info("restored published windows", extra=fields(windows=len(summaries)))
+
+    def _shutdown(self) -> None:
+        """Finalize nothing early: flush, commit what is safe, close everything (bounded)."""
+        self._scheduler.shutdown(wait=False)
+        if self._publish([]):
+            self.source.commit(self.windows.safe_offsets())
+        self.source.close()
+        self._producer.close()
+        self._delivery.stop()
+        self.server.stop()
+        _log.info("rankmon stopped")
+
+
+def _window_spec(config: Config) -> WindowSpec:
+    windows = config.windows
+    return WindowSpec(
+        size_ms=windows.size.ms,
+        hop_ms=windows.hop.ms,
+        allowed_lateness_ms=windows.allowed_lateness.ms,
+        idle_timeout_ms=windows.idle_timeout.ms,
+        label=windows.size.text,
+    )
+
+
+def _optional(path: object) -> str | None:
+    return None if path is None else str(path)
