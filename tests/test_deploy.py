@@ -15,8 +15,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from monitor.broker import free_port
 from monitor.cli import main
-from tests.realparts import require_binary
+from tests.realparts import AlertmanagerServer, ServerProcess, require_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -165,6 +166,14 @@ def test_deployed_rankmon_configs_pass_check_config(
     assert main(["check-config", str(path)]) == 0, capsys.readouterr().err
 
 
+def test_prometheus_rules_are_rendered_from_the_deployed_config(tmp_path: Path) -> None:
+    rendered = tmp_path / "rankmon.yml"
+    config = str(DEPLOY / "rankmon" / "config.yaml")
+    assert main(["rules", "render", "--config", config, "--output", str(rendered)]) == 0
+    deployed = DEPLOY / "prometheus" / "rules" / "rankmon.yml"
+    assert rendered.read_bytes() == deployed.read_bytes()
+
+
 @pytest.mark.prometheus
 def test_prometheus_config_and_its_rules_pass_promtool() -> None:
     done = run(
@@ -179,6 +188,40 @@ def test_alertmanager_config_passes_amtool() -> None:
         require_binary("amtool"), "check-config", str(DEPLOY / "alertmanager" / "alertmanager.yml")
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.alertmanager
+def test_shipped_alertmanager_sends_the_global_alert_instead_of_rankmons_duplicate(
+    tmp_path: Path,
+) -> None:
+    binary = require_binary("prometheus-alertmanager")
+    config = tmp_path / "alertmanager.yml"
+    config.write_text((DEPLOY / "alertmanager" / "alertmanager.yml").read_text(encoding="utf-8"))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [binary, f"--config.file={config}", f"--storage.path={tmp_path / 'data'}"]
+    command += [f"--web.listen-address=127.0.0.1:{port}", "--cluster.listen-address="]
+    server = AlertmanagerServer(url, ServerProcess(command, tmp_path, f"{url}/-/ready"))
+    try:
+        labels = {"alertname": "ndcg10-floor", "severity": "critical", "window": "5m"}
+        server.post_alerts(
+            [
+                {"labels": {**labels, "model": "v42", "job": "rankmon"}},  # Prometheus, global
+                {"labels": {**labels, "model": "v42"}},  # rankmon's own, same rule and segment
+                {"labels": {**labels, "model": "v41"}},  # rankmon's own, another segment
+            ]
+        )
+        states = {
+            (a["labels"].get("job", ""), a["labels"]["model"]): a["status"]["state"]
+            for a in server.alerts()
+        }
+    finally:
+        server.server.stop()
+    assert states == {
+        ("rankmon", "v42"): "active",
+        ("", "v42"): "suppressed",
+        ("", "v41"): "active",
+    }
 
 
 def test_image_runs_as_a_numeric_non_root_user_on_a_slim_base() -> None:
