@@ -33,6 +33,7 @@ class FlakySink:
     """Fails its first `failures` sends, then records every batch."""
 
     name = "flaky"
+    resends_firing = True
 
     def __init__(self, failures: int = 0) -> None:
         self.failures = failures
@@ -90,6 +91,16 @@ def test_firing_alerts_are_resent_every_interval_and_resolved_ones_leave_once_de
     assert sink.delivered == [["a"], ["a"], ["a"]]
 
 
+def test_sinks_that_do_not_want_resends_get_each_state_once() -> None:
+    sink = FlakySink()
+    sink.resends_firing = False
+    channel = DeliveryChannel(sink, POLICY, None)
+    channel.offer([message("a")])
+    channel.deliver(T0)
+    channel.deliver(T0 + 10 * POLICY.resend_interval_ms)
+    assert sink.delivered == [["a"]]
+
+
 def test_a_newer_state_replaces_the_queued_one_of_the_same_alert() -> None:
     sink = FlakySink(failures=1)
     channel = DeliveryChannel(sink, POLICY, None)
@@ -119,6 +130,7 @@ class BlockedSink:
     """A sink whose send hangs until released: a peer that accepts and never answers."""
 
     name = "blocked"
+    resends_firing = True
 
     def __init__(self) -> None:
         self.entered = threading.Event()

@@ -61,6 +61,7 @@ class RecordingSink:
     """A sink that keeps what it was sent (delivery itself is tested on real servers)."""
 
     name = "recording"
+    resends_firing = True
 
     def __init__(self) -> None:
         self.batches: list[list[AlertMessage]] = []
@@ -211,3 +212,27 @@ def test_delivered_alert_carries_labels_and_annotations_and_resolves_by_ends_at(
     delivery.channels[0].deliver(recovered[-1].end_ms)
     resolved = sink.batches[-1][-1]
     assert resolved.ends_at_ms is not None and not resolved.firing
+
+
+def test_a_standing_alert_notifies_once_per_firing_and_once_per_resolution() -> None:
+    sink = RecordingSink()
+    delivery = AlertDelivery([sink], RetryPolicy(), FakeClock(T0))
+    engine = AlertEngine(config(FLOOR), start_ms=T0, delivery=delivery)
+    for index, value in enumerate([0.4, 0.3, 0.35, 0.8]):
+        engine.observe([window(index, value)], T0 + (index + 1) * WINDOW_MS)
+        delivery.channels[0].deliver(T0 + (index + 1) * WINDOW_MS)
+    states = [[alert.firing for alert in batch] for batch in sink.batches]
+    # Delivery re-sends every minute while firing; the 5-minute windows each see one resend,
+    # never a new notification for a window that only confirms the alert.
+    assert states == [[True], [True], [True], [False]]
+    assert {batch[0].annotations["value"] for batch in sink.batches[:3]} == {"0.4000"}
+
+
+def test_restore_hands_alerts_still_firing_to_delivery() -> None:
+    sink = RecordingSink()
+    delivery = AlertDelivery([sink], RetryPolicy(), FakeClock(T0))
+    engine = AlertEngine(config(FLOOR), start_ms=T0, delivery=delivery)
+    engine.restore([window(0, 0.7), window(1, 0.3)])
+    delivery.channels[0].deliver(T0 + 2 * WINDOW_MS)
+    ((restored,),) = sink.batches
+    assert restored.firing and restored.annotations["value"] == "0.3000"

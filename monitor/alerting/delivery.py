@@ -6,8 +6,8 @@ that is down for an hour holds one entry per alert, never a backlog. A backgroun
 channel sends what is due:
 
 - every state not yet delivered (a new firing alert, a resolution);
-- firing alerts again every `resend_interval` (Alertmanager forgets an alert whose `endsAt`
-  passed; Prometheus re-sends for the same reason);
+- firing alerts again every `resend_interval`, to sinks that want it (Alertmanager resolves
+  an alert whose `endsAt` passed; Prometheus re-sends for the same reason);
 - after a failure, nothing until the backoff passes: initial, doubled per failure, capped.
 
 A resolved alert leaves the channel once delivered. Past `max_alerts` entries, the oldest
@@ -89,11 +89,12 @@ class DeliveryChannel:
 
     def _due(self, now_ms: int) -> list[AlertMessage]:
         resend = self.policy.resend_interval_ms
+        resends = self.sink.resends_firing
         return [
             entry.message
             for entry in self._entries.values()
             if not entry.delivered
-            or (entry.message.firing and now_ms - (entry.sent_at_ms or 0) >= resend)
+            or (resends and entry.message.firing and now_ms - (entry.sent_at_ms or 0) >= resend)
         ]
 
     def deliver(self, now_ms: int) -> int:
@@ -142,7 +143,7 @@ class DeliveryChannel:
             sent = [e.sent_at_ms for e in self._entries.values() if e.sent_at_ms is not None]
             if any(not e.delivered for e in self._entries.values()):
                 return 0
-        if not sent:
+        if not sent or not self.sink.resends_firing:
             return self.policy.resend_interval_ms
         return max(0, min(sent) + self.policy.resend_interval_ms - now_ms)
 

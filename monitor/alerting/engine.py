@@ -134,7 +134,7 @@ class AlertEngine:
         for summary in sorted(summaries, key=lambda s: (s.end_ms, s.segment)):
             self._evaluate(summary, summary.end_ms, [])
         firing = [a for a in self._alerts.values() if a.status is Status.FIRING]
-        self._publish([], firing)
+        self._publish([], firing, standing=firing)
 
     def active(self) -> list[ActiveAlert]:
         """Alerts that are pending or firing, in rule order."""
@@ -209,8 +209,17 @@ class AlertEngine:
         )
 
     def _publish(
-        self, transitions: Sequence[AlertTransition], touched: Sequence[ActiveAlert]
+        self,
+        transitions: Sequence[AlertTransition],
+        touched: Sequence[ActiveAlert],
+        standing: Sequence[ActiveAlert] = (),
     ) -> None:
+        """Update the firing gauge; hand new firings, resolutions and `standing` to delivery.
+
+        A firing alert is sent once, with the window that fired it; delivery re-sends it
+        while it stands. Later windows do not re-notify: a receiver gets one notification
+        per firing and one per resolution.
+        """
         if self.metrics is not None:
             for alert in {id(a): a for a in touched}.values():
                 firing = alert.status is Status.FIRING
@@ -219,10 +228,10 @@ class AlertEngine:
                 )
         if self.delivery is None:
             return
-        resolved = {(t.rule.index, t.segment): t.at_ms for t in transitions if t.change.resolved}
-        messages = []
-        for alert in {id(a): a for a in touched}.values():
-            key = (alert.rule.index, alert.segment)
-            if alert.status is Status.FIRING or key in resolved:
-                messages.append(alert_message(alert, self.config, resolved.get(key)))
+        messages = [alert_message(alert, self.config, None) for alert in standing]
+        for transition in transitions:
+            if transition.change.after is Status.FIRING or transition.change.resolved:
+                alert = self._alerts[(transition.rule.index, transition.segment)]
+                ends_at = transition.at_ms if transition.change.resolved else None
+                messages.append(alert_message(alert, self.config, ends_at))
         self.delivery.offer(messages)

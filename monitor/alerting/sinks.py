@@ -30,6 +30,9 @@ class Sink(Protocol):
     """Delivers a batch of alerts or raises `DeliveryError`."""
 
     name: str
+    # Whether firing alerts are re-sent while they stand: Alertmanager needs it (it resolves
+    # an alert whose endsAt passed); a log or a chat webhook would only repeat itself.
+    resends_firing: bool
 
     def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None: ...
 
@@ -53,6 +56,7 @@ class AlertmanagerSink:
     """`POST /api/v2/alerts` on one Alertmanager (or a load balancer in front of a cluster)."""
 
     name = "alertmanager"
+    resends_firing = True
 
     def __init__(self, url: str, *, firing_ttl_ms: int, timeout_s: float = 5.0) -> None:
         self.url = url.rstrip("/") + "/api/v2/alerts"
@@ -68,6 +72,7 @@ class WebhookSink:
     """`POST` of `{"receiver": "rankmon", "alerts": [...]}` to any URL."""
 
     name = "webhook"
+    resends_firing = False
 
     def __init__(self, url: str, *, timeout_s: float = 5.0) -> None:
         self.url = url
@@ -82,6 +87,7 @@ class LogSink:
     """One log line per alert state: warning while firing, info when resolved."""
 
     name = "log"
+    resends_firing = False
 
     def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
         for alert in alerts:
