@@ -1,0 +1,1 @@
+"""`rankmon demo`: the whole loop on one machine (broker, synthetic ranker, monitor, alerts)."""

