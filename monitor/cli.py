@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.check_config",
     "monitor.commands.dashboards",
     "monitor.commands.rules",
+    "monitor.commands.demo",
 )
 
 EXIT_USAGE = 2
