@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -236,3 +237,19 @@ def test_restore_hands_alerts_still_firing_to_delivery() -> None:
     delivery.channels[0].deliver(T0 + 2 * WINDOW_MS)
     ((restored,),) = sink.batches
     assert restored.firing and restored.annotations["value"] == "0.3000"
+
+
+def test_a_new_evaluation_set_version_restarts_the_baseline_instead_of_alarming() -> None:
+    model = StreamModel(queries=80, events_per_query=2.0, segment=V42)
+    before = simulate_windows(model, 8, seed=11)
+    # New judgments lower every query's score by 20%: an edit of the yardstick, not a drop.
+    after = [
+        replace(s, evaluation_set_version="v2")
+        for s in simulate_windows(model, 16, seed=11, drop_at=0, drop=0.2)[8:]
+    ]
+    engine = AlertEngine(drop_config(), start_ms=T0)
+    transitions = [t for s in before + after for t in engine.observe([s], s.end_ms)]
+    assert transitions == []
+    alert = engine.find("drop", V42)
+    assert alert is not None and alert.track.history is not None
+    assert len(alert.track.history) == 6  # v2 windows only, up to baseline_windows

@@ -46,10 +46,16 @@ class Verdict:
 
 @dataclass
 class WindowTrack:
-    """What a rule remembers about one segment's windows between them."""
+    """What a rule remembers about one segment's windows between them.
+
+    Baselines and detectors hold windows of one evaluation-set version: new judgments change
+    every query's scores, so comparing across versions would report the edit as a drop. On a
+    new version they start afresh (the drop rule is unknown until it has history again).
+    """
 
     history: SeriesHistory | None = None
     detector: PageHinkley | None = None
+    version: str | None = None
 
     @classmethod
     def for_rule(cls, rule: AlertRule) -> WindowTrack:
@@ -60,6 +66,13 @@ class WindowTrack:
             detector = PageHinkley(condition.delta, condition.threshold, condition.min_windows)
             return cls(detector=detector)
         return cls()
+
+    def follow_version(self, rule: AlertRule, version: str) -> None:
+        """Start afresh when the windows come from a new evaluation-set version."""
+        if self.version is not None and version != self.version:
+            fresh = WindowTrack.for_rule(rule)
+            self.history, self.detector = fresh.history, fresh.detector
+        self.version = version
 
     def remember(self, measure: str, summary: WindowSummary) -> None:
         """Add a trusted window to the baseline history (after it has been evaluated)."""

@@ -185,6 +185,7 @@ class AlertEngine:
         if rule.is_quality and distrust:
             value = measure_value(summary, rule.measure)
             return Verdict(Evidence.UNKNOWN, value, note="held: " + "; ".join(distrust))
+        alert.track.follow_version(rule, summary.evaluation_set_version)
         verdict = evaluate_window(rule, summary, alert.track)
         alert.track.remember(rule.measure, summary)
         return verdict
