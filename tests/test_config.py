@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from monitor.config import Config, Duration, Secret, load_config, parse_duration
+from monitor.config import Config, Duration, Secret, config_from_tree, load_config, parse_duration
 from monitor.config_render import render_config
 from monitor.errors import ConfigError, InputError
 from monitor.logs import JsonLinesFormatter, TextFormatter, fields
@@ -254,3 +256,50 @@ def test_config_logged_as_a_json_field_keeps_its_secrets(
     assert '"username":"u"' in json_line
     assert "log-me-not" not in json_line
     assert "log-me-not" not in text_line
+
+
+def _valid_keys() -> dict[str, list[str]]:
+    rendered = render_config(load_config(EXAMPLE, {}))
+    return {section: sorted(keys) for section, keys in rendered.items() if isinstance(keys, dict)}
+
+
+VALID_KEYS = _valid_keys()
+yaml_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats()
+    | st.text(max_size=12)
+    | st.sampled_from(["5m", "0s", "15s", "linear", "exp", "SASL_SSL", "a:1", "1=2"]),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+config_trees = st.dictionaries(
+    st.sampled_from(sorted(VALID_KEYS)),
+    st.dictionaries(
+        st.sampled_from(sorted({k for ks in VALID_KEYS.values() for k in ks})),
+        yaml_values,
+        max_size=4,
+    )
+    | yaml_values,
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(config_trees)
+def test_any_config_tree_gives_a_config_or_a_config_error_never_a_crash(
+    tree: dict[str, Any],
+) -> None:
+    merged: dict[str, Any] = {"kafka": {"topic": "t"}, "evaluation_set": {"path": "q"}}
+    for name, value in tree.items():
+        # Keep the required keys unless the tree sets them, so the rest gets read too.
+        base = merged.get(name)
+        merged[name] = {**base, **value} if isinstance(value, dict) and base else value
+    try:
+        config_from_tree(merged, {}, {}, ROOT)
+    except ConfigError as error:
+        assert "\n" not in str(error)
+        assert error.key
