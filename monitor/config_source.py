@@ -67,6 +67,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
         problem = getattr(error, "problem", None) or "malformed"
         line = mark.line + 1 if mark is not None else None
         raise InputError(str(path), f"not valid YAML: {problem}", line) from error
+    except ValueError as error:
+        # PyYAML raises a bare ValueError for impossible dates such as 2026-13-45.
+        raise InputError(str(path), f"not valid YAML: {error}") from error
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -86,7 +89,7 @@ def apply_environment(tree: dict[str, Any], environ: Mapping[str, str]) -> dict[
             raise ConfigError(dotted, f"{name} has an empty level (use one '__' between keys)")
         try:
             value = yaml.safe_load(environ[name])
-        except yaml.YAMLError as error:
+        except (yaml.YAMLError, ValueError) as error:  # ValueError: impossible dates
             raise ConfigError(dotted, f"{name} is not a valid YAML value") from error
         _set_path(tree, parts, value, name)
         origins[dotted] = name
@@ -228,7 +231,7 @@ def _as_list(value: Any) -> list[Any]:
         # An environment override such as `a:9092,b:9092` arrives as one string.
         try:
             return [yaml.safe_load(item) for item in value.split(",")]
-        except yaml.YAMLError as error:
+        except (yaml.YAMLError, ValueError) as error:
             raise ValueError(f"cannot split {value!r} into a list") from error
     if not isinstance(value, list):
         raise ValueError(f"expected a list, got {_kind(value)}")

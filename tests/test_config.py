@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import logging
 import pickle
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from monitor.config import Config, Duration, Secret, config_from_tree, load_config, parse_duration
 from monitor.config_render import render_config
+from monitor.config_source import apply_environment
 from monitor.errors import ConfigError, InputError
 from monitor.logs import JsonLinesFormatter, TextFormatter, fields
 
@@ -222,6 +224,13 @@ def test_rendered_config_loads_back_to_an_equal_config(tmp_path: Path) -> None:
     assert load(again, render_config(config)) == config
 
 
+def test_impossible_date_in_the_file_is_an_input_error_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("windows:\n  size: 2026-13-45\n", encoding="utf-8")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_config(path, {})
+
+
 def test_yaml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("kafka:\n  topic: [unclosed\n", encoding="utf-8")
@@ -303,3 +312,24 @@ def test_any_config_tree_gives_a_config_or_a_config_error_never_a_crash(
     except ConfigError as error:
         assert "\n" not in str(error)
         assert error.key
+
+
+env_names = st.lists(
+    st.sampled_from([*sorted(VALID_KEYS), "port", "size", "x", ""]), min_size=1, max_size=4
+).map(lambda parts: "RANKMON_" + "__".join(parts).upper())
+
+
+env_values = st.text(max_size=20) | st.sampled_from(
+    ["2026-13-45", "[5m", "9500", "a:1,b:2", "{x: 1}", "", "null", "5m", "linear"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(env_names, env_values, max_size=3))
+def test_any_environment_override_gives_a_config_or_a_config_error(env: dict[str, str]) -> None:
+    base = {"kafka": {"topic": "t"}, "evaluation_set": {"path": "q"}}
+    tree = copy.deepcopy(base)
+    try:
+        config_from_tree(tree, apply_environment(tree, env), env, ROOT)
+    except ConfigError as error:
+        assert "\n" not in str(error)
