@@ -31,6 +31,7 @@ from monitor.config_source import (
     as_choice,
     as_duration,
     as_int,
+    as_path,
     as_str,
     as_str_list,
     read_yaml,
@@ -196,7 +197,7 @@ def config_from_tree(
 
 
 def _read_evaluation_set(section: ConfigSection, base: Path) -> EvaluationSetConfig:
-    path = base / Path(section.get("path", as_str)).expanduser()
+    path = base / section.get("path", as_path)
     reload = section.section("reload")
     config = EvaluationSetConfig(
         path=path,

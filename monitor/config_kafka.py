@@ -18,6 +18,7 @@ from monitor.config_source import (
     as_bool,
     as_choice,
     as_int,
+    as_path,
     as_str,
     as_str_list,
 )
@@ -171,10 +172,10 @@ def _read_ssl(section: ConfigSection, environ: Mapping[str, str], base: Path) ->
 
 def read_path(section: ConfigSection, name: str, base: Path) -> Path | None:
     """An optional path to an existing file, relative to `base` unless absolute."""
-    text = section.get(name, as_str, None)
-    if text is None:
+    relative = section.get(name, as_path, None)
+    if relative is None:
         return None
-    path = base / Path(text).expanduser()
+    path = base / relative
     if not path.is_file():
         raise section.error(name, f"file not found: {path}")
     return path

@@ -33,6 +33,7 @@ __all__ = [
     "as_duration",
     "as_int",
     "as_int_list",
+    "as_path",
     "as_str",
     "as_str_list",
     "read_yaml",
@@ -185,6 +186,17 @@ def as_str(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"expected a non-empty string, got {_kind(value)}")
     return value
+
+
+def as_path(value: Any) -> Path:
+    """A file path; `~` and `~user` expand to home directories."""
+    text = as_str(value)
+    if "\0" in text:
+        raise ValueError("a path cannot contain a NUL character")
+    try:
+        return Path(text).expanduser()
+    except RuntimeError as error:  # ~user of an unknown user
+        raise ValueError(f"cannot expand {text!r}: {error}") from error
 
 
 def as_bool(value: Any) -> bool:

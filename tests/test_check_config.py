@@ -125,6 +125,18 @@ BAD_KEYS = [
         "kafka.security.ssl.cafile",
         id="missing-cafile",
     ),
+    pytest.param(
+        section("evaluation_set", path="~no-such-user-x/q"),
+        {},
+        "evaluation_set.path",
+        id="unknown-home",
+    ),
+    pytest.param(
+        section("export", tls={"certfile": "a\0b", "keyfile": "k"}),
+        {},
+        "export.tls.certfile",
+        id="nul-in-path",
+    ),
     pytest.param(section("segments", keys=["model", "k"]), {}, "segments.keys", id="label-k"),
     pytest.param(section("segments", max_values=0), {}, "segments.max_values", id="max-values"),
     pytest.param(section("judgments", inline="merge"), {}, "judgments.inline", id="inline"),
