@@ -1,10 +1,12 @@
 """Window aggregates: per query, the sum of measure vectors and the event count.
 
-One `WindowAggregate` holds one window (its start) for one evaluation-set version, so a
-window never mixes two versions. Its cells are keyed by (query, segment, partition) and each
-cell is a row of a float64 matrix of measure sums plus an event count: state grows with
-queries x segments (x partitions a query arrives on, one when records are keyed by query id),
-never with events. Keying by partition lets a revoked partition's share be dropped exactly.
+A cell is one (query, segment, partition); `CellRegistry` numbers the cells once for the
+whole run, so the per-event path hashes a cell's key once, not once per window. One
+`WindowAggregate` holds one window (its start) for one evaluation-set version, so a window
+never mixes two versions: a float64 row of measure sums and an event count per cell it saw.
+State grows with queries x segments (x partitions a query arrives on: one when records are
+keyed by query id) x open windows, never with events. Keying cells by partition lets a revoked
+partition's share be dropped exactly.
 
 On finalize, per segment (all sums NaN-aware, see below):
 
@@ -30,83 +32,114 @@ import numpy.typing as npt
 from monitor.summary import Segment, WindowSummary
 from monitor.window_assigner import WindowSpec
 
-__all__ = ["CellKey", "WindowAggregate"]
+__all__ = ["CellKey", "CellRegistry", "WindowAggregate"]
 
 CellKey = tuple[str, Segment, int]  # (query id, segment, partition)
 
 Matrix = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.intp]
 
 _INITIAL_ROWS = 64
 
 
-class WindowAggregate:
-    """Measure sums and counts of one window and evaluation-set version, per query cell.
+class CellRegistry:
+    """Numbers every (query, segment, partition) cell seen during the run."""
 
-    The streaming loop appends `(row, batch index)` pairs to `pending_rows`/`pending_events`
-    and calls `flush` once per batch: one vectorised sum per batch instead of one per event.
-    """
+    def __init__(self) -> None:
+        self.ids: dict[CellKey, int] = {}
+        self.keys: list[CellKey] = []
+
+    def register(self, key: CellKey) -> int:
+        """The id of a cell not seen before."""
+        cell = self.ids[key] = len(self.keys)
+        self.keys.append(key)
+        return cell
+
+    def of_partitions(self, partitions: Collection[int]) -> Ints:
+        """Ids of every cell fed by these partitions."""
+        return np.array([c for c, key in enumerate(self.keys) if key[2] in partitions], np.intp)
+
+
+class WindowAggregate:
+    """Measure sums and counts of one window and evaluation-set version, per cell."""
 
     __slots__ = (
         "cells",
         "counts",
         "evaluation_set_queries",
         "evaluation_set_version",
-        "pending_events",
-        "pending_rows",
-        "rows_used",
+        "row_of",
         "start_ms",
         "sums",
+        "used",
     )
 
     def __init__(self, start_ms: int, version: str, measures: int, set_queries: int) -> None:
         self.start_ms = start_ms
         self.evaluation_set_version = version
         self.evaluation_set_queries = set_queries
-        self.cells: dict[CellKey, int] = {}
-        # Not len(cells): rows of dropped cells keep their sums and must never be reused.
-        self.rows_used = 0
+        self.row_of = np.full(_INITIAL_ROWS, -1, dtype=np.intp)  # cell id -> row, -1: none
+        self.cells = np.zeros(_INITIAL_ROWS, dtype=np.intp)  # row -> cell id
         self.sums: Matrix = np.zeros((_INITIAL_ROWS, measures))
         self.counts = np.zeros(_INITIAL_ROWS, dtype=np.int64)
-        self.pending_rows: list[int] = []
-        self.pending_events: list[int] = []
+        self.used = 0  # rows given to cells (a dropped cell keeps its row)
 
-    def new_row(self, key: CellKey) -> int:
-        """Allocate the row of a new cell, growing the matrix geometrically."""
-        row = self.rows_used
-        self.rows_used += 1
-        if row == len(self.counts):
-            self.sums = np.concatenate([self.sums, np.zeros_like(self.sums)])
-            self.counts = np.concatenate([self.counts, np.zeros_like(self.counts)])
-        self.cells[key] = row
-        return row
+    def add(self, cells: Ints, values: Matrix) -> None:
+        """Add each event's measure vector (a row of `values`) to its cell, in order.
 
-    def flush(self, measures: Matrix) -> None:
-        """Add the pending batch rows of `measures` into their cells."""
-        if not self.pending_rows:
-            return
-        rows = np.asarray(self.pending_rows, dtype=np.intp)
-        events = np.asarray(self.pending_events, dtype=np.intp)
-        self.pending_rows.clear()
-        self.pending_events.clear()
-        # np.add.at adds event by event in batch order, so a cell's sum is the same float
-        # however the stream was cut into batches: a replay after a crash reproduces the
-        # published values bit for bit. (Reducing each batch first would be ~20% faster.)
-        np.add.at(self.sums, rows, measures[events])
+        np.add.at adds event by event, so a cell's sum is the same float however the stream
+        was cut into batches: a replay after a crash reproduces published values bit for bit.
+        """
+        rows = self._rows(cells)
+        np.add.at(self.sums, rows, values)
         np.add.at(self.counts, rows, 1)
 
-    def drop_partitions(self, partitions: Collection[int]) -> None:
-        """Forget the cells fed by these partitions (their rows stay allocated, unused)."""
-        self.cells = {key: row for key, row in self.cells.items() if key[2] not in partitions}
+    def _rows(self, cells: Ints) -> Ints:
+        if cells.max() >= len(self.row_of):
+            grown = np.full(2 * int(cells.max()) + 1, -1, dtype=np.intp)
+            grown[: len(self.row_of)] = self.row_of
+            self.row_of = grown
+        rows = self.row_of[cells]
+        if (rows < 0).any():
+            used = self.used
+            new = np.unique(cells[rows < 0])
+            self.used += len(new)
+            self._reserve(used + len(new))
+            self.row_of[new] = np.arange(used, used + len(new))
+            self.cells[used : used + len(new)] = new
+            rows = self.row_of[cells]
+        return rows
 
-    def events(self) -> int:
-        """Events counted in the window so far."""
-        return int(self.counts[list(self.cells.values())].sum())
+    def _reserve(self, rows: int) -> None:
+        if rows > len(self.counts):
+            size = max(rows, 2 * len(self.counts))
+            more = size - len(self.counts)
+            self.sums = np.concatenate([self.sums, np.zeros((more, self.sums.shape[1]))])
+            self.counts = np.concatenate([self.counts, np.zeros(more, np.int64)])
+            self.cells = np.concatenate([self.cells, np.zeros(more, np.intp)])
 
-    def summaries(self, spec: WindowSpec, measure_keys: Sequence[str]) -> list[WindowSummary]:
+    def drop_cells(self, cells: Ints) -> None:
+        """Forget what these cells added (a revoked partition's share)."""
+        rows = self.row_of[cells[cells < len(self.row_of)]]
+        rows = rows[rows >= 0]
+        self.sums[rows] = 0.0
+        self.counts[rows] = 0
+
+    @property
+    def empty(self) -> bool:
+        """Whether no cell holds an event."""
+        return not self.counts.any()
+
+    def summaries(
+        self, spec: WindowSpec, measure_keys: Sequence[str], registry: CellRegistry
+    ) -> list[WindowSummary]:
         """One summary per segment, segments in sorted order."""
         by_segment: dict[Segment, dict[str, list[int]]] = {}
+        held = np.flatnonzero(self.counts)
         # Sorted cells: a query on several partitions is merged in the same order every run.
-        for (query, segment, _partition), row in sorted(self.cells.items()):
+        keys = [registry.keys[cell] for cell in self.cells[held]]
+        for key, row in sorted(zip(keys, held.tolist(), strict=True)):
+            query, segment, _partition = key
             by_segment.setdefault(segment, {}).setdefault(query, []).append(row)
         return [
             self._summary(spec, measure_keys, segment, by_segment[segment])
@@ -121,7 +154,6 @@ class WindowAggregate:
         rows_by_query: dict[str, list[int]],
     ) -> WindowSummary:
         queries = sorted(rows_by_query)
-        # A query normally has one cell; several only if its records came on several partitions.
         sums = np.stack([self.sums[rows_by_query[q]].sum(axis=0) for q in queries])
         counts = np.array([self.counts[rows_by_query[q]].sum() for q in queries], dtype=np.float64)
         query_means = sums / counts[:, None]

@@ -19,9 +19,16 @@ window that contains an event starts at its pane's start; the first starts `size
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["WindowSpec"]
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["WindowSpec", "members_by_listed_start"]
+
+Ints = npt.NDArray[np.intp]
+Times = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -89,3 +96,36 @@ class WindowSpec:
     def is_closed(self, start_ms: int, watermark_ms: int) -> bool:
         """A window closes once the watermark reaches its (exclusive) end."""
         return start_ms + self.size_ms <= watermark_ms
+
+    def members_by_start(self, panes: Times, watermarks: Times) -> list[tuple[int, Ints]]:
+        """Which events go to which window, for a batch at once: `(start, event indices)`.
+
+        Event `k` (pane `panes[k]`, admitted when the watermark was `watermarks[k]`) goes
+        to every start from `pane - size + hop` up to its pane that was still open then.
+        Indices keep batch order, which keeps sums independent of batch boundaries.
+        """
+        size, hop = self.size_ms, self.hop_ms
+        firsts = panes - size + hop
+        if self.sliding:
+            closed = watermarks - size
+            firsts = np.maximum(firsts, closed - closed % hop + hop)
+        # Candidate starts from the few distinct panes, never a range over the batch's span:
+        # one batch may hold events hours apart.
+        distinct = np.unique(panes)
+        candidates = np.unique(distinct[:, None] - np.arange(size // hop) * hop)
+        groups = []
+        for start in candidates.tolist():
+            members = np.flatnonzero((firsts <= start) & (panes >= start))
+            if len(members):
+                groups.append((start, members))
+        return groups
+
+
+def members_by_listed_start(starts: Sequence[Sequence[int]]) -> list[tuple[int, Ints]]:
+    """Which events go to which window when each event `k` lists its own starts (replays,
+    where published windows leave gaps), in batch order per start."""
+    members: dict[int, list[int]] = {}
+    for k, event_starts in enumerate(starts):
+        for start in event_starts:
+            members.setdefault(start, []).append(k)
+    return [(start, np.array(m, dtype=np.intp)) for start, m in sorted(members.items())]

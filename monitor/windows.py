@@ -7,11 +7,11 @@ commits `safe_offsets()`. Nothing here touches Kafka or Prometheus, and the only
 injected one (for idle partitions).
 
 What becomes of an event (in batch order, against the watermark as it stands after the events
-before it, including its own):
+before it, including its own; finalize timing plays no part):
 
     late               every window that contains it is closed (watermark >= its end)
     already_published  its still-open windows were all published before a restart (replay)
-    duplicate          its event_id was seen in a window that is still open
+    duplicate          its event_id was seen in a pane whose windows are still open
     accepted           counted into each of its windows that is still open
 
 In a sliding setup an event whose older windows closed but whose newer ones are open is
@@ -23,89 +23,56 @@ accepted into the open ones only: it is not late, and the closed windows never s
     windows   [0 ------ 10)[10 ---- 20)
 
 Memory: aggregates grow with queries x segments x open windows (`monitor.aggregate`); the
-dedupe set holds the ids of events whose newest window is still open, i.e. about
-`(size + lateness) x event rate` ids, and is freed as those windows finalize.
+dedupe set holds 20 bytes per event of the open panes, about `(size + lateness) x rate`
+events, and is freed as their windows finalize (`monitor.dedupe`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 import numpy as np
-import numpy.typing as npt
 
-from monitor.aggregate import WindowAggregate
+from monitor.aggregate import CellRegistry, Ints, WindowAggregate
 from monitor.clock import Clock
+from monitor.dedupe import EventIdSet, id_hashes
 from monitor.published import PublishedWindows
 from monitor.summary import Segment, WindowSummary
 from monitor.watermark import NO_WATERMARK, Watermarks
-from monitor.window_assigner import WindowSpec
+from monitor.window_assigner import WindowSpec, members_by_listed_start
+from monitor.window_batch import Admission, EventBatch, IntColumn, StateSize
 
 __all__ = ["Admission", "EventBatch", "EventWindows", "StateSize"]
-
-IntColumn = Sequence[int] | npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class EventBatch:
-    """One poll's accepted, scored events: row `i` of every column is event `i`.
-
-    `measures` has one column per measure key of the `EventWindows` it is added to. A batch is
-    scored against one evaluation set, whose version and query count it carries.
-    """
-
-    partitions: IntColumn
-    offsets: IntColumn
-    event_times_ms: IntColumn
-    event_ids: Sequence[str]
-    query_ids: Sequence[str]
-    segments: Sequence[Segment]
-    measures: npt.NDArray[np.float64]
-    evaluation_set_version: str
-    evaluation_set_queries: int
-
-    def __post_init__(self) -> None:
-        n = len(self.event_ids)
-        columns = (self.partitions, self.offsets, self.event_times_ms, self.query_ids)
-        if any(len(c) != n for c in (*columns, self.segments)) or self.measures.shape[0] != n:
-            raise ValueError("every column of an event batch must have one row per event")
-
-
-@dataclass
-class Admission:
-    """What became of a batch: counts, and the batch row indices of each rejection."""
-
-    accepted: int = 0
-    late: list[int] = field(default_factory=list)
-    duplicates: list[int] = field(default_factory=list)
-    already_published: list[int] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class StateSize:
-    """Entries held, for memory gauges and tests: none of these grows with events alone."""
-
-    windows: int  # open (window start, evaluation-set version) aggregates
-    cells: int  # (query, segment, partition) cells over all open windows
-    event_ids: int  # the dedupe set
-    panes: int  # (pane, partition) slots: first offsets and ids of open panes
-    published: int  # published windows remembered for replay
-
-
-class _Pane:
-    """One partition's records in one pane: its first offset and its event ids."""
-
-    __slots__ = ("event_ids", "first_offset")
-
-    def __init__(self, first_offset: int) -> None:
-        self.first_offset = first_offset
-        self.event_ids: list[str] = []
 
 
 def _ints(column: IntColumn) -> Sequence[int]:
     # Python ints iterate several times faster than numpy scalars in the per-event loop.
     return column.tolist() if isinstance(column, np.ndarray) else column
+
+
+class _Accepted:
+    """What the per-event loop gathered for the vectorised steps after it."""
+
+    __slots__ = (
+        "cells",
+        "hashes",
+        "in_batch",
+        "known",
+        "remembered",
+        "rows",
+        "starts",
+        "watermarks",
+    )
+
+    def __init__(self, hashes: Ints, known: list[bool]) -> None:
+        self.hashes = hashes  # of every event id in the batch
+        self.known = known  # whether the dedupe set held the id before the batch
+        self.in_batch: set[str] = set()  # ids remembered by earlier rows of the batch
+        self.rows: list[int] = []  # batch rows counted into windows
+        self.cells: list[int] = []  # their cell ids
+        self.watermarks: list[int] = []  # the watermark each was admitted under
+        self.starts: list[Sequence[int]] = []  # their window starts, when replaying only
+        self.remembered: list[int] = []  # rows not counted whose ids still dedupe
 
 
 class EventWindows:
@@ -114,11 +81,12 @@ class EventWindows:
     def __init__(self, spec: WindowSpec, measure_keys: Sequence[str], clock: Clock) -> None:
         self.spec = spec
         self.measure_keys = tuple(measure_keys)
-        self._watermarks = Watermarks(spec.allowed_lateness_ms, spec.idle_timeout_ms, clock)
         self._clock = clock
+        self._watermarks = Watermarks(spec.allowed_lateness_ms, spec.idle_timeout_ms, clock)
         self._windows: dict[str, dict[int, WindowAggregate]] = {}  # version -> start -> agg
-        self._seen: set[str] = set()
-        self._panes: dict[tuple[int, int], _Pane] = {}  # (pane start, partition)
+        self._registry = CellRegistry()
+        self._ids = EventIdSet()
+        self._panes: dict[tuple[int, int], int] = {}  # (pane start, partition) -> 1st offset
         self._published = PublishedWindows(spec.size_ms)
 
     # -- partitions ---------------------------------------------------------------------
@@ -135,12 +103,13 @@ class EventWindows:
         """
         gone = set(partitions)
         self._watermarks.revoke(gone)
-        for key in [key for key in self._panes if key[1] in gone]:
-            self._seen.difference_update(self._panes.pop(key).event_ids)
+        self._panes = {key: offset for key, offset in self._panes.items() if key[1] not in gone}
+        self._ids.discard_partitions(gone)
+        cells = self._registry.of_partitions(gone)
         for by_start in self._windows.values():
             for start, aggregate in list(by_start.items()):
-                aggregate.drop_partitions(gone)
-                if not aggregate.cells:
+                aggregate.drop_cells(cells)
+                if aggregate.empty:
                     del by_start[start]
 
     def record_consumed(self, partition: int, offset: int) -> None:
@@ -158,26 +127,27 @@ class EventWindows:
             raise ValueError(f"measures must have {len(self.measure_keys)} columns")
         admission = Admission()
         if len(batch.event_ids):
-            self._admit(batch, admission)
-        for aggregate in self._windows.get(batch.evaluation_set_version, {}).values():
-            aggregate.flush(batch.measures)
+            self._count(batch, self._admit(batch, admission))
         return admission
 
-    def _admit(self, batch: EventBatch, admission: Admission) -> None:
+    def _admit(self, batch: EventBatch, admission: Admission) -> _Accepted:
         # The per-event path of the service (~45k events/s): locals instead of attributes,
-        # one loop, the rare cases (sliding, replay) in a helper. Long on purpose.
+        # one loop, vectorised work before and after it, replays in helpers. Long on purpose.
         size, hop, lateness = self.spec.size_ms, self.spec.hop_ms, self.spec.allowed_lateness_ms
-        simple = not self.spec.sliding and not self._published
+        replaying, version = bool(self._published), batch.evaluation_set_version
         partitions, offsets = _ints(batch.partitions), _ints(batch.offsets)
         event_ids, query_ids, segments = batch.event_ids, batch.query_ids, batch.segments
-        version = batch.evaluation_set_version
-        by_start = self._windows.setdefault(version, {})
-        seen, panes, watermarks = self._seen, self._panes, self._watermarks
-        now = self._clock.monotonic()
-        watermark = watermarks.global_ms
-        partition: int | None = None
-        progress, floor = watermarks.progress(partitions[0]), 0
-        late, duplicates, accepted = admission.late, admission.duplicates, 0
+        watermarks, panes, registry = self._watermarks, self._panes, self._registry
+        cell_ids = registry.ids
+        hashes = id_hashes(event_ids)
+        accepted = _Accepted(hashes, self._ids.contains(hashes).tolist())
+        known, in_batch = accepted.known, accepted.in_batch
+        rows, cells, marks = accepted.rows, accepted.cells, accepted.watermarks
+        late, duplicates = admission.late, admission.duplicates
+        now, watermark = self._clock.monotonic(), watermarks.global_ms
+        partition, progress, floor = None, watermarks.progress(partitions[0]), 0
+        slot_pane = slot_partition = None
+        starts: Sequence[int] = ()
         for i, time_ms in enumerate(_ints(batch.event_times_ms)):
             if partitions[i] != partition:
                 partition = partitions[i]
@@ -193,36 +163,32 @@ class EventWindows:
                 watermark = max(watermark, candidate)
             pane = time_ms - time_ms % hop
             segment = segments[i]
-            if simple:
-                if pane + size <= watermark:
-                    late.append(i)
-                    continue
-                starts: Sequence[int] = (pane,)
-            else:
+            if replaying:
                 starts = self._open_starts(pane, watermark, segment, version)
                 if not starts:
-                    self._reject_closed(i, batch, pane, admission)
+                    self._reject_closed(i, batch, admission, accepted)
                     continue
+            elif pane + size <= watermark:
+                late.append(i)
+                continue
             event_id = event_ids[i]
-            if event_id in seen:
+            if known[i] or event_id in in_batch:
                 duplicates.append(i)
                 continue
-            seen.add(event_id)
-            slot = panes.get((pane, partition))
-            if slot is None:
-                slot = panes[(pane, partition)] = _Pane(offsets[i])
-            slot.event_ids.append(event_id)
+            in_batch.add(event_id)
+            if pane != slot_pane or partition != slot_partition:
+                slot_pane, slot_partition = pane, partition
+                panes.setdefault((pane, partition), offsets[i])
             key = (query_ids[i], segment, partition)
-            for start in starts:
-                aggregate = by_start.get(start)
-                if aggregate is None:
-                    aggregate = by_start[start] = self._new_aggregate(start, batch)
-                row = aggregate.cells.get(key)
-                aggregate.pending_rows.append(aggregate.new_row(key) if row is None else row)
-                aggregate.pending_events.append(i)
-            accepted += 1
-        admission.accepted = accepted
+            cell = cell_ids.get(key)
+            rows.append(i)
+            cells.append(registry.register(key) if cell is None else cell)
+            marks.append(watermark)
+            if replaying:
+                accepted.starts.append(starts)
+        admission.accepted = len(rows)
         watermarks.global_ms = watermark
+        return accepted
 
     def _open_starts(
         self, pane: int, watermark: int, segment: Segment, version: str
@@ -234,31 +200,51 @@ class EventWindows:
         if closed_up_to > NO_WATERMARK:
             first = max(first, self.spec.first_open_start(closed_up_to))
         starts = range(first, pane + 1, self.spec.hop_ms)
-        if not published:
-            return starts
         return [s for s in starts if (s, segment, version) not in published]
 
-    def _reject_closed(self, row: int, batch: EventBatch, pane: int, admission: Admission) -> None:
-        """An event with no open window: late, or a replay of a published window."""
-        starts = self.spec.starts_of(pane)
+    def _reject_closed(
+        self, row: int, batch: EventBatch, admission: Admission, accepted: _Accepted
+    ) -> None:
+        """An event with no open window while replaying: late, or in a published window."""
         segment, version = batch.segments[row], batch.evaluation_set_version
+        starts = self.spec.starts_of(int(batch.event_times_ms[row]))
         if not self._published.any_of(starts, segment, version):
             admission.late.append(row)
             return
         admission.already_published.append(row)
         # Its id still dedupes, as it did before the crash while its window was open.
-        event_id, partition = batch.event_ids[row], int(batch.partitions[row])
-        if event_id not in self._seen:
-            self._seen.add(event_id)
-            slot = self._panes.get((pane, partition))
-            if slot is None:
-                slot = self._panes[(pane, partition)] = _Pane(int(batch.offsets[row]))
-            slot.event_ids.append(event_id)
+        event_id = batch.event_ids[row]
+        if not accepted.known[row] and event_id not in accepted.in_batch:
+            accepted.in_batch.add(event_id)
+            accepted.remembered.append(row)
 
-    def _new_aggregate(self, start: int, batch: EventBatch) -> WindowAggregate:
-        measures = len(self.measure_keys)
-        version, set_queries = batch.evaluation_set_version, batch.evaluation_set_queries
-        return WindowAggregate(start, version, measures, set_queries)
+    def _count(self, batch: EventBatch, accepted: _Accepted) -> None:
+        """Remember the new ids and add the accepted events into their windows."""
+        times = np.asarray(batch.event_times_ms, dtype=np.int64)
+        all_panes = times - times % self.spec.hop_ms
+        remember = np.array(accepted.rows + accepted.remembered, dtype=np.intp)
+        partitions = np.asarray(batch.partitions, dtype=np.int64)[remember]
+        self._ids.add(accepted.hashes[remember], all_panes[remember], partitions)
+        if not accepted.rows:
+            return
+        rows = np.array(accepted.rows, dtype=np.intp)
+        cells = np.array(accepted.cells, dtype=np.intp)
+        if accepted.starts:
+            groups = members_by_listed_start(accepted.starts)
+        else:
+            marks = np.asarray(accepted.watermarks, dtype=np.int64)
+            groups = self.spec.members_by_start(all_panes[rows], marks)
+        by_start = self._windows.setdefault(batch.evaluation_set_version, {})
+        for start, members in groups:
+            aggregate = by_start.get(start)
+            if aggregate is None:
+                aggregate = by_start[start] = WindowAggregate(
+                    start,
+                    batch.evaluation_set_version,
+                    len(self.measure_keys),
+                    batch.evaluation_set_queries,
+                )
+            aggregate.add(cells[members], batch.measures[rows[members]])
 
     # -- the scheduler tick -------------------------------------------------------------
 
@@ -270,19 +256,22 @@ class EventWindows:
         commit `safe_offsets()`.
         """
         watermark = self._watermarks.refresh()
+        size = self.spec.size_ms
         closed: list[WindowAggregate] = []
         for by_start in self._windows.values():
-            for start in [s for s in by_start if self.spec.is_closed(s, watermark)]:
+            for start in [s for s in by_start if s + size <= watermark]:
                 closed.append(by_start.pop(start))
         self._windows = {v: by_start for v, by_start in self._windows.items() if by_start}
-        for key in [key for key in self._panes if self.spec.is_closed(key[0], watermark)]:
-            self._seen.difference_update(self._panes.pop(key).event_ids)
-        published = self._published
+        self._panes = {
+            key: first for key, first in self._panes.items() if key[0] + size > watermark
+        }
+        self._ids.discard_panes(lambda panes: panes + size <= watermark)
         closed.sort(key=lambda a: (a.start_ms, a.evaluation_set_version))
+        published = self._published
         summaries = [
             summary
             for aggregate in closed
-            for summary in aggregate.summaries(self.spec, self.measure_keys)
+            for summary in aggregate.summaries(self.spec, self.measure_keys, self._registry)
             if (summary.start_ms, summary.segment, summary.evaluation_set_version) not in published
         ]
         published.prune(watermark)
@@ -292,8 +281,9 @@ class EventWindows:
         """Remember a summary already on the windows topic (read back after a restart).
 
         Replayed events of that window, segment and version are then neither counted nor
-        late (`already_published`), and its summary is not produced again. Marks of windows
-        the watermark has already passed are dropped at the next `finalize()`.
+        late (`already_published`), and its summary is not produced again; older windows
+        count as closed (`monitor.published`). Marks of windows the watermark has passed are
+        dropped at the next `finalize()`.
         """
         self._published.mark(start_ms, segment, evaluation_set_version)
 
@@ -305,10 +295,8 @@ class EventWindows:
         Partitions that delivered nothing are absent.
         """
         firsts: dict[int, int] = {}
-        for (_pane, partition), slot in self._panes.items():
-            known = firsts.get(partition)
-            if known is None or slot.first_offset < known:
-                firsts[partition] = slot.first_offset
+        for (_pane, partition), first in self._panes.items():
+            firsts[partition] = min(first, firsts.get(partition, first))
         safe: dict[int, int] = {}
         for partition, progress in self._watermarks.partitions.items():
             if partition in firsts:
@@ -343,8 +331,9 @@ class EventWindows:
         aggregates = [a for by_start in self._windows.values() for a in by_start.values()]
         return StateSize(
             windows=len(aggregates),
-            cells=sum(len(a.cells) for a in aggregates),
-            event_ids=len(self._seen),
+            cells=sum(a.used for a in aggregates),
+            registered_cells=len(self._registry.keys),
+            event_ids=len(self._ids),
             panes=len(self._panes),
             published=len(self._published),
         )

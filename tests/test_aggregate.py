@@ -6,28 +6,28 @@ import math
 
 import numpy as np
 
-from monitor.aggregate import WindowAggregate
+from monitor.aggregate import CellRegistry, WindowAggregate
 from monitor.summary import WindowSummary
 from monitor.window_assigner import WindowSpec
 from tests.test_windows import KEYS, Ev, add, windows
 
 SPEC = WindowSpec.tumbling(10, label="10ms")
+REGISTRY = CellRegistry()  # cell ids are per run: shared by every aggregate of this module
 
 
 def aggregate_of(cells: list[tuple[str, int, list[float]]]) -> WindowAggregate:
     """A window whose query `q` on partition `p` saw events with these nDCG values."""
     aggregate = WindowAggregate(0, "v1", measures=2, set_queries=8)
+    events: list[int] = []
     values: list[list[float]] = []
     for query, partition, scores in cells:
         key = (query, (), partition)
-        row = aggregate.cells.get(key)
-        if row is None:
-            row = aggregate.new_row(key)
-        for score in scores:
-            aggregate.pending_rows.append(row)
-            aggregate.pending_events.append(len(values))
-            values.append([score, 1.0])
-    aggregate.flush(np.array(values))
+        cell = REGISTRY.ids.get(key)
+        if cell is None:
+            cell = REGISTRY.register(key)
+        events += [cell] * len(scores)
+        values += [[score, 1.0] for score in scores]
+    aggregate.add(np.array(events, dtype=np.intp), np.array(values))
     return aggregate
 
 
@@ -40,7 +40,7 @@ def test_headline_is_the_mean_of_query_means_so_frequent_queries_do_not_dominate
     # q1: 0.2, 0.4, 0.6 -> 0.4; q2: 1.0 -> 1.0.  means = (0.4 + 1.0) / 2 = 0.7,
     # sums = 1.4, event mean = (0.2 + 0.4 + 0.6 + 1.0) / 4 = 0.55.
     summary = only(
-        aggregate_of([("q1", 0, [0.2, 0.4, 0.6]), ("q2", 0, [1.0])]).summaries(SPEC, KEYS)
+        aggregate_of([("q1", 0, [0.2, 0.4, 0.6]), ("q2", 0, [1.0])]).summaries(SPEC, KEYS, REGISTRY)
     )
     assert math.isclose(summary.query_means["q1"]["ndcg@10:linear"], 0.4)
     assert math.isclose(summary.means["ndcg@10:linear"], 0.7)
@@ -55,7 +55,9 @@ def test_query_excluded_by_nan_is_left_out_of_that_measure_only() -> None:
     # q2 has IDCG = 0 and the scorer marks its nDCG NaN: the headline is q1's alone, while
     # the second measure (always 1.0) still averages both queries.
     summary = only(
-        aggregate_of([("q1", 0, [0.5, 0.7]), ("q2", 0, [math.nan, math.nan])]).summaries(SPEC, KEYS)
+        aggregate_of([("q1", 0, [0.5, 0.7]), ("q2", 0, [math.nan, math.nan])]).summaries(
+            SPEC, KEYS, REGISTRY
+        )
     )
     assert math.isclose(summary.means["ndcg@10:linear"], 0.6)
     assert math.isclose(summary.sums["ndcg@10:linear"], 0.6)
@@ -66,7 +68,7 @@ def test_query_excluded_by_nan_is_left_out_of_that_measure_only() -> None:
 
 
 def test_measure_undefined_for_every_query_is_nan_without_a_warning() -> None:
-    summary = only(aggregate_of([("q1", 0, [math.nan])]).summaries(SPEC, KEYS))
+    summary = only(aggregate_of([("q1", 0, [math.nan])]).summaries(SPEC, KEYS, REGISTRY))
     assert math.isnan(summary.means["ndcg@10:linear"])
     assert math.isnan(summary.event_means["ndcg@10:linear"])
     assert summary.sums["ndcg@10:linear"] == 0.0
@@ -74,15 +76,17 @@ def test_measure_undefined_for_every_query_is_nan_without_a_warning() -> None:
 
 def test_query_seen_on_two_partitions_is_one_query_of_the_window() -> None:
     # Records not keyed by query id: q1's events came on partitions 0 and 1.
-    summary = only(aggregate_of([("q1", 0, [0.2]), ("q1", 1, [0.4, 0.6])]).summaries(SPEC, KEYS))
+    summary = only(
+        aggregate_of([("q1", 0, [0.2]), ("q1", 1, [0.4, 0.6])]).summaries(SPEC, KEYS, REGISTRY)
+    )
     assert summary.queries == 1
     assert math.isclose(summary.means["ndcg@10:linear"], 0.4)
 
 
 def test_dropping_a_partition_keeps_the_other_partitions_sums_intact() -> None:
     aggregate = aggregate_of([("q1", 0, [0.2]), ("q2", 1, [0.4])])
-    aggregate.drop_partitions({1})
-    assert only(aggregate.summaries(SPEC, KEYS)).query_means == {
+    aggregate.drop_cells(REGISTRY.of_partitions({1}))
+    assert only(aggregate.summaries(SPEC, KEYS, REGISTRY)).query_means == {
         "q1": {"ndcg@10:linear": 0.2, "precision@5": 1.0}
     }
 
@@ -102,7 +106,7 @@ def test_sums_do_not_depend_on_how_the_stream_was_cut_into_batches() -> None:
 
 def test_window_with_more_queries_than_initial_rows_grows_and_keeps_every_sum() -> None:
     cells = [(f"q{n}", 0, [n / 1000]) for n in range(300)]
-    summary = only(aggregate_of(cells).summaries(SPEC, KEYS))
+    summary = only(aggregate_of(cells).summaries(SPEC, KEYS, REGISTRY))
     assert summary.queries == 300
     assert summary.query_means["q299"]["ndcg@10:linear"] == 0.299
     assert math.isclose(summary.sums["ndcg@10:linear"], sum(n / 1000 for n in range(300)))
