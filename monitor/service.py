@@ -22,7 +22,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -165,8 +164,8 @@ class Monitor:
             self._scorer.evaluation_set.version,
         )
 
-    def run(self, stop: threading.Event, started: Callable[[], None] | None = None) -> None:
-        """Poll, score and tick until `stop` is set; then commit what is safe and close."""
+    def start(self) -> None:
+        """Serve `/metrics`, start the schedule and delivery, learn what was published."""
         self.server.start()
         self._delivery.start()
         self._scheduler.add_job(
@@ -179,20 +178,24 @@ class Monitor:
         )
         self._scheduler.start()
         _log.info(
-            "rankmon started", extra=fields(metrics=self.metrics_url, topic=self.config.kafka.topic)
+            "rankmon started",
+            extra=fields(metrics=self.metrics_url, topic=self.config.kafka.topic),
         )
-        if started is not None:
-            started()
+        self._restore()
+
+    def run(self, stop: threading.Event) -> None:
+        """`start()`, then poll, score and tick until `stop` is set; then `close()`."""
+        self.start()
         try:
-            self._restore()
             while not stop.is_set():
-                self._step()
+                self.step()
         finally:
-            self._shutdown()
+            self.close()
 
     # -- the loop -------------------------------------------------------------------------
 
-    def _step(self) -> None:
+    def step(self) -> None:
+        """One poll: rebalances, intake, readiness, and the tick if the schedule asked for it."""
         batch = self.source.poll(timeout_ms=POLL_TIMEOUT_MS)
         self._rebalance(batch)
         if batch.records:
@@ -326,7 +329,7 @@ class Monitor:
         self.alerts.restore(summaries)
         _log.info("restored published windows", extra=fields(windows=len(summaries)))
 
-    def _shutdown(self) -> None:
+    def close(self) -> None:
         """Finalize nothing early: flush, commit what is safe, close everything (bounded)."""
         self._scheduler.shutdown(wait=False)
         if self._publish([]):

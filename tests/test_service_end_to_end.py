@@ -33,6 +33,7 @@ from monitor.config import load_config
 from monitor.gain import EXP, LINEAR
 from monitor.service import Monitor
 from monitor.summary import WindowSummary
+from tests.realparts import Promtool
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -156,9 +157,13 @@ def _consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 3
     return records
 
 
-def _scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+def _get(url: str) -> str:
     with urllib.request.urlopen(url, timeout=5) as response:
-        text = response.read().decode()
+        return str(response.read().decode())
+
+
+def _scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    text = _get(url)
     return {
         (sample.name, frozenset(sample.labels.items())): sample.value
         for family in text_string_to_metric_families(text)
@@ -167,7 +172,7 @@ def _scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
 
 
 def test_published_windows_and_metrics_equal_an_independent_computation(
-    running_monitor: tuple[Monitor, str], tansu: EmbeddedBroker
+    running_monitor: tuple[Monitor, str], tansu: EmbeddedBroker, promtool: Promtool
 ) -> None:
     monitor, topic = running_monitor
     bootstrap = tansu.bootstrap_servers
@@ -215,6 +220,8 @@ def test_published_windows_and_metrics_equal_an_independent_computation(
         return scraped.get(key, math.nan)
 
     assert outcome("accepted") == len(EVENTS) + 1
+    lint = promtool.check_metrics(_get(monitor.metrics_url))
+    assert lint.ok, lint.output
     assert outcome("invalid", "invalid_json") == 1
     assert outcome("unknown_query") == 1
 

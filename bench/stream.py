@@ -1,0 +1,198 @@
+"""Stream throughput and memory: events/s from a Tansu topic through finalized windows.
+
+    .venv/bin/python bench/stream.py                 # the issue's 1M events
+    .venv/bin/python bench/stream.py --events 100000 # a quicker run
+
+In one run, on one topic (one partition) holding N ranking events of 100 documents each
+(1000 evaluation-set queries, ~20 judged documents each, two model segments, every event in
+one 1-hour window):
+
+1. raw kafka-python: a plain KafkaConsumer reads all N records (the baseline);
+2. rankmon: a `Monitor` on the same topic polls, decodes, validates, scores nDCG@5/10/20
+   (linear and exp), precision/recall/judged@5/10/20, MRR and MAP, windows every event,
+   then finalizes and publishes the window; events/s counts from the first poll to the
+   published window.
+
+It prints both rates and their ratio (target >= 0.7, and >= 45k events/s), and the process's
+resident memory after 10k events and after all N in the one window (target: within 50 MB:
+state grows with queries x windows x segments, never with events, except the dedupe ids of
+open windows, which are part of what is measured).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import orjson
+from kafka import KafkaConsumer, KafkaProducer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from monitor.broker import EmbeddedBroker
+from monitor.config import load_config
+from monitor.service import Monitor
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a window start
+QUERIES = 1000
+DEPTH = 100
+
+
+def rss_mb() -> float:
+    """Resident set size of this process, from /proc."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def write_qrels(path: Path, rng: random.Random) -> None:
+    lines = [
+        f"q{q} 0 d{q}_{j} {rng.choice((0, 0, 1, 1, 2, 3))}\n"
+        for q in range(QUERIES)
+        for j in range(20)
+    ]
+    path.write_text("".join(lines))
+
+
+def produce(bootstrap: str, topic: str, events: int, rng: random.Random) -> float:
+    """Write `events` ranking events (all in the window [T0, T0 + 1h)); returns seconds."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=50, batch_size=1 << 20, acks=1)
+    unjudged = [f"u{j}" for j in range(2000)]
+    started = time.perf_counter()
+    for n in range(events):
+        q = rng.randrange(QUERIES)
+        judged = [f"d{q}_{j}" for j in rng.sample(range(20), 15)]
+        ranking = judged + rng.sample(unjudged, DEPTH - len(judged))
+        rng.shuffle(ranking)
+        value = orjson.dumps(
+            {
+                "event_id": f"e{n}",
+                "query_id": f"q{q}",
+                "ranking": ranking,
+                "event_time": T0 + n * 3_000_000 // events,
+                "segment": {"model": "v1" if n % 2 else "v2"},
+            }
+        )
+        producer.send(topic, key=f"q{q}".encode(), value=value)
+    # a closer past the window's end moves the watermark so that the window finalizes
+    closer = {
+        "event_id": "closer",
+        "query_id": "q0",
+        "ranking": ["d0_0"],
+        "event_time": T0 + 3_700_000,
+    }
+    producer.send(topic, key=b"q0", value=orjson.dumps(closer))
+    producer.flush()
+    producer.close()
+    return time.perf_counter() - started
+
+
+def raw_consume(bootstrap: str, topic: str, expected: int) -> float:
+    """Seconds a plain KafkaConsumer takes to read `expected` records."""
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        auto_offset_reset="earliest",
+        max_poll_records=500,
+    )
+    seen = 0
+    started = None
+    while seen < expected:
+        batches = consumer.poll(timeout_ms=1000)
+        if started is None and batches:
+            started = time.perf_counter()
+        seen += sum(len(records) for records in batches.values())
+    elapsed = time.perf_counter() - (started or time.perf_counter())
+    consumer.close()
+    return elapsed
+
+
+def monitor_config(workdir: Path, bootstrap: str, topic: str) -> Path:
+    config = workdir / "rankmon.yaml"
+    config.write_text(
+        f"""
+kafka:
+  bootstrap_servers: ["{bootstrap}"]
+  topic: {topic}
+  group_id: bench-{topic}
+  session_timeout_ms: 6000
+  max_poll_records: 500
+evaluation_set: {{path: {workdir / "qrels.txt"}, reload: {{watch: false}}}}
+metrics: {{cutoffs: [5, 10, 20], gains: [linear, exp]}}
+windows: {{size: 1h, allowed_lateness: 1s, idle_timeout: 1h}}
+schedule: {{interval: 1h}}
+segments: {{keys: [model]}}
+export: {{host: 127.0.0.1, port: 0}}
+logging: {{level: WARNING}}
+alerts: {{log: false}}
+"""
+    )
+    return config
+
+
+def run_monitor(config: Path, events: int) -> tuple[float, float, float]:
+    """Seconds from the first poll to the published window; RSS after 10k and after all."""
+    monitor = Monitor(load_config(config, environ={}))
+    monitor.start()
+    totals = monitor.snapshot
+    rss_10k: float | None = None
+    started = None
+    try:
+        while True:
+            monitor.step()
+            accepted = totals().outcomes.get("accepted", 0)
+            if started is None and accepted:
+                started = time.perf_counter()
+            if rss_10k is None and accepted >= 10_000:
+                rss_10k = rss_mb()
+            if accepted >= events + 1:
+                break
+        rss_all = rss_mb()
+        monitor.tick()  # finalize and publish the window
+        elapsed = time.perf_counter() - (started or time.perf_counter())
+        if not totals().history:
+            raise SystemExit("the window did not finalize")
+    finally:
+        monitor.close()
+    return elapsed, rss_10k if rss_10k is not None else rss_all, rss_all
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedBroker() as broker:
+        workdir = Path(tmp)
+        write_qrels(workdir / "qrels.txt", rng)
+        topic = "bench-events"
+        for name in (topic, f"{topic}.dlq", f"{topic}.windows"):
+            broker.create_topic(name, 1)
+        seconds = produce(broker.bootstrap_servers, topic, args.events, rng)
+        print(f"produced {args.events + 1:,} events in {seconds:.1f} s")
+        raw = raw_consume(broker.bootstrap_servers, topic, args.events + 1)
+        raw_rate = (args.events + 1) / raw
+        print(f"raw kafka-python consume:   {raw_rate:>10,.0f} events/s ({raw:.1f} s)")
+        elapsed, rss_10k, rss_all = run_monitor(
+            monitor_config(workdir, broker.bootstrap_servers, topic), args.events
+        )
+        rate = (args.events + 1) / elapsed
+        print(f"rankmon through windows:    {rate:>10,.0f} events/s ({elapsed:.1f} s)")
+        print(f"ratio rankmon / raw:        {rate / raw_rate:10.2f}   (target >= 0.70)")
+        print(f"RSS after 10k events:       {rss_10k:10.1f} MB")
+        growth = rss_all - rss_10k
+        print(f"RSS after {args.events:,} events:  {rss_all:8.1f} MB")
+        print(f"RSS growth:                 {growth:10.1f} MB   (target <= 50)")
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "bench"
+    main()
