@@ -244,7 +244,7 @@ def _read_segments(section: ConfigSection) -> SegmentsConfig:
     keys = section.get("keys", as_str_list, _NO_KEYS)
     config = SegmentsConfig(
         keys=keys,
-        max_values=section.get("max_values", as_int(1), 100),
+        max_values=section.get("max_values", as_int(1, 100_000), 100),
     )
     section.finish()
     reserved = {"k", "gain", "window", "outcome", "reason", "version", "instance", "job"}

@@ -30,6 +30,7 @@ PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _TOPIC: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
 DEFAULT_MAX_RECORD_BYTES: Final = 1_048_576  # Kafka's own default record size limit
+MAX_RECORD_BYTES: Final = 2**31 - 1  # Kafka sizes are int32
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +95,11 @@ def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -
         auto_offset_reset=section.get(
             "auto_offset_reset", as_choice("earliest", "latest"), "earliest"
         ),
-        session_timeout_ms=section.get("session_timeout_ms", as_int(1000), None),
-        max_poll_records=section.get("max_poll_records", as_int(1), 500),
-        max_record_bytes=section.get("max_record_bytes", as_int(1), DEFAULT_MAX_RECORD_BYTES),
+        session_timeout_ms=section.get("session_timeout_ms", as_int(1000, 3_600_000), None),
+        max_poll_records=section.get("max_poll_records", as_int(1, 1_000_000), 500),
+        max_record_bytes=section.get(
+            "max_record_bytes", as_int(1, MAX_RECORD_BYTES), DEFAULT_MAX_RECORD_BYTES
+        ),
         security=_read_security(section.section("security"), environ, base),
     )
     if len({config.topic, config.dead_letter_topic, config.windows_topic}) < 3:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.config_source import ConfigSection, as_choice, as_int, as_int_list
+from monitor.events import MAX_GRADE
 from monitor.gain import EXP, LINEAR, Gain
 
 __all__ = ["MetricsConfig", "read_metrics"]
@@ -48,12 +49,12 @@ def read_metrics(section: ConfigSection) -> MetricsConfig:
     """Build the `metrics` section."""
     defaults = MetricsConfig()
     config = MetricsConfig(
-        cutoffs=section.get("cutoffs", as_int_list(1), defaults.cutoffs),
+        cutoffs=section.get("cutoffs", as_int_list(1, 1_000_000), defaults.cutoffs),
         gains=section.get("gains", _gains, defaults.gains),
-        relevance_level=section.get("relevance_level", as_int(1), 1),
+        relevance_level=section.get("relevance_level", as_int(1, MAX_GRADE), 1),
         idcg_zero=section.get("idcg_zero", as_choice("zero", "exclude"), "zero"),
         max_depth=section.get("max_depth", as_int(1, 1_000_000), 1000),
-        min_queries=section.get("min_queries", as_int(1), 1),
+        min_queries=section.get("min_queries", as_int(1, 10_000_000), 1),
     )
     section.finish()
     return config

@@ -259,9 +259,9 @@ def as_str_list(value: Any) -> tuple[str, ...]:
     return tuple(items)
 
 
-def as_int_list(minimum: int) -> Callable[[Any], tuple[int, ...]]:
-    """A non-empty list of distinct integers >= minimum (or one comma-separated string)."""
-    item_parse = as_int(minimum)
+def as_int_list(minimum: int, maximum: int | None = None) -> Callable[[Any], tuple[int, ...]]:
+    """A non-empty list of distinct integers in [minimum, maximum] (or a comma-separated string)."""
+    item_parse = as_int(minimum, maximum)
 
     def parse(value: Any) -> tuple[int, ...]:
         items = tuple(item_parse(item) for item in _as_list(value))

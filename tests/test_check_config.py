@@ -61,6 +61,13 @@ BAD_KEYS = [
     ),
     pytest.param(section("metrics", idcg_zero="one"), {}, "metrics.idcg_zero", id="idcg-zero"),
     pytest.param(section("metrics", max_depth=0), {}, "metrics.max_depth", id="max-depth"),
+    pytest.param(section("metrics", cutoffs=[10**9]), {}, "metrics.cutoffs", id="huge-cutoff"),
+    pytest.param(
+        section("kafka", max_record_bytes=2**40),
+        {},
+        "kafka.max_record_bytes",
+        id="record-bytes-past-int32",
+    ),
     pytest.param({"evaluation_set": {"path": "q"}}, {}, "kafka.topic", id="missing-topic"),
     pytest.param({"kafka": {"topic": "t"}}, {}, "evaluation_set.path", id="missing-evalset"),
     pytest.param({**MINIMAL, "exporter": {}}, {}, "exporter", id="unknown-section"),
