@@ -96,7 +96,7 @@ def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -
             "auto_offset_reset", as_choice("earliest", "latest"), "earliest"
         ),
         session_timeout_ms=section.get("session_timeout_ms", as_int(1000, 3_600_000), None),
-        max_poll_records=section.get("max_poll_records", as_int(1, 1_000_000), 500),
+        max_poll_records=section.get("max_poll_records", as_int(1, 1_000_000), 5000),
         max_record_bytes=section.get(
             "max_record_bytes", as_int(1, MAX_RECORD_BYTES), DEFAULT_MAX_RECORD_BYTES
         ),
