@@ -132,17 +132,22 @@ class WindowAggregate:
 
     def summaries(
         self, spec: WindowSpec, measure_keys: Sequence[str], registry: CellRegistry
-    ) -> list[WindowSummary]:
-        """One summary per segment, segments in sorted order."""
+    ) -> list[tuple[WindowSummary, frozenset[int]]]:
+        """One summary per segment, segments in sorted order, with the partitions it holds."""
         by_segment: dict[Segment, dict[str, list[int]]] = {}
+        partitions: dict[Segment, set[int]] = {}
         held = np.flatnonzero(self.counts)
         # Sorted cells: a query on several partitions is merged in the same order every run.
         keys = [registry.keys[cell] for cell in self.cells[held]]
         for key, row in sorted(zip(keys, held.tolist(), strict=True)):
-            query, segment, _partition = key
+            query, segment, partition = key
             by_segment.setdefault(segment, {}).setdefault(query, []).append(row)
+            partitions.setdefault(segment, set()).add(partition)
         return [
-            self._summary(spec, measure_keys, segment, by_segment[segment])
+            (
+                self._summary(spec, measure_keys, segment, by_segment[segment]),
+                frozenset(partitions[segment]),
+            )
             for segment in sorted(by_segment)
         ]
 

@@ -6,12 +6,16 @@ that commit may already have been published, in full or (a crash between two rec
 some segments only. The wiring reads the windows topic back and marks each record here; the
 replay then skips their events (neither counted nor late) and their summaries.
 
+A mark may name the partitions whose events the record covers (several instances in one
+group each publish their own partitions' share of a window); without them it covers every
+partition. Only the marked partitions' events are skipped.
+
 Marks also restore part of the lost watermark. A finalize publishes its windows oldest first
 and commits after the last one, so every marked window older than the newest marked start was
-published in full: the original watermark had passed its end. That end is the `floor`:
-events whose windows all end by it were late before the crash and are late again, instead of
-opening windows that were never published. The newest marked window may be partial; it and
-anything newer are decided by the replayed records.
+published in full: the original watermark had passed its end. That end is the `floor` (per
+partition, when marks name partitions): events whose windows all end by it were late before
+the crash and are late again, instead of opening windows that were never published. The
+newest marked window may be partial; it and anything newer are decided by the replay.
 
     published    [0 -- 10) all segments   [10 -- 20) model=a only (crash)
     floor        10                       events of [10, 20) model=b are counted again
@@ -19,45 +23,85 @@ anything newer are decided by the replayed records.
 
 from __future__ import annotations
 
-from monitor.summary import Segment
+from collections.abc import Collection, Sequence
 
-__all__ = ["PublishedWindows"]
+from monitor.summary import Segment, WindowSummary
+from monitor.window_assigner import WindowSpec
 
+__all__ = ["EVERY_PARTITION", "PublishedWindows"]
+
+EVERY_PARTITION = -1
 NO_FLOOR = -(1 << 62)
+
+_Mark = tuple[int, Segment, str, int]  # (window start, segment, version, partition)
 
 
 class PublishedWindows:
-    """Marks of published (window start, segment, evaluation-set version) summaries."""
+    """Marks of published (window start, segment, evaluation-set version[, partition])."""
 
-    def __init__(self, size_ms: int) -> None:
-        self._size_ms = size_ms
-        self._marks: set[tuple[int, Segment, str]] = set()
-        self._newest_start: int | None = None
-        self.floor_ms = NO_FLOOR
+    def __init__(self, spec: WindowSpec) -> None:
+        self._spec = spec
+        self._marks: set[_Mark] = set()
+        self._newest: dict[int, int] = {}  # partition -> newest marked start
+        self._floors: dict[int, int] = {}  # partition -> floor
 
-    def mark(self, start_ms: int, segment: Segment, version: str) -> None:
-        """Remember one published summary and raise the floor if it proves an older window
+    def mark(
+        self, start_ms: int, segment: Segment, version: str, partitions: Collection[int] | None
+    ) -> None:
+        """Remember one published summary; raise the floor where it proves an older window
         complete."""
-        self._marks.add((start_ms, segment, version))
-        newest = self._newest_start
-        if newest is None or start_ms > newest:
-            if newest is not None:
-                self.floor_ms = max(self.floor_ms, newest + self._size_ms)
-            self._newest_start = start_ms
-        elif start_ms < newest:
-            self.floor_ms = max(self.floor_ms, start_ms + self._size_ms)
-
-    def __contains__(self, key: tuple[int, Segment, str]) -> bool:
-        return key in self._marks
+        for partition in partitions if partitions is not None else (EVERY_PARTITION,):
+            self._marks.add((start_ms, segment, version, partition))
+            newest = self._newest.get(partition)
+            if newest is None or start_ms > newest:
+                self._newest[partition] = start_ms
+                proven = None if newest is None else newest + self._spec.size_ms
+            else:
+                proven = start_ms + self._spec.size_ms if start_ms < newest else None
+            if proven is not None:
+                self._floors[partition] = max(self._floors.get(partition, NO_FLOOR), proven)
 
     def __len__(self) -> int:
         return len(self._marks)
 
-    def any_of(self, starts: range, segment: Segment, version: str) -> bool:
-        """Whether any of these windows was published for the segment and version."""
-        return any((start, segment, version) in self._marks for start in starts)
+    def floor_ms(self, partition: int) -> int:
+        """Windows ending by this are closed for the partition's events."""
+        floors = self._floors
+        return max(floors.get(EVERY_PARTITION, NO_FLOOR), floors.get(partition, NO_FLOOR))
+
+    def covers(self, start_ms: int, segment: Segment, version: str, partition: int) -> bool:
+        """Whether the partition's events of this window, segment and version are published."""
+        marks = self._marks
+        return (start_ms, segment, version, EVERY_PARTITION) in marks or (
+            start_ms,
+            segment,
+            version,
+            partition,
+        ) in marks
+
+    def open_starts(
+        self, pane: int, watermark: int, segment: Segment, version: str, partition: int
+    ) -> Sequence[int]:
+        """Starts of an event's windows that are open and not published for its partition."""
+        spec = self._spec
+        first = pane - spec.size_ms + spec.hop_ms
+        closed_up_to = max(watermark, self.floor_ms(partition))
+        if closed_up_to > NO_FLOOR:
+            first = max(first, spec.first_open_start(closed_up_to))
+        starts = range(first, pane + 1, spec.hop_ms)
+        return [s for s in starts if not self.covers(s, segment, version, partition)]
+
+    def covers_any(self, pane: int, segment: Segment, version: str, partition: int) -> bool:
+        """Whether any window holding an event of this pane was published for it."""
+        starts = range(pane - self._spec.size_ms + self._spec.hop_ms, pane + 1, self._spec.hop_ms)
+        return any(self.covers(s, segment, version, partition) for s in starts)
+
+    def covers_all(self, summary: WindowSummary, partitions: Collection[int]) -> bool:
+        """Whether every partition of a finalized summary had it published already."""
+        start, segment, version = summary.start_ms, summary.segment, summary.evaluation_set_version
+        return all(self.covers(start, segment, version, p) for p in partitions)
 
     def prune(self, watermark_ms: int) -> None:
         """Forget marks of windows the replayed watermark has passed: their events are late
         again, as they were before the crash."""
-        self._marks = {k for k in self._marks if k[0] + self._size_ms > watermark_ms}
+        self._marks = {m for m in self._marks if m[0] + self._spec.size_ms > watermark_ms}

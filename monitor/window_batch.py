@@ -14,9 +14,14 @@ import numpy.typing as npt
 
 from monitor.summary import Segment
 
-__all__ = ["Admission", "EventBatch", "IntColumn", "StateSize"]
+__all__ = ["AcceptedRows", "Admission", "EventBatch", "IntColumn", "StateSize", "int_list"]
 
 IntColumn = Sequence[int] | npt.NDArray[np.int64]
+
+
+def int_list(column: IntColumn) -> Sequence[int]:
+    """The column as Python ints: they iterate several times faster than numpy scalars."""
+    return column.tolist() if isinstance(column, np.ndarray) else column
 
 
 @dataclass(frozen=True)
@@ -70,3 +75,28 @@ class StateSize:
     event_ids: int  # the dedupe set: events of open panes
     panes: int  # (pane, partition) first offsets of open panes
     published: int  # published windows remembered for replay
+
+
+class AcceptedRows:
+    """What the per-event loop of `EventWindows` gathered for the vectorised steps after it."""
+
+    __slots__ = (
+        "cells",
+        "hashes",
+        "in_batch",
+        "known",
+        "remembered",
+        "rows",
+        "starts",
+        "watermarks",
+    )
+
+    def __init__(self, hashes: npt.NDArray[np.int64], known: list[bool]) -> None:
+        self.hashes = hashes  # of every event id in the batch
+        self.known = known  # whether the dedupe set held the id before the batch
+        self.in_batch: set[str] = set()  # ids remembered by earlier rows of the batch
+        self.rows: list[int] = []  # batch rows counted into windows
+        self.cells: list[int] = []  # their cell ids
+        self.watermarks: list[int] = []  # the watermark each was admitted under
+        self.starts: list[Sequence[int]] = []  # their window starts, when replaying only
+        self.remembered: list[int] = []  # rows not counted whose ids still dedupe

@@ -29,50 +29,39 @@ events, and is freed as their windows finalize (`monitor.dedupe`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+import threading
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from monitor.aggregate import CellRegistry, Ints, WindowAggregate
+from monitor.aggregate import CellRegistry, WindowAggregate
 from monitor.clock import Clock
 from monitor.dedupe import EventIdSet, id_hashes
 from monitor.published import PublishedWindows
+from monitor.safe_offsets import SafeOffsets
 from monitor.summary import Segment, WindowSummary
 from monitor.watermark import NO_WATERMARK, Watermarks
 from monitor.window_assigner import WindowSpec, members_by_listed_start
-from monitor.window_batch import Admission, EventBatch, IntColumn, StateSize
+from monitor.window_batch import AcceptedRows, Admission, EventBatch, StateSize, int_list
 
 __all__ = ["Admission", "EventBatch", "EventWindows", "StateSize"]
 
 
-def _ints(column: IntColumn) -> Sequence[int]:
-    # Python ints iterate several times faster than numpy scalars in the per-event loop.
-    return column.tolist() if isinstance(column, np.ndarray) else column
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
-class _Accepted:
-    """What the per-event loop gathered for the vectorised steps after it."""
+def _locked(
+    method: Callable[Concatenate[EventWindows, _P], _R],
+) -> Callable[Concatenate[EventWindows, _P], _R]:
+    def holding_the_lock(self: EventWindows, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self._lock:
+            return method(self, *args, **kwargs)
 
-    __slots__ = (
-        "cells",
-        "hashes",
-        "in_batch",
-        "known",
-        "remembered",
-        "rows",
-        "starts",
-        "watermarks",
-    )
-
-    def __init__(self, hashes: Ints, known: list[bool]) -> None:
-        self.hashes = hashes  # of every event id in the batch
-        self.known = known  # whether the dedupe set held the id before the batch
-        self.in_batch: set[str] = set()  # ids remembered by earlier rows of the batch
-        self.rows: list[int] = []  # batch rows counted into windows
-        self.cells: list[int] = []  # their cell ids
-        self.watermarks: list[int] = []  # the watermark each was admitted under
-        self.starts: list[Sequence[int]] = []  # their window starts, when replaying only
-        self.remembered: list[int] = []  # rows not counted whose ids still dedupe
+    functools.update_wrapper(holding_the_lock, method)
+    return holding_the_lock
 
 
 class EventWindows:
@@ -86,15 +75,20 @@ class EventWindows:
         self._windows: dict[str, dict[int, WindowAggregate]] = {}  # version -> start -> agg
         self._registry = CellRegistry()
         self._ids = EventIdSet()
-        self._panes: dict[tuple[int, int], int] = {}  # (pane start, partition) -> 1st offset
-        self._published = PublishedWindows(spec.size_ms)
+        self._offsets = SafeOffsets()
+        self._published = PublishedWindows(spec)
+        # The poll loop adds batches while the scheduler finalizes and the exporter reads
+        # gauges: every public method holds this lock.
+        self._lock = threading.Lock()
 
     # -- partitions ---------------------------------------------------------------------
 
+    @_locked
     def assign(self, partitions: Iterable[int]) -> None:
         """Track newly assigned partitions (unassigned ones are tracked on first sight)."""
         self._watermarks.assign(partitions)
 
+    @_locked
     def revoke(self, partitions: Iterable[int]) -> None:
         """Discard exactly what these partitions contributed to open windows.
 
@@ -103,7 +97,7 @@ class EventWindows:
         """
         gone = set(partitions)
         self._watermarks.revoke(gone)
-        self._panes = {key: offset for key, offset in self._panes.items() if key[1] not in gone}
+        self._offsets.drop_partitions(gone)
         self._ids.discard_partitions(gone)
         cells = self._registry.of_partitions(gone)
         for by_start in self._windows.values():
@@ -112,6 +106,7 @@ class EventWindows:
                 if aggregate.empty:
                     del by_start[start]
 
+    @_locked
     def record_consumed(self, partition: int, offset: int) -> None:
         """Note a record rejected before windowing (invalid, unknown query), so the safe
         offset of a partition with no open window moves past it."""
@@ -121,6 +116,7 @@ class EventWindows:
 
     # -- events -------------------------------------------------------------------------
 
+    @_locked
     def add_batch(self, batch: EventBatch) -> Admission:
         """Count a batch's events into their open windows; return what was rejected."""
         if batch.measures.ndim != 2 or batch.measures.shape[1] != len(self.measure_keys):
@@ -130,17 +126,18 @@ class EventWindows:
             self._count(batch, self._admit(batch, admission))
         return admission
 
-    def _admit(self, batch: EventBatch, admission: Admission) -> _Accepted:
+    def _admit(self, batch: EventBatch, admission: Admission) -> AcceptedRows:
         # The per-event path of the service (~45k events/s): locals instead of attributes,
         # one loop, vectorised work before and after it, replays in helpers. Long on purpose.
         size, hop, lateness = self.spec.size_ms, self.spec.hop_ms, self.spec.allowed_lateness_ms
         replaying, version = bool(self._published), batch.evaluation_set_version
-        partitions, offsets = _ints(batch.partitions), _ints(batch.offsets)
+        partitions, offsets = int_list(batch.partitions), int_list(batch.offsets)
         event_ids, query_ids, segments = batch.event_ids, batch.query_ids, batch.segments
-        watermarks, panes, registry = self._watermarks, self._panes, self._registry
+        watermarks, panes, registry = self._watermarks, self._offsets.first_in_pane, self._registry
+        published = self._published
         cell_ids = registry.ids
         hashes = id_hashes(event_ids)
-        accepted = _Accepted(hashes, self._ids.contains(hashes).tolist())
+        accepted = AcceptedRows(hashes, self._ids.contains(hashes).tolist())
         known, in_batch = accepted.known, accepted.in_batch
         rows, cells, marks = accepted.rows, accepted.cells, accepted.watermarks
         late, duplicates = admission.late, admission.duplicates
@@ -148,7 +145,7 @@ class EventWindows:
         partition, progress, floor = None, watermarks.progress(partitions[0]), 0
         slot_pane = slot_partition = None
         starts: Sequence[int] = ()
-        for i, time_ms in enumerate(_ints(batch.event_times_ms)):
+        for i, time_ms in enumerate(int_list(batch.event_times_ms)):
             if partitions[i] != partition:
                 partition = partitions[i]
                 progress = watermarks.progress(partition)
@@ -164,7 +161,7 @@ class EventWindows:
             pane = time_ms - time_ms % hop
             segment = segments[i]
             if replaying:
-                starts = self._open_starts(pane, watermark, segment, version)
+                starts = published.open_starts(pane, watermark, segment, version, partition)
                 if not starts:
                     self._reject_closed(i, batch, admission, accepted)
                     continue
@@ -190,25 +187,13 @@ class EventWindows:
         watermarks.global_ms = watermark
         return accepted
 
-    def _open_starts(
-        self, pane: int, watermark: int, segment: Segment, version: str
-    ) -> Sequence[int]:
-        """Starts of the event's windows that are open and not already published."""
-        published = self._published
-        first = pane - self.spec.size_ms + self.spec.hop_ms
-        closed_up_to = max(watermark, published.floor_ms)
-        if closed_up_to > NO_WATERMARK:
-            first = max(first, self.spec.first_open_start(closed_up_to))
-        starts = range(first, pane + 1, self.spec.hop_ms)
-        return [s for s in starts if (s, segment, version) not in published]
-
     def _reject_closed(
-        self, row: int, batch: EventBatch, admission: Admission, accepted: _Accepted
+        self, row: int, batch: EventBatch, admission: Admission, accepted: AcceptedRows
     ) -> None:
         """An event with no open window while replaying: late, or in a published window."""
         segment, version = batch.segments[row], batch.evaluation_set_version
-        starts = self.spec.starts_of(int(batch.event_times_ms[row]))
-        if not self._published.any_of(starts, segment, version):
+        pane = self.spec.pane_of(int(batch.event_times_ms[row]))
+        if not self._published.covers_any(pane, segment, version, int(batch.partitions[row])):
             admission.late.append(row)
             return
         admission.already_published.append(row)
@@ -218,7 +203,7 @@ class EventWindows:
             accepted.in_batch.add(event_id)
             accepted.remembered.append(row)
 
-    def _count(self, batch: EventBatch, accepted: _Accepted) -> None:
+    def _count(self, batch: EventBatch, accepted: AcceptedRows) -> None:
         """Remember the new ids and add the accepted events into their windows."""
         times = np.asarray(batch.event_times_ms, dtype=np.int64)
         all_panes = times - times % self.spec.hop_ms
@@ -255,6 +240,12 @@ class EventWindows:
         windows marked published are not produced again. After publishing what this returns,
         commit `safe_offsets()`.
         """
+        return [summary for summary, _partitions in self.finalize_with_partitions()]
+
+    @_locked
+    def finalize_with_partitions(self) -> list[tuple[WindowSummary, frozenset[int]]]:
+        """`finalize()`, with the partitions whose events each summary holds: for records
+        that several instances publish for one window (see `mark_published`)."""
         watermark = self._watermarks.refresh()
         size = self.spec.size_ms
         closed: list[WindowAggregate] = []
@@ -262,31 +253,38 @@ class EventWindows:
             for start in [s for s in by_start if s + size <= watermark]:
                 closed.append(by_start.pop(start))
         self._windows = {v: by_start for v, by_start in self._windows.items() if by_start}
-        self._panes = {
-            key: first for key, first in self._panes.items() if key[0] + size > watermark
-        }
+        self._offsets.close_panes(size, watermark)
         self._ids.discard_panes(lambda panes: panes + size <= watermark)
         closed.sort(key=lambda a: (a.start_ms, a.evaluation_set_version))
-        published = self._published
         summaries = [
-            summary
+            (summary, partitions)
             for aggregate in closed
-            for summary in aggregate.summaries(self.spec, self.measure_keys, self._registry)
-            if (summary.start_ms, summary.segment, summary.evaluation_set_version) not in published
+            for summary, partitions in aggregate.summaries(
+                self.spec, self.measure_keys, self._registry
+            )
+            if not self._published.covers_all(summary, partitions)
         ]
-        published.prune(watermark)
+        self._published.prune(watermark)
         return summaries
 
-    def mark_published(self, start_ms: int, segment: Segment, evaluation_set_version: str) -> None:
+    @_locked
+    def mark_published(
+        self,
+        start_ms: int,
+        segment: Segment,
+        evaluation_set_version: str,
+        partitions: Collection[int] | None = None,
+    ) -> None:
         """Remember a summary already on the windows topic (read back after a restart).
 
-        Replayed events of that window, segment and version are then neither counted nor
-        late (`already_published`), and its summary is not produced again; older windows
-        count as closed (`monitor.published`). Marks of windows the watermark has passed are
-        dropped at the next `finalize()`.
+        Replayed events of that window, segment and version (from `partitions`, default
+        all) are then neither counted nor late (`already_published`), and the summary is not
+        produced again; older windows count as closed (`monitor.published`). Marks of
+        windows the watermark has passed are dropped at the next `finalize()`.
         """
-        self._published.mark(start_ms, segment, evaluation_set_version)
+        self._published.mark(start_ms, segment, evaluation_set_version, partitions)
 
+    @_locked
     def safe_offsets(self) -> dict[int, int]:
         """Per partition, the offset from which a restart replays exactly the open windows.
 
@@ -294,16 +292,7 @@ class EventWindows:
         returned by `finalize()`); with nothing open, the offset after the last record seen.
         Partitions that delivered nothing are absent.
         """
-        firsts: dict[int, int] = {}
-        for (_pane, partition), first in self._panes.items():
-            firsts[partition] = min(first, firsts.get(partition, first))
-        safe: dict[int, int] = {}
-        for partition, progress in self._watermarks.partitions.items():
-            if partition in firsts:
-                safe[partition] = firsts[partition]
-            elif progress.next_offset is not None:
-                safe[partition] = progress.next_offset
-        return safe
+        return self._offsets.by_partition(self._watermarks.partitions)
 
     # -- gauges -------------------------------------------------------------------------
 
@@ -313,19 +302,23 @@ class EventWindows:
         watermark = self._watermarks.global_ms
         return None if watermark <= NO_WATERMARK else watermark
 
+    @_locked
     def partition_watermarks(self) -> dict[int, int | None]:
         """Each tracked partition's watermark in epoch ms (`None` before its first event)."""
         return {p: self._watermarks.of_partition(p) for p in sorted(self._watermarks.partitions)}
 
+    @_locked
     def idle_partitions(self) -> list[int]:
         """Partitions that no longer hold the watermark back."""
         return self._watermarks.idle_partitions()
 
     @property
+    @_locked
     def open_windows(self) -> int:
         """Distinct window starts not yet finalized (over every evaluation-set version)."""
         return len({start for by_start in self._windows.values() for start in by_start})
 
+    @_locked
     def state_size(self) -> StateSize:
         """Entries held in memory, by kind."""
         aggregates = [a for by_start in self._windows.values() for a in by_start.values()]
@@ -334,6 +327,6 @@ class EventWindows:
             cells=sum(a.used for a in aggregates),
             registered_cells=len(self._registry.keys),
             event_ids=len(self._ids),
-            panes=len(self._panes),
+            panes=len(self._offsets),
             published=len(self._published),
         )

@@ -31,8 +31,8 @@ def aggregate_of(cells: list[tuple[str, int, list[float]]]) -> WindowAggregate:
     return aggregate
 
 
-def only(summaries: list[WindowSummary]) -> WindowSummary:
-    [summary] = summaries
+def only(summaries: list[tuple[WindowSummary, frozenset[int]]]) -> WindowSummary:
+    [(summary, _partitions)] = summaries
     return summary
 
 
@@ -76,9 +76,10 @@ def test_measure_undefined_for_every_query_is_nan_without_a_warning() -> None:
 
 def test_query_seen_on_two_partitions_is_one_query_of_the_window() -> None:
     # Records not keyed by query id: q1's events came on partitions 0 and 1.
-    summary = only(
-        aggregate_of([("q1", 0, [0.2]), ("q1", 1, [0.4, 0.6])]).summaries(SPEC, KEYS, REGISTRY)
+    [(summary, partitions)] = aggregate_of([("q1", 0, [0.2]), ("q1", 1, [0.4, 0.6])]).summaries(
+        SPEC, KEYS, REGISTRY
     )
+    assert partitions == {0, 1}
     assert summary.queries == 1
     assert math.isclose(summary.means["ndcg@10:linear"], 0.4)
 

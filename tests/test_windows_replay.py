@@ -63,11 +63,12 @@ def run(logs: dict[int, list[Ev]], broker: Broker, crash_at: tuple[int, str] | N
     monitor, _ = windows(size=60, hop=30, lateness=25)
     for summary in broker.published:
         monitor.mark_published(summary.start_ms, summary.segment, summary.evaluation_set_version)
-    position = {p: broker.committed.get(p, 0) for p in PARTITIONS}
+    monitor.assign(logs)
+    position = {p: broker.committed.get(p, 0) for p in logs}
     polls = 0
-    while any(position[p] < len(logs[p]) for p in PARTITIONS):
+    while any(position[p] < len(logs[p]) for p in logs):
         records = []
-        for p in PARTITIONS:
+        for p in logs:
             records += logs[p][position[p] : position[p] + POLL]
             position[p] += POLL
         add(monitor, *records)
