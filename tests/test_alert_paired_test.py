@@ -93,3 +93,16 @@ def test_a_ten_percent_drop_of_every_query_is_detected_in_its_first_window() -> 
     verdicts = bad_windows(model, drop_rule(0.01), 20, seed=7, drop_at=15, drop=0.10)
     # Windows 0-2 build the baseline; evaluated windows start at 3, so index 15 is 12th.
     assert verdicts[15 - 3] is True
+
+
+def test_a_clear_drop_over_many_queries_gets_the_smallest_monte_carlo_p_value() -> None:
+    base = {f"q{i}": 0.5 + (i % 10) / 50 for i in range(100)}
+    current = {q: v - 0.05 - (i % 3) / 100 for i, (q, v) in enumerate(base.items())}
+    assert paired_drop_test(current, base, draws=1000).p_value == pytest.approx(1 / 1001)
+
+
+def test_a_window_without_a_drop_stops_early_with_a_large_p_value() -> None:
+    base = {f"q{i}": 0.5 for i in range(300)}
+    current = {q: 0.5 + (0.01 if i % 2 else -0.01) for i, q in enumerate(base)}
+    # Symmetric differences: about half the flips are at or below; the first chunk suffices.
+    assert paired_drop_test(current, base).p_value > 0.3
