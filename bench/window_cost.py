@@ -24,25 +24,25 @@ RATE_PER_MS = 45
 MEASURES = tuple(f"m{j}" for j in range(20))
 
 
-def batches(events: int) -> list[EventBatch]:
+def batches(events: int, size: int = BATCH) -> list[EventBatch]:
     rng = np.random.default_rng(7)
     segments = [(("model", f"v{s}"),) for s in range(3)]
     queries = [f"query-{q:05d}" for q in range(2_000)]
     out = []
-    for first in range(0, events, BATCH):
-        n = np.arange(first, first + BATCH)
-        partition = (first // BATCH) % 4
-        times = 1_700_000_000_000 + n // RATE_PER_MS - rng.integers(0, 300, BATCH)
-        picks = rng.integers(0, len(queries), BATCH)
+    for first in range(0, events, size):
+        n = np.arange(first, first + size)
+        partition = (first // size) % 4
+        times = 1_700_000_000_000 + n // RATE_PER_MS - rng.integers(0, 300, size)
+        picks = rng.integers(0, len(queries), size)
         out.append(
             EventBatch(
-                partitions=np.full(BATCH, partition, dtype=np.int64),
+                partitions=np.full(size, partition, dtype=np.int64),
                 offsets=n // 4,
                 event_times_ms=times,
                 event_ids=[f"evt-{k:012d}" for k in n.tolist()],
                 query_ids=[queries[q] for q in picks.tolist()],
                 segments=[segments[q % 3] for q in picks.tolist()],
-                measures=rng.random((BATCH, len(MEASURES))),
+                measures=rng.random((size, len(MEASURES))),
                 evaluation_set_version="sha256:bench",
                 evaluation_set_queries=len(queries),
             )
@@ -58,7 +58,8 @@ def measure(spec: WindowSpec, stream: list[EventBatch]) -> tuple[float, float, i
         started = time.process_time()
         windows.add_batch(batch)
         adding += time.process_time() - started
-        if k % 30 == 29:  # a tick every ~15k events (~0.3 s of stream time)
+        size = len(batch.event_ids)
+        if (k + 1) * size % 15_000 < size:  # a tick every ~15k events (~0.3 s of stream)
             started = time.process_time()
             summaries += len(windows.finalize())
             finalizing += time.process_time() - started
@@ -68,11 +69,12 @@ def measure(spec: WindowSpec, stream: list[EventBatch]) -> tuple[float, float, i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=300_000)
+    parser.add_argument("--batch", type=int, default=BATCH, help="events per add_batch")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
     args = parser.parse_args()
-    stream = batches(args.events)
-    events = len(stream) * BATCH
-    print(f"{events} events in batches of {BATCH}, {len(MEASURES)} measures, 2000 queries")
+    stream = batches(args.events, args.batch)
+    events = len(stream) * args.batch
+    print(f"{events} events in batches of {args.batch}, {len(MEASURES)} measures, 2000 queries")
     for name, spec in (
         ("tumbling", WindowSpec.tumbling(2_000, allowed_lateness_ms=500)),
         ("sliding x4", WindowSpec(2_000, 500, allowed_lateness_ms=500)),
