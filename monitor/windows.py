@@ -1,10 +1,18 @@
 """Event-time windows: assignment, watermarks, duplicates, lateness, safe offsets, finalize.
 
-`EventWindows` is the stateful stage between scoring and the scheduler tick. The wiring hands
-it each poll's accepted, scored events as one `EventBatch` and, on every tick, asks
-`finalize()` for the summaries of windows the watermark has closed, publishes them, then
-commits `safe_offsets()`. Nothing here touches Kafka or Prometheus, and the only clock is the
-injected one (for idle partitions).
+`EventWindows` is the stateful stage between scoring and the scheduler tick:
+
+    assign / revoke(partitions)      on rebalance (revoke drops exactly their share)
+    add_batch(EventBatch)            each poll's scored events -> Admission (late, duplicates)
+    record_consumed(partition, off)  records rejected before windowing
+    finalize()                       on each tick: summaries of the windows the watermark closed
+    safe_offsets()                   after publishing them: what to commit
+    mark_published(...)              on start: summaries already on the windows topic
+
+Nothing here touches Kafka or Prometheus; the only clock is the injected one (idle
+partitions). Every public method holds one lock, so the poll loop, the scheduler and the
+exporter may call from their own threads. Batches are fastest with rows grouped by
+partition, as a poll returns them.
 
 What becomes of an event (in batch order, against the watermark as it stands after the events
 before it, including its own; finalize timing plays no part):
