@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from monitor.windows import StateSize
 from tests.test_windows import Ev, add, spans, windows
 
@@ -156,3 +158,31 @@ def test_state_after_100k_events_of_the_same_queries_equals_state_after_1k() -> 
     small, large = state_after(1_000), state_after(100_000)
     assert large == small
     assert (large.windows, large.cells, large.event_ids) == (2, 100, 200)
+
+
+def test_poll_loop_and_scheduler_threads_can_share_the_windows() -> None:
+    monitor, _ = windows(size=50, hop=25)
+    published: list[int] = []
+    stop = threading.Event()
+
+    def scheduler() -> None:
+        while not stop.is_set():
+            published.extend(s.events for s in monitor.finalize())
+            monitor.safe_offsets()
+            monitor.state_size()
+
+    ticking = threading.Thread(target=scheduler)
+    ticking.start()
+    accepted = 0
+    try:
+        for first in range(0, 20_000, 200):
+            events = (Ev(n // 4, f"e{n}", f"q{n % 7}", n % 3, n) for n in range(first, first + 200))
+            accepted += add(monitor, *events).accepted
+    finally:
+        stop.set()
+        ticking.join()
+    add(monitor, *(Ev(10**6, f"end{p}", partition=p, offset=10**6) for p in range(3)))
+    published.extend(s.events for s in monitor.finalize())
+    # Every accepted event lies in two windows (size / hop); none is lost or counted twice.
+    assert accepted == 20_000
+    assert sum(published) == 2 * accepted
