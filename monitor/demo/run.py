@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,18 +83,18 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         ranker = SyntheticRanker(corpus, versions, seed=options.seed)
         producing, sent = stack.enter_context(_ranker_thread(ranker, broker, scenario, clock))
         stages.append(producing)
-        write(f"broker at {broker.bootstrap_servers} (Tansu), topic {TOPIC}")
-        write(f"metrics at {monitor.metrics_url}")
-        write(
+        intro = [
+            f"broker at {broker.bootstrap_servers} (Tansu), topic {TOPIC}",
+            f"metrics at {monitor.metrics_url}",
             f"v1 degrades {scenario.degrade_after_s:g}s after start; alert {ALERT_NAME} fires "
-            f"when a window's nDCG@10 is below {ALERT_FLOOR}; Ctrl-C ends the demo"
-        )
+            f"when a window's nDCG@10 is below {ALERT_FLOOR}; Ctrl-C ends the demo",
+        ]
 
         def state() -> DemoState:
             elapsed = (clock.now_ms() - start_ms) / 1000
             return demo_state(monitor.snapshot(), MEASURE, monitor.metrics_url, elapsed)
 
-        last = _watch(state, transcript, options, clock, stages)
+        last = _watch(state, transcript, options, clock, stages=stages, intro=intro, write=write)
     # After the stack closed: the ranker thread has stopped, so its count is final.
     degrade_at_ms = versions[0].degrade_at_ms or start_ms
     return DemoOutcome(last, transcript, start_ms, degrade_at_ms, sent())
@@ -105,24 +105,28 @@ def _watch(
     transcript: Transcript,
     options: DemoOptions,
     clock: Clock,
+    *,
     stages: Sequence[_Stage],
+    intro: Sequence[str],
+    write: Callable[[str], None],
 ) -> DemoState:
-    """Show the state and record it until the duration is over or Ctrl-C.
+    """Print `intro`, then show the state and record it until the duration is over or Ctrl-C.
 
     Raises `DemoError` as soon as a stage stops on its own.
     """
     deadline = None if options.duration_s is None else clock.monotonic() + options.duration_s
-    with ExitStack() as stack:
+    # Ctrl-C is the ordinary way to end the demo: from the first line printed on, it ends
+    # the watch quietly and the caller stops everything.
+    with suppress(KeyboardInterrupt), ExitStack() as stack:
+        for line in intro:
+            write(line)
         if options.live:
             stack.enter_context(LiveView(state))
-        try:
-            while deadline is None or clock.monotonic() < deadline:
-                for stage in stages:
-                    stage.check()
-                transcript.update(state(), clock.now_ms())
-                time.sleep(_POLL_S)
-        except KeyboardInterrupt:
-            pass  # Ctrl-C is the ordinary way to end the demo
+        while deadline is None or clock.monotonic() < deadline:
+            for stage in stages:
+                stage.check()
+            transcript.update(state(), clock.now_ms())
+            time.sleep(_POLL_S)
     last = state()
     transcript.update(last, clock.now_ms())
     return last
