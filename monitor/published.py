@@ -93,7 +93,7 @@ class PublishedWindows:
 
     def covers_any(self, pane: int, segment: Segment, version: str, partition: int) -> bool:
         """Whether any window holding an event of this pane was published for it."""
-        starts = range(pane - self._spec.size_ms + self._spec.hop_ms, pane + 1, self._spec.hop_ms)
+        starts = self._spec.starts_of(pane)
         return any(self.covers(s, segment, version, partition) for s in starts)
 
     def covers_all(self, summary: WindowSummary, partitions: Collection[int]) -> bool:

@@ -3,7 +3,8 @@
 A window is the half-open interval `[start, start + size)` in epoch milliseconds, with
 `start` a multiple of `hop`. Tumbling windows have `hop == size`; sliding windows have a
 `hop` that divides `size`, so each event lies in `size / hop` windows. An event at exactly
-`start + size` belongs to the next window, not this one.
+`start + size` belongs to the next window, not this one. A window is closed once the
+watermark reaches its end (`start + size <= watermark`).
 
 The time axis is cut into panes of length `hop` (`[k * hop, (k + 1) * hop)`): every window is
 a run of `size / hop` consecutive panes, and an event's pane decides all its windows. The last
@@ -92,10 +93,6 @@ class WindowSpec:
         """The oldest window start still open under the watermark (`start + size > watermark`)."""
         oldest_closed = watermark_ms - self.size_ms
         return oldest_closed - oldest_closed % self.hop_ms + self.hop_ms
-
-    def is_closed(self, start_ms: int, watermark_ms: int) -> bool:
-        """A window closes once the watermark reaches its (exclusive) end."""
-        return start_ms + self.size_ms <= watermark_ms
 
     def members_by_start(self, panes: Times, watermarks: Times) -> list[tuple[int, Ints]]:
         """Which events go to which window, for a batch at once: `(start, event indices)`.
