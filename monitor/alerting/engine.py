@@ -26,6 +26,7 @@ from monitor.alerting.conditions import Verdict, WindowTrack, evaluate_window, m
 from monitor.alerting.config import AlertingConfig
 from monitor.alerting.delivery import AlertDelivery
 from monitor.alerting.metrics import AlertSignals
+from monitor.alerting.restore import merge_window_shares
 from monitor.alerting.rules import AlertRule, Stale
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
 from monitor.summary import Segment, WindowSummary
@@ -127,11 +128,12 @@ class AlertEngine:
     def restore(self, summaries: Iterable[WindowSummary]) -> None:
         """Rebuild baselines, detectors and alert states from published windows, silently.
 
-        Windows replay through the same evaluation as live ones (at their end time), but no
-        transition is returned or delivered; alerts still firing afterwards are handed to
-        delivery so that Alertmanager keeps them.
+        Shares of one window and segment (published for different partitions) are merged
+        first. Windows replay through the same evaluation as live ones (at their end time),
+        but no transition is returned or delivered; alerts still firing afterwards are handed
+        to delivery so that Alertmanager keeps them.
         """
-        for summary in sorted(summaries, key=lambda s: (s.end_ms, s.segment)):
+        for summary in merge_window_shares(summaries):
             self._evaluate(summary, summary.end_ms, [])
         firing = [a for a in self._alerts.values() if a.status is Status.FIRING]
         self._publish([], firing, standing=firing)
