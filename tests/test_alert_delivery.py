@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Sequence
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from monitor.alerting import register_alert_metrics
@@ -180,6 +182,20 @@ def test_an_unreachable_webhook_is_a_delivery_error_not_a_crash() -> None:
     channel.offer([message("a")])
     assert channel.deliver(T0) == POLICY.backoff_initial_ms
     assert channel.outstanding() == 1
+
+
+def test_a_failing_webhook_never_logs_its_token(caplog: pytest.LogCaptureFixture) -> None:
+    receiver = WebhookReceiver()
+    port = receiver.url.split(":")[2].split("/")[0]
+    receiver.stop()
+    url = f"http://user:hunter2@127.0.0.1:{port}/services/T000/B000/s3cr3t-token"
+    channel = DeliveryChannel(WebhookSink(url, timeout_s=2), POLICY, None)
+    channel.offer([message("a")])
+    with caplog.at_level(logging.WARNING, logger="monitor.alerting"):
+        channel.deliver(T0)
+    logged = " ".join(f"{r.getMessage()} {getattr(r, 'fields', {})}" for r in caplog.records)
+    assert f"http://127.0.0.1:{port}/..." in logged
+    assert "s3cr3t" not in logged and "hunter2" not in logged
 
 
 def test_delivery_thread_delivers_in_the_background() -> None:

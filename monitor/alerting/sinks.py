@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ import orjson
 from monitor.alerting.messages import AlertMessage
 from monitor.logs import fields
 
-__all__ = ["AlertmanagerSink", "DeliveryError", "LogSink", "Sink", "WebhookSink"]
+__all__ = ["AlertmanagerSink", "DeliveryError", "LogSink", "Sink", "WebhookSink", "redacted"]
 
 _LOG = logging.getLogger("monitor.alerting")
 
@@ -37,6 +38,15 @@ class Sink(Protocol):
     def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None: ...
 
 
+def redacted(url: str) -> str:
+    """`scheme://host:port` of a URL: webhook paths and user info often carry tokens, and
+    error messages end up in logs."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or "?"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}/..."
+
+
 def _post_json(url: str, body: Any, timeout_s: float) -> None:
     request = urllib.request.Request(
         url,
@@ -49,7 +59,16 @@ def _post_json(url: str, body: Any, timeout_s: float) -> None:
             response.read()
     except (urllib.error.URLError, OSError, ValueError) as error:
         # HTTPError (4xx/5xx) is a URLError: Alertmanager refusing a batch is a failure too.
-        raise DeliveryError(f"POST {url}: {error}") from error
+        # Only the host goes into the message, which is logged: see `redacted`.
+        raise DeliveryError(f"POST {redacted(url)}: {_reason(error)}") from error
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, urllib.error.HTTPError):
+        return f"HTTP {error.code} {error.reason}"
+    if isinstance(error, urllib.error.URLError):
+        return str(error.reason)
+    return type(error).__name__
 
 
 class AlertmanagerSink:
