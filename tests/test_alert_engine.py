@@ -253,3 +253,38 @@ def test_a_new_evaluation_set_version_restarts_the_baseline_instead_of_alarming(
     alert = engine.find("drop", V42)
     assert alert is not None and alert.track.history is not None
     assert len(alert.track.history) == 6  # v2 windows only, up to baseline_windows
+
+
+def test_a_slow_slide_fires_the_trend_rule_and_settling_resolves_it() -> None:
+    trend = {
+        "name": "slide",
+        "measure": "ndcg@10",
+        "trend": {"delta": 0.001, "threshold": 0.05, "min_windows": 5},
+        # While the slide goes on, Page-Hinkley re-detects every ~sqrt(4 x 0.05 / 0.005)
+        # + a few windows (here 8): keep firing through that gap.
+        "keep_firing_for": 8,
+    }
+    engine = AlertEngine(config(trend), start_ms=T0)
+    # Flat, then 0.005 lower per window for 20 windows, then flat at the new level.
+    values = [0.6] * 10 + [0.6 - 0.005 * i for i in range(1, 21)] + [0.5] * 30
+    changes = [
+        (index, t.change.after)
+        for index, value in enumerate(values)
+        for t in engine.observe([window(index, value)], T0 + (index + 1) * WINDOW_MS)
+    ]
+    assert [after for _, after in changes] == [Status.FIRING, Status.INACTIVE]
+    fired, resolved = changes[0][0], changes[1][0]
+    # Detected 5 windows into the slide; resolved 9 windows after the last detection (30).
+    assert (fired, resolved) == (14, 39)
+
+
+def test_a_flat_series_never_fires_the_trend_rule() -> None:
+    trend = {"name": "slide", "measure": "ndcg@10", "trend": {"delta": 0.001, "threshold": 0.05}}
+    engine = AlertEngine(config(trend), start_ms=T0)
+    values = [0.6, 0.61, 0.59, 0.6] * 15
+    transitions = [
+        t
+        for index, value in enumerate(values)
+        for t in engine.observe([window(index, value)], T0 + (index + 1) * WINDOW_MS)
+    ]
+    assert transitions == []
