@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import io
+import socket
 
 import pytest
 from rich.console import Console
 
-from monitor.cli import build_parser
+from monitor.cli import build_parser, main
 from monitor.demo.live_view import DemoState, LiveView
 
 
@@ -42,3 +43,16 @@ def test_live_view_draws_the_current_state_when_it_closes() -> None:
         pass
     assert "http://127.0.0.1:9/metrics" in screen.getvalue()
     assert "events by outcome" in screen.getvalue()
+
+
+def test_demo_with_a_busy_port_says_so_in_one_line_before_starting_anything(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["demo", "--port", str(port), "--no-live", "--duration", "5"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"rankmon demo: --port {port}: Address already in use\n"

@@ -10,6 +10,7 @@ blocks, so an error in one stage still stops the ones started before it.
 from __future__ import annotations
 
 import logging
+import socket
 import tempfile
 import threading
 import time
@@ -68,6 +69,8 @@ class DemoOutcome:
 def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> DemoOutcome:
     """Run the demo until its duration is over or Ctrl-C; `write` prints one line."""
     scenario = options.scenario
+    if options.metrics_port:
+        _check_port_free(options.metrics_port)
     clock = SystemClock()
     transcript = Transcript(None if options.live else write)
     with ExitStack() as stack:
@@ -130,6 +133,15 @@ def _watch(
     last = state()
     transcript.update(last, clock.now_ms())
     return last
+
+
+def _check_port_free(port: int) -> None:
+    # Before anything starts: a busy port is the user's to fix, not a stage failure.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as error:
+            raise DemoError(f"--port {port}: {error.strerror}") from error
 
 
 @contextmanager
