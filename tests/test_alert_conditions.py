@@ -1,0 +1,150 @@
+"""Each condition on hand-made windows: the edges of below, drop, coverage and judged."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from monitor.alerting.conditions import WindowTrack, evaluate_window
+from monitor.alerting.rules import AlertRule, Below, Condition, Coverage, Drop, Judged
+from monitor.alerting.state import Evidence
+from monitor.summary import WindowSummary
+
+NDCG = "ndcg@10:linear"
+
+
+def rule(condition: Condition, measure: str = NDCG) -> AlertRule:
+    return AlertRule("r", 0, "warning", measure, condition, None, 1, 0, None)
+
+
+def window(index: int, values: dict[str, float], *, judged: float = 1.0) -> WindowSummary:
+    """A window whose queries score `values`; the headline is their mean."""
+    mean = sum(values.values()) / len(values) if values else math.nan
+    return WindowSummary(
+        window="5m",
+        start_ms=index * 300_000,
+        end_ms=(index + 1) * 300_000,
+        segment=(),
+        evaluation_set_version="v1",
+        events=len(values),
+        queries=len(values),
+        evaluation_set_queries=40,
+        means={NDCG: mean, "judged@10": judged},
+        sums={NDCG: sum(values.values())},
+        event_means={NDCG: mean},
+        query_means={q: {NDCG: v} for q, v in values.items()},
+    )
+
+
+def flat(value: float, queries: int = 30) -> dict[str, float]:
+    return {f"q{i}": value for i in range(queries)}
+
+
+def test_below_is_strict_at_the_threshold() -> None:
+    below = rule(Below(0.5))
+    track = WindowTrack.for_rule(below)
+    assert evaluate_window(below, window(0, flat(0.5)), track).evidence is Evidence.GOOD
+    assert evaluate_window(below, window(1, flat(0.49)), track).evidence is Evidence.BAD
+
+
+def test_below_on_a_window_without_the_measure_is_unknown() -> None:
+    below = rule(Below(0.5), measure="precision@5")
+    verdict = evaluate_window(below, window(0, flat(0.1)), WindowTrack.for_rule(below))
+    assert verdict.evidence is Evidence.UNKNOWN
+
+
+def feed(drop: AlertRule, track: WindowTrack, windows: list[WindowSummary]) -> None:
+    for summary in windows:
+        evaluate_window(drop, summary, track)
+        track.remember(drop.measure, summary)
+
+
+def spread(center: float, queries: int = 30) -> dict[str, float]:
+    """Per-query values around `center` (so the queries differ, as real ones do)."""
+    return {f"q{i}": center + (i % 5 - 2) / 100 for i in range(queries)}
+
+
+def test_drop_needs_three_baseline_windows() -> None:
+    drop = rule(Drop(0.05, None, 12, 0.01, 10, None))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(0, spread(0.6)), window(1, spread(0.6))])
+    verdict = evaluate_window(drop, window(2, spread(0.3)), track)
+    assert verdict.evidence is Evidence.UNKNOWN
+    assert "not enough baseline" in verdict.note
+
+
+def test_drop_fires_on_a_large_significant_drop_with_its_worst_queries() -> None:
+    drop = rule(Drop(0.05, None, 12, 0.01, 10, None))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, spread(0.6)) for i in range(3)])
+    current = spread(0.5)
+    current["q7"] = 0.1
+    verdict = evaluate_window(drop, window(3, current), track)
+    assert verdict.evidence is Evidence.BAD
+    assert verdict.baseline == pytest.approx(0.6)
+    assert verdict.p_value is not None and verdict.p_value < 0.01
+    assert verdict.worst[0][0] == "q7"
+
+
+def test_a_significant_drop_smaller_than_the_configured_size_does_not_fire() -> None:
+    # Every query 2% lower: the paired test is sure, but 2% < relative 5%.
+    drop = rule(Drop(0.05, None, 12, 0.01, 10, None))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, spread(0.6)) for i in range(3)])
+    verdict = evaluate_window(drop, window(3, spread(0.588)), track)
+    assert verdict.evidence is Evidence.GOOD
+    assert verdict.p_value is not None and verdict.p_value < 0.01
+
+
+def test_a_large_drop_of_a_few_queries_is_not_significant() -> None:
+    # Headline down 6.7% because 2 of 30 queries collapsed; 28 are unchanged: p = 0.25.
+    drop = rule(Drop(0.05, None, 12, 0.01, 10, None))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, flat(0.6)) for i in range(3)])
+    current = flat(0.6)
+    current["q0"] = current["q1"] = 0.0
+    verdict = evaluate_window(drop, window(3, current), track)
+    assert verdict.value < 0.95 * 0.6
+    assert verdict.evidence is Evidence.GOOD
+    assert verdict.p_value is not None and verdict.p_value > 0.01
+
+
+def test_drop_with_too_few_common_queries_is_unknown() -> None:
+    drop = rule(Drop(0.05, None, 12, 0.01, 30, None))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, spread(0.6, queries=20)) for i in range(3)])
+    verdict = evaluate_window(drop, window(3, spread(0.3, queries=20)), track)
+    assert verdict.evidence is Evidence.UNKNOWN
+    assert "only 20 queries in common" in verdict.note
+
+
+def test_a_pinned_baseline_replaces_the_trailing_median() -> None:
+    drop = rule(Drop(None, 0.05, 12, 0.01, 10, pinned=0.7))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, spread(0.62)) for i in range(3)])
+    verdict = evaluate_window(drop, window(3, spread(0.6)), track)
+    # 0.6 < 0.7 - 0.05 and every query is 0.02 below its own baseline.
+    assert verdict.baseline == 0.7
+    assert verdict.evidence is Evidence.BAD
+
+
+def test_coverage_counts_queries_seen_against_the_evaluation_set() -> None:
+    coverage = rule(Coverage(0.5), measure="coverage")
+    track = WindowTrack.for_rule(coverage)
+    low = evaluate_window(coverage, window(0, flat(0.9, queries=19)), track)
+    enough = evaluate_window(coverage, window(1, flat(0.9, queries=20)), track)
+    assert (low.evidence, low.value) == (Evidence.BAD, 19 / 40)
+    assert "untrustworthy" in low.note
+    assert enough.evidence is Evidence.GOOD
+
+
+def test_judged_share_under_the_minimum_is_bad() -> None:
+    judged = rule(Judged(10, 0.8), measure="judged@10")
+    track = WindowTrack.for_rule(judged)
+    assert evaluate_window(judged, window(0, flat(0.9), judged=0.75), track).evidence is (
+        Evidence.BAD
+    )
+    assert evaluate_window(judged, window(1, flat(0.9), judged=0.8), track).evidence is (
+        Evidence.GOOD
+    )
