@@ -1,13 +1,12 @@
 """`AlertEngine`: the one object the service calls, once per tick, with the finalized windows.
 
 ```python
-engine = AlertEngine(config, delivery=delivery, metrics=register_alert_metrics(registry),
-                     start_ms=clock.now_ms())
-engine.restore(summaries_read_back_from_the_windows_topic)   # baselines survive a restart
+engine = AlertEngine(config, start_ms=clock.now_ms(), delivery=delivery, metrics=exporter)
+engine.restore(summaries_read_back_from_the_windows_topic)  # baselines survive a restart
 delivery.start()
-...each tick:
+# each tick:
 transitions = engine.observe(finalized_summaries, clock.now_ms())
-transitions += engine.tick(clock.now_ms())                   # stale rules
+transitions += engine.tick(clock.now_ms())  # stale rules
 ```
 
 Per window and segment, the trust rules (`coverage`, `judged`) go first. If one finds the
