@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from monitor.alerting import register_alert_metrics
 from monitor.alerting.delivery import AlertDelivery, DeliveryChannel, RetryPolicy
 from monitor.alerting.messages import AlertMessage
-from monitor.alerting.sinks import DeliveryError, WebhookSink
+from monitor.alerting.sinks import DeliveryError, LogSink, WebhookSink
 from monitor.clock import FakeClock, SystemClock
 from tests.realparts import WebhookReceiver
 
@@ -208,3 +208,19 @@ def test_delivery_thread_delivers_in_the_background() -> None:
         assert sink.delivered == [["a"]]
     finally:
         delivery.stop()
+
+
+def test_log_sink_writes_one_line_even_when_labels_and_annotations_share_names(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    alert = AlertMessage(
+        labels={"alertname": "ndcg10-floor", "measure": "ndcg@10", "window": "5m"},
+        annotations={"measure": "ndcg@10:linear", "value": "0.41"},
+        starts_at_ms=0,
+    )
+    with caplog.at_level(logging.WARNING, logger="monitor"):
+        LogSink().send([alert], now_ms=0)
+    [record] = caplog.records
+    assert record.getMessage() == "alert ndcg10-floor firing"
+    assert record.fields["measure"] == "ndcg@10"  # type: ignore[attr-defined]
+    assert record.fields["value"] == "0.41"  # type: ignore[attr-defined]

@@ -116,5 +116,6 @@ class LogSink:
                 "alert %s %s",
                 alert.labels.get("alertname", "?"),
                 status,
-                extra=fields(status=status, **alert.labels, **alert.annotations),
+                # Labels and annotations share names (measure, window): merge, labels win.
+                extra=fields(**{**alert.annotations, **alert.labels, "status": status}),
             )
