@@ -9,6 +9,9 @@ Fixtures (registered in `tests/conftest.py`):
 - `tansu` (session): an `EmbeddedBroker` (memory storage). Tests share it; each gets fresh
   topics from `new_topic`.
 - `new_topic(partitions=1) -> str`: creates a uniquely named topic on `tansu`.
+- `kafka_outage`: use it (`@pytest.mark.usefixtures("kafka_outage")`) in a test that kills
+  the broker under running kafka-python clients: it absorbs kafka-python's unclosed sockets
+  of failed reconnects, which would otherwise fail the session. Close the clients in the test.
 - `moto_s3` (function): a `MotoS3` server with a bucket; `moto_s3.broker_env` and
   `moto_s3.storage` make an `EmbeddedBroker` whose data survives a restart.
 - `start_prometheus(targets, *, rule_files=(), scheme="http", alertmanagers=())

@@ -1,0 +1,236 @@
+"""`EventSource`: the ranking-events topic as batches of records, for one consumer group member.
+
+A thin layer over kafka-python's `KafkaConsumer` (>= 3.0.12) with the rules the service needs:
+
+- Auto-commit is off: the service commits explicit offsets, only up to what is safe
+  (`commit({partition: next_offset})`, DESIGN.md "Not losing data").
+- Rebalances arrive as data. kafka-python 3.x runs rebalance listeners on its IO loop, where a
+  blocking consumer call raises, so the listener only records revoked and assigned partitions;
+  `poll()` returns them with the records, for the service to drop or rebuild state after poll
+  returns. The default (eager) assignors revoke every partition at each rebalance: a partition
+  in both `revoked` and `assigned` restarts from its committed offset, so its state must be
+  rebuilt like a new assignment's.
+- A broker that does not answer is not an error: `poll()` connects lazily, waits with backoff,
+  and returns empty batches while `broker_up` is False. Nothing here raises on a transient
+  Kafka error; `commit()` returns False instead.
+- Lag is `highwater - next offset`, both known without `end_offsets()` (which Tansu answers
+  wrongly): the highwater comes with every fetch response.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.errors import KafkaError
+from kafka.structs import MemberState, OffsetAndMetadata
+
+from monitor.bootstrap import Backoff, bootstrap_reachable
+
+__all__ = ["Batch", "EventSource", "SourceRecord"]
+
+_log = logging.getLogger(__name__)
+# Errors are logged as text: a logged exception keeps its traceback's frames, and with them
+# kafka-python's sockets, alive for as long as a handler holds the record.
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """One Kafka record as consumed: where it sits, when it was written, its raw bytes."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What one `poll()` brought: records in partition then offset order, and rebalances."""
+
+    records: list[SourceRecord] = field(default_factory=list)
+    revoked: frozenset[int] = frozenset()
+    assigned: frozenset[int] = frozenset()
+
+
+class _RecordingListener(ConsumerRebalanceListener):  # type: ignore[misc]
+    """Notes rebalances without touching the consumer (blocking calls raise in kafka-python 3)."""
+
+    def __init__(self) -> None:
+        # Called on kafka-python's IO thread while poll() waits for it.
+        self._lock = threading.Lock()
+        self._revoked: set[int] = set()
+        self._assigned: set[int] = set()
+
+    def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
+        with self._lock:
+            self._revoked.update(tp.partition for tp in revoked)
+
+    def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
+        with self._lock:
+            self._assigned.update(tp.partition for tp in assigned)
+
+    def take(self) -> tuple[frozenset[int], frozenset[int]]:
+        """The partitions revoked and assigned since the last call."""
+        with self._lock:
+            taken = frozenset(self._revoked), frozenset(self._assigned)
+            self._revoked.clear()
+            self._assigned.clear()
+        return taken
+
+
+class EventSource:
+    """A group member reading `topic`; build it, then `poll()` in a loop and `close()`."""
+
+    def __init__(
+        self,
+        *,
+        bootstrap_servers: str | Sequence[str],
+        topic: str,
+        group_id: str,
+        client_id: str = "rankmon",
+        session_timeout_ms: int = 45_000,
+        max_poll_records: int = 5_000,
+        sleep: Callable[[float], None] = time.sleep,
+        **kafka_options: Any,
+    ) -> None:
+        self.topic = topic
+        self._bootstrap_servers = bootstrap_servers
+        self._options: dict[str, Any] = {
+            "bootstrap_servers": bootstrap_servers,
+            "group_id": group_id,
+            "client_id": client_id,
+            "session_timeout_ms": session_timeout_ms,
+            "heartbeat_interval_ms": max(100, session_timeout_ms // 6),
+            "max_poll_records": max_poll_records,
+            "enable_auto_commit": False,
+            "auto_offset_reset": "earliest",
+            "bootstrap_timeout_ms": 10_000,
+            **kafka_options,
+        }
+        self._sleep = sleep
+        self._backoff = Backoff()
+        self._consumer: KafkaConsumer | None = None
+        self._listener = _RecordingListener()
+        self._next_offsets: dict[int, int] = {}
+        self.broker_up = False
+
+    @property
+    def group_joined(self) -> bool:
+        """Whether this member holds a stable assignment in its group."""
+        if self._consumer is None:
+            return False
+        return bool(self._consumer.group_metadata().state == MemberState.STABLE)
+
+    @property
+    def assignment(self) -> frozenset[int]:
+        """The partitions this member owns now."""
+        if self._consumer is None:
+            return frozenset()
+        return frozenset(tp.partition for tp in self._consumer.assignment())
+
+    def poll(self, timeout_ms: int = 1000) -> Batch:
+        """Records that arrived within `timeout_ms`, plus rebalances; never raises on Kafka."""
+        consumer = self._connected()
+        if consumer is None:
+            return Batch()
+        try:
+            fetched = consumer.poll(timeout_ms=timeout_ms)
+        except KafkaError as error:
+            _log.warning("poll failed, retrying: %s", str(error))
+            fetched = {}
+        self._note_broker_state(consumer)
+        # The listener ran inside this poll, before the fetch: apply it before the records.
+        revoked, assigned = self._listener.take()
+        for partition in revoked:
+            self._next_offsets.pop(partition, None)
+        records = [
+            _source_record(raw)
+            for tp in sorted(fetched, key=lambda tp: tp.partition)
+            for raw in fetched[tp]
+        ]
+        for record in records:
+            self._next_offsets[record.partition] = record.offset + 1
+        return Batch(records, revoked, assigned)
+
+    def commit(self, offsets: Mapping[int, int]) -> bool:
+        """Commit `{partition: next offset to read}` for the partitions still owned.
+
+        Returns False if the commit could not be made now (broker down, rebalance running):
+        the caller commits again later; offsets only move forward, so nothing is lost.
+        """
+        consumer = self._consumer
+        if consumer is None:
+            return False
+        owned = self.assignment
+        to_commit = {
+            TopicPartition(self.topic, partition): OffsetAndMetadata(offset, "", -1)
+            for partition, offset in offsets.items()
+            if partition in owned
+        }
+        if not to_commit:
+            return True
+        try:
+            consumer.commit(to_commit, timeout_ms=self._options["session_timeout_ms"])
+        except KafkaError as error:
+            _log.warning("commit of %s failed, will retry: %s", dict(offsets), str(error))
+            return False
+        return True
+
+    def lag(self, partition: int) -> int | None:
+        """Records after the last one returned, from the last fetch's highwater; None if unknown."""
+        consumer, next_offset = self._consumer, self._next_offsets.get(partition)
+        if consumer is None or next_offset is None or partition not in self.assignment:
+            return None
+        highwater = consumer.highwater(TopicPartition(self.topic, partition))
+        return None if highwater is None else max(0, highwater - next_offset)
+
+    def close(self) -> None:
+        """Leave the group without committing anything more."""
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            consumer.close(autocommit=False)
+        self.broker_up = False
+
+    def _connected(self) -> KafkaConsumer | None:
+        if self._consumer is not None:
+            return self._consumer
+        if bootstrap_reachable(self._bootstrap_servers):
+            try:
+                consumer = KafkaConsumer(**self._options)
+                consumer.subscribe([self.topic], listener=self._listener)
+            except KafkaError as error:
+                _log.warning("cannot reach Kafka at %s: %s", self._bootstrap_servers, str(error))
+            else:
+                self._consumer = consumer
+                self.broker_up = True
+                self._backoff.reset()
+                return consumer
+        self.broker_up = False
+        self._sleep(self._backoff.next_delay())
+        return None
+
+    def _note_broker_state(self, consumer: KafkaConsumer) -> None:
+        # kafka-python reconnects by itself and poll() just returns nothing while no broker
+        # answers, so its live connection count is the one signal of an outage.
+        connections = consumer.metrics().get("consumer-metrics", {}).get("connection-count")
+        self.broker_up = connections is None or connections > 0
+
+
+def _source_record(raw: Any) -> SourceRecord:
+    return SourceRecord(
+        topic=raw.topic,
+        partition=raw.partition,
+        offset=raw.offset,
+        timestamp_ms=raw.timestamp,
+        key=raw.key,
+        value=raw.value if raw.value is not None else b"",
+    )

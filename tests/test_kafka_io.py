@@ -1,0 +1,334 @@
+"""Kafka in and out against the real Tansu broker: events, commits, dead letters, windows."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from monitor.bootstrap import KafkaUnavailableError
+from monitor.broker import EmbeddedBroker, free_port
+from monitor.consumer import Batch, EventSource, SourceRecord
+from monitor.deadletter import DeadLetterSink
+from monitor.producer import RecordProducer
+from monitor.publisher import WindowPublisher, read_published
+from monitor.summary import WindowSummary
+
+# Tansu's group join waits half the session timeout (DESIGN.md): keep it short in tests.
+SESSION_TIMEOUT_MS = 6000
+WAIT_S = 20.0
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for key, value in records:
+        producer.send(topic, key=key, value=value)
+    producer.flush()
+    producer.close()
+
+
+def event_source(
+    bootstrap: str, topic: str, group: str, max_poll_records: int = 500
+) -> EventSource:
+    return EventSource(
+        bootstrap_servers=bootstrap,
+        topic=topic,
+        group_id=group,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+        max_poll_records=max_poll_records,
+    )
+
+
+def poll_until(
+    source: EventSource, done: Callable[[list[Batch]], bool], timeout_s: float = WAIT_S
+) -> list[Batch]:
+    """Poll (bounded) until `done(batches so far)`."""
+    batches: list[Batch] = []
+    deadline = time.monotonic() + timeout_s
+    while not done(batches) and time.monotonic() < deadline:
+        batches.append(source.poll(timeout_ms=200))
+    return batches
+
+
+def records_of(batches: list[Batch]) -> list[SourceRecord]:
+    return [record for batch in batches for record in batch.records]
+
+
+def has_records(count: int) -> Callable[[list[Batch]], bool]:
+    return lambda batches: len(records_of(batches)) >= count
+
+
+@pytest.fixture
+def sources() -> Iterator[list[EventSource]]:
+    """Event sources a test opened; closed at teardown."""
+    opened: list[EventSource] = []
+    yield opened
+    for source in opened:
+        source.close()
+
+
+def test_records_come_back_with_partition_offset_timestamp_key_and_bytes(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], sources: list[EventSource]
+) -> None:
+    topic = new_topic(partitions=1)
+    before_ms = int(time.time() * 1000)
+    produce(tansu.bootstrap_servers, topic, [(b"q1", b'{"a":1}'), (None, b"\xff\xfe not utf-8")])
+    source = event_source(tansu.bootstrap_servers, topic, "round-trip")
+    sources.append(source)
+
+    batches = poll_until(source, has_records(2))
+    first, second = records_of(batches)
+
+    assert (first.topic, first.partition, first.offset, first.key, first.value) == (
+        topic,
+        0,
+        0,
+        b"q1",
+        b'{"a":1}',
+    )
+    assert (second.offset, second.key, second.value) == (1, None, b"\xff\xfe not utf-8")
+    assert first.timestamp_ms >= before_ms - 1000
+    assert frozenset({0}) in [batch.assigned for batch in batches]
+    assert source.group_joined and source.broker_up
+
+
+def test_second_member_of_the_group_resumes_at_the_committed_offsets(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], sources: list[EventSource]
+) -> None:
+    topic = new_topic(partitions=2)
+    produce(tansu.bootstrap_servers, topic, [(b"k%d" % i, b"v%d" % i) for i in range(20)])
+    first = event_source(tansu.bootstrap_servers, topic, "resume")
+    sources.append(first)
+    consumed = records_of(poll_until(first, has_records(20)))
+    # Commit only up to offset 3 of each partition, as if later records fed open windows.
+    committed = first.commit({0: 3, 1: 3})
+    first.close()
+    second = event_source(tansu.bootstrap_servers, topic, "resume")
+    sources.append(second)
+    resumed = records_of(poll_until(second, has_records(len(consumed) - 6)))
+
+    assert committed
+    assert sorted((r.partition, r.offset) for r in resumed) == sorted(
+        (r.partition, r.offset) for r in consumed if r.offset >= 3
+    )
+
+
+class Member(threading.Thread):
+    """One group member polling in its own thread, as each instance would in its process."""
+
+    def __init__(self, source: EventSource) -> None:
+        super().__init__(daemon=True)
+        self.source = source
+        self.batches: list[Batch] = []
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            self.batches.append(self.source.poll(timeout_ms=100))
+
+    def halt(self) -> None:
+        self.stopping.set()
+        self.join()
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def test_a_joining_member_makes_the_first_report_revoked_and_assigned_partitions(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], sources: list[EventSource]
+) -> None:
+    topic = new_topic(partitions=2)
+    first = Member(event_source(tansu.bootstrap_servers, topic, "rebalance"))
+    second = Member(event_source(tansu.bootstrap_servers, topic, "rebalance"))
+    sources += [first.source, second.source]
+    first.start()
+    wait_for(lambda: first.source.group_joined and first.source.assignment == {0, 1})
+    second.start()
+    wait_for(lambda: second.source.group_joined and len(first.source.assignment) == 1)
+    first.halt()
+    second.halt()
+
+    revoked = frozenset().union(*(batch.revoked for batch in first.batches))
+    assigned_later = [batch.assigned for batch in first.batches if batch.assigned]
+    assert first.source.assignment | second.source.assignment == {0, 1}
+    assert first.source.assignment.isdisjoint(second.source.assignment)
+    assert revoked == {0, 1}
+    assert assigned_later == [frozenset({0, 1}), first.source.assignment]
+
+
+def test_lag_is_the_records_left_behind_the_highwater(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], sources: list[EventSource]
+) -> None:
+    topic = new_topic(partitions=1)
+    produce(tansu.bootstrap_servers, topic, [(None, b"v%d" % i) for i in range(10)])
+    source = event_source(tansu.bootstrap_servers, topic, "lag", max_poll_records=4)
+    sources.append(source)
+
+    records = records_of(poll_until(source, has_records(1)))
+
+    lag = source.lag(0)
+    assert lag == 10 - (records[-1].offset + 1)
+    assert lag is not None and lag > 0
+    assert source.lag(1) is None
+
+
+def test_unreachable_broker_gives_empty_batches_and_broker_down_without_raising() -> None:
+    delays: list[float] = []
+    source = EventSource(
+        bootstrap_servers=f"127.0.0.1:{free_port()}",
+        topic="nowhere",
+        group_id="g",
+        sleep=delays.append,
+    )
+
+    batches = [source.poll(timeout_ms=10) for _ in range(3)]
+
+    assert batches == [Batch(), Batch(), Batch()]
+    assert not source.broker_up and not source.group_joined
+    assert delays == sorted(delays) and delays[0] < delays[-1]
+    assert source.commit({0: 5}) is False
+
+
+@pytest.mark.usefixtures("kafka_outage")
+def test_broker_outage_is_reported_and_consumption_resumes_after_it() -> None:
+    with EmbeddedBroker() as broker:
+        broker.create_topic("events")
+        produce(broker.bootstrap_servers, "events", [(None, b"before")])
+        source = event_source(broker.bootstrap_servers, "events", "outage")
+        try:
+            poll_until(source, has_records(1))
+            broker.kill()
+            poll_until(source, lambda _: not source.broker_up)
+            up_during_outage = source.broker_up
+            commit_during_outage = source.commit({0: 1})
+            broker.start()  # memory storage: the topic comes back empty
+            broker.create_topic("events")
+            produce(broker.bootstrap_servers, "events", [(None, b"after")])
+            after = records_of(poll_until(source, has_records(1), timeout_s=40))
+        finally:
+            source.close()
+
+    assert not up_during_outage
+    assert commit_during_outage is False
+    assert [record.value for record in after] == [b"after"]
+    assert source.broker_up is False  # closed
+
+
+def read_topic(bootstrap: str, topic: str, count: int) -> list[object]:
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=5000
+    )
+    consumer.assign([TopicPartition(topic, 0)])
+    records = []
+    for record in consumer:
+        records.append(record)
+        if len(records) == count:
+            break
+    consumer.close()
+    return records
+
+
+def test_dead_letter_keeps_the_original_bytes_and_says_why_in_headers(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str]
+) -> None:
+    dlq = new_topic()
+    producer = RecordProducer(bootstrap_servers=tansu.bootstrap_servers)
+    sink = DeadLetterSink(producer, dlq)
+    rejected = SourceRecord("events", 2, 41, 1_700_000_000_123, b"q\xff", b"\x00{not json")
+    sink.reject(rejected, "invalid", "invalid_json")
+    sink.flush()
+    producer.close()
+
+    (record,) = read_topic(tansu.bootstrap_servers, dlq, 1)
+
+    assert (record.key, record.value) == (b"q\xff", b"\x00{not json")  # type: ignore[attr-defined]
+    assert dict(record.headers) == {  # type: ignore[attr-defined]
+        "rankmon-outcome": b"invalid",
+        "rankmon-reason": b"invalid_json",
+        "rankmon-source-topic": b"events",
+        "rankmon-source-partition": b"2",
+        "rankmon-source-offset": b"41",
+        "rankmon-source-timestamp": b"1700000000123",
+    }
+
+
+def test_oversized_rejected_record_is_dead_lettered_truncated_with_its_size(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str]
+) -> None:
+    dlq = new_topic()
+    producer = RecordProducer(bootstrap_servers=tansu.bootstrap_servers)
+    huge = b"x" * 10_000_000
+    DeadLetterSink(producer, dlq).reject(SourceRecord("events", 0, 7, 0, b"q1", huge), "invalid")
+    producer.flush()
+    producer.close()
+
+    (record,) = read_topic(tansu.bootstrap_servers, dlq, 1)
+
+    headers = dict(record.headers)  # type: ignore[attr-defined]
+    assert headers["rankmon-original-size"] == b"10000000"
+    assert record.value == huge[: len(record.value)]  # type: ignore[attr-defined]
+    assert len(record.value) + len(record.key) <= 1_000_000  # type: ignore[attr-defined]
+
+
+def test_flush_fails_while_kafka_is_unreachable_and_delivers_once_it_is_back() -> None:
+    broker = EmbeddedBroker()
+    broker.port = free_port()
+    producer = RecordProducer(bootstrap_servers=f"127.0.0.1:{broker.port}")
+    producer.send("late-topic", b"k", b"kept", [])
+    with pytest.raises(KafkaUnavailableError):
+        producer.flush()
+    with broker:
+        broker.create_topic("late-topic")
+        producer.flush()
+        producer.close()
+        (record,) = read_topic(broker.bootstrap_servers, "late-topic", 1)
+
+    assert record.value == b"kept"  # type: ignore[attr-defined]
+
+
+def window(start_ms: int, model: str) -> WindowSummary:
+    return WindowSummary(
+        window="5m",
+        start_ms=start_ms,
+        end_ms=start_ms + 300_000,
+        segment=(("model", model),),
+        evaluation_set_version="abc",
+        events=7,
+        queries=3,
+        evaluation_set_queries=10,
+        means={"ndcg@10:linear": 0.5, "mrr": 0.25},
+        sums={"ndcg@10:linear": 1.5, "mrr": 0.75},
+        event_means={"ndcg@10:linear": 0.5, "mrr": 0.25},
+        query_means={"q1": {"ndcg@10:linear": 0.5, "mrr": 0.25}},
+    )
+
+
+def test_published_summaries_are_read_back_whole_from_the_windows_topic(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic(partitions=3)
+    published = [window(start, model) for start in (0, 300_000) for model in ("a", "b", "c")]
+    producer = RecordProducer(bootstrap_servers=tansu.bootstrap_servers)
+    WindowPublisher(producer, topic).publish(published)
+    producer.close()
+
+    restored = read_published(bootstrap_servers=tansu.bootstrap_servers, topic=topic)
+
+    assert sorted(restored, key=lambda s: s.key) == sorted(published, key=lambda s: s.key)
+
+
+def test_a_windows_topic_that_does_not_exist_yet_has_nothing_to_restore(
+    tansu: EmbeddedBroker,
+) -> None:
+    assert read_published(bootstrap_servers=tansu.bootstrap_servers, topic="no-such") == []
+
+
+def test_reading_windows_from_an_unreachable_broker_raises_kafka_unavailable() -> None:
+    with pytest.raises(KafkaUnavailableError):
+        read_published(bootstrap_servers=f"127.0.0.1:{free_port()}", topic="windows")
