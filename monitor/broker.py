@@ -147,10 +147,16 @@ class EmbeddedBroker:
             self._process.wait()
         self.stop()
 
-    def create_topic(self, name: str, partitions: int = 1) -> None:
-        """Create a topic (kafka-python admin API) and wait until its metadata is visible."""
+    def create_topic(self, name: str, partitions: int = 1, *, exist_ok: bool = False) -> None:
+        """Create a topic (kafka-python admin API) and wait until its metadata is visible.
+
+        An existing topic raises kafka-python's `TopicAlreadyExistsError` unless `exist_ok`
+        (its partition count is then left as it is).
+        """
         admin = self._admin()
         try:
+            if exist_ok and name in admin.list_topics():
+                return
             admin.create_topics(
                 {name: {"num_partitions": partitions, "replication_factor": 1}},
                 wait_for_metadata=True,

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import TopicAlreadyExistsError
 
 from monitor.broker import EmbeddedBroker
 from tests.realparts import MotoS3
@@ -57,6 +58,18 @@ def test_created_topic_has_the_requested_partitions(broker: EmbeddedBroker) -> N
 
     assert consumer.partitions_for_topic("wide") == {0, 1, 2, 3}
     consumer.close()
+
+
+def test_creating_an_existing_topic_raises_unless_exist_ok(broker: EmbeddedBroker) -> None:
+    broker.create_topic("twice", partitions=2)
+    broker.create_topic("twice", partitions=5, exist_ok=True)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers)
+    partitions = consumer.partitions_for_topic("twice")
+    consumer.close()
+
+    assert partitions == {0, 1}
+    with pytest.raises(TopicAlreadyExistsError):
+        broker.create_topic("twice")
 
 
 def test_stop_leaves_no_process_behind_and_is_idempotent() -> None:
