@@ -6,9 +6,9 @@ one column per measure key (float64). Conventions are those of `monitor.measures
 a document not in the evaluation set gains 0 and is not relevant.
 
 How it is fast. The doc id -> grade lookup is the only per-document Python work: each query's
-judgments are kept as a dict doc -> one-byte grade code, so a ranking becomes
-`b"".join(map(codes.get, ranking, repeat(b"\\0")))` (all in C), and a whole batch becomes one
-uint8 matrix. Gains, relevance and judged flags are then tiny per-code tables, and every
+judgments are kept as a dict doc -> grade code (1..255; 0: not judged), so a ranking becomes
+`bytes(map(codes.get, ranking, repeat(0)))`, a loop that runs in C, and a whole batch becomes
+one uint8 matrix. Gains, relevance and judged flags are then tiny per-code tables, and every
 measure is a cumulative sum along the ranks. Only the first max(k) documents are looked up
 unless a key needs the whole ranking (mrr, map, nDCG without cutoff, num_rel_ret). The ideal
 DCG at every (gain, cutoff) the keys use is computed once per query at construction.
@@ -20,7 +20,7 @@ evaluation set's judgments plus those grades.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from typing import Final
 
@@ -43,10 +43,12 @@ from monitor.measures import IdcgZero
 __all__ = ["BatchScorer"]
 
 Floats = npt.NDArray[np.float64]
+CodeLookup = Callable[[str, int], int]
 ExtraJudgments = Sequence[Mapping[str, int | None] | None]
 
 _FULL_RANKING_KINDS: Final = frozenset({"mrr", "map", "num_rel_ret"})
-_NO_CODE: Final = b"\x00"
+# One shared infinite iterator: `map` stops at the ranking's end, so every call can use it.
+_NO_CODES: Final = repeat(0)
 _MAX_CODES: Final = 255  # one byte per document; more distinct grades take the general path
 
 
@@ -81,18 +83,20 @@ class BatchScorer:
         self._queries = QueryIdeals.of(
             [evaluation_set.ideal_grades(qid) for qid in self._qids], self._specs, relevance_level
         )
-        self._code_dicts, self._tables = self._grade_codes()
+        self._code_lookups, self._tables = self._grade_codes()
 
-    def _grade_codes(self) -> tuple[list[dict[str, bytes]], CodeTables | None]:
-        """Per query, doc -> one-byte grade code; and the tables of those codes."""
+    def _grade_codes(self) -> tuple[list[CodeLookup], CodeTables | None]:
+        """Per query, `get` of its dict doc -> grade code (1..255); and the codes' tables."""
         judgments = [self.evaluation_set.grade_dict(qid) for qid in self._qids]
         grades = sorted({g for docs in judgments for g in docs.values()})
         if len(grades) > _MAX_CODES:
             return [], None
-        code_of = {grade: bytes([code]) for code, grade in enumerate(grades, start=1)}
-        dicts = [{doc: code_of[g] for doc, g in docs.items()} for docs in judgments]
+        code_of = {grade: code for code, grade in enumerate(grades, start=1)}
+        lookups: list[CodeLookup] = [
+            {doc: code_of[g] for doc, g in docs.items()}.get for docs in judgments
+        ]
         table = np.array([MISSING, *grades], dtype=np.int64)
-        return dicts, CodeTables.of(table, self._gains, self.relevance_level)
+        return lookups, CodeTables.of(table, self._gains, self.relevance_level)
 
     def score(
         self,
@@ -172,15 +176,15 @@ class BatchScorer:
         if self._tables is None:
             return self._score_grades([self._judgments(r) for r in rows], rankings, ideals)
         width = self._width(rankings)
-        dicts = self._code_dicts
+        code_of = self._code_lookups
+        # bytes(map(dict.get, ...)) runs in C; codes are small ints, 0 for an unjudged doc.
         if self._depth is None:
             parts = [
-                b"".join(map(dicts[q].get, r, repeat(_NO_CODE)))
-                for q, r in zip(rows, rankings, strict=True)
+                bytes(map(code_of[q], r, _NO_CODES)) for q, r in zip(rows, rankings, strict=True)
             ]
         else:
             parts = [
-                b"".join(map(dicts[q].get, r[:width], repeat(_NO_CODE)))
+                bytes(map(code_of[q], r[:width], _NO_CODES))
                 for q, r in zip(rows, rankings, strict=True)
             ]
         codes = RankedCodes.from_parts(parts, width, rankings)

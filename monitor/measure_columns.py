@@ -33,6 +33,7 @@ __all__ = [
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
 Codes = npt.NDArray[Any]  # uint8 on the fast path, intp on the general one
 
 MISSING: Final = -(2**62)  # the grade of "not in the evaluation set" (and of padding)
@@ -47,8 +48,8 @@ class CodeTables:
 
     grades: Ints
     gains: dict[Gain, Floats]
-    relevant: Ints
-    judged: Ints
+    relevant: Flags
+    judged: Flags
 
     @classmethod
     def of(cls, grades: Ints, gains: Sequence[Gain], relevance_level: int) -> CodeTables:
@@ -57,8 +58,8 @@ class CodeTables:
             grades=grades,
             gains={gain: gain.of_array(grades) for gain in gains},
             # max(.., 0): a negative grade is never relevant (METRICS-SPEC V1).
-            relevant=(grades >= max(relevance_level, 0)).astype(np.int64),
-            judged=(grades != MISSING).astype(np.int64),
+            relevant=grades >= max(relevance_level, 0),
+            judged=grades != MISSING,
         )
 
 
@@ -165,46 +166,71 @@ def _ideal_dcg_columns(grade_lists: Sequence[Sequence[int]], specs: Sequence[Ide
 
 
 class _RankedBatch:
-    """The cumulative sums along the ranks that every measure column is read from."""
+    """What every measure column is read from.
 
-    def __init__(self, codes: RankedCodes, tables: CodeTables, queries: QueryIdeals) -> None:
+    Cutoff measures read cumulative sums over the `head` (the first max(k) ranks); measures
+    of the whole ranking (mrr, map, num_rel_ret) read the positions of the relevant documents,
+    which are few, instead of a full-width matrix.
+    """
+
+    def __init__(
+        self, codes: RankedCodes, tables: CodeTables, queries: QueryIdeals, head: int | None
+    ) -> None:
         self.codes = codes.codes
         self.lengths = codes.lengths
-        self.width = int(self.codes.shape[1])
+        self.rows = len(self.lengths)
+        width = int(self.codes.shape[1])
+        self.head = width if head is None else min(head, width)
         self.tables = tables
         self.ideal = {spec: queries.ideal[:, i] for i, spec in enumerate(queries.specs)}
         self.num_rel = queries.num_rel
         self._dcg: dict[Gain, Floats] = {}
 
     def at(self, cumulative: npt.NDArray[Any], k: int | None) -> npt.NDArray[Any]:
-        """Column k (1-based, None: the last) of a cumulative sum; short rankings are padded."""
-        if self.width == 0:
-            return np.zeros(len(self.lengths), dtype=cumulative.dtype)
-        return cumulative[:, min(k or self.width, self.width) - 1]
+        """Rank k (1-based; None: the head's end) of a head cumulative sum (padding adds 0)."""
+        if self.head == 0:
+            return np.zeros(self.rows, dtype=cumulative.dtype)
+        return cumulative[:, min(k or self.head, self.head) - 1]
+
+    @cached_property
+    def head_codes(self) -> Codes:
+        return self.codes[:, : self.head]
 
     def dcg(self, gain: Gain, k: int | None) -> Floats:
         if gain not in self._dcg:
-            gains = self.tables.gains[gain][self.codes]
-            self._dcg[gain] = np.cumsum(gains / _discounts(self.width), axis=1)
+            gains = self.tables.gains[gain][self.head_codes]
+            self._dcg[gain] = np.cumsum(gains / _discounts(self.head), axis=1)
         result: Floats = self.at(self._dcg[gain], k)
         return result
 
     @cached_property
-    def relevant(self) -> Ints:
-        relevant: Ints = self.tables.relevant[self.codes]
-        return relevant
-
-    @cached_property
     def relevant_so_far(self) -> Ints:
-        return np.cumsum(self.relevant, axis=1)
+        return np.cumsum(self.tables.relevant[self.head_codes], axis=1)
 
-    def relevant_at(self, k: int | None) -> Ints:
+    def relevant_at(self, k: int) -> Ints:
         result: Ints = self.at(self.relevant_so_far, k)
         return result
 
+    @cached_property
+    def judged_so_far(self) -> Ints:
+        return np.cumsum(self.tables.judged[self.head_codes], axis=1)
+
     def judged_at(self, k: int) -> Ints:
-        result: Ints = self.at(np.cumsum(self.tables.judged[self.codes], axis=1), k)
+        result: Ints = self.at(self.judged_so_far, k)
         return result
+
+    @cached_property
+    def relevant_positions(self) -> tuple[Ints, Ints, Ints]:
+        """Row and 0-based rank of each relevant document (row-major), and the count per row."""
+        rows, ranks = np.nonzero(self.tables.relevant[self.codes])
+        return rows, ranks, np.bincount(rows, minlength=self.rows)
+
+    def first_in_row(self) -> npt.NDArray[np.bool_]:
+        """True at the first relevant position of each row."""
+        rows = self.relevant_positions[0]
+        first = np.ones(len(rows), dtype=np.bool_)
+        first[1:] = rows[1:] != rows[:-1]
+        return first
 
 
 def _ratio(numerator: npt.NDArray[Any], denominator: npt.NDArray[Any], when_zero: float) -> Floats:
@@ -221,17 +247,21 @@ def _ndcg(batch: _RankedBatch, key: MeasureKey, idcg_zero: IdcgZero) -> Floats:
 
 
 def _mrr(batch: _RankedBatch, _: MeasureKey, __: IdcgZero) -> Floats:
-    if batch.width == 0:
-        return np.zeros(len(batch.lengths))
-    first = np.argmax(batch.relevant, axis=1)
-    found = batch.relevant[np.arange(len(first)), first] > 0
-    result: Floats = np.where(found, 1.0 / (first + 1), 0.0)
+    """1 / (rank of the first relevant document), 0 for rows without one."""
+    rows, ranks, _counts = batch.relevant_positions
+    first = batch.first_in_row()
+    result = np.zeros(batch.rows, dtype=np.float64)
+    result[rows[first]] = 1.0 / (ranks[first] + 1)
     return result
 
 
 def _map(batch: _RankedBatch, _: MeasureKey, __: IdcgZero) -> Floats:
-    ranks = np.arange(1, batch.width + 1, dtype=np.float64)
-    precision_sum = np.sum(batch.relevant * batch.relevant_so_far / ranks, axis=1)
+    """Sum over relevant ranks r of (relevant so far at r) / r, over num_rel."""
+    rows, ranks, counts = batch.relevant_positions
+    row_start = np.cumsum(counts) - counts
+    found = np.arange(1, len(rows) + 1) - row_start[rows]
+    # bincount adds each row's terms in rank order, as the reference loop does.
+    precision_sum = np.bincount(rows, weights=found / (ranks + 1), minlength=batch.rows)
     return _ratio(precision_sum, batch.num_rel, 0.0)
 
 
@@ -246,15 +276,22 @@ Column = Callable[[_RankedBatch, MeasureKey, IdcgZero], npt.NDArray[Any]]
 _COLUMNS: Final[dict[str, Column]] = {
     "ndcg": _ndcg,
     "dcg": lambda b, key, _: b.dcg(key.gain or LINEAR, key.k),
-    "precision": lambda b, key, _: b.relevant_at(key.k) / (key.k or 1),
-    "recall": lambda b, key, _: _ratio(b.relevant_at(key.k), b.num_rel, 0.0),
+    "precision": lambda b, key, _: b.relevant_at(key.k or 1) / (key.k or 1),
+    "recall": lambda b, key, _: _ratio(b.relevant_at(key.k or 1), b.num_rel, 0.0),
     "judged": _judged,
     "mrr": _mrr,
     "map": _map,
     "num_ret": lambda b, _, __: b.lengths,
     "num_rel": lambda b, _, __: b.num_rel,
-    "num_rel_ret": lambda b, _, __: b.relevant_at(None),
+    "num_rel_ret": lambda b, _, __: b.relevant_positions[2],
 }
+
+
+def head_depth(keys: Sequence[MeasureKey]) -> int | None:
+    """How many leading ranks the cutoff-style columns read; None: all (nDCG without cutoff)."""
+    if any(key.kind == "ndcg" and key.k is None for key in keys):
+        return None
+    return max((key.k for key in keys if key.k is not None), default=0)
 
 
 def measure_matrix(
@@ -265,7 +302,7 @@ def measure_matrix(
     idcg_zero: IdcgZero,
 ) -> Floats:
     """One row per ranking of `codes`, one column per key; `queries` has the same rows."""
-    batch = _RankedBatch(codes, tables, queries)
+    batch = _RankedBatch(codes, tables, queries, head_depth(keys))
     out = np.empty((len(codes.lengths), len(keys)), dtype=np.float64)
     for column, key in enumerate(keys):
         out[:, column] = _COLUMNS[key.kind](batch, key, idcg_zero)
