@@ -171,7 +171,7 @@ class EventWindows:
             if replaying:
                 starts = published.open_starts(pane, watermark, segment, version, partition)
                 if not starts:
-                    self._reject_closed(i, batch, admission, accepted)
+                    self._reject_closed(i, batch, admission, accepted, watermark)
                     continue
             elif pane + size <= watermark:
                 late.append(i)
@@ -196,12 +196,26 @@ class EventWindows:
         return accepted
 
     def _reject_closed(
-        self, row: int, batch: EventBatch, admission: Admission, accepted: AcceptedRows
+        self,
+        row: int,
+        batch: EventBatch,
+        admission: Admission,
+        accepted: AcceptedRows,
+        watermark: int,
     ) -> None:
-        """An event with no open window while replaying: late, or in a published window."""
+        """An event with no open window while replaying: late, or in a published window.
+
+        Late first: a replay from the committed offset rebuilds the partition's watermark
+        exactly (the newest event time sits in a window that was open at the commit), so an
+        event the watermark had passed was late then too, and its dead letter may not have
+        been flushed before the crash; only one it had not passed was counted into a window.
+        """
         segment, version = batch.segments[row], batch.evaluation_set_version
         pane = self.spec.pane_of(int(batch.event_times_ms[row]))
-        if not self._published.covers_any(pane, segment, version, int(batch.partitions[row])):
+        partition = int(batch.partitions[row])
+        if pane + self.spec.size_ms <= watermark or not self._published.covers_any(
+            pane, segment, version, partition
+        ):
             admission.late.append(row)
             return
         admission.already_published.append(row)
