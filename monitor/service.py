@@ -9,12 +9,22 @@ at most that much.
 A tick, in this order (DESIGN.md "Not losing data"):
 
 1. finalize the windows the watermark has closed;
-2. publish their summaries and flush the dead letters, waiting for the broker's ack;
+2. publish their summaries (one share per window and segment, `monitor.recovery`) and flush
+   the dead letters, waiting for the broker's ack;
 3. set the gauges, log one line per window, evaluate the alert rules;
 4. commit the offsets that are safe: up to the first record of the oldest open window.
 
-If step 2 fails (broker down) nothing is committed; the producer keeps the records and the
-next tick flushes them again before any commit.
+If step 2 fails (broker down) nothing is committed; the shares are kept and the next tick
+publishes them again before any commit. While the consumer sees no broker the tick does not
+even try (a flush would block for its whole timeout): `rankmon_broker_up` is 0, `/readyz`
+fails, and the loop keeps polling with backoff; nothing here exits on a Kafka error.
+
+Every partition assignment (the first included; rebalances arrive with the poll) reads the
+windows topic back before the poll's records are taken in: what was published is marked, so
+the replay from the committed offsets skips it, and alert baselines are restored.
+
+`close()` finalizes nothing early: it flushes what is queued, commits the safe offsets and
+closes; `rankmon run` bounds it with a watchdog.
 """
 
 from __future__ import annotations
@@ -29,11 +39,12 @@ from prometheus_client import CollectorRegistry
 
 from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine, parse_alerting_config
 from monitor.batch import BatchScorer
-from monitor.bootstrap import KafkaUnavailableError
+from monitor.bootstrap import Backoff, KafkaUnavailableError
 from monitor.catalog import monitor_keys
 from monitor.clock import Clock, SystemClock
 from monitor.config import Config
 from monitor.consumer import Batch, EventSource
+from monitor.crashpoints import CrashPoints
 from monitor.deadletter import DeadLetterSink
 from monitor.evalset import EvaluationSet
 from monitor.evalset_reload import EvaluationSetSource
@@ -44,7 +55,7 @@ from monitor.kafka_options import consumer_options, producer_options
 from monitor.logs import fields
 from monitor.metrics_http import MetricsServer
 from monitor.producer import RecordProducer
-from monitor.publisher import WindowPublisher, read_published
+from monitor.recovery import WindowShare, publish_shares, read_shares
 from monitor.segments import SegmentLabeler
 from monitor.summary import Segment, WindowSummary, segment_label
 from monitor.window_assigner import WindowSpec
@@ -56,6 +67,7 @@ _log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_MS = 200
 HISTORY = 60  # finalized windows kept per segment for `snapshot()` (the demo's live view)
+RESTORE_TIMEOUT_S = 10.0  # one attempt at reading the windows topic back
 
 
 @dataclass(frozen=True)
@@ -90,8 +102,12 @@ class Monitor:
         *,
         registry: CollectorRegistry | None = None,
         clock: Clock | None = None,
+        crash_points: CrashPoints | None = None,
     ) -> None:
         self.config = config
+        self._crash = crash_points or CrashPoints()
+        self._stop = threading.Event()
+        self._held: list[WindowShare] = []  # finalized, not yet acknowledged by the broker
         self.clock: Clock = clock or SystemClock()
         self.registry = registry or CollectorRegistry()
         self.exporter = Exporter(self.registry, segment_keys=config.segments.keys)
@@ -111,8 +127,9 @@ class Monitor:
             self._tally,
             inline_judgments=config.judgments.inline == "fill",
         )
-        self.publisher = WindowPublisher(self._producer, config.kafka.windows_topic)
-        self.source = EventSource(topic=config.kafka.topic, **consumer_options(config.kafka))
+        self.source = EventSource(
+            topic=config.kafka.topic, sleep=self._pause, **consumer_options(config.kafka)
+        )
         alerting = parse_alerting_config(
             config.alerts,
             cutoffs=config.metrics.cutoffs,
@@ -165,7 +182,8 @@ class Monitor:
         )
 
     def start(self) -> None:
-        """Serve `/metrics`, start the schedule and delivery, learn what was published."""
+        """Serve `/metrics`, start the schedule and alert delivery (the windows topic is read
+        at the first assignment)."""
         self.server.start()
         self._delivery.start()
         self._scheduler.add_job(
@@ -181,10 +199,10 @@ class Monitor:
             "rankmon started",
             extra=fields(metrics=self.metrics_url, topic=self.config.kafka.topic),
         )
-        self._restore()
 
     def run(self, stop: threading.Event) -> None:
         """`start()`, then poll, score and tick until `stop` is set; then `close()`."""
+        self._stop = stop
         self.start()
         try:
             while not stop.is_set():
@@ -197,9 +215,11 @@ class Monitor:
     def step(self) -> None:
         """One poll: rebalances, intake, readiness, and the tick if the schedule asked for it."""
         batch = self.source.poll(timeout_ms=POLL_TIMEOUT_MS)
-        self._rebalance(batch)
+        if not self._rebalance(batch):
+            return  # stopping before the windows topic could be read: take nothing in
         if batch.records:
             self.intake.process(batch.records, self._scorer, self.clock.now_ms())
+            self._crash.reach("after-intake")
         readiness = self.exporter.readiness
         readiness.broker_up = self.source.broker_up
         readiness.group_joined = self.source.group_joined
@@ -208,7 +228,8 @@ class Monitor:
             self._tick_due.clear()
             self.tick()
 
-    def _rebalance(self, batch: Batch) -> None:
+    def _rebalance(self, batch: Batch) -> bool:
+        """Apply a rebalance; False if the windows topic could not be read (stopping)."""
         if batch.revoked:
             # The new owner replays these partitions from their committed (safe) offsets.
             self.windows.revoke(batch.revoked)
@@ -217,12 +238,16 @@ class Monitor:
         if batch.assigned:
             self.windows.assign(batch.assigned)
             _log.info("partitions assigned", extra=fields(partitions=sorted(batch.assigned)))
+            return self._learn_published(self.source.assignment | batch.assigned)
+        return True
 
     def tick(self) -> None:
         """Finalize, publish, export, alert, commit (see the module docstring)."""
         self._maybe_reload()
-        summaries = self.windows.finalize()
-        published = self._publish(summaries)
+        finalized = [WindowShare(s, p) for s, p in self.windows.finalize_with_partitions()]
+        self._held.extend(finalized)
+        published = self._publish()
+        summaries = [share.summary for share in finalized]
         now = self.clock.now_ms()
         for summary in summaries:
             self._record(summary)
@@ -231,23 +256,31 @@ class Monitor:
         self._export_progress()
         if published:
             self.source.commit(self.windows.safe_offsets())
+            if finalized:
+                self._crash.reach("after-commit")
 
-    def _publish(self, summaries: list[WindowSummary]) -> bool:
-        """Publish summaries and flush dead letters; False if the broker has not acked all.
-
-        The producer keeps what was not acknowledged and sends it again on the next flush.
-        """
-        try:
-            if summaries:
-                self.publisher.publish(summaries)
-            else:
-                self._producer.flush()
-        except KafkaUnavailableError as error:
-            _log.warning(
-                "publish failed; nothing committed until it succeeds",
-                extra=fields(error=str(error)),
-            )
+    def _publish(self) -> bool:
+        """Publish the held shares and flush dead letters; False if the broker has not acked
+        all. Shares handed to the producer stay with it (it resends what was not acked);
+        shares never handed over stay held for the next tick."""
+        if not self.source.broker_up:
             return False
+        shares, self._held = self._held, []
+        # A test's crash point may cut the finalize in two (`monitor.crashpoints`).
+        first = len(shares) // 2 if self._crash.armed("mid-finalize") else len(shares)
+        parts = [shares[:first], shares[first:]]  # the second is empty unless cut
+        for index, part in enumerate(parts):
+            try:
+                publish_shares(self._producer, self.config.kafka.windows_topic, part)
+            except KafkaUnavailableError as error:
+                self._held = [share for later in parts[index + 1 :] for share in later]
+                _log.warning(
+                    "publish failed; nothing committed until it succeeds",
+                    extra=fields(error=str(error), windows=len(shares)),
+                )
+                return False
+            if shares:
+                self._crash.reach(("mid-finalize", "after-publish")[index])
         return True
 
     def _record(self, summary: WindowSummary) -> None:
@@ -303,36 +336,60 @@ class Monitor:
 
     # -- start and stop -------------------------------------------------------------------
 
-    def _restore(self) -> None:
-        """Learn what was already published: skip it on replay, rebuild alert baselines."""
+    def _learn_published(self, owned: frozenset[int]) -> bool:
+        """Read the windows topic back (retrying until it answers or `stop`): mark what was
+        published, restore alert baselines from the shares of partitions now owned."""
+        shares = self._read_shares()
+        if shares is None:
+            return False
+        for share in shares:
+            summary = share.summary
+            self.windows.mark_published(
+                summary.start_ms, summary.segment, summary.evaluation_set_version, share.partitions
+            )
+        own = [share.summary for share in shares if share.owned_by(owned)]
+        self.alerts.restore(own)
+        _log.info(
+            "read published windows",
+            extra=fields(shares=len(shares), restored=len(own), partitions=sorted(owned)),
+        )
+        return True
+
+    def _read_shares(self) -> list[WindowShare] | None:
         kafka = self.config.kafka
         options = dict(consumer_options(kafka))
         for key in ("group_id", "enable_auto_commit", "bootstrap_servers", "client_id"):
             options.pop(key, None)
-        try:
-            summaries = read_published(
-                bootstrap_servers=list(kafka.bootstrap_servers),
-                topic=kafka.windows_topic,
-                client_id=f"{kafka.client_id}-restore",
-                **options,
-            )
-        except KafkaUnavailableError as error:
-            _log.warning(
-                "could not read published windows; starting without them",
-                extra=fields(error=str(error)),
-            )
-            return
-        for summary in summaries:
-            self.windows.mark_published(
-                summary.start_ms, summary.segment, summary.evaluation_set_version
-            )
-        self.alerts.restore(summaries)
-        _log.info("restored published windows", extra=fields(windows=len(summaries)))
+        backoff = Backoff()
+        while not self._stop.is_set():
+            try:
+                return read_shares(
+                    bootstrap_servers=list(kafka.bootstrap_servers),
+                    topic=kafka.windows_topic,
+                    client_id=f"{kafka.client_id}-restore",
+                    timeout_s=RESTORE_TIMEOUT_S,
+                    **options,
+                )
+            except KafkaUnavailableError as error:
+                # Replaying without the marks would publish windows twice: wait for the topic.
+                _log.warning(
+                    "cannot read published windows yet; retrying", extra=fields(error=str(error))
+                )
+                self.exporter.set_broker_up(False)
+                self._pause(backoff.next_delay())
+        return None
+
+    def _pause(self, seconds: float) -> None:
+        """Wait between attempts to reach Kafka; a stop request cuts it short."""
+        self._stop.wait(seconds)
 
     def close(self) -> None:
-        """Finalize nothing early: flush, commit what is safe, close everything (bounded)."""
+        """Finalize nothing early: flush, commit what is safe, close everything.
+
+        Each step is bounded by a Kafka client timeout; `rankmon run` bounds the whole.
+        """
         self._scheduler.shutdown(wait=False)
-        if self._publish([]):
+        if self._publish():
             self.source.commit(self.windows.safe_offsets())
         self.source.close()
         self._producer.close()

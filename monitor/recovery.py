@@ -1,0 +1,182 @@
+"""Recovery: window shares on the windows topic, and what an assigned instance learns from them.
+
+Several instances of one consumer group each own some partitions, so each finalizes its own
+partitions' share of a window. A share is one record on the windows topic: the
+`WindowSummary` of those partitions' events, plus the partitions it covers:
+
+    key     10s/1767225600000/model=v1/p0,2        (`WindowSummary.key` + "/p" + partitions)
+    value   the summary's JSON + "partitions": [0, 2]
+
+Shares are told apart by their partitions, not by an instance id: a partition belongs to one
+group member at a time, so two live shares of one window and segment never cover the same
+partition, and a restarted instance (a new member id) writes the very same records an
+uninterrupted one would. Queries are keyed to one partition (DESIGN.md "Scaling out"), so
+shares merge exactly: the window's mean over queries is `sum(sums) / sum(queries)` over its
+shares, which is what the recording rules compute from the exported companions.
+
+On every assignment (the first one included) the instance reads the whole topic back
+(`read_shares`) and:
+
+- marks every share as published, for its partitions (`EventWindows.mark_published`): the
+  replay from the committed offsets then skips the events and summaries already published,
+  by this instance before a crash or by the partition's previous owner;
+- restores the alert baselines from the shares whose partitions it now owns entirely: those
+  are the windows its own alert engine would have seen. Another instance's share is a
+  different population of queries and would make a false baseline.
+
+A record without "partitions" (written before shares existed) covers every partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaError
+
+from monitor.bootstrap import KafkaUnavailableError, bootstrap_reachable
+from monitor.producer import RecordProducer
+from monitor.summary import WindowSummary
+
+__all__ = ["WindowShare", "publish_shares", "read_shares"]
+
+_log = logging.getLogger(__name__)
+
+SHARE_HEADERS = [("content-type", b"application/json")]
+
+
+@dataclass(frozen=True)
+class WindowShare:
+    """One published window summary and the partitions whose events it holds.
+
+    `partitions` None: a record from before shares, covering every partition.
+    """
+
+    summary: WindowSummary
+    partitions: frozenset[int] | None
+
+    @property
+    def key(self) -> bytes:
+        """The record key: the summary's key and the covered partitions, `.../p0,2`."""
+        if self.partitions is None:
+            return self.summary.key.encode()
+        return f"{self.summary.key}/p{_partition_list(self.partitions)}".encode()
+
+    def to_json(self) -> bytes:
+        """The record value: the summary's JSON with `partitions` added (sorted keys)."""
+        value = orjson.loads(self.summary.to_json())
+        if self.partitions is not None:
+            value["partitions"] = sorted(self.partitions)
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+    @classmethod
+    def from_json(cls, data: bytes) -> WindowShare:
+        """Parse a windows-topic record value; `ValueError` if it is not a summary."""
+        summary = WindowSummary.from_json(data)
+        raw = orjson.loads(data).get("partitions")
+        if raw is None:
+            return cls(summary, None)
+        if not isinstance(raw, list) or not all(isinstance(p, int) for p in raw):
+            raise ValueError("malformed window summary: partitions must be a list of integers")
+        return cls(summary, frozenset(raw))
+
+    def owned_by(self, assignment: Collection[int]) -> bool:
+        """Whether every partition of the share is in `assignment`."""
+        if self.partitions is None:
+            return False
+        return self.partitions <= frozenset(assignment)
+
+
+def _partition_list(partitions: Iterable[int]) -> str:
+    return ",".join(str(p) for p in sorted(partitions))
+
+
+def publish_shares(producer: RecordProducer, topic: str, shares: Iterable[WindowShare]) -> None:
+    """Send every share and wait for the acknowledgements.
+
+    Raises `KafkaUnavailableError` if any is not acknowledged: commit nothing past these
+    windows then; the producer keeps them and the next flush sends them again.
+    """
+    for share in shares:
+        producer.send(topic, share.key, share.to_json(), SHARE_HEADERS)
+    producer.flush()
+
+
+def read_shares(
+    *,
+    bootstrap_servers: str | Sequence[str],
+    topic: str,
+    client_id: str = "rankmon-restore",
+    timeout_s: float = 60.0,
+    **kafka_options: Any,
+) -> list[WindowShare]:
+    """Every share on the windows topic, in partition then offset order; none if no topic.
+
+    Reads with a plain consumer (no group, nothing committed) until each partition's position
+    reaches the highwater that came with the fetch responses (`end_offsets()` is wrong on
+    Tansu). Raises `KafkaUnavailableError` if that does not happen within `timeout_s`.
+    """
+    if not bootstrap_reachable(bootstrap_servers):
+        raise KafkaUnavailableError(f"no Kafka bootstrap server reachable at {bootstrap_servers}")
+    try:
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap_servers,
+            client_id=client_id,
+            group_id=None,
+            enable_auto_commit=False,
+            **kafka_options,
+        )
+    except KafkaError as error:
+        raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
+    try:
+        return _read_to_end(consumer, topic, time.monotonic() + timeout_s)
+    except KafkaError as error:
+        raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
+    finally:
+        consumer.close(autocommit=False)
+
+
+def _read_to_end(consumer: KafkaConsumer, topic: str, deadline: float) -> list[WindowShare]:
+    partitions = [
+        TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())
+    ]
+    if not partitions:
+        return []
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    by_partition: dict[int, list[WindowShare]] = {tp.partition: [] for tp in partitions}
+    while not _at_end(consumer, partitions):
+        if time.monotonic() > deadline:
+            raise KafkaUnavailableError(f"{topic} not read to its end in time")
+        for tp, records in consumer.poll(timeout_ms=200).items():
+            by_partition[tp.partition].extend(_parsed(records))
+    return [share for p in sorted(by_partition) for share in by_partition[p]]
+
+
+def _at_end(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> bool:
+    for tp in partitions:
+        highwater = consumer.highwater(tp)
+        position = None if highwater is None else consumer.position(tp, timeout_ms=1000)
+        if highwater is None or position is None or position < highwater:
+            return False
+    return True
+
+
+def _parsed(records: Iterable[Any]) -> list[WindowShare]:
+    shares = []
+    for record in records:
+        try:
+            shares.append(WindowShare.from_json(record.value or b""))
+        except (ValueError, orjson.JSONDecodeError) as error:
+            _log.warning(
+                "skipping record %s/%s of the windows topic: %s",
+                record.partition,
+                record.offset,
+                error,
+            )
+    return shares
