@@ -36,7 +36,9 @@ class ConfigError(RankmonError):
     def __init__(self, key: str, problem: str) -> None:
         self.key = key
         self.problem = problem
-        super().__init__(f"config key '{key}': {problem}")
+        # A key from YAML can hold any character; the message stays on one line.
+        shown = key if key.isprintable() else key.encode("unicode_escape").decode("ascii")
+        super().__init__(f"config key '{shown}': {problem}")
 
 
 class MeasureError(RankmonError):
