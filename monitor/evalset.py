@@ -114,12 +114,7 @@ def _content_hash(grades: Mapping[str, Mapping[str, int]]) -> str:
 def load_evaluation_set(path: str | Path) -> EvaluationSet:
     """Read TREC qrels or JSON Lines; any bad line raises `InputError` naming file and line."""
     name = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(name, "no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(name, f"cannot read: {error}") from None
+    text = _read_text(name)
     parse_line = _json_line if name.endswith(_JSON_SUFFIXES) else _trec_line
     grades: dict[str, dict[str, int]] = {}
     first_line: dict[tuple[str, str], int] = {}
@@ -143,6 +138,15 @@ def load_evaluation_set(path: str | Path) -> EvaluationSet:
     if not grades:
         raise InputError(name, "holds no judgments")
     return EvaluationSet(grades, name)
+
+
+def _read_text(name: str) -> str:
+    try:
+        return Path(name).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(name, "no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(name, f"cannot read: {error}") from None
 
 
 def _trec_line(line: str) -> tuple[str, str, int]:

@@ -124,3 +124,17 @@ def test_from_judgments_drops_queries_without_judgments_and_checks_grades() -> N
     assert evaluation_set.num_judgments == 1
     with pytest.raises(ValueError, match="is not an int"):
         EvaluationSet.from_judgments({"q1": {"d1": 1.5}})  # type: ignore[dict-item]
+
+
+def test_file_that_is_not_utf8_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "qrels.txt"
+    path.write_bytes(b"q1 0 d\xff 1\n")
+    with pytest.raises(InputError, match="cannot read"):
+        load_evaluation_set(path)
+
+
+def test_grades_may_carry_a_sign_but_not_underscores(tmp_path: Path) -> None:
+    evaluation_set = load_evaluation_set(write(tmp_path, "q.txt", "q 0 a +2\nq 0 b -1\n"))
+    assert dict(evaluation_set.grades("q")) == {"a": 2, "b": -1}
+    with pytest.raises(InputError, match="grade '1_0' is not an integer"):
+        load_evaluation_set(write(tmp_path, "r.txt", "q 0 a 1_0\n"))
