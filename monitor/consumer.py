@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -40,9 +40,12 @@ _log = logging.getLogger(__name__)
 # kafka-python's sockets, alive for as long as a handler holds the record.
 
 
-@dataclass(frozen=True)
-class SourceRecord:
-    """One Kafka record as consumed: where it sits, when it was written, its raw bytes."""
+class SourceRecord(NamedTuple):
+    """One Kafka record as consumed: where it sits, when it was written, its raw bytes.
+
+    A named tuple rather than a frozen dataclass: one is built per record on the hot path,
+    and a tuple builds several times faster.
+    """
 
     topic: str
     partition: int
