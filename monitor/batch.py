@@ -21,7 +21,7 @@ evaluation set's judgments plus those grades.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from itertools import repeat
+from itertools import chain, repeat
 from typing import Final
 
 import numpy as np
@@ -88,7 +88,7 @@ class BatchScorer:
     def _grade_codes(self) -> tuple[list[CodeLookup], CodeTables | None]:
         """Per query, `get` of its dict doc -> grade code (1..255); and the codes' tables."""
         judgments = [self.evaluation_set.grade_dict(qid) for qid in self._qids]
-        grades = sorted({g for docs in judgments for g in docs.values()})
+        grades = sorted(set(chain.from_iterable(docs.values() for docs in judgments)))
         if len(grades) > _MAX_CODES:
             return [], None
         code_of = {grade: code for code, grade in enumerate(grades, start=1)}

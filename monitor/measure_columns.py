@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 from typing import Any, Final
 
 import numpy as np
@@ -130,38 +131,44 @@ class QueryIdeals:
 
         num_rel counts grades >= relevance_level (never negative grades, V2).
         """
-        level = max(relevance_level, 0)
-        num_rel = np.fromiter(
-            (sum(g >= level for g in grades) for grades in grade_lists),
-            dtype=np.int64,
-            count=len(grade_lists),
-        )
-        return cls(specs, _ideal_dcg_columns(grade_lists, specs), num_rel)
+        rows = len(grade_lists)
+        ideal = np.zeros((rows, len(specs)), dtype=np.float64)
+        num_rel = np.zeros(rows, dtype=np.int64)
+        for start in range(0, rows, CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, rows)
+            grades = _padded_grades(grade_lists[start:stop])
+            # MISSING padding is below every level; max(.., 0): negative grades never count.
+            num_rel[start:stop] = np.count_nonzero(grades >= max(relevance_level, 0), axis=1)
+            ideal[start:stop] = _ideal_dcg_columns(grades, specs)
+        return cls(specs, ideal, num_rel)
 
     def take(self, rows: Ints) -> QueryIdeals:
         """The rows of the given queries, in that order."""
         return QueryIdeals(self.specs, self.ideal[rows], self.num_rel[rows])
 
 
-def _ideal_dcg_columns(grade_lists: Sequence[Sequence[int]], specs: Sequence[IdealSpec]) -> Floats:
-    """IDCG@k: the gains sorted highest first, DCG of that ideal ranking cut at k."""
-    out = np.zeros((len(grade_lists), len(specs)), dtype=np.float64)
-    for start in range(0, len(grade_lists), CHUNK_ROWS):
-        chunk = grade_lists[start : start + CHUNK_ROWS]
-        lengths = np.fromiter(map(len, chunk), dtype=np.int64, count=len(chunk))
-        width = int(lengths.max(initial=0))
-        if width == 0 or not specs:
-            continue
-        flat = np.fromiter((g for grades in chunk for g in grades), dtype=np.int64)
-        matrix = np.full((len(chunk), width), MISSING, dtype=np.int64)
-        matrix[np.arange(width) < lengths[:, None]] = flat
-        for gain in dict.fromkeys(gain for gain, _ in specs):
-            ideal = -np.sort(-gain.of_array(matrix), axis=1)
-            cumulative = np.cumsum(ideal / _discounts(width), axis=1)
-            for column, (spec_gain, k) in enumerate(specs):
-                if spec_gain == gain:
-                    at = min(k or width, width) - 1
-                    out[start : start + len(chunk), column] = cumulative[:, at]
+def _padded_grades(grade_lists: Sequence[Sequence[int]]) -> Ints:
+    """One row per list, padded on the right with MISSING (gain 0, never relevant)."""
+    lengths = np.fromiter(map(len, grade_lists), dtype=np.int64, count=len(grade_lists))
+    width = int(lengths.max(initial=0))
+    flat = np.fromiter(chain.from_iterable(grade_lists), dtype=np.int64, count=int(lengths.sum()))
+    matrix = np.full((len(grade_lists), width), MISSING, dtype=np.int64)
+    matrix[np.arange(width) < lengths[:, None]] = flat
+    return matrix
+
+
+def _ideal_dcg_columns(grades: Ints, specs: Sequence[IdealSpec]) -> Floats:
+    """IDCG@k per row of judged grades: gains sorted highest first, their DCG cut at k."""
+    width = grades.shape[1]
+    out = np.zeros((len(grades), len(specs)), dtype=np.float64)
+    if width == 0:
+        return out
+    for gain in dict.fromkeys(gain for gain, _ in specs):
+        ideal = -np.sort(-gain.of_array(grades), axis=1)
+        cumulative = np.cumsum(ideal / _discounts(width), axis=1)
+        for column, (spec_gain, k) in enumerate(specs):
+            if spec_gain == gain:
+                out[:, column] = cumulative[:, min(k or width, width) - 1]
     return out
 
 
