@@ -5,8 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import pytrec_eval
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from monitor.errors import InputError
+from monitor.evalset import EvaluationSet
+from monitor.run_evaluation import evaluate_run, select_measures
 from monitor.runfile import load_run, parse_run, trec_order
 
 
@@ -136,3 +141,47 @@ def test_load_run_reads_a_file_and_names_a_missing_one(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         load_run(missing)
     assert str(caught.value) == f"{missing}: cannot read the run: No such file or directory"
+
+
+# Scores chosen so that float32 rounding creates ties that float64 keeps apart.
+NEAR_TIES = [0.3, 0.30000000000000004, 0.1, 0.1 + 1e-12, 1.0, 1.0 + 1e-9, 2.5, -0.5]
+DOCNOS = st.text(alphabet="aAbB019", min_size=1, max_size=3)
+
+
+@st.composite
+def judged_runs(draw: st.DrawFn) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """Random qrels and a run over one doc space: near ties, unjudged docs, negative grades."""
+    queries = draw(st.lists(st.sampled_from("pqrs"), min_size=1, max_size=3, unique=True))
+    qrels = {q: draw(st.dictionaries(DOCNOS, st.integers(-1, 3))) for q in queries}
+    # Each query gets a document relevant at both levels: pytrec_eval 0.5.11 misreports
+    # (num_ret 0) and can hang on queries without one, which are not what this test is about.
+    for judged in qrels.values():
+        judged[draw(DOCNOS)] = draw(st.integers(2, 3))
+    scores = st.sampled_from(NEAR_TIES) | st.floats(-3, 3, allow_nan=False)
+    run = {q: draw(st.dictionaries(DOCNOS, scores, min_size=1, max_size=12)) for q in queries}
+    return qrels, run
+
+
+@settings(max_examples=150, deadline=None)
+@given(judged_runs(), st.integers(1, 2))
+@example(({"q": {"a": 1, "b": 0}}, {"q": {"a": 0.3, "b": 0.30000000000000004}}), 1)
+def test_float32_order_gives_pytrec_eval_values_on_random_runs_with_ties(
+    case: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]], level: int
+) -> None:
+    qrels, run_scores = case
+    text = "".join(
+        f"{q} Q0 {d} 0 {s!r} t\n" for q, docs in run_scores.items() for d, s in docs.items()
+    )
+    run = parse_run(text.encode(), "run", score_precision="float32")
+    selection = select_measures(["all_rankmon"])
+    report = evaluate_run(
+        EvaluationSet.from_judgments(qrels), run, selection, relevance_level=level
+    )
+    names = {"P.5,10", "recall.5,10", "ndcg", "ndcg_cut.5,10", "recip_rank", "map", "num_ret"}
+    names |= {"num_rel", "num_rel_ret"}
+    expected = pytrec_eval.RelevanceEvaluator(qrels, names, relevance_level=level).evaluate(
+        run_scores
+    )
+    for qid, values in expected.items():
+        for name, value in values.items():
+            assert report.per_query[qid][name] == pytest.approx(value, abs=1e-9), (qid, name)
