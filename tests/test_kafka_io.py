@@ -16,6 +16,7 @@ from monitor.deadletter import DeadLetterSink
 from monitor.producer import RecordProducer
 from monitor.publisher import WindowPublisher, read_published
 from monitor.summary import WindowSummary
+from tests.realparts import MotoS3
 
 # Tansu's group join waits half the session timeout (DESIGN.md): keep it short in tests.
 SESSION_TIMEOUT_MS = 6000
@@ -332,3 +333,33 @@ def test_a_windows_topic_that_does_not_exist_yet_has_nothing_to_restore(
 def test_reading_windows_from_an_unreachable_broker_raises_kafka_unavailable() -> None:
     with pytest.raises(KafkaUnavailableError):
         read_published(bootstrap_servers=f"127.0.0.1:{free_port()}", topic="windows")
+
+
+@pytest.mark.usefixtures("kafka_outage")
+def test_durable_broker_restart_loses_no_record_and_keeps_committed_offsets(
+    moto_s3: MotoS3, sources: list[EventSource]
+) -> None:
+    new_values = sorted(b"new%d" % i for i in range(6))
+    with EmbeddedBroker(moto_s3.storage, env=moto_s3.broker_env) as broker:
+        bootstrap = broker.bootstrap_servers
+        broker.create_topic("durable", partitions=2)
+        produce(bootstrap, "durable", [(b"k%d" % i, b"old%d" % i) for i in range(10)])
+        live = event_source(bootstrap, "durable", "durable-group")
+        sources.append(live)
+        old = records_of(poll_until(live, has_records(10)))
+        committed = live.commit({r.partition: r.offset + 1 for r in old})
+        broker.kill()
+        poll_until(live, lambda _: not live.broker_up)
+        broker.start()
+        produce(bootstrap, "durable", [(b"k%d" % i, v) for i, v in enumerate(new_values)])
+        # The running member carries on after the outage ...
+        seen_live = records_of(poll_until(live, has_records(6), timeout_s=40))
+        live.close()
+        # ... and a new member starts at the offsets committed before the restart.
+        fresh = event_source(bootstrap, "durable", "durable-group")
+        sources.append(fresh)
+        seen_fresh = records_of(poll_until(fresh, has_records(6)))
+
+    assert committed
+    assert sorted(r.value for r in seen_live) == new_values
+    assert sorted(r.value for r in seen_fresh) == new_values
