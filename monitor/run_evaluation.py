@@ -54,6 +54,8 @@ _ALL_RANKMON_NAMES = (
     "ndcg",
     "ndcg_cut",
 )
+# trec_eval's own groups: rankmon cannot print all of their measures.
+_TREC_EVAL_GROUPS = frozenset({"all_trec", "official", "set", "qrels_jg", "prefs"})
 # trec_eval prints measures in the order of its measure table (measures.c), not of -m.
 _TABLE_ORDER = {
     "num_ret": 0,
@@ -140,6 +142,11 @@ def _score_queries(
 
 
 def _expand_group(name: str) -> Sequence[str]:
+    if name.strip() in _TREC_EVAL_GROUPS:
+        raise MeasureError(
+            f"rankmon implements a subset of trec_eval's measures, not the group {name!r}: "
+            f"use -m {ALL_RANKMON} for all of them"
+        )
     return _ALL_RANKMON_NAMES if name.strip() == ALL_RANKMON else (name,)
 
 

@@ -129,6 +129,20 @@ def test_default_measures_are_every_measure_rankmon_implements(
     ]
 
 
+def test_jsonl_judgments_give_the_same_report_as_trec_qrels(
+    files: tuple[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    records = [line.split() for line in QRELS.splitlines()]
+    jsonl = tmp_path / "qrels.jsonl"
+    jsonl.write_text(
+        "".join(
+            json.dumps({"query_id": q, "doc_id": d, "grade": int(g)}) + "\n"
+            for q, _, d, g in records
+        )
+    )
+    assert eval_json(capsys, "-c", str(jsonl), files[1]) == eval_json(capsys, "-c", *files)
+
+
 def test_max_retrieved_keeps_only_the_best_documents(
     files: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -208,6 +222,7 @@ def test_missing_file_is_named(
         ("-m", "P.0", "P.0"),
         ("-m", "P.five", "P.five"),
         ("-m", "map.5", "map"),
+        ("-m", "all_trec", "all_rankmon"),
         ("-l", "two", "-l LEVEL"),
         ("-l", "-1", "-l LEVEL"),
         ("-M", "ten", "-M DEPTH"),
