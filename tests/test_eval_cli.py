@@ -150,6 +150,18 @@ def test_max_retrieved_keeps_only_the_best_documents(
     assert document["per_query"]["q1"] == {"num_ret": 1, "recip_rank": 0.0}
 
 
+def test_by_default_only_the_first_1000_documents_count_as_trec_eval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "qrels").write_text("q1 0 last 1\n")
+    # 1001 documents; the relevant one has the lowest score and falls beyond the cut.
+    lines = [f"q1 Q0 d{i} {i} {2000 - i} t\n" for i in range(1000)] + ["q1 Q0 last 0 0.5 t\n"]
+    (tmp_path / "run").write_text("".join(lines))
+    args = ["-m", "num_ret", "-m", "num_rel_ret", str(tmp_path / "qrels"), str(tmp_path / "run")]
+    assert eval_json(capsys, *args)["all"] == {"num_ret": 1000, "num_rel_ret": 0}
+    assert eval_json(capsys, "-M", "1001", *args)["all"] == {"num_ret": 1001, "num_rel_ret": 1}
+
+
 def test_float32_scores_tie_and_fall_back_to_docno_order(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -85,6 +85,18 @@ def test_selected_measures_print_only_their_lines_in_trec_eval_order(
     assert out.splitlines() == wanted
 
 
+def test_measure_parameters_print_in_ascending_cutoff_order_as_trec_eval(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # trec_eval's out.test.meas_params; its ndcg_cut.23.4 (trec_eval truncates to 23) is asked
+    # for as 23, and its custom-gain `ndcg.1=3,...` has no rankmon counterpart.
+    args = ["-q", "-m", "P.5,7,3", "-m", "recall.20,2000", "-m", "ndcg_cut.10,20,23"]
+    out = rankmon_eval([*args, "qrels.test", "results.test"], capsys)
+    wanted = expected_lines("out.test.meas_params", re.compile(r"P_\d+|recall_\d+|ndcg_cut_\d+"))
+    assert len(wanted) == 4 * 8
+    assert out.splitlines() == wanted
+
+
 def test_json_output_holds_the_same_numbers_at_full_precision(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
