@@ -12,12 +12,16 @@ q1's ranking is d3(0) d1(2) d9(-): P_2 = 1/2, recip_rank = 1/2, AP = (1/2)/2 = 0
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from monitor.cli import main
 
@@ -253,3 +257,31 @@ def test_argparse_usage_errors_exit_2_without_traceback(
         main(["eval", "--format", "xml", *files])
     assert exited.value.code == 2
     assert "invalid choice: 'xml'" in capsys.readouterr().err
+
+
+RUN_TOKENS = ["q1", "q2", "Q0", "d1", "d2", "1", "0.5", "-2e3", "inf", "nan", "1_0", "x", "é"]
+RUN_BYTES = st.lists(
+    st.lists(st.sampled_from(RUN_TOKENS), max_size=8).map(" ".join).map(str.encode)
+    | st.binary(max_size=20),
+    max_size=6,
+).map(b"\n".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(run_bytes=RUN_BYTES)
+def test_any_run_file_gives_a_report_or_one_error_line_never_a_traceback(
+    run_bytes: bytes, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    folder = tmp_path_factory.mktemp("fuzz")
+    (folder / "qrels").write_text(QRELS)
+    (folder / "run").write_bytes(run_bytes)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["eval", "-q", str(folder / "qrels"), str(folder / "run")])
+    if code == 0:
+        assert err.getvalue() == ""
+    else:
+        assert code == 2
+        assert out.getvalue() == ""
+        assert err.getvalue().startswith(f"rankmon eval: {folder / 'run'}:")
+        assert len(err.getvalue().splitlines()) == 1
