@@ -94,8 +94,8 @@ def batches(draw: st.DrawFn, with_extras: bool) -> tuple[
     evaluation_set = EvaluationSet.from_judgments(draw(judgments_strategy))
     n = draw(st.integers(min_value=1, max_value=8))
     query_ids = [draw(st.sampled_from(evaluation_set.query_ids)) for _ in range(n)]
-    rankings = [draw(st.permutations(DOCS).map(lambda p: p[: draw(st.integers(0, 14))]))
-                for _ in range(n)]  # fmt: skip
+    # Unique doc ids in a random order; some are not judged, some rankings are empty.
+    rankings = [draw(st.permutations(DOCS))[: draw(st.integers(0, 14))] for _ in range(n)]
     if not with_extras:
         return evaluation_set, query_ids, rankings, None
     extra = st.none() | st.dictionaries(st.sampled_from(DOCS), st.none() | grades_strategy)
