@@ -175,9 +175,9 @@ def _ideal_dcg_columns(grades: Ints, specs: Sequence[IdealSpec]) -> Floats:
 class _RankedBatch:
     """What every measure column is read from.
 
-    Cutoff measures read cumulative sums over the `head` (the first max(k) ranks); measures
-    of the whole ranking (mrr, map, num_rel_ret) read the positions of the relevant documents,
-    which are few, instead of a full-width matrix.
+    Cutoff measures read cumulative sums over the `head` (the first max(k) ranks), all their
+    cutoffs at once; measures of the whole ranking (mrr, map, num_rel_ret) read the positions
+    of the relevant documents, which are few, instead of a full-width matrix.
     """
 
     def __init__(
@@ -189,42 +189,41 @@ class _RankedBatch:
         width = int(self.codes.shape[1])
         self.head = width if head is None else min(head, width)
         self.tables = tables
-        self.ideal = {spec: queries.ideal[:, i] for i, spec in enumerate(queries.specs)}
-        self.num_rel = queries.num_rel
+        self.queries = queries
         self._dcg: dict[Gain, Floats] = {}
 
-    def at(self, cumulative: npt.NDArray[Any], k: int | None) -> npt.NDArray[Any]:
-        """Rank k (1-based; None: the head's end) of a head cumulative sum (padding adds 0)."""
+    def at(self, cumulative: npt.NDArray[Any], cutoffs: Sequence[int | None]) -> npt.NDArray[Any]:
+        """Ranks k (1-based; None: the head's end) of a head cumulative sum, one column each.
+
+        A ranking shorter than k reads its last rank: the padding adds 0.
+        """
         if self.head == 0:
-            return np.zeros(self.rows, dtype=cumulative.dtype)
-        return cumulative[:, min(k or self.head, self.head) - 1]
+            return np.zeros((self.rows, len(cutoffs)), dtype=cumulative.dtype)
+        return cumulative[:, [min(k or self.head, self.head) - 1 for k in cutoffs]]
 
     @cached_property
     def head_codes(self) -> Codes:
         return self.codes[:, : self.head]
 
-    def dcg(self, gain: Gain, k: int | None) -> Floats:
+    def dcg(self, gain: Gain, cutoffs: Sequence[int | None]) -> Floats:
         if gain not in self._dcg:
             gains = self.tables.gains[gain][self.head_codes]
             self._dcg[gain] = np.cumsum(gains / _discounts(self.head), axis=1)
-        result: Floats = self.at(self._dcg[gain], k)
+        result: Floats = self.at(self._dcg[gain], cutoffs)
+        return result
+
+    def ideal(self, gain: Gain, cutoffs: Sequence[int | None]) -> Floats:
+        specs = self.queries.specs
+        result: Floats = self.queries.ideal[:, [specs.index((gain, k)) for k in cutoffs]]
         return result
 
     @cached_property
     def relevant_so_far(self) -> Ints:
         return np.cumsum(self.tables.relevant[self.head_codes], axis=1)
 
-    def relevant_at(self, k: int) -> Ints:
-        result: Ints = self.at(self.relevant_so_far, k)
-        return result
-
     @cached_property
     def judged_so_far(self) -> Ints:
         return np.cumsum(self.tables.judged[self.head_codes], axis=1)
-
-    def judged_at(self, k: int) -> Ints:
-        result: Ints = self.at(self.judged_so_far, k)
-        return result
 
     @cached_property
     def relevant_positions(self) -> tuple[Ints, Ints, Ints]:
@@ -232,65 +231,73 @@ class _RankedBatch:
         rows, ranks = np.nonzero(self.tables.relevant[self.codes])
         return rows, ranks, np.bincount(rows, minlength=self.rows)
 
-    def first_in_row(self) -> npt.NDArray[np.bool_]:
-        """True at the first relevant position of each row."""
-        rows = self.relevant_positions[0]
-        first = np.ones(len(rows), dtype=np.bool_)
-        first[1:] = rows[1:] != rows[:-1]
-        return first
-
 
 def _ratio(numerator: npt.NDArray[Any], denominator: npt.NDArray[Any], when_zero: float) -> Floats:
-    """numerator / denominator, and `when_zero` where the denominator is 0."""
+    """numerator / denominator (broadcast), and `when_zero` where the denominator is 0."""
     safe = np.where(denominator > 0, denominator, 1)
     result: Floats = np.where(denominator > 0, numerator / safe, when_zero)
     return result
 
 
-def _ndcg(batch: _RankedBatch, key: MeasureKey, idcg_zero: IdcgZero) -> Floats:
-    gain = key.gain or LINEAR
+# A group of keys of one kind and gain, computed together: one column per cutoff.
+Group = Callable[["_RankedBatch", Gain, list[int | None], IdcgZero], npt.NDArray[Any]]
+
+
+def _ndcg(
+    batch: _RankedBatch, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
+) -> Floats:
     when_zero = 0.0 if idcg_zero == "zero" else np.nan
-    return _ratio(batch.dcg(gain, key.k), batch.ideal[gain, key.k], when_zero)
+    return _ratio(batch.dcg(gain, cutoffs), batch.ideal(gain, cutoffs), when_zero)
 
 
-def _mrr(batch: _RankedBatch, _: MeasureKey, __: IdcgZero) -> Floats:
-    """1 / (rank of the first relevant document), 0 for rows without one."""
-    rows, ranks, _counts = batch.relevant_positions
-    first = batch.first_in_row()
-    result = np.zeros(batch.rows, dtype=np.float64)
-    result[rows[first]] = 1.0 / (ranks[first] + 1)
+def _precision(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    # Always divided by k, however short the ranking (trec_eval P_k).
+    result: Floats = batch.at(batch.relevant_so_far, cutoffs) / np.array(cutoffs, dtype=np.float64)
     return result
 
 
-def _map(batch: _RankedBatch, _: MeasureKey, __: IdcgZero) -> Floats:
+def _recall(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    relevant = batch.at(batch.relevant_so_far, cutoffs)
+    return _ratio(relevant, batch.queries.num_rel[:, None], 0.0)
+
+
+def _judged(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    shown = np.minimum(batch.lengths[:, None], np.array(cutoffs, dtype=np.int64))
+    return _ratio(batch.at(batch.judged_so_far, cutoffs), shown, 0.0)
+
+
+def _mrr(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+    """1 / (rank of the first relevant document), 0 for rows without one."""
+    rows, ranks, _counts = batch.relevant_positions
+    first = np.ones(len(rows), dtype=np.bool_)
+    first[1:] = rows[1:] != rows[:-1]
+    result = np.zeros((batch.rows, 1), dtype=np.float64)
+    result[rows[first], 0] = 1.0 / (ranks[first] + 1)
+    return result
+
+
+def _map(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
     """Sum over relevant ranks r of (relevant so far at r) / r, over num_rel."""
     rows, ranks, counts = batch.relevant_positions
     row_start = np.cumsum(counts) - counts
     found = np.arange(1, len(rows) + 1) - row_start[rows]
     # bincount adds each row's terms in rank order, as the reference loop does.
     precision_sum = np.bincount(rows, weights=found / (ranks + 1), minlength=batch.rows)
-    return _ratio(precision_sum, batch.num_rel, 0.0)
+    return _ratio(precision_sum, batch.queries.num_rel, 0.0)[:, None]
 
-
-def _judged(batch: _RankedBatch, key: MeasureKey, _: IdcgZero) -> Floats:
-    k = key.k or 0
-    return _ratio(batch.judged_at(k), np.minimum(batch.lengths, k), 0.0)
-
-
-Column = Callable[[_RankedBatch, MeasureKey, IdcgZero], npt.NDArray[Any]]
 
 # One entry per measure kind of `monitor.catalog.KINDS`.
-_COLUMNS: Final[dict[str, Column]] = {
+_GROUPS: Final[dict[str, Group]] = {
     "ndcg": _ndcg,
-    "dcg": lambda b, key, _: b.dcg(key.gain or LINEAR, key.k),
-    "precision": lambda b, key, _: b.relevant_at(key.k or 1) / (key.k or 1),
-    "recall": lambda b, key, _: _ratio(b.relevant_at(key.k or 1), b.num_rel, 0.0),
+    "dcg": lambda b, gain, cutoffs, _: b.dcg(gain, cutoffs),
+    "precision": _precision,
+    "recall": _recall,
     "judged": _judged,
     "mrr": _mrr,
     "map": _map,
-    "num_ret": lambda b, _, __: b.lengths,
-    "num_rel": lambda b, _, __: b.num_rel,
-    "num_rel_ret": lambda b, _, __: b.relevant_positions[2],
+    "num_ret": lambda b, _, __, ___: b.lengths[:, None],
+    "num_rel": lambda b, _, __, ___: b.queries.num_rel[:, None],
+    "num_rel_ret": lambda b, _, __, ___: b.relevant_positions[2][:, None],
 }
 
 
@@ -310,7 +317,11 @@ def measure_matrix(
 ) -> Floats:
     """One row per ranking of `codes`, one column per key; `queries` has the same rows."""
     batch = _RankedBatch(codes, tables, queries, head_depth(keys))
-    out = np.empty((len(codes.lengths), len(keys)), dtype=np.float64)
+    groups: dict[tuple[str, Gain], list[int]] = {}
     for column, key in enumerate(keys):
-        out[:, column] = _COLUMNS[key.kind](batch, key, idcg_zero)
+        groups.setdefault((key.kind, key.gain or LINEAR), []).append(column)
+    out = np.empty((len(codes.lengths), len(keys)), dtype=np.float64)
+    for (kind, gain), columns in groups.items():
+        cutoffs = [keys[column].k for column in columns]
+        out[:, columns] = _GROUPS[kind](batch, gain, cutoffs, idcg_zero)
     return out
