@@ -176,3 +176,13 @@ def test_invalid_options_are_rejected() -> None:
         BatchScorer(evaluation_set, [MeasureKey("mrr")], idcg_zero="one")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="relevance_level"):
         BatchScorer(evaluation_set, [MeasureKey("mrr")], relevance_level=-1)
+
+
+def test_empty_batch_gives_an_empty_matrix_and_mismatched_lengths_are_rejected() -> None:
+    keys = monitor_keys([5], ["linear"])
+    scorer = BatchScorer(EvaluationSet.from_judgments({"q": {"a": 1}}), keys)
+    assert scorer.score([], []).shape == (0, len(keys))
+    with pytest.raises(ValueError, match="differ in length"):
+        scorer.score(["q"], [])
+    with pytest.raises(ValueError, match="differ in length"):
+        scorer.score(["q"], [["a"]], [])
