@@ -33,7 +33,7 @@ from monitor.config import load_config
 from monitor.gain import EXP, LINEAR
 from monitor.service import Monitor
 from monitor.summary import WindowSummary
-from tests.realparts import Promtool
+from tests.realparts import PrometheusServer, Promtool
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -172,7 +172,10 @@ def _scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
 
 
 def test_published_windows_and_metrics_equal_an_independent_computation(
-    running_monitor: tuple[Monitor, str], tansu: EmbeddedBroker, promtool: Promtool
+    running_monitor: tuple[Monitor, str],
+    tansu: EmbeddedBroker,
+    promtool: Promtool,
+    start_prometheus: Callable[..., PrometheusServer],
 ) -> None:
     monitor, topic = running_monitor
     bootstrap = tansu.bootstrap_servers
@@ -222,6 +225,11 @@ def test_published_windows_and_metrics_equal_an_independent_computation(
     assert outcome("accepted") == len(EVENTS) + 1
     lint = promtool.check_metrics(_get(monitor.metrics_url))
     assert lint.ok, lint.output
+
+    prometheus = start_prometheus([f"127.0.0.1:{monitor.server.port}"])
+    result = prometheus.wait_for('rankmon_ndcg{k="10",gain="linear"}')
+    by_model = {series["metric"]["model"]: float(series["value"][1]) for series in result}
+    assert by_model == pytest.approx({m: latest[m]["ndcg@10:linear"] for m in latest}, rel=1e-12)
     assert outcome("invalid", "invalid_json") == 1
     assert outcome("unknown_query") == 1
 
