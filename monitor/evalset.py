@@ -27,10 +27,12 @@ import orjson
 
 from monitor.errors import InputError
 
-__all__ = ["EvaluationSet", "load_evaluation_set"]
+__all__ = ["GRADE_RANGE", "EvaluationSet", "load_evaluation_set"]
 
 _JSON_SUFFIXES = (".jsonl", ".json")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
+# Grades are C ints in trec_eval; the batch engine also keeps a sentinel below this range.
+GRADE_RANGE = range(-(2**31), 2**31)
 
 
 class EvaluationSet:
@@ -60,8 +62,14 @@ class EvaluationSet:
         """Build from a mapping (tests, the demo); grades must be integers."""
         for qid, docs in judgments.items():
             for doc, grade in docs.items():
-                if isinstance(grade, bool) or not isinstance(grade, int):
-                    raise ValueError(f"query {qid!r} doc {doc!r}: grade {grade!r} is not an int")
+                if (
+                    isinstance(grade, bool)
+                    or not isinstance(grade, int)
+                    or grade not in GRADE_RANGE
+                ):
+                    raise ValueError(
+                        f"query {qid!r} doc {doc!r}: grade {grade!r} is not a 32-bit integer"
+                    )
         return cls(judgments, path)
 
     def __len__(self) -> int:
@@ -157,7 +165,7 @@ def _trec_line(line: str) -> tuple[str, str, int]:
     # int() alone would also take "1_0" and non-ASCII digits.
     if not _INTEGER.fullmatch(grade):
         raise ValueError(f"grade {grade!r} is not an integer")
-    return qid, doc, int(grade)
+    return qid, doc, _check_range(int(grade))
 
 
 def _json_line(line: str) -> tuple[str, str, int]:
@@ -175,4 +183,10 @@ def _json_line(line: str) -> tuple[str, str, int]:
         raise ValueError("query_id and doc_id must be non-empty strings")
     if isinstance(grade, bool) or not isinstance(grade, int):
         raise ValueError(f"grade {grade!r} is not an integer")
-    return qid, doc, grade
+    return qid, doc, _check_range(grade)
+
+
+def _check_range(grade: int) -> int:
+    if grade not in GRADE_RANGE:
+        raise ValueError(f"grade {grade} is out of range (a 32-bit signed integer)")
+    return grade

@@ -68,6 +68,7 @@ def test_version_is_stable_under_reordering_and_changes_with_a_grade(tmp_path: P
         ("q1 0 d1 1\nq1 0 d2\n", 2, "expected 4 fields"),
         ("q1 0 d1 1\n\nq1 0 d2 1.5\n", 3, "grade '1.5' is not an integer"),
         ("q1 0 d1 x\n", 1, "grade 'x' is not an integer"),
+        ("q1 0 d1 4294967296\n", 1, "grade 4294967296 is out of range"),
         ("q1 0 d1 1\nq2 0 d1 1\nq1 0 d1 2\n", 3, "duplicate judgment for query 'q1' doc 'd1'"),
     ],
 )
@@ -122,8 +123,10 @@ def test_from_judgments_drops_queries_without_judgments_and_checks_grades() -> N
     evaluation_set = EvaluationSet.from_judgments({"q1": {"d1": 1}, "q2": {}})
     assert evaluation_set.query_ids == ["q1"]
     assert evaluation_set.num_judgments == 1
-    with pytest.raises(ValueError, match="is not an int"):
+    with pytest.raises(ValueError, match="is not a 32-bit integer"):
         EvaluationSet.from_judgments({"q1": {"d1": 1.5}})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="is not a 32-bit integer"):
+        EvaluationSet.from_judgments({"q1": {"d1": 2**31}})
 
 
 def test_file_that_is_not_utf8_is_an_input_error(tmp_path: Path) -> None:
