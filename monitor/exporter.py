@@ -71,6 +71,23 @@ _HELP = {
     "map": "Mean average precision of the latest finalized window (mean of per-query means).",
 }
 
+# Series of a window as a whole: field of the summary -> (name, help)
+_WINDOW_SERIES = {
+    "queries": (
+        "rankmon_window_queries",
+        "Distinct queries in the latest finalized window (the means are over these).",
+    ),
+    "events": ("rankmon_window_events", "Scored events in the latest finalized window."),
+    "coverage": (
+        "rankmon_coverage_ratio",
+        "Queries seen in the latest finalized window / queries in the evaluation set.",
+    ),
+    "end": (
+        "rankmon_window_end_timestamp_seconds",
+        "End (exclusive, event time) of the latest finalized window.",
+    ),
+}
+
 LabelValues = tuple[str, ...]
 
 
@@ -122,35 +139,16 @@ class Exporter:
                 labels,
                 registry=registry,
             )
-        self._queries = Gauge(
-            "rankmon_window_queries",
-            "Distinct queries in the latest finalized window (the means are over these).",
-            window_labels,
-            registry=registry,
-        )
-        self._events = Gauge(
-            "rankmon_window_events",
-            "Scored events in the latest finalized window.",
-            window_labels,
-            registry=registry,
-        )
-        self._coverage = Gauge(
-            "rankmon_coverage_ratio",
-            "Queries seen in the latest finalized window / queries in the evaluation set.",
-            window_labels,
-            registry=registry,
-        )
-        self._window_end = Gauge(
-            "rankmon_window_end_timestamp_seconds",
-            "End (exclusive, event time) of the latest finalized window.",
-            window_labels,
-            registry=registry,
-        )
-        self._register_process_series(registry)
+        self._window = {
+            field: Gauge(name, text, window_labels, registry=registry)
+            for field, (name, text) in _WINDOW_SERIES.items()
+        }
+        self._register_stream_series(registry)
+        self._register_status_series(registry)
         if process_metrics:
             ProcessCollector(registry=registry)
 
-    def _register_process_series(self, registry: CollectorRegistry) -> None:
+    def _register_stream_series(self, registry: CollectorRegistry) -> None:
         self._outcomes = Counter(
             "rankmon_events",
             "Kafka records by what became of them (outcome) and why (reason, for rejections).",
@@ -169,6 +167,8 @@ class Exporter:
             ["partition"],
             registry=registry,
         )
+
+    def _register_status_series(self, registry: CollectorRegistry) -> None:
         self._broker_up = Gauge(
             "rankmon_broker_up", "1 if the Kafka broker answered lately.", registry=registry
         )
@@ -211,14 +211,14 @@ class Exporter:
             self._means[kind].labels(*labels).set(mean)
             self._sums[kind].labels(*labels).set(summary.sums.get(key_text, float("nan")))
             written |= {(self._means[kind], labels), (self._sums[kind], labels)}
-        for gauge, value in (
-            (self._queries, summary.queries),
-            (self._events, summary.events),
-            (self._coverage, summary.coverage),
-            (self._window_end, summary.end_ms / 1000.0),
+        for field, value in (
+            ("queries", summary.queries),
+            ("events", summary.events),
+            ("coverage", summary.coverage),
+            ("end", summary.end_ms / 1000.0),
         ):
-            gauge.labels(*base).set(value)
-            written.add((gauge, base))
+            self._window[field].labels(*base).set(value)
+            written.add((self._window[field], base))
         with self._lock:
             stale = self._written.get(summary.segment, set()) - written
             self._written[summary.segment] = written
