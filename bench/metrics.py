@@ -157,11 +157,21 @@ def largest_differences(
     return float(np.max(np.abs(matrix - reference))), float(np.max(np.abs(from_ranx - reference)))
 
 
-def streaming_cost(data: Dataset, cutoffs: Sequence[int], rankings: int) -> float:
-    """CPU microseconds per ranking of `BatchScorer.score` on poll-sized batches (best of 3)."""
+Batch = tuple[list[str], list[list[str]], list[dict[str, int]] | None]
+
+
+def streaming_cost(
+    data: Dataset, cutoffs: Sequence[int], rankings: int, inline_judgments: int = 0
+) -> float:
+    """CPU microseconds per ranking of `BatchScorer.score` on poll-sized batches (best of 3).
+
+    `inline_judgments`: grades the event itself carries for that many of its docs (the
+    slower per-ranking path, whose ideal DCG is recomputed).
+    """
     evaluation_set = EvaluationSet.from_judgments(data.qrels)
     scorer = BatchScorer(evaluation_set, monitor_keys(cutoffs, ["linear", "exp"]))
-    batches = []
+    rng = np.random.default_rng(1)
+    batches: list[Batch] = []
     for start in range(0, min(rankings, len(data.rankings)), STREAM_BATCH):
         stop = start + STREAM_BATCH
         # Decoded like Kafka records (new str objects), then checked for duplicate docs the
@@ -169,14 +179,20 @@ def streaming_cost(data: Dataset, cutoffs: Sequence[int], rankings: int) -> floa
         fresh = orjson.loads(orjson.dumps(data.rankings[start:stop]))
         for ranking in fresh:
             set(ranking)
-        batches.append((data.query_ids[start:stop], fresh))
-    total = sum(len(ids) for ids, _ in batches)
+        extra = None
+        if inline_judgments:
+            extra = [
+                dict.fromkeys(rng.choice(r, inline_judgments, replace=False).tolist(), 2)
+                for r in fresh
+            ]
+        batches.append((data.query_ids[start:stop], fresh, extra))
+    total = sum(len(ids) for ids, _, _ in batches)
     best = float("inf")
     for _ in range(3):
         gc.collect()
         start_time = time.process_time()
-        for ids, batch in batches:
-            scorer.score(ids, batch)
+        for ids, batch, extra in batches:
+            scorer.score(ids, batch, extra)
         best = min(best, time.process_time() - start_time)
     return best / total * 1e6
 
@@ -214,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         cost = streaming_cost(data, cutoffs, args.stream_rankings)
         label = ",".join(map(str, cutoffs))
         print(f"  k = {label:<8} {cost:6.2f} us per ranking ({len(keys)} measures)")
+    cost = streaming_cost(data, [5, 10, 20], args.stream_rankings, inline_judgments=5)
+    print(f"  k = 5,10,20 with 5 inline judgments per event: {cost:6.2f} us per ranking")
 
 
 if __name__ == "__main__":
