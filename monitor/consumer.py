@@ -7,9 +7,10 @@ A thin layer over kafka-python's `KafkaConsumer` (>= 3.0.12) with the rules the 
 - Rebalances arrive as data. kafka-python 3.x runs rebalance listeners on its IO loop, where a
   blocking consumer call raises, so the listener only records revoked and assigned partitions;
   `poll()` returns them with the records, for the service to drop or rebuild state after poll
-  returns. The default (eager) assignors revoke every partition at each rebalance: a partition
-  in both `revoked` and `assigned` restarts from its committed offset, so its state must be
-  rebuilt like a new assignment's.
+  returns. The default (eager) assignors revoke every partition at each rebalance, but
+  kafka-python 3 keeps the fetch position of a partition in both `revoked` and `assigned`: it
+  continues where it was, not from its committed offset. A caller that drops such a
+  partition's state must `rewind()` it to replay from the committed offset.
 - A broker that does not answer is not an error: `poll()` connects lazily, waits with backoff,
   and returns empty batches while `broker_up` is False. Nothing here raises on a transient
   Kafka error; `commit()` returns False instead.
@@ -36,6 +37,9 @@ from monitor.bootstrap import Backoff, bootstrap_reachable
 __all__ = ["Batch", "EventSource", "SourceRecord"]
 
 _log = logging.getLogger(__name__)
+
+# A commit that takes longer fails and is retried at the next tick (offsets only move forward).
+COMMIT_TIMEOUT_MS = 10_000
 # Errors are logged as text: a logged exception keeps its traceback's frames, and with them
 # kafka-python's sockets, alive for as long as a handler holds the record.
 
@@ -171,8 +175,8 @@ class EventSource:
         the caller commits again later; offsets only move forward, so nothing is lost.
         """
         consumer = self._consumer
-        if consumer is None:
-            return False
+        if consumer is None or not self.broker_up:
+            return False  # a commit would only block until its timeout
         owned = self.assignment
         to_commit = {
             TopicPartition(self.topic, partition): OffsetAndMetadata(offset, "", -1)
@@ -182,9 +186,31 @@ class EventSource:
         if not to_commit:
             return True
         try:
-            consumer.commit(to_commit, timeout_ms=self._options["session_timeout_ms"])
+            consumer.commit(to_commit, timeout_ms=COMMIT_TIMEOUT_MS)
         except KafkaError as error:
             _log.warning("commit of %s failed, will retry: %s", dict(offsets), str(error))
+            return False
+        return True
+
+    def rewind(self, partitions: Iterable[int]) -> bool:
+        """Seek owned partitions back to their committed offsets (by `auto_offset_reset` if
+        none), so their records are fetched again; False on a Kafka error (state unknown)."""
+        consumer = self._consumer
+        if consumer is None:
+            return False
+        try:
+            for partition in sorted(set(partitions) & self.assignment):
+                tp = TopicPartition(self.topic, partition)
+                offset = consumer.committed(tp)
+                if offset is not None:
+                    consumer.seek(tp, offset)
+                elif self._options["auto_offset_reset"] == "earliest":
+                    consumer.seek_to_beginning(tp)
+                else:
+                    consumer.seek_to_end(tp)
+                self._next_offsets.pop(partition, None)
+        except KafkaError as error:
+            _log.warning("rewind of %s failed: %s", sorted(partitions), error)
             return False
         return True
 

@@ -65,10 +65,11 @@ class RecordProducer:
         """Wait until every queued record is acknowledged; `KafkaUnavailableError` if one is not."""
         if not self._pending:
             return
-        self._pending = [
-            (record, future) if future is not None and not future.failed() else self._send(record)
-            for record, future in self._pending
-        ]
+        # A cheap probe first: while the broker is away, a resend could block for
+        # max_block_ms per record.
+        if not bootstrap_reachable(self._bootstrap_servers):
+            raise KafkaUnavailableError(f"{len(self._pending)} records kept: Kafka unreachable")
+        self._resend_failed()
         unsent = sum(future is None for _, future in self._pending)
         if unsent:
             raise KafkaUnavailableError(f"{unsent} records not sent: Kafka unreachable")
@@ -84,6 +85,20 @@ class RecordProducer:
             raise KafkaUnavailableError(
                 f"{len(self._pending)} records refused, kept to resend: {first}"
             )
+
+    def _resend_failed(self) -> None:
+        """Hand unsent and refused records to kafka-python again, until one cannot be."""
+        resent: list[tuple[_Record, Any]] = []
+        reachable = True
+        for record, future in self._pending:
+            if future is not None and not future.failed():
+                resent.append((record, future))
+            elif reachable:
+                resent.append(self._send(record))
+                reachable = resent[-1][1] is not None
+            else:
+                resent.append((record, None))
+        self._pending = resent
 
     def close(self) -> None:
         """Close the producer (bounded); unflushed records may be lost, as documented."""
