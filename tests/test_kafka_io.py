@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from monitor.bootstrap import KafkaUnavailableError
+from monitor.bootstrap import Backoff, KafkaUnavailableError, parse_servers
 from monitor.broker import EmbeddedBroker, free_port
 from monitor.consumer import Batch, EventSource, SourceRecord
 from monitor.deadletter import DeadLetterSink
@@ -363,3 +363,19 @@ def test_durable_broker_restart_loses_no_record_and_keeps_committed_offsets(
     assert committed
     assert sorted(r.value for r in seen_live) == new_values
     assert sorted(r.value for r in seen_fresh) == new_values
+
+
+def test_bootstrap_servers_parse_from_a_list_or_a_comma_separated_string() -> None:
+    assert parse_servers("a:9093, b") == [("a", 9093), ("b", 9092)]
+    assert parse_servers(["[::1]:9094", "10.0.0.1:9095"]) == [("::1", 9094), ("10.0.0.1", 9095)]
+    with pytest.raises(ValueError, match="empty"):
+        parse_servers(" , ")
+
+
+def test_backoff_doubles_up_to_its_cap_and_starts_over_after_a_success() -> None:
+    backoff = Backoff(initial_s=0.5, max_s=3.0)
+    delays = [backoff.next_delay() for _ in range(5)]
+    backoff.reset()
+
+    assert delays == [0.5, 1.0, 2.0, 3.0, 3.0]
+    assert backoff.next_delay() == 0.5
