@@ -67,7 +67,7 @@ _KEY = re.compile(r"(?P<kind>[a-z_]+)(?:@(?P<k>[0-9]+))?(?::(?P<gain>.+))?")
 _TREC_NAME = re.compile(r"(?P<family>[A-Za-z_]+?)(?:[._](?P<params>[0-9][0-9,]*))?")
 
 
-@dataclass(frozen=True, order=False)
+@dataclass(frozen=True)
 class MeasureKey:
     """One measure: its kind, its cutoff (None: none) and its gain (nDCG and DCG only)."""
 
@@ -79,8 +79,10 @@ class MeasureKey:
         if self.kind not in KINDS:
             raise MeasureError(f"unknown measure {self.kind!r}: known are {', '.join(KINDS)}")
         takes_cutoff, takes_gain, _ = KINDS[self.kind]
-        if self.k is not None and (takes_cutoff is False or self.k < 1):
-            raise MeasureError(f"measure {self.kind!r} takes no cutoff {self.k}")
+        if self.k is not None and takes_cutoff is False:
+            raise MeasureError(f"measure {self.kind!r} takes no cutoff (got @{self.k})")
+        if self.k is not None and self.k < 1:
+            raise MeasureError(f"measure {self.kind!r}: the cutoff must be >= 1, got {self.k}")
         if self.k is None and takes_cutoff is True:
             raise MeasureError(f"measure {self.kind!r} needs a cutoff, e.g. {self.kind}@10")
         if takes_gain and self.gain is None:
