@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -302,3 +303,24 @@ def test_tls_endpoint_serves_metrics_to_a_client_trusting_its_certificate(
     assert tls.url.startswith("https://")
     assert status == 200
     assert "rankmon_ndcg{" in text
+
+
+def test_a_stalled_client_on_the_tls_port_does_not_block_other_scrapes(
+    exporter: Exporter, registry: CollectorRegistry, tmp_path: Path
+) -> None:
+    cert, key = self_signed_certificate(tmp_path)
+    trusting = ssl.create_default_context(cafile=str(cert))
+    trusting.check_hostname = False
+    tls = MetricsServer(
+        registry,
+        exporter.readiness.missing,
+        host="127.0.0.1",
+        port=0,
+        certfile=str(cert),
+        keyfile=str(key),
+    )
+    with tls, socket.create_connection(("127.0.0.1", tls.port)):
+        # The stalled connection above never starts its TLS handshake.
+        status, _ = get(f"{tls.url}/healthz", trusting)
+
+    assert status == 200
