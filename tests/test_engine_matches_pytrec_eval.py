@@ -6,9 +6,10 @@ broken by docno descending in byte order on both sides (we order with `runfile.t
 Doc ids mix lengths and cases ("d9" vs "d10", "B" vs "a") so that byte order matters.
 
 Every generated query has at least one grade >= 0: for a query whose judgments are ALL
-negative, trec_eval's form_res_rels allocates zero relevance levels and fails (pytrec_eval then
-reports num_ret = 0 and has been seen to hang), so there is no reference value to compare with.
-rankmon scores such a query like one without relevant documents (docs/metrics.md).
+negative, trec_eval's form_res_rels sizes its relevance levels as max grade + 1 = 0, and
+pytrec_eval reports num_ret = 0 with every measure 0 (and once hung here), so there is no
+reference value to compare with. rankmon scores such a query like one without relevant
+documents (docs/metrics.md).
 """
 
 from __future__ import annotations
