@@ -55,9 +55,18 @@ class Watermarks:
             self.partitions.setdefault(partition, PartitionProgress(now))
 
     def revoke(self, partitions: Iterable[int]) -> None:
-        """Forget partitions; the global watermark keeps its value."""
+        """Forget partitions; the global watermark keeps its value while any remain.
+
+        With none left (an eager rebalance revokes every partition) it starts over: the next
+        assignment replays from the committed offsets, the first record of the oldest window
+        open at the last commit, and must find the windows closed since then, but not yet
+        finalized, open again, or their events would be dropped as late. Windows finalized
+        since that commit are skipped by their published marks, not by the watermark.
+        """
         for partition in partitions:
             self.partitions.pop(partition, None)
+        if not self.partitions:
+            self.global_ms = NO_WATERMARK
 
     def progress(self, partition: int) -> PartitionProgress:
         """The partition's progress, tracking it from now on if it was not assigned."""
