@@ -39,11 +39,21 @@ import orjson
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
+from monitor.alerting import AlertEngine
 from monitor.bootstrap import KafkaUnavailableError, bootstrap_reachable
+from monitor.config_kafka import KafkaConfig
+from monitor.kafka_options import consumer_options
 from monitor.producer import RecordProducer
 from monitor.summary import WindowSummary
+from monitor.windows import EventWindows
 
-__all__ = ["WindowShare", "publish_shares", "read_shares"]
+__all__ = [
+    "WindowShare",
+    "WindowsTopic",
+    "publish_shares",
+    "read_shares",
+    "restore_from_shares",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -105,6 +115,48 @@ def publish_shares(producer: RecordProducer, topic: str, shares: Iterable[Window
     for share in shares:
         producer.send(topic, share.key, share.to_json(), SHARE_HEADERS)
     producer.flush()
+
+
+class WindowsTopic:
+    """Reads the configured windows topic back, with the event consumer's connection options."""
+
+    def __init__(self, kafka: KafkaConfig, timeout_s: float = 10.0) -> None:
+        options = dict(consumer_options(kafka))
+        for key in ("group_id", "enable_auto_commit", "bootstrap_servers", "client_id"):
+            options.pop(key, None)
+        self._options = options
+        self._kafka = kafka
+        self._timeout_s = timeout_s
+
+    def read(self) -> list[WindowShare]:
+        """Every share on the topic; `KafkaUnavailableError` if it cannot be read now."""
+        return read_shares(
+            bootstrap_servers=list(self._kafka.bootstrap_servers),
+            topic=self._kafka.windows_topic,
+            client_id=f"{self._kafka.client_id}-restore",
+            timeout_s=self._timeout_s,
+            **self._options,
+        )
+
+
+def restore_from_shares(
+    shares: Iterable[WindowShare],
+    windows: EventWindows,
+    alerts: AlertEngine,
+    owned: Collection[int],
+) -> int:
+    """Mark every share published; restore alerts from those `owned` covers; return how
+    many were restored."""
+    own = []
+    for share in shares:
+        summary = share.summary
+        windows.mark_published(
+            summary.start_ms, summary.segment, summary.evaluation_set_version, share.partitions
+        )
+        if share.owned_by(owned):
+            own.append(summary)
+    alerts.restore(own)
+    return len(own)
 
 
 def read_shares(

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -43,7 +44,7 @@ from monitor.bootstrap import Backoff, KafkaUnavailableError
 from monitor.catalog import monitor_keys
 from monitor.clock import Clock, SystemClock
 from monitor.config import Config
-from monitor.consumer import Batch, EventSource
+from monitor.consumer import Batch, EventSource, SourceRecord
 from monitor.crashpoints import CrashPoints
 from monitor.deadletter import DeadLetterSink
 from monitor.evalset import EvaluationSet
@@ -55,7 +56,7 @@ from monitor.kafka_options import consumer_options, producer_options
 from monitor.logs import fields
 from monitor.metrics_http import MetricsServer
 from monitor.producer import RecordProducer
-from monitor.recovery import WindowShare, publish_shares, read_shares
+from monitor.recovery import WindowShare, WindowsTopic, publish_shares, restore_from_shares
 from monitor.segments import SegmentLabeler
 from monitor.summary import Segment, WindowSummary, segment_label
 from monitor.window_assigner import WindowSpec
@@ -67,7 +68,6 @@ _log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_MS = 200
 HISTORY = 60  # finalized windows kept per segment for `snapshot()` (the demo's live view)
-RESTORE_TIMEOUT_S = 10.0  # one attempt at reading the windows topic back
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,7 @@ class Monitor:
         self._crash = crash_points or CrashPoints()
         self._stop = threading.Event()
         self._held: list[WindowShare] = []  # finalized, not yet acknowledged by the broker
+        self._owned: frozenset[int] = frozenset()  # partitions as of the last rebalance
         self.clock: Clock = clock or SystemClock()
         self.registry = registry or CollectorRegistry()
         self.exporter = Exporter(self.registry, segment_keys=config.segments.keys)
@@ -127,6 +128,7 @@ class Monitor:
             self._tally,
             inline_judgments=config.judgments.inline == "fill",
         )
+        self._windows_topic = WindowsTopic(config.kafka)
         self.source = EventSource(
             topic=config.kafka.topic, sleep=self._pause, **consumer_options(config.kafka)
         )
@@ -215,10 +217,11 @@ class Monitor:
     def step(self) -> None:
         """One poll: rebalances, intake, readiness, and the tick if the schedule asked for it."""
         batch = self.source.poll(timeout_ms=POLL_TIMEOUT_MS)
-        if not self._rebalance(batch):
-            return  # stopping before the windows topic could be read: take nothing in
-        if batch.records:
-            self.intake.process(batch.records, self._scorer, self.clock.now_ms())
+        records = self._rebalance(batch) if batch.revoked or batch.assigned else batch.records
+        if records is None:
+            return  # stopping before the rebalance could be applied: take nothing in
+        if records:
+            self.intake.process(records, self._scorer, self.clock.now_ms())
             self._crash.reach("after-intake")
         readiness = self.exporter.readiness
         readiness.broker_up = self.source.broker_up
@@ -228,25 +231,49 @@ class Monitor:
             self._tick_due.clear()
             self.tick()
 
-    def _rebalance(self, batch: Batch) -> bool:
-        """Apply a rebalance; False if the windows topic could not be read (stopping)."""
-        if batch.revoked:
-            # The new owner replays these partitions from their committed (safe) offsets.
-            self.windows.revoke(batch.revoked)
-            for partition in batch.revoked:
-                self.exporter.forget_partition(partition)
-        if batch.assigned:
-            self.windows.assign(batch.assigned)
-            _log.info("partitions assigned", extra=fields(partitions=sorted(batch.assigned)))
-            return self._learn_published(self.source.assignment | batch.assigned)
-        return True
+    def _rebalance(self, batch: Batch) -> list[SourceRecord] | None:
+        """Apply a rebalance; return the poll's records to take in (None: stopping).
+
+        Only partitions leaving: their state is dropped (the new owner replays them from the
+        committed offsets) and the others carry on. Any partition arriving: everything is
+        dropped and every owned partition replays from its committed offset, after the
+        windows topic was read back. A newcomer's replay reaches windows this instance may
+        have closed already, and the watermark never moves back while partitions are held.
+        Held shares cannot be split by partition: one holding a leaving partition's events
+        forces the full replay too.
+        """
+        before, owned = self._owned, self.source.assignment
+        arriving = owned - before
+        leaving = (before | batch.revoked) - owned
+        replay = bool(arriving) or any(
+            share.partitions is None or share.partitions & leaving for share in self._held
+        )
+        self.windows.revoke(before | batch.revoked if replay else leaving)
+        for partition in leaving:
+            self.exporter.forget_partition(partition)
+        self._owned = owned
+        _log.info(
+            "partitions rebalanced",
+            extra=fields(owned=sorted(owned), arriving=sorted(arriving), left=sorted(leaving)),
+        )
+        if not replay:
+            return [record for record in batch.records if record.partition in owned]
+        self._held = []
+        self.windows.assign(owned)
+        # Records of partitions held before came from their old positions: fetched again.
+        if not self._retry(lambda: self.source.rewind(owned - arriving), "rewind partitions"):
+            return None
+        if not self._learn_published(owned):
+            return None
+        return [record for record in batch.records if record.partition in arriving]
 
     def tick(self) -> None:
         """Finalize, publish, export, alert, commit (see the module docstring)."""
         self._maybe_reload()
+        fence = self.windows.safe_offsets()  # before finalize: committing it passes nothing
         finalized = [WindowShare(s, p) for s, p in self.windows.finalize_with_partitions()]
         self._held.extend(finalized)
-        published = self._publish()
+        published = self._publish(fence)
         summaries = [share.summary for share in finalized]
         now = self.clock.now_ms()
         for summary in summaries:
@@ -259,11 +286,19 @@ class Monitor:
             if finalized:
                 self._crash.reach("after-commit")
 
-    def _publish(self) -> bool:
+    def _publish(self, fence: dict[int, int]) -> bool:
         """Publish the held shares and flush dead letters; False if the broker has not acked
         all. Shares handed to the producer stay with it (it resends what was not acked);
-        shares never handed over stay held for the next tick."""
+        shares never handed over stay held for the next tick.
+
+        First the `fence`: committing offsets that pass no held window fails if the group
+        has moved on (a rebalance running, this member's generation gone), and then a new
+        owner may be counting the same partitions: hold the shares until the rebalance
+        reaches this member, which drops them and replays (`_rebalance`).
+        """
         if not self.source.broker_up:
+            return False
+        if self._held and not self.source.commit(fence):
             return False
         shares, self._held = self._held, []
         # A test's crash point may cut the finalize in two (`monitor.crashpoints`).
@@ -339,45 +374,36 @@ class Monitor:
     def _learn_published(self, owned: frozenset[int]) -> bool:
         """Read the windows topic back (retrying until it answers or `stop`): mark what was
         published, restore alert baselines from the shares of partitions now owned."""
-        shares = self._read_shares()
-        if shares is None:
+        shares: list[WindowShare] = []
+
+        def read() -> bool:
+            shares[:] = self._windows_topic.read()
+            return True
+
+        # Replaying without the marks would publish windows twice: wait for the topic.
+        if not self._retry(read, "read the windows topic"):
             return False
-        for share in shares:
-            summary = share.summary
-            self.windows.mark_published(
-                summary.start_ms, summary.segment, summary.evaluation_set_version, share.partitions
-            )
-        own = [share.summary for share in shares if share.owned_by(owned)]
-        self.alerts.restore(own)
+        restored = restore_from_shares(shares, self.windows, self.alerts, owned)
         _log.info(
             "read published windows",
-            extra=fields(shares=len(shares), restored=len(own), partitions=sorted(owned)),
+            extra=fields(shares=len(shares), restored=restored, partitions=sorted(owned)),
         )
         return True
 
-    def _read_shares(self) -> list[WindowShare] | None:
-        kafka = self.config.kafka
-        options = dict(consumer_options(kafka))
-        for key in ("group_id", "enable_auto_commit", "bootstrap_servers", "client_id"):
-            options.pop(key, None)
+    def _retry(self, attempt: Callable[[], bool], what: str) -> bool:
+        """Call `attempt` until it returns True, with backoff; False if `stop` came first."""
         backoff = Backoff()
         while not self._stop.is_set():
             try:
-                return read_shares(
-                    bootstrap_servers=list(kafka.bootstrap_servers),
-                    topic=kafka.windows_topic,
-                    client_id=f"{kafka.client_id}-restore",
-                    timeout_s=RESTORE_TIMEOUT_S,
-                    **options,
-                )
-            except KafkaUnavailableError as error:
-                # Replaying without the marks would publish windows twice: wait for the topic.
-                _log.warning(
-                    "cannot read published windows yet; retrying", extra=fields(error=str(error))
-                )
-                self.exporter.set_broker_up(False)
-                self._pause(backoff.next_delay())
-        return None
+                if attempt():
+                    return True
+                error = "Kafka did not answer"
+            except KafkaUnavailableError as failure:
+                error = str(failure)
+            _log.warning("cannot %s yet; retrying", what, extra=fields(error=error))
+            self.exporter.set_broker_up(False)
+            self._pause(backoff.next_delay())
+        return False
 
     def _pause(self, seconds: float) -> None:
         """Wait between attempts to reach Kafka; a stop request cuts it short."""
@@ -389,7 +415,7 @@ class Monitor:
         Each step is bounded by a Kafka client timeout; `rankmon run` bounds the whole.
         """
         self._scheduler.shutdown(wait=False)
-        if self._publish():
+        if self._publish(self.windows.safe_offsets()):
             self.source.commit(self.windows.safe_offsets())
         self.source.close()
         self._producer.close()

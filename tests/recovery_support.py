@@ -31,6 +31,9 @@ STEP_MS = 40
 CORPUS = generate_corpus(5, queries=40, judged_per_query=8, unjudged_per_query=4)
 TRAFFIC = MixedTraffic(CORPUS, start_ms=T0, step_ms=STEP_MS, late_by_ms=3_000)
 SERVICE_STOP_S = 30.0
+# Tansu's join waits half the session timeout, and a killed member holds its partitions for
+# the whole of it: short, so restarts and rebalances cost seconds, not tens of seconds.
+SESSION_TIMEOUT_MS = 3000
 
 
 def stream(seed: int, count: int) -> list[TrafficRecord]:
@@ -47,39 +50,32 @@ def create_topics(broker: EmbeddedBroker, topic: str, partitions: int) -> None:
     broker.create_topic(f"{topic}.windows", 1)
 
 
-@dataclass(frozen=True)
-class ServiceConfig:
-    """A config file for `rankmon run` and where its metrics are served."""
-
-    path: Path
-    port: int
-
-    @property
-    def url(self) -> str:
-        """The metrics server's base URL."""
-        return f"http://127.0.0.1:{self.port}"
-
-
 def write_config(
-    directory: Path, bootstrap: str, topic: str, group: str, *, interval: str = "200ms"
-) -> ServiceConfig:
-    """A config for `rankmon run` on a free metrics port; qrels from `CORPUS`."""
+    directory: Path,
+    bootstrap: str,
+    topic: str,
+    group: str,
+    *,
+    interval: str = "200ms",
+    session_timeout_ms: int = SESSION_TIMEOUT_MS,
+) -> Path:
+    """A config for `rankmon run`; qrels from `CORPUS`; each process gets its own port."""
     qrels = CORPUS.write_qrels(directory / "qrels.txt")
-    config = ServiceConfig(directory / f"{group}-{free_port()}.yaml", free_port())
-    config.path.write_text(
+    config = directory / f"{group}.yaml"
+    config.write_text(
         f"""
 kafka:
   bootstrap_servers: ["{bootstrap}"]
   topic: {topic}
   group_id: {group}
-  session_timeout_ms: 6000
+  session_timeout_ms: {session_timeout_ms}
   max_poll_records: 50
 evaluation_set: {{path: {qrels}}}
 metrics: {{cutoffs: [5, 10], gains: [linear]}}
 windows: {{size: 1s, allowed_lateness: 500ms, idle_timeout: 1h}}
 schedule: {{interval: {interval}}}
 segments: {{keys: [model]}}
-export: {{host: 127.0.0.1, port: {config.port}}}
+export: {{host: 127.0.0.1, port: 9464}}
 """
     )
     return config
@@ -88,16 +84,18 @@ export: {{host: 127.0.0.1, port: {config.port}}}
 class ServiceProcess:
     """`rankmon run --config FILE` as a child process, its log in a file next to the config."""
 
-    def __init__(self, config: ServiceConfig, name: str, env: dict[str, str] | None = None) -> None:
-        self.config = config
-        self.log_path = config.path.parent / f"{name}.log"
+    def __init__(self, config: Path, name: str, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = config.parent / f"{name}.log"
+        environ = {**os.environ, "RANKMON_EXPORT__PORT": str(self.port), **(env or {})}
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "monitor.cli", "run", "--config", str(config.path)],
+                [sys.executable, "-m", "monitor.cli", "run", "--config", str(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})},
+                env=environ,
             )
 
     @property
@@ -111,7 +109,7 @@ class ServiceProcess:
         def ready() -> bool:
             assert self.alive, self.log()
             try:
-                with urllib.request.urlopen(f"{self.config.url}/readyz", timeout=2) as response:
+                with urllib.request.urlopen(f"{self.url}/readyz", timeout=2) as response:
                     return bool(response.status == 200)
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 return False
