@@ -223,10 +223,11 @@ class Monitor:
         if records:
             self.intake.process(records, self._scorer, self.clock.now_ms())
             self._crash.reach("after-intake")
-        readiness = self.exporter.readiness
-        readiness.broker_up = self.source.broker_up
-        readiness.group_joined = self.source.group_joined
-        self.exporter.set_broker_up(self.source.broker_up)
+        up = self.source.broker_up
+        if up != self.exporter.readiness.broker_up:
+            _log.log(logging.INFO if up else logging.WARNING, "Kafka %s", "up" if up else "down")
+        self.exporter.readiness.group_joined = self.source.group_joined
+        self.exporter.set_broker_up(up)
         if self._tick_due.is_set():
             self._tick_due.clear()
             self.tick()

@@ -116,6 +116,14 @@ class ServiceProcess:
 
         wait_until(ready, timeout_s, "the service to be ready", poll_s=0.1)
 
+    def metrics(self) -> str:
+        """The `/metrics` text, empty if the endpoint does not answer."""
+        try:
+            with urllib.request.urlopen(f"{self.url}/metrics", timeout=2) as response:
+                return str(response.read().decode())
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return ""
+
     def kill(self) -> None:
         """SIGKILL, as a crash."""
         if self.alive:

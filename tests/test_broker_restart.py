@@ -1,0 +1,110 @@
+"""The broker dies under a running `rankmon run` and comes back (durable S3 storage on
+moto_server): the service stays up, says so in its metrics while the broker is away, recovers
+by itself, and loses and double-counts nothing.
+
+    stream      first half .........          second half + closer
+    broker      up ........ X (kill -9) ..... start (same port, same S3 bucket)
+    service     run ..........................(broker_up 0, /readyz 503)........ SIGTERM
+
+One partition, so every record's outcome is the one the traffic was built for: the events
+of the published windows must be exactly the accepted records (less the closer, whose window
+stays open), each window once, and the dead letters exactly the rejected records.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+
+import orjson
+import pytest
+
+from monitor.broker import EmbeddedBroker
+from tests.realparts import MotoS3
+from tests.recovery_support import (
+    Published,
+    ServiceProcess,
+    committed,
+    create_topics,
+    produce,
+    stream,
+    wait_until,
+    write_config,
+)
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+
+def gauge(service: ServiceProcess, name: str) -> float | None:
+    """A sample of `/metrics` without labels (None if the endpoint does not answer)."""
+    try:
+        with urllib.request.urlopen(f"{service.url}/metrics", timeout=2) as response:
+            text = response.read().decode()
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
+    for line in text.splitlines():
+        if line.startswith(f"{name} "):
+            return float(line.split()[1])
+    return None
+
+
+def ready_status(service: ServiceProcess) -> int:
+    try:
+        with urllib.request.urlopen(f"{service.url}/readyz", timeout=2) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_broker_killed_and_restarted_loses_nothing_and_the_outage_shows_while_it_lasts(
+    moto_s3: MotoS3, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    records = stream(seed=31, count=200)
+    half = len(records) // 2
+    broker = EmbeddedBroker(moto_s3.storage, env=moto_s3.broker_env).start()
+    directory = tmp_path_factory.mktemp("restart")
+    service: ServiceProcess | None = None
+    try:
+        bootstrap = broker.bootstrap_servers
+        create_topics(broker, "events", 1)
+        config = write_config(directory, bootstrap, "events", "restart")
+        service = ServiceProcess(config, "service")
+        service.wait_ready()
+        produce(bootstrap, "events", records[:half])
+        wait_until(
+            lambda: committed(bootstrap, "restart", "events", 1)[0] is not None, 30, "a commit"
+        )
+
+        broker.kill()
+        wait_until(lambda: gauge(service, "rankmon_broker_up") == 0.0, 30, "broker_up 0")
+        assert ready_status(service) == 503
+        time.sleep(2)  # ten ticks and a reconnect backoff without a broker
+        assert service.alive
+        assert gauge(service, "rankmon_broker_up") == 0.0
+
+        broker.start()
+        wait_until(lambda: ready_status(service) == 200, 60, "ready again")
+        assert gauge(service, "rankmon_broker_up") == 1.0
+        produce(bootstrap, "events", records[half:])
+        closer = len(records) - 1
+        wait_until(
+            lambda: committed(bootstrap, "restart", "events", 1) == {0: closer},
+            60,
+            "the commit up to the closer",
+        )
+        assert service.terminate() == 0, service.log()
+        published = Published.read(bootstrap, "events")
+    finally:
+        if service is not None:
+            service.kill()
+        broker.stop()
+
+    keys = Counter(key for key, _ in published.windows)
+    assert max(keys.values()) == 1, [key for key, n in keys.items() if n > 1]
+    events = sum(orjson.loads(value)["events"] for _, value in published.windows)
+    assert events == sum(r.intended == "accepted" for r in records) - 1
+    assert published.dead_letters == {
+        (0, offset, r.intended) for offset, r in enumerate(records) if r.intended != "accepted"
+    }
