@@ -12,9 +12,10 @@ with EmbeddedBroker() as broker:
 ```
 
 `start()` returns once a kafka-python client gets the cluster metadata; `stop()` sends SIGTERM,
-then SIGKILL after `stop_timeout_s`; the process is also stopped at interpreter exit, so none
-is left behind by an exception or a forgotten `stop()`. What Tansu gets wrong (offset lookups,
-commit metadata) is listed in DESIGN.md: nothing here relies on those.
+then SIGKILL after `stop_timeout_s`. None is left behind: the process is stopped at
+interpreter exit, and a small shell guard stops it when this process dies in any other way
+(SIGKILL included), because the guard's stdin pipe from this process closes. What Tansu gets
+wrong (offset lookups, commit metadata) is listed in DESIGN.md: nothing here relies on those.
 """
 
 from __future__ import annotations
@@ -41,6 +42,25 @@ __all__ = ["BrokerStartError", "EmbeddedBroker", "free_port"]
 MEMORY_STORAGE = "memory://tansu/"
 
 
+# Runs Tansu ("$@") under /bin/sh with a watcher that reads the guard's stdin, a pipe from
+# this process: when this process exits in any way (even SIGKILL), the pipe closes, the read
+# returns and the watcher stops Tansu. A SIGTERM to the guard is passed on to Tansu, and the
+# guard reaps Tansu and the watcher before it exits, leaving no zombie to an init that may be
+# slow to reap orphans.
+_GUARD = """
+exec 3<&0
+"$@" &
+broker=$!
+( read -r _ <&3; kill -TERM "$broker" 2>/dev/null ) &
+watcher=$!
+trap 'kill -TERM "$broker" 2>/dev/null' TERM INT
+wait "$broker"
+wait "$broker"
+kill -TERM "$watcher" 2>/dev/null
+wait "$watcher"
+"""
+
+
 class BrokerStartError(RankmonError):
     """The embedded broker could not be found or did not become ready."""
 
@@ -51,6 +71,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         probe.bind((host, 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the guard, Tansu and the watcher at once, and reap the guard."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def tansu_binary() -> str:
@@ -111,11 +138,12 @@ class EmbeddedBroker:
         command += ["--advertised-listener-url", url, "--storage-engine", self.storage]
         self._log = tempfile.TemporaryFile(prefix="tansu-")  # noqa: SIM115 - closed in stop()
         self._process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
+            ["/bin/sh", "-c", _GUARD, "tansu-guard", *command],
+            stdin=subprocess.PIPE,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             env={**os.environ, **self._env},
+            start_new_session=True,  # one process group: the guard, Tansu, the watcher
         )
         atexit.register(self.stop)
         try:
@@ -129,22 +157,22 @@ class EmbeddedBroker:
         """SIGTERM, then SIGKILL after the stop timeout; idempotent."""
         process, self._process = self._process, None
         atexit.unregister(self.stop)
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
+        if process is not None:
+            process.send_signal(signal.SIGTERM)  # the guard passes it on and reaps Tansu
             try:
                 process.wait(self._stop_timeout_s)
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                _kill_group(process)
+            if process.stdin is not None:
+                process.stdin.close()
         if self._log is not None:
             self._log.close()
             self._log = None
 
     def kill(self) -> None:
         """SIGKILL the broker at once (a crash, for fault tests); `start()` brings it back."""
-        if self._process is not None and self._process.poll() is None:
-            self._process.kill()
-            self._process.wait()
+        if self._process is not None:
+            _kill_group(self._process)
         self.stop()
 
     def create_topic(self, name: str, partitions: int = 1, *, exist_ok: bool = False) -> None:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -72,16 +76,50 @@ def test_creating_an_existing_topic_raises_unless_exist_ok(broker: EmbeddedBroke
         broker.create_topic("twice")
 
 
+def group_gone(leader: int, timeout_s: float = 10.0) -> bool:
+    """Whether every process of the broker's process group has exited (bounded wait)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            os.killpg(leader, 0)
+        except ProcessLookupError:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+
+
 def test_stop_leaves_no_process_behind_and_is_idempotent() -> None:
     broker = EmbeddedBroker().start()
-    pid = broker._process.pid if broker._process else -1
+    leader = broker._process.pid if broker._process else -1
 
     broker.stop()
     broker.stop()
 
     assert not broker.running
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert group_gone(leader, timeout_s=0)
+
+
+def test_broker_dies_with_its_parent_even_when_the_parent_is_killed(tmp_path: Path) -> None:
+    script = (
+        "import sys, time\n"
+        "from monitor.broker import EmbeddedBroker\n"
+        "broker = EmbeddedBroker().start()\n"
+        "print(broker._process.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-W", "ignore", "-c", script],
+        stdout=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert parent.stdout is not None
+    leader = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    parent.stdout.close()
+
+    assert group_gone(leader)
 
 
 def test_restart_keeps_the_port_so_clients_reconnect_to_the_same_address() -> None:
