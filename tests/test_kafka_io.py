@@ -209,7 +209,8 @@ def test_broker_outage_is_reported_and_consumption_resumes_after_it() -> None:
             up_during_outage = source.broker_up
             commit_during_outage = source.commit({0: 1})
             broker.start()  # memory storage: the topic comes back empty
-            broker.create_topic("events")
+            # The running consumer's metadata requests may have created it again already.
+            broker.create_topic("events", exist_ok=True)
             produce(broker.bootstrap_servers, "events", [(None, b"after")])
             after = records_of(poll_until(source, has_records(1), timeout_s=40))
         finally:
