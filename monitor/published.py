@@ -19,11 +19,16 @@ newest marked window may be partial; it and anything newer are decided by the re
 
     published    [0 -- 10) all segments   [10 -- 20) model=a only (crash)
     floor        10                       events of [10, 20) model=b are counted again
+
+A mark may also say, per partition, the offset the partition had been read up to when the
+window was finalized (`through`). A replayed event of a marked window below that offset was
+counted in it (or was a duplicate, dead-lettered before the publish); one at or above it came
+after the window closed and was late, whatever the replayed watermark says.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from monitor.summary import Segment, WindowSummary
 from monitor.window_assigner import WindowSpec
@@ -41,17 +46,25 @@ class PublishedWindows:
 
     def __init__(self, spec: WindowSpec) -> None:
         self._spec = spec
-        self._marks: set[_Mark] = set()
+        self._marks: dict[_Mark, int | None] = {}  # -> offset read through (None: unknown)
         self._newest: dict[int, int] = {}  # partition -> newest marked start
         self._floors: dict[int, int] = {}  # partition -> floor
 
     def mark(
-        self, start_ms: int, segment: Segment, version: str, partitions: Collection[int] | None
+        self,
+        start_ms: int,
+        segment: Segment,
+        version: str,
+        partitions: Collection[int] | None,
+        through: Mapping[int, int] | None = None,
     ) -> None:
         """Remember one published summary; raise the floor where it proves an older window
         complete."""
         for partition in partitions if partitions is not None else (EVERY_PARTITION,):
-            self._marks.add((start_ms, segment, version, partition))
+            key = (start_ms, segment, version, partition)
+            offset = None if through is None else through.get(partition)
+            known = self._marks.get(key, offset)
+            self._marks[key] = None if offset is None or known is None else max(offset, known)
             newest = self._newest.get(partition)
             if newest is None or start_ms > newest:
                 self._newest[partition] = start_ms
@@ -96,6 +109,25 @@ class PublishedWindows:
         starts = self._spec.starts_of(pane)
         return any(self.covers(s, segment, version, partition) for s in starts)
 
+    def counted_before(
+        self, pane: int, segment: Segment, version: str, partition: int, offset: int
+    ) -> bool | None:
+        """Whether the record at `offset` was counted in a published window of its pane:
+        None if a mark says nothing about offsets (then the replayed watermark decides)."""
+        unknown = False
+        for start in self._spec.starts_of(pane):
+            for key in (
+                (start, segment, version, partition),
+                (start, segment, version, EVERY_PARTITION),
+            ):
+                if key in self._marks:
+                    through = self._marks[key]
+                    if through is None:
+                        unknown = True
+                    elif offset < through:
+                        return True
+        return None if unknown else False
+
     def covers_all(self, summary: WindowSummary, partitions: Collection[int]) -> bool:
         """Whether every partition of a finalized summary had it published already."""
         start, segment, version = summary.start_ms, summary.segment, summary.evaluation_set_version
@@ -104,4 +136,5 @@ class PublishedWindows:
     def prune(self, watermark_ms: int) -> None:
         """Forget marks of windows the replayed watermark has passed: their events are late
         again, as they were before the crash."""
-        self._marks = {m for m in self._marks if m[0] + self._spec.size_ms > watermark_ms}
+        size = self._spec.size_ms
+        self._marks = {m: t for m, t in self._marks.items() if m[0] + size > watermark_ms}

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Concatenate, ParamSpec, TypeVar
 
 import numpy as np
@@ -205,17 +205,21 @@ class EventWindows:
     ) -> None:
         """An event with no open window while replaying: late, or in a published window.
 
-        Late first: a replay from the committed offset rebuilds the partition's watermark
-        exactly (the newest event time sits in a window that was open at the commit), so an
-        event the watermark had passed was late then too, and its dead letter may not have
-        been flushed before the crash; only one it had not passed was counted into a window.
+        A mark that says how far its partition was read decides exactly. Without one, late
+        first: a replay from the committed offset rebuilds a lone partition's watermark
+        exactly (the newest event time sits in a window open at the commit), so an event the
+        watermark passed was late then too, and its dead letter may not have been flushed
+        before the crash.
         """
         segment, version = batch.segments[row], batch.evaluation_set_version
         pane = self.spec.pane_of(int(batch.event_times_ms[row]))
         partition = int(batch.partitions[row])
-        if pane + self.spec.size_ms <= watermark or not self._published.covers_any(
-            pane, segment, version, partition
-        ):
+        counted = self._published.counted_before(
+            pane, segment, version, partition, int(batch.offsets[row])
+        )
+        if counted is None:
+            counted = pane + self.spec.size_ms > watermark
+        if not counted:
             admission.late.append(row)
             return
         admission.already_published.append(row)
@@ -296,15 +300,17 @@ class EventWindows:
         segment: Segment,
         evaluation_set_version: str,
         partitions: Collection[int] | None = None,
+        through: Mapping[int, int] | None = None,
     ) -> None:
         """Remember a summary already on the windows topic (read back after a restart).
 
         Replayed events of that window, segment and version (from `partitions`, default
-        all) are then neither counted nor late (`already_published`), and the summary is not
+        all; below `through[partition]`, the offset read up to at its finalize, if known)
+        are then neither counted nor late (`already_published`), and the summary is not
         produced again; older windows count as closed (`monitor.published`). Marks of
         windows the watermark has passed are dropped at the next `finalize()`.
         """
-        self._published.mark(start_ms, segment, evaluation_set_version, partitions)
+        self._published.mark(start_ms, segment, evaluation_set_version, partitions, through)
 
     @_locked
     def safe_offsets(self) -> dict[int, int]:
