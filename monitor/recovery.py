@@ -6,6 +6,8 @@ partitions' share of a window. A share is one record on the windows topic: the
 
     key     10s/1767225600000/model=v1/p0,2        (`WindowSummary.key` + "/p" + partitions)
     value   the summary's JSON + "partitions": [0, 2]
+    header  rankmon-through-offsets: 0:1250,2:988  (each partition's next offset to read
+                                                   when the window was finalized)
 
 Shares are told apart by their partitions, not by an instance id: a partition belongs to one
 group member at a time, so two live shares of one window and segment never cover the same
@@ -19,7 +21,10 @@ On every assignment (the first one included) the instance reads the whole topic 
 
 - marks every share as published, for its partitions (`EventWindows.mark_published`): the
   replay from the committed offsets then skips the events and summaries already published,
-  by this instance before a crash or by the partition's previous owner;
+  by this instance before a crash or by the partition's previous owner; a replayed event of a
+  published window at or past the through offset came after the window closed: it is late
+  again (and dead-lettered again, in case that was lost in the crash). The offsets are in a
+  header, not the value: the value is what an uninterrupted run publishes, byte for byte;
 - restores the alert baselines from the shares whose partitions it now owns entirely: those
   are the windows its own alert engine would have seen. Another instance's share is a
   different population of queries and would make a false baseline.
@@ -31,8 +36,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -58,6 +63,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 SHARE_HEADERS = [("content-type", b"application/json")]
+THROUGH_HEADER = "rankmon-through-offsets"
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ class WindowShare:
 
     summary: WindowSummary
     partitions: frozenset[int] | None
+    through: Mapping[int, int] | None = None  # partition -> next offset at the finalize
 
     @property
     def key(self) -> bytes:
@@ -95,6 +102,14 @@ class WindowShare:
             raise ValueError("malformed window summary: partitions must be a list of integers")
         return cls(summary, frozenset(raw))
 
+    @property
+    def headers(self) -> list[tuple[str, bytes]]:
+        """The record headers: content type, and the through offsets if known."""
+        if self.through is None:
+            return list(SHARE_HEADERS)
+        text = ",".join(f"{p}:{o}" for p, o in sorted(self.through.items()))
+        return [*SHARE_HEADERS, (THROUGH_HEADER, text.encode())]
+
     def owned_by(self, assignment: Collection[int]) -> bool:
         """Whether every partition of the share is in `assignment`."""
         if self.partitions is None:
@@ -113,7 +128,7 @@ def publish_shares(producer: RecordProducer, topic: str, shares: Iterable[Window
     windows then; the producer keeps them and the next flush sends them again.
     """
     for share in shares:
-        producer.send(topic, share.key, share.to_json(), SHARE_HEADERS)
+        producer.send(topic, share.key, share.to_json(), share.headers)
     producer.flush()
 
 
@@ -151,7 +166,11 @@ def restore_from_shares(
     for share in shares:
         summary = share.summary
         windows.mark_published(
-            summary.start_ms, summary.segment, summary.evaluation_set_version, share.partitions
+            summary.start_ms,
+            summary.segment,
+            summary.evaluation_set_version,
+            share.partitions,
+            share.through,
         )
         if share.owned_by(owned):
             own.append(summary)
@@ -223,8 +242,12 @@ def _parsed(records: Iterable[Any]) -> list[WindowShare]:
     shares = []
     for record in records:
         try:
-            shares.append(WindowShare.from_json(record.value or b""))
-        except (ValueError, orjson.JSONDecodeError) as error:
+            share = WindowShare.from_json(record.value or b"")
+            through = dict(record.headers or ()).get(THROUGH_HEADER)
+            if through is not None:
+                share = replace(share, through=_offsets(through.decode()))
+            shares.append(share)
+        except (ValueError, UnicodeDecodeError, orjson.JSONDecodeError) as error:
             _log.warning(
                 "skipping record %s/%s of the windows topic: %s",
                 record.partition,
@@ -232,3 +255,9 @@ def _parsed(records: Iterable[Any]) -> list[WindowShare]:
                 error,
             )
     return shares
+
+
+def _offsets(text: str) -> dict[int, int]:
+    """`0:1250,2:988` -> {0: 1250, 2: 988}; `ValueError` if malformed."""
+    pairs = (item.split(":") for item in text.split(",") if item)
+    return {int(partition): int(offset) for partition, offset in pairs}

@@ -68,6 +68,7 @@ _log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_MS = 200
 HISTORY = 60  # finalized windows kept per segment for `snapshot()` (the demo's live view)
+STATE_LOG_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,8 @@ class Monitor:
         self._stop = threading.Event()
         self._held: list[WindowShare] = []  # finalized, not yet acknowledged by the broker
         self._owned: frozenset[int] = frozenset()  # partitions as of the last rebalance
+        self._read_through: dict[int, int] = {}  # partition -> next offset taken in
+        self._state_logged_s = -STATE_LOG_INTERVAL_S
         self.clock: Clock = clock or SystemClock()
         self.registry = registry or CollectorRegistry()
         self.exporter = Exporter(self.registry, segment_keys=config.segments.keys)
@@ -222,6 +225,7 @@ class Monitor:
             return  # stopping before the rebalance could be applied: take nothing in
         if records:
             self.intake.process(records, self._scorer, self.clock.now_ms())
+            self._read_through.update((r.partition, r.offset + 1) for r in records)
             self._crash.reach("after-intake")
         up = self.source.broker_up
         if up != self.exporter.readiness.broker_up:
@@ -249,7 +253,10 @@ class Monitor:
         replay = bool(arriving) or any(
             share.partitions is None or share.partitions & leaving for share in self._held
         )
-        self.windows.revoke(before | batch.revoked if replay else leaving)
+        dropped = before | batch.revoked if replay else leaving
+        self.windows.revoke(dropped)
+        for partition in dropped:
+            self._read_through.pop(partition, None)
         for partition in leaving:
             self.exporter.forget_partition(partition)
         self._owned = owned
@@ -272,7 +279,10 @@ class Monitor:
         """Finalize, publish, export, alert, commit (see the module docstring)."""
         self._maybe_reload()
         fence = self.windows.safe_offsets()  # before finalize: committing it passes nothing
-        finalized = [WindowShare(s, p) for s, p in self.windows.finalize_with_partitions()]
+        finalized = [
+            WindowShare(s, p, {q: self._read_through[q] for q in p if q in self._read_through})
+            for s, p in self.windows.finalize_with_partitions()
+        ]
         self._held.extend(finalized)
         published = self._publish(fence)
         summaries = [share.summary for share in finalized]
@@ -282,6 +292,7 @@ class Monitor:
         self.alerts.observe(summaries, now)
         self.alerts.tick(now)
         self._export_progress()
+        self._log_state()
         if published:
             self.source.commit(self.windows.safe_offsets())
             if finalized:
@@ -344,6 +355,25 @@ class Monitor:
     def _headline_keys(self, summary: WindowSummary) -> list[str]:
         wanted = [str(key) for key in self.keys if key.kind in ("ndcg", "mrr", "map")]
         return [key for key in wanted if key in summary.means][:4]
+
+    def _log_state(self) -> None:
+        """Once a minute, what the windows hold: a month-long run shows growth here first."""
+        now = self.clock.monotonic()
+        if now - self._state_logged_s < STATE_LOG_INTERVAL_S:
+            return
+        self._state_logged_s = now
+        size = self.windows.state_size()
+        _log.info(
+            "window state",
+            extra=fields(
+                open_windows=self.windows.open_windows,
+                cells=size.cells,
+                registered_cells=size.registered_cells,
+                event_ids=size.event_ids,
+                published_marks=size.published,
+                held_shares=len(self._held),
+            ),
+        )
 
     def _export_progress(self) -> None:
         for partition, watermark in self.windows.partition_watermarks().items():

@@ -80,6 +80,8 @@ def run_through(
 
     def maybe_kill(chunk: int) -> None:
         if kill_after_chunk is not None and chunk == kill_after_chunk[0]:
+            # After the first publish, or the restart would prove little on a slow machine.
+            wait_until(lambda: bool(Published.read(bootstrap, topic).windows), 20, "a window")
             time.sleep(kill_after_chunk[1])
             service.kill()
 
