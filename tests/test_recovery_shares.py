@@ -1,0 +1,126 @@
+"""Window shares on the windows topic, their read-back, and the crash points.
+
+The end-to-end proofs run `rankmon run` against Tansu (test_recovery.py, test_scale_out.py);
+these pin the record format other tools read and the replay rule the through offsets give.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import orjson
+import pytest
+
+from monitor.crashpoints import CRASH_ENV, CrashPoints
+from monitor.recovery import THROUGH_HEADER, WindowShare
+from monitor.summary import WindowSummary
+from tests.test_windows import Ev, add, windows
+
+SUMMARY = WindowSummary(
+    window="1s",
+    start_ms=1_000,
+    end_ms=2_000,
+    segment=(("model", "v1"),),
+    evaluation_set_version="abc",
+    events=3,
+    queries=2,
+    evaluation_set_queries=10,
+    means={"mrr": 0.75},
+    sums={"mrr": 1.5},
+    event_means={"mrr": 2 / 3},
+    query_means={"q1": {"mrr": 1.0}, "q2": {"mrr": 0.5}},
+)
+
+
+def test_share_key_names_the_window_the_segment_and_the_partitions_it_covers() -> None:
+    share = WindowShare(SUMMARY, frozenset({2, 0}))
+    assert share.key == b"1s/1000/model=v1/p0,2"
+
+
+def test_share_value_is_the_summary_plus_its_partitions_and_reads_back_as_both() -> None:
+    share = WindowShare(SUMMARY, frozenset({2, 0}))
+    value = share.to_json()
+    assert orjson.loads(value)["partitions"] == [0, 2]
+    assert WindowShare.from_json(value) == share
+    assert WindowSummary.from_json(value) == SUMMARY  # readers of plain summaries still work
+
+
+def test_through_offsets_travel_in_a_header_so_the_value_stays_what_any_run_publishes() -> None:
+    share = WindowShare(SUMMARY, frozenset({0, 2}), {0: 1250, 2: 988})
+    assert (THROUGH_HEADER, b"0:1250,2:988") in share.headers
+    assert share.to_json() == WindowShare(SUMMARY, frozenset({0, 2})).to_json()
+
+
+def test_a_plain_summary_record_covers_every_partition_and_restores_no_alerts() -> None:
+    share = WindowShare.from_json(SUMMARY.to_json())
+    assert share.partitions is None
+    assert share.key == SUMMARY.key.encode()
+    assert not share.owned_by({0, 1, 2})
+
+
+def test_alerts_restore_only_from_shares_whose_partitions_are_all_owned() -> None:
+    share = WindowShare(SUMMARY, frozenset({0, 2}))
+    assert share.owned_by({0, 1, 2})
+    assert not share.owned_by({0, 1})
+
+
+def test_partitions_that_are_not_a_list_of_integers_are_not_a_share() -> None:
+    value = orjson.loads(SUMMARY.to_json())
+    value["partitions"] = ["0"]
+    with pytest.raises(ValueError, match="partitions"):
+        WindowShare.from_json(orjson.dumps(value))
+
+
+def test_replayed_record_of_a_published_window_is_late_at_or_past_the_through_offset() -> None:
+    # First life (two partitions, size 10, lateness 10): [0, 10) held a, f (p0) and c (p1)
+    # and was published when p0 had been read through offset 4; h (p0, offset 4) came after
+    # it closed: late, but its dead letter died unflushed with the process.
+    #   p0  a@1 b@15 f@9 g@21 h@3        p1  c@2 d@25         committed: p0 1, p1 1
+    # The replay reads p0 from offset 1 before p1 has delivered anything: the global
+    # watermark is still unknown, so only the through offset can tell f (counted) from h.
+    monitor, _ = windows(size=10, lateness=10)
+    monitor.assign([0, 1])
+    monitor.mark_published(0, (), "v1", [0, 1], {0: 4, 1: 2})
+    replay = [Ev(15, "b", offset=1), Ev(9, "f", offset=2), Ev(21, "g", offset=3)]
+    admission = add(monitor, *replay, Ev(3, "h", offset=4))
+    assert admission.already_published == [1]  # f
+    assert admission.late == [3]  # h: dead-lettered again
+
+
+def test_without_through_offsets_a_replayed_record_of_a_published_window_counts_as_published() -> (
+    None
+):
+    monitor, _ = windows(size=10, lateness=10)
+    monitor.assign([0, 1])
+    monitor.mark_published(0, (), "v1", [0, 1])
+    admission = add(monitor, Ev(15, "b", offset=1), Ev(9, "f", offset=2))
+    assert admission.already_published == [1]
+
+
+def test_crash_points_are_inert_unless_the_variable_arms_one() -> None:
+    points = CrashPoints.from_environ({})
+    for point in ("after-intake", "mid-finalize", "after-publish", "after-commit"):
+        assert not points.armed(point)
+        points.reach(point)  # still alive
+
+
+def test_an_unknown_crash_point_is_refused_with_the_known_ones_named() -> None:
+    with pytest.raises(ValueError, match="after-commit"):
+        CrashPoints.from_environ({CRASH_ENV: "after-lunch:2"})
+
+
+def test_an_armed_crash_point_kills_the_process_at_its_nth_passage() -> None:
+    program = (
+        "from monitor.crashpoints import CrashPoints\n"
+        "points = CrashPoints.from_environ({'RANKMON_TEST_CRASH_AT': 'after-commit:2'})\n"
+        "for n in range(3):\n"
+        "    print(n, points.armed('after-commit'), flush=True)\n"
+        "    points.reach('after-publish')\n"
+        "    points.reach('after-commit')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == -9
+    assert done.stdout.splitlines() == ["0 False", "1 True"]
