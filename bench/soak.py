@@ -221,8 +221,9 @@ def main() -> int:
         )
         began, restarted = time.monotonic(), False
         try:
-            while (elapsed := time.monotonic() - began) < args.minutes * 60:
+            while time.monotonic() - began < args.minutes * 60:
                 time.sleep(args.sample)
+                elapsed = time.monotonic() - began
                 if not restarted and elapsed >= args.minutes * 30:
                     service.send_signal(signal.SIGKILL)
                     service.wait()

@@ -56,10 +56,12 @@ from monitor.kafka_options import consumer_options, producer_options
 from monitor.logs import fields
 from monitor.metrics_http import MetricsServer
 from monitor.producer import RecordProducer
-from monitor.recovery import WindowShare, WindowsTopic, publish_shares, restore_from_shares
+from monitor.recovery import WindowShare, WindowsTopic, restore_from_shares
 from monitor.segments import SegmentLabeler
-from monitor.summary import Segment, WindowSummary, segment_label
+from monitor.share_publisher import SharePublisher
+from monitor.summary import Segment, WindowSummary
 from monitor.window_assigner import WindowSpec
+from monitor.window_log import WindowLog
 from monitor.windows import EventWindows
 
 __all__ = ["Monitor", "MonitorSnapshot"]
@@ -68,7 +70,6 @@ _log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_MS = 200
 HISTORY = 60  # finalized windows kept per segment for `snapshot()` (the demo's live view)
-STATE_LOG_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -108,52 +109,28 @@ class Monitor:
         self.config = config
         self._crash = crash_points or CrashPoints()
         self._stop = threading.Event()
-        self._held: list[WindowShare] = []  # finalized, not yet acknowledged by the broker
         self._owned: frozenset[int] = frozenset()  # partitions as of the last rebalance
         self._read_through: dict[int, int] = {}  # partition -> next offset taken in
-        self._state_logged_s = -STATE_LOG_INTERVAL_S
         self.clock: Clock = clock or SystemClock()
         self.registry = registry or CollectorRegistry()
         self.exporter = Exporter(self.registry, segment_keys=config.segments.keys)
         self.evaluation = EvaluationSetSource(config.evaluation_set, self.clock)
         self.keys = monitor_keys(config.metrics.cutoffs, config.metrics.gains)
+        self._window_log = WindowLog(self.keys, config.metrics.min_queries, self.clock)
         self._scorer = self._new_scorer(self.evaluation.current)
         self.windows = EventWindows(_window_spec(config), [str(k) for k in self.keys], self.clock)
         self._tally = _Tally(self.exporter)
         self._producer = RecordProducer(**producer_options(config.kafka))
-        self.intake = Intake(
-            EventDecoder.from_config(config),
-            SegmentLabeler(config.segments.keys, config.segments.max_values),
-            self.windows,
-            DeadLetterSink(
-                self._producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
-            ),
-            self._tally,
-            inline_judgments=config.judgments.inline == "fill",
-        )
+        self.intake = _intake(config, self.windows, self._producer, self._tally)
         self._windows_topic = WindowsTopic(config.kafka)
         self.source = EventSource(
             topic=config.kafka.topic, sleep=self._pause, **consumer_options(config.kafka)
         )
-        alerting = parse_alerting_config(
-            config.alerts,
-            cutoffs=config.metrics.cutoffs,
-            gains=config.metrics.gain_names,
-            segment_keys=config.segments.keys,
-            window=config.windows.size.text,
+        self.shares = SharePublisher(
+            self._producer, config.kafka.windows_topic, self.source, self._crash
         )
-        self._delivery = AlertDelivery.from_config(alerting.delivery, self.clock, self.exporter)
-        self.alerts = AlertEngine(
-            alerting, start_ms=self.clock.now_ms(), delivery=self._delivery, metrics=self.exporter
-        )
-        self.server = MetricsServer(
-            self.registry,
-            self.exporter.readiness.missing,
-            host=config.export.host,
-            port=config.export.port,
-            certfile=_optional(config.export.tls_certfile),
-            keyfile=_optional(config.export.tls_keyfile),
-        )
+        self._delivery, self.alerts = _alerts(config, self.clock, self.exporter)
+        self.server = _metrics_server(config, self.registry, self.exporter)
         self._tick_due = threading.Event()
         self._scheduler = BackgroundScheduler(timezone="UTC")
         self._history: dict[Segment, deque[WindowSummary]] = {}
@@ -250,9 +227,7 @@ class Monitor:
         before, owned = self._owned, self.source.assignment
         arriving = owned - before
         leaving = (before | batch.revoked) - owned
-        replay = bool(arriving) or any(
-            share.partitions is None or share.partitions & leaving for share in self._held
-        )
+        replay = bool(arriving) or self.shares.holds_any(leaving)
         dropped = before | batch.revoked if replay else leaving
         self.windows.revoke(dropped)
         for partition in dropped:
@@ -266,7 +241,7 @@ class Monitor:
         )
         if not replay:
             return [record for record in batch.records if record.partition in owned]
-        self._held = []
+        self.shares.drop()
         self.windows.assign(owned)
         # Records of partitions held before came from their old positions: fetched again.
         if not self._retry(lambda: self.source.rewind(owned - arriving), "rewind partitions"):
@@ -283,8 +258,8 @@ class Monitor:
             WindowShare(s, p, {q: self._read_through[q] for q in p if q in self._read_through})
             for s, p in self.windows.finalize_with_partitions()
         ]
-        self._held.extend(finalized)
-        published = self._publish(fence)
+        self.shares.add(finalized)
+        published = self.shares.publish(fence)
         summaries = [share.summary for share in finalized]
         now = self.clock.now_ms()
         for summary in summaries:
@@ -292,88 +267,18 @@ class Monitor:
         self.alerts.observe(summaries, now)
         self.alerts.tick(now)
         self._export_progress()
-        self._log_state()
+        self._window_log.state(self.windows, len(self.shares.held))
         if published:
             self.source.commit(self.windows.safe_offsets())
             if finalized:
                 self._crash.reach("after-commit")
-
-    def _publish(self, fence: dict[int, int]) -> bool:
-        """Publish the held shares and flush dead letters; False if the broker has not acked
-        all. Shares handed to the producer stay with it (it resends what was not acked);
-        shares never handed over stay held for the next tick.
-
-        First the `fence`: committing offsets that pass no held window fails if the group
-        has moved on (a rebalance running, this member's generation gone), and then a new
-        owner may be counting the same partitions: hold the shares until the rebalance
-        reaches this member, which drops them and replays (`_rebalance`).
-        """
-        if not self.source.broker_up:
-            return False
-        if self._held and not self.source.commit(fence):
-            return False
-        shares, self._held = self._held, []
-        # A test's crash point may cut the finalize in two (`monitor.crashpoints`).
-        first = len(shares) // 2 if self._crash.armed("mid-finalize") else len(shares)
-        parts = [shares[:first], shares[first:]]  # the second is empty unless cut
-        for index, part in enumerate(parts):
-            try:
-                publish_shares(self._producer, self.config.kafka.windows_topic, part)
-            except KafkaUnavailableError as error:
-                self._held = [share for later in parts[index + 1 :] for share in later]
-                _log.warning(
-                    "publish failed; nothing committed until it succeeds",
-                    extra=fields(error=str(error), windows=len(shares)),
-                )
-                return False
-            if shares:
-                self._crash.reach(("mid-finalize", "after-publish")[index])
-        return True
 
     def _record(self, summary: WindowSummary) -> None:
         self.exporter.record_window(summary)
         with self._snapshot_lock:
             history = self._history.setdefault(summary.segment, deque(maxlen=HISTORY))
             history.append(summary)
-        headline = {key: round(summary.means[key], 6) for key in self._headline_keys(summary)}
-        _log.info(
-            "window finalized",
-            extra=fields(
-                window=summary.window,
-                start_ms=summary.start_ms,
-                end_ms=summary.end_ms,
-                segment=segment_label(summary.segment),
-                events=summary.events,
-                queries=summary.queries,
-                coverage=round(summary.coverage, 4),
-                version=summary.evaluation_set_version,
-                too_few_queries=summary.queries < self.config.metrics.min_queries,
-                **headline,
-            ),
-        )
-
-    def _headline_keys(self, summary: WindowSummary) -> list[str]:
-        wanted = [str(key) for key in self.keys if key.kind in ("ndcg", "mrr", "map")]
-        return [key for key in wanted if key in summary.means][:4]
-
-    def _log_state(self) -> None:
-        """Once a minute, what the windows hold: a month-long run shows growth here first."""
-        now = self.clock.monotonic()
-        if now - self._state_logged_s < STATE_LOG_INTERVAL_S:
-            return
-        self._state_logged_s = now
-        size = self.windows.state_size()
-        _log.info(
-            "window state",
-            extra=fields(
-                open_windows=self.windows.open_windows,
-                cells=size.cells,
-                registered_cells=size.registered_cells,
-                event_ids=size.event_ids,
-                published_marks=size.published,
-                held_shares=len(self._held),
-            ),
-        )
+        self._window_log.finalized(summary)
 
     def _export_progress(self) -> None:
         for partition, watermark in self.windows.partition_watermarks().items():
@@ -446,7 +351,7 @@ class Monitor:
         Each step is bounded by a Kafka client timeout; `rankmon run` bounds the whole.
         """
         self._scheduler.shutdown(wait=False)
-        if self._publish(self.windows.safe_offsets()):
+        if self.shares.publish(self.windows.safe_offsets()):
             self.source.commit(self.windows.safe_offsets())
         self.source.close()
         self._producer.close()
@@ -463,6 +368,48 @@ def _window_spec(config: Config) -> WindowSpec:
         allowed_lateness_ms=windows.allowed_lateness.ms,
         idle_timeout_ms=windows.idle_timeout.ms,
         label=windows.size.text,
+    )
+
+
+def _intake(
+    config: Config, windows: EventWindows, producer: RecordProducer, counter: _Tally
+) -> Intake:
+    dead_letters = DeadLetterSink(
+        producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
+    )
+    return Intake(
+        EventDecoder.from_config(config),
+        SegmentLabeler(config.segments.keys, config.segments.max_values),
+        windows,
+        dead_letters,
+        counter,
+        inline_judgments=config.judgments.inline == "fill",
+    )
+
+
+def _alerts(config: Config, clock: Clock, exporter: Exporter) -> tuple[AlertDelivery, AlertEngine]:
+    alerting = parse_alerting_config(
+        config.alerts,
+        cutoffs=config.metrics.cutoffs,
+        gains=config.metrics.gain_names,
+        segment_keys=config.segments.keys,
+        window=config.windows.size.text,
+    )
+    delivery = AlertDelivery.from_config(alerting.delivery, clock, exporter)
+    engine = AlertEngine(alerting, start_ms=clock.now_ms(), delivery=delivery, metrics=exporter)
+    return delivery, engine
+
+
+def _metrics_server(
+    config: Config, registry: CollectorRegistry, exporter: Exporter
+) -> MetricsServer:
+    return MetricsServer(
+        registry,
+        exporter.readiness.missing,
+        host=config.export.host,
+        port=config.export.port,
+        certfile=_optional(config.export.tls_certfile),
+        keyfile=_optional(config.export.tls_keyfile),
     )
 
 
