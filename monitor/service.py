@@ -10,18 +10,20 @@ A tick, in this order (DESIGN.md "Not losing data"):
 
 1. finalize the windows the watermark has closed;
 2. publish their summaries (one share per window and segment, `monitor.recovery`) and flush
-   the dead letters, waiting for the broker's ack;
+   the dead letters, waiting for the broker's ack, behind a commit fence
+   (`monitor.share_publisher`);
 3. set the gauges, log one line per window, evaluate the alert rules;
 4. commit the offsets that are safe: up to the first record of the oldest open window.
 
-If step 2 fails (broker down) nothing is committed; the shares are kept and the next tick
-publishes them again before any commit. While the consumer sees no broker the tick does not
-even try (a flush would block for its whole timeout): `rankmon_broker_up` is 0, `/readyz`
-fails, and the loop keeps polling with backoff; nothing here exits on a Kafka error.
+If step 2 fails (broker down, group moved on) nothing is committed; the shares are held and
+the next tick publishes them before any commit. While the consumer sees no broker the tick
+does not even try: `rankmon_broker_up` is 0, `/readyz` fails, and the loop keeps polling with
+backoff; nothing here exits on a Kafka error.
 
-Every partition assignment (the first included; rebalances arrive with the poll) reads the
-windows topic back before the poll's records are taken in: what was published is marked, so
-the replay from the committed offsets skips it, and alert baselines are restored.
+Rebalances arrive with the poll (`_rebalance`). A partition arriving makes every owned
+partition replay from its committed offset, after the windows topic was read back: what was
+published is marked, so the replay skips it, and alert baselines are restored. Partitions only
+leaving just drop their state. docs/recovery.md has the whole story.
 
 `close()` finalizes nothing early: it flushes what is queued, commits the safe offsets and
 closes; `rankmon run` bounds it with a watchdog.
