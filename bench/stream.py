@@ -123,7 +123,7 @@ kafka:
   topic: {topic}
   group_id: bench-{topic}
   session_timeout_ms: 6000
-  max_poll_records: 500
+  max_poll_records: 5000
 evaluation_set: {{path: {workdir / "qrels.txt"}, reload: {{watch: false}}}}
 metrics: {{cutoffs: [5, 10, 20], gains: [linear, exp]}}
 windows: {{size: 1h, allowed_lateness: 1s, idle_timeout: 1h}}
