@@ -17,11 +17,12 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from pathlib import Path
 
 import orjson
 import pytest
 
-from monitor.broker import EmbeddedBroker
+from monitor.broker import EmbeddedBroker, free_port
 from tests.realparts import MotoS3
 from tests.recovery_support import (
     Published,
@@ -108,3 +109,30 @@ def test_broker_killed_and_restarted_loses_nothing_and_the_outage_shows_while_it
     assert published.dead_letters == {
         (0, offset, r.intended) for offset, r in enumerate(records) if r.intended != "accepted"
     }
+
+
+def test_service_started_before_the_broker_waits_for_it_then_consumes(tmp_path: Path) -> None:
+    broker = EmbeddedBroker(port=free_port())
+    config = write_config(tmp_path, f"127.0.0.1:{broker.port}", "events", "early")
+    service = ServiceProcess(config, "service")
+    try:
+        wait_until(lambda: gauge(service, "rankmon_broker_up") == 0.0, 30, "the metrics endpoint")
+        time.sleep(2)  # a few reconnect attempts with backoff
+        assert service.alive
+        assert ready_status(service) == 503
+        broker.start()
+        create_topics(broker, "events", 1)
+        wait_until(lambda: ready_status(service) == 200, 60, "ready once the broker is there")
+        records = stream(seed=32, count=40)
+        produce(broker.bootstrap_servers, "events", records)
+        wait_until(
+            lambda: (
+                committed(broker.bootstrap_servers, "early", "events", 1) == {0: len(records) - 1}
+            ),
+            60,
+            "the commit up to the closer",
+        )
+        assert service.terminate() == 0, service.log()
+    finally:
+        service.kill()
+        broker.stop()
