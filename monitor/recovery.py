@@ -16,8 +16,8 @@ uninterrupted one would. Queries are keyed to one partition (DESIGN.md "Scaling 
 shares merge exactly: the window's mean over queries is `sum(sums) / sum(queries)` over its
 shares, which is what the recording rules compute from the exported companions.
 
-On every assignment (the first one included) the instance reads the whole topic back
-(`read_shares`) and:
+Whenever a partition is assigned to it (the first assignment included), the instance reads
+the whole topic back (`read_shares`) and:
 
 - marks every share as published, for its partitions (`EventWindows.mark_published`): the
   replay from the committed offsets then skips the events and summaries already published,
