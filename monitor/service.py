@@ -263,8 +263,8 @@ class Monitor:
             WindowShare(s, p, {q: self._read_through[q] for q in p if q in self._read_through})
             for s, p in self.windows.finalize_with_partitions()
         ]
-        self.shares.add(finalized)
-        published = self.shares.publish(fence)
+        self.shares.add(finalized, fence)
+        published = self.shares.publish()
         summaries = [share.summary for share in finalized]
         now = self.clock.now_ms()
         for summary in summaries:
@@ -359,7 +359,7 @@ class Monitor:
         Each step is bounded by a Kafka client timeout; `rankmon run` bounds the whole.
         """
         self._scheduler.shutdown(wait=False)
-        if self.shares.publish(self.windows.safe_offsets()):
+        if self.shares.publish():
             self.source.commit(self.windows.safe_offsets())
         self.source.close()
         self._producer.close()

@@ -18,33 +18,48 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from typing import Protocol
 
 from monitor.bootstrap import KafkaUnavailableError
-from monitor.consumer import EventSource
 from monitor.crashpoints import CrashPoints
 from monitor.logs import fields
 from monitor.producer import RecordProducer
 from monitor.recovery import WindowShare, publish_shares
 
-__all__ = ["SharePublisher"]
+__all__ = ["GroupMember", "SharePublisher"]
 
 _log = logging.getLogger(__name__)
+
+
+class GroupMember(Protocol):
+    """What the publisher needs of the consumer (`EventSource`): its view of the broker and
+    a commit that fails when the group has moved on."""
+
+    @property
+    def broker_up(self) -> bool: ...
+
+    def commit(self, offsets: Mapping[int, int]) -> bool: ...
 
 
 class SharePublisher:
     """Holds finalized shares and publishes them behind the commit fence."""
 
     def __init__(
-        self, producer: RecordProducer, topic: str, source: EventSource, crash: CrashPoints
+        self, producer: RecordProducer, topic: str, source: GroupMember, crash: CrashPoints
     ) -> None:
         self._producer = producer
         self._topic = topic
         self._source = source
         self._crash = crash
         self.held: list[WindowShare] = []
+        self._fence: Mapping[int, int] = {}
 
-    def add(self, shares: Iterable[WindowShare]) -> None:
-        """Hold shares until `publish()` succeeds."""
+    def add(self, shares: Iterable[WindowShare], fence: Mapping[int, int]) -> None:
+        """Hold shares until `publish()` succeeds; `fence`: offsets that pass none of them
+        (the safe offsets from before their finalize), kept from the oldest held share."""
+        shares = list(shares)
+        if shares and not self.held:
+            self._fence = fence
         self.held.extend(shares)
 
     def holds_any(self, partitions: frozenset[int]) -> bool:
@@ -55,11 +70,11 @@ class SharePublisher:
         """Forget the held shares: their windows are being replayed."""
         self.held = []
 
-    def publish(self, fence: Mapping[int, int]) -> bool:
+    def publish(self) -> bool:
         """Publish the held shares and flush the dead letters; True once all are acked."""
         if not self._source.broker_up:
             return False
-        if self.held and not self._source.commit(fence):
+        if self.held and not self._source.commit(self._fence):
             return False
         shares, self.held = self.held, []
         # A test's crash point may cut the finalize in two (`monitor.crashpoints`).

@@ -1,4 +1,4 @@
-"""Window shares on the windows topic, their read-back, and the crash points.
+"""Window shares on the windows topic, their read-back, the publish fence, the crash points.
 
 The end-to-end proofs run `rankmon run` against Tansu (test_recovery.py, test_scale_out.py);
 these pin the record format other tools read and the replay rule the through offsets give.
@@ -8,13 +8,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 import orjson
 import pytest
 
+from monitor.broker import EmbeddedBroker
 from monitor.crashpoints import CRASH_ENV, CrashPoints
+from monitor.producer import RecordProducer
 from monitor.recovery import THROUGH_HEADER, WindowShare
+from monitor.share_publisher import SharePublisher
 from monitor.summary import WindowSummary
+from tests.recovery_support import read_topic
 from tests.test_windows import Ev, add, windows
 
 SUMMARY = WindowSummary(
@@ -124,3 +130,47 @@ def test_an_armed_crash_point_kills_the_process_at_its_nth_passage() -> None:
     )
     assert done.returncode == -9
     assert done.stdout.splitlines() == ["0 False", "1 True"]
+
+
+class Member:
+    """A group member whose commits fail while the group is rebalancing."""
+
+    def __init__(self) -> None:
+        self.broker_up = True
+        self.rebalancing = False
+        self.commits: list[dict[int, int]] = []
+
+    def commit(self, offsets: Mapping[int, int]) -> bool:
+        self.commits.append(dict(offsets))
+        return not self.rebalancing
+
+
+def shares_on(bootstrap: str, topic: str) -> list[bytes]:
+    return [r.key for r in read_topic(bootstrap, topic)]
+
+
+@pytest.mark.broker
+def test_shares_wait_behind_the_fence_of_the_oldest_held_window_until_the_group_settles(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str]
+) -> None:
+    topic = new_topic()
+    member = Member()
+    producer = RecordProducer(bootstrap_servers=tansu.bootstrap_servers)
+    publisher = SharePublisher(producer, topic, member, CrashPoints())
+    first = WindowShare(SUMMARY, frozenset({0}))
+    later = WindowShare(replace(SUMMARY, start_ms=2_000, end_ms=3_000), frozenset({0}))
+    try:
+        member.rebalancing = True
+        publisher.add([first], fence={0: 5})
+        assert not publisher.publish()
+        publisher.add([later], fence={0: 9})  # 9 would pass `first`'s records
+        member.broker_up = False
+        assert not publisher.publish()  # no broker: not even a fence attempt
+        member.broker_up, member.rebalancing = True, False
+        assert publisher.publish()
+    finally:
+        producer.close()
+
+    assert member.commits == [{0: 5}, {0: 5}]
+    assert publisher.held == []
+    assert shares_on(tansu.bootstrap_servers, topic) == [first.key, later.key]
