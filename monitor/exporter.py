@@ -118,8 +118,10 @@ class Exporter:
         *,
         segment_keys: Sequence[str] = (),
         process_metrics: bool = True,
+        min_queries: int = 1,
     ) -> None:
         self.segment_keys = tuple(sorted(segment_keys))
+        self.min_queries = min_queries
         for key in self.segment_keys:
             if not _LABEL_NAME.fullmatch(key) or key.startswith("__") or key in _RESERVED_LABELS:
                 raise ValueError(f"segment key {key!r} cannot be a Prometheus label name")
@@ -198,7 +200,13 @@ class Exporter:
         )
 
     def record_window(self, summary: WindowSummary) -> None:
-        """Set the segment's series from its newest finalized window, dropping stale ones."""
+        """Set the segment's series from its newest finalized window, dropping stale ones.
+
+        A window with fewer than `min_queries` queries reports that instead of a noisy mean:
+        its headline gauges are NaN (no alert rule compares true on NaN) while the sums of
+        query means and `rankmon_window_queries` stay exact, so merged means stay exact too.
+        """
+        too_few = summary.queries < self.min_queries
         segment_values = self._segment_values(summary.segment)
         base = (summary.window, summary.evaluation_set_version, *segment_values)
         written: set[tuple[Gauge, LabelValues]] = set()
@@ -208,7 +216,7 @@ class Exporter:
                 continue
             kind, prefix = exported
             labels = (*prefix, *base)
-            self._means[kind].labels(*labels).set(mean)
+            self._means[kind].labels(*labels).set(float("nan") if too_few else mean)
             self._sums[kind].labels(*labels).set(summary.sums.get(key_text, float("nan")))
             written |= {(self._means[kind], labels), (self._sums[kind], labels)}
         for field, value in (

@@ -324,3 +324,19 @@ def test_a_stalled_client_on_the_tls_port_does_not_block_other_scrapes(
         status, _ = get(f"{tls.url}/healthz", trusting)
 
     assert status == 200
+
+
+def test_window_with_too_few_queries_reports_no_mean_but_keeps_the_mergeable_sums(
+    registry: CollectorRegistry,
+) -> None:
+    exporter = Exporter(registry, segment_keys=["model"], process_metrics=False, min_queries=5)
+    exporter.record_window(summary(queries=4, ndcg10=0.625))
+    labels = {"k": "10", "gain": "linear", **window_labels()}
+
+    mean = registry.get_sample_value("rankmon_ndcg", labels)
+    assert mean is not None and math.isnan(mean)
+    assert registry.get_sample_value("rankmon_ndcg_sum_of_query_means", labels) == 2.5
+    assert registry.get_sample_value("rankmon_window_queries", window_labels()) == 4
+
+    exporter.record_window(summary(queries=5, ndcg10=0.625))
+    assert registry.get_sample_value("rankmon_ndcg", labels) == 0.625
