@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -44,20 +45,19 @@ import orjson
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
-from monitor.alerting import AlertEngine
 from monitor.bootstrap import KafkaUnavailableError, bootstrap_reachable
 from monitor.config_kafka import KafkaConfig
 from monitor.kafka_options import consumer_options
 from monitor.producer import RecordProducer
-from monitor.summary import WindowSummary
+from monitor.summary import Segment, WindowSummary
 from monitor.windows import EventWindows
 
 __all__ = [
+    "ShareRestore",
     "WindowShare",
     "WindowsTopic",
     "publish_shares",
     "read_shares",
-    "restore_from_shares",
 ]
 
 _log = logging.getLogger(__name__)
@@ -143,39 +143,53 @@ class WindowsTopic:
         self._kafka = kafka
         self._timeout_s = timeout_s
 
-    def read(self) -> list[WindowShare]:
-        """Every share on the topic; `KafkaUnavailableError` if it cannot be read now."""
-        return read_shares(
+    def read(self, take: Callable[[WindowShare], None]) -> None:
+        """Hand every share on the topic to `take`, as read; `KafkaUnavailableError` if it
+        cannot be read now (`take` may have seen some)."""
+        read_shares(
             bootstrap_servers=list(self._kafka.bootstrap_servers),
             topic=self._kafka.windows_topic,
             client_id=f"{self._kafka.client_id}-restore",
             timeout_s=self._timeout_s,
+            take=take,
             **self._options,
         )
 
 
-def restore_from_shares(
-    shares: Iterable[WindowShare],
-    windows: EventWindows,
-    alerts: AlertEngine,
-    owned: Collection[int],
-) -> int:
-    """Mark every share published; restore alerts from those `owned` covers; return how
-    many were restored."""
-    own = []
-    for share in shares:
+class ShareRestore:
+    """Takes shares one by one as they are read back: marks each published and keeps, per
+    segment, the newest `keep` owned ones for the alert restore.
+
+    A share with its per-query means weighs about 130 KB for 300 queries: holding the whole
+    topic at once grew a restarted soak instance by 60 MB, in proportion to the topic's size.
+    Alert baselines need only their last windows.
+    """
+
+    def __init__(self, windows: EventWindows, owned: Collection[int], keep: int = 64) -> None:
+        self._windows = windows
+        self._owned = frozenset(owned)
+        self._keep = keep
+        self.read = 0
+        self._own: dict[Segment, deque[WindowSummary]] = {}
+
+    def take(self, share: WindowShare) -> None:
+        """Mark one share published; keep it for the alerts if this instance owns it."""
         summary = share.summary
-        windows.mark_published(
+        self._windows.mark_published(
             summary.start_ms,
             summary.segment,
             summary.evaluation_set_version,
             share.partitions,
             share.through,
         )
-        if share.owned_by(owned):
-            own.append(summary)
-    alerts.restore(own)
-    return len(own)
+        self.read += 1
+        if share.owned_by(self._owned):
+            kept = self._own.setdefault(summary.segment, deque(maxlen=self._keep))
+            kept.append(summary)
+
+    def owned_summaries(self) -> list[WindowSummary]:
+        """The kept summaries, for `AlertEngine.restore`."""
+        return [summary for kept in self._own.values() for summary in kept]
 
 
 def read_shares(
@@ -184,9 +198,11 @@ def read_shares(
     topic: str,
     client_id: str = "rankmon-restore",
     timeout_s: float = 60.0,
+    take: Callable[[WindowShare], None] | None = None,
     **kafka_options: Any,
 ) -> list[WindowShare]:
-    """Every share on the windows topic, in partition then offset order; none if no topic.
+    """Every share on the windows topic, in offset order per partition; none if no topic.
+    With `take`, each share goes to it as it is read and none is returned.
 
     Reads with a plain consumer (no group, nothing committed) until each partition's position
     reaches the highwater that came with the fetch responses (`end_offsets()` is wrong on
@@ -205,28 +221,31 @@ def read_shares(
     except KafkaError as error:
         raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
     try:
-        return _read_to_end(consumer, topic, time.monotonic() + timeout_s)
+        shares: list[WindowShare] = []
+        _read_to_end(consumer, topic, time.monotonic() + timeout_s, take or shares.append)
+        return shares
     except KafkaError as error:
         raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
     finally:
         consumer.close(autocommit=False)
 
 
-def _read_to_end(consumer: KafkaConsumer, topic: str, deadline: float) -> list[WindowShare]:
+def _read_to_end(
+    consumer: KafkaConsumer, topic: str, deadline: float, take: Callable[[WindowShare], None]
+) -> None:
     partitions = [
         TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())
     ]
     if not partitions:
-        return []
+        return
     consumer.assign(partitions)
     consumer.seek_to_beginning(*partitions)
-    by_partition: dict[int, list[WindowShare]] = {tp.partition: [] for tp in partitions}
     while not _at_end(consumer, partitions):
         if time.monotonic() > deadline:
             raise KafkaUnavailableError(f"{topic} not read to its end in time")
-        for tp, records in consumer.poll(timeout_ms=200).items():
-            by_partition[tp.partition].extend(_parsed(records))
-    return [share for p in sorted(by_partition) for share in by_partition[p]]
+        for tp in sorted(batches := consumer.poll(timeout_ms=200)):
+            for share in _parsed(batches[tp]):
+                take(share)
 
 
 def _at_end(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> bool:

@@ -58,7 +58,7 @@ from monitor.kafka_options import consumer_options, producer_options
 from monitor.logs import fields
 from monitor.metrics_http import MetricsServer
 from monitor.producer import RecordProducer
-from monitor.recovery import WindowShare, WindowsTopic, restore_from_shares
+from monitor.recovery import ShareRestore, WindowShare, WindowsTopic
 from monitor.segments import SegmentLabeler
 from monitor.share_publisher import SharePublisher
 from monitor.summary import Segment, WindowSummary
@@ -318,19 +318,22 @@ class Monitor:
     def _learn_published(self, owned: frozenset[int]) -> bool:
         """Read the windows topic back (retrying until it answers or `stop`): mark what was
         published, restore alert baselines from the shares of partitions now owned."""
-        shares: list[WindowShare] = []
+        restore = ShareRestore(self.windows, owned)
 
         def read() -> bool:
-            shares[:] = self._windows_topic.read()
+            nonlocal restore
+            restore = ShareRestore(self.windows, owned)  # marks of a failed read stay true
+            self._windows_topic.read(restore.take)
             return True
 
         # Replaying without the marks would publish windows twice: wait for the topic.
         if not self._retry(read, "read the windows topic"):
             return False
-        restored = restore_from_shares(shares, self.windows, self.alerts, owned)
+        restored = restore.owned_summaries()
+        self.alerts.restore(restored)
         _log.info(
             "read published windows",
-            extra=fields(shares=len(shares), restored=restored, partitions=sorted(owned)),
+            extra=fields(shares=restore.read, restored=len(restored), partitions=sorted(owned)),
         )
         return True
 

@@ -17,7 +17,7 @@ import pytest
 from monitor.broker import EmbeddedBroker
 from monitor.crashpoints import CRASH_ENV, CrashPoints
 from monitor.producer import RecordProducer
-from monitor.recovery import THROUGH_HEADER, WindowShare
+from monitor.recovery import THROUGH_HEADER, ShareRestore, WindowShare
 from monitor.share_publisher import SharePublisher
 from monitor.summary import WindowSummary
 from tests.recovery_support import read_topic
@@ -174,3 +174,16 @@ def test_shares_wait_behind_the_fence_of_the_oldest_held_window_until_the_group_
     assert member.commits == [{0: 5}, {0: 5}]
     assert publisher.held == []
     assert shares_on(tansu.bootstrap_servers, topic) == [first.key, later.key]
+
+
+def test_restore_marks_every_share_but_keeps_only_the_newest_owned_ones_for_alerts() -> None:
+    monitor, _ = windows(size=1_000)
+    restore = ShareRestore(monitor, owned={0, 1}, keep=2)
+    owned = [replace(SUMMARY, start_ms=1_000 * n, end_ms=1_000 * (n + 1)) for n in (1, 2, 3)]
+    for summary in owned:
+        restore.take(WindowShare(summary, frozenset({0})))
+    restore.take(WindowShare(replace(SUMMARY, start_ms=4_000, end_ms=5_000), frozenset({2})))
+
+    assert restore.read == 4
+    assert monitor.state_size().published == 4
+    assert restore.owned_summaries() == owned[1:]
