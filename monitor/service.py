@@ -72,6 +72,7 @@ _log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_MS = 200
 HISTORY = 60  # finalized windows kept per segment for `snapshot()` (the demo's live view)
+RESTORE_WINDOWS = 64  # per segment, the fewest shares kept for an alert restore
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,9 @@ class Monitor:
         self.shares = SharePublisher(
             self._producer, config.kafka.windows_topic, self.source, self._crash
         )
-        self._delivery, self.alerts = _alerts(config, self.clock, self.exporter)
+        self._delivery, self.alerts, self._restore_windows = _alerts(
+            config, self.clock, self.exporter
+        )
         self.server = _metrics_server(config, self.registry, self.exporter)
         self._tick_due = threading.Event()
         self._scheduler = BackgroundScheduler(timezone="UTC")
@@ -318,11 +321,12 @@ class Monitor:
     def _learn_published(self, owned: frozenset[int]) -> bool:
         """Read the windows topic back (retrying until it answers or `stop`): mark what was
         published, restore alert baselines from the shares of partitions now owned."""
-        restore = ShareRestore(self.windows, owned)
+        restore = ShareRestore(self.windows, owned, self._restore_windows)
 
         def read() -> bool:
             nonlocal restore
-            restore = ShareRestore(self.windows, owned)  # marks of a failed read stay true
+            # Marks of a failed read stay true; the kept summaries start over.
+            restore = ShareRestore(self.windows, owned, self._restore_windows)
             self._windows_topic.read(restore.take)
             return True
 
@@ -398,7 +402,11 @@ def _intake(
     )
 
 
-def _alerts(config: Config, clock: Clock, exporter: Exporter) -> tuple[AlertDelivery, AlertEngine]:
+def _alerts(
+    config: Config, clock: Clock, exporter: Exporter
+) -> tuple[AlertDelivery, AlertEngine, int]:
+    """The alert engine, its delivery, and how many windows per segment its restore needs:
+    none without rules, else at least `RESTORE_WINDOWS` and every drop rule's baseline."""
     alerting = parse_alerting_config(
         config.alerts,
         cutoffs=config.metrics.cutoffs,
@@ -408,7 +416,11 @@ def _alerts(config: Config, clock: Clock, exporter: Exporter) -> tuple[AlertDeli
     )
     delivery = AlertDelivery.from_config(alerting.delivery, clock, exporter)
     engine = AlertEngine(alerting, start_ms=clock.now_ms(), delivery=delivery, metrics=exporter)
-    return delivery, engine
+    spans = [
+        getattr(rule.condition, "baseline_windows", 0) + rule.for_windows + rule.keep_firing_for
+        for rule in alerting.rules
+    ]
+    return delivery, engine, max([RESTORE_WINDOWS, *spans]) if spans else 0
 
 
 def _metrics_server(
