@@ -119,7 +119,11 @@ class Monitor:
         self._read_through: dict[int, int] = {}  # partition -> next offset taken in
         self.clock: Clock = clock or SystemClock()
         self.registry = registry or CollectorRegistry()
-        self.exporter = Exporter(self.registry, segment_keys=config.segments.keys)
+        self.exporter = Exporter(
+            self.registry,
+            segment_keys=config.segments.keys,
+            min_queries=config.metrics.min_queries,
+        )
         self.evaluation = EvaluationSetSource(config.evaluation_set, self.clock)
         self.keys = monitor_keys(config.metrics.cutoffs, config.metrics.gains)
         self._window_log = WindowLog(self.keys, config.metrics.min_queries, self.clock)

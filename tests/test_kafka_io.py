@@ -14,7 +14,7 @@ from monitor.broker import EmbeddedBroker, free_port
 from monitor.consumer import Batch, EventSource, SourceRecord
 from monitor.deadletter import DeadLetterSink
 from monitor.producer import RecordProducer
-from monitor.publisher import WindowPublisher, read_published
+from monitor.recovery import WindowShare, publish_shares, read_shares
 from monitor.summary import WindowSummary
 from tests.realparts import MotoS3
 
@@ -316,24 +316,25 @@ def test_published_summaries_are_read_back_whole_from_the_windows_topic(
 ) -> None:
     topic = new_topic(partitions=3)
     published = [window(start, model) for start in (0, 300_000) for model in ("a", "b", "c")]
+    shares = [WindowShare(s, frozenset({n % 3}), {n % 3: 10 * n}) for n, s in enumerate(published)]
     producer = RecordProducer(bootstrap_servers=tansu.bootstrap_servers)
-    WindowPublisher(producer, topic).publish(published)
+    publish_shares(producer, topic, shares)
     producer.close()
 
-    restored = read_published(bootstrap_servers=tansu.bootstrap_servers, topic=topic)
+    restored = read_shares(bootstrap_servers=tansu.bootstrap_servers, topic=topic)
 
-    assert sorted(restored, key=lambda s: s.key) == sorted(published, key=lambda s: s.key)
+    assert sorted(restored, key=lambda s: s.key) == sorted(shares, key=lambda s: s.key)
 
 
 def test_a_windows_topic_that_does_not_exist_yet_has_nothing_to_restore(
     tansu: EmbeddedBroker,
 ) -> None:
-    assert read_published(bootstrap_servers=tansu.bootstrap_servers, topic="no-such") == []
+    assert read_shares(bootstrap_servers=tansu.bootstrap_servers, topic="no-such") == []
 
 
 def test_reading_windows_from_an_unreachable_broker_raises_kafka_unavailable() -> None:
     with pytest.raises(KafkaUnavailableError):
-        read_published(bootstrap_servers=f"127.0.0.1:{free_port()}", topic="windows")
+        read_shares(bootstrap_servers=f"127.0.0.1:{free_port()}", topic="windows")
 
 
 @pytest.mark.usefixtures("kafka_outage")
