@@ -134,6 +134,7 @@ def test_restart_keeps_the_port_so_clients_reconnect_to_the_same_address() -> No
         assert broker.bootstrap_servers == address
 
 
+@pytest.mark.usefixtures("kafka_outage")
 def test_memory_storage_forgets_records_across_a_restart(broker: EmbeddedBroker) -> None:
     broker.create_topic("volatile")
     produce(broker.bootstrap_servers, "volatile", [b"gone"])
@@ -144,6 +145,7 @@ def test_memory_storage_forgets_records_across_a_restart(broker: EmbeddedBroker)
     assert read_partition(broker.bootstrap_servers, "volatile", 1) == []
 
 
+@pytest.mark.usefixtures("kafka_outage")
 def test_s3_storage_keeps_records_across_a_broker_crash(moto_s3: MotoS3) -> None:
     with EmbeddedBroker(moto_s3.storage, env=moto_s3.broker_env) as broker:
         broker.create_topic("durable")

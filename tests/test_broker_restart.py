@@ -59,6 +59,7 @@ def ready_status(service: ServiceProcess) -> int:
         return error.code
 
 
+@pytest.mark.usefixtures("kafka_outage")
 def test_broker_killed_and_restarted_loses_nothing_and_the_outage_shows_while_it_lasts(
     moto_s3: MotoS3, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
