@@ -38,7 +38,8 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -46,8 +47,10 @@ from typing import Any
 
 import pytest
 import yaml
+from kafka import KafkaProducer
 
 from monitor.broker import free_port
+from monitor.service import Monitor
 
 READY_TIMEOUT_S = 20.0
 
@@ -342,3 +345,26 @@ class MotoS3:
             "AWS_ENDPOINT": self.endpoint,
             "AWS_ALLOW_HTTP": "true",
         }
+
+
+@contextmanager
+def monitor_thread(monitor: Monitor, stop_timeout_s: float = 30.0) -> Iterator[Monitor]:
+    """Run `monitor.run` in a thread for the `with` block; stop it and check it stopped."""
+    stop = threading.Event()
+    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        yield monitor
+    finally:
+        stop.set()
+        thread.join(timeout=stop_timeout_s)
+    assert not thread.is_alive(), f"the monitor did not stop within {stop_timeout_s} s"
+
+
+def produce_records(bootstrap: str, topic: str, records: Sequence[tuple[bytes, bytes]]) -> None:
+    """Produce (key, value) records to `topic` and wait until the broker has them."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    for key, value in records:
+        producer.send(topic, key=key, value=value)
+    producer.flush()
+    producer.close()

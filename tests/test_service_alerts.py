@@ -11,19 +11,17 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from kafka import KafkaProducer
 
 from monitor.broker import EmbeddedBroker
 from monitor.config import load_config
 from monitor.service import Monitor
-from tests.realparts import AlertmanagerServer, WebhookReceiver
+from tests.realparts import AlertmanagerServer, WebhookReceiver, monitor_thread, produce_records
 
 pytestmark = [pytest.mark.broker, pytest.mark.alertmanager, pytest.mark.slow]
 
@@ -51,14 +49,6 @@ def _closer(seconds: int) -> tuple[bytes, bytes]:
     event["event_time"] = T0 + seconds * 1000
     event["segment"] = {"model": "other"}
     return b"q0", orjson.dumps(event)
-
-
-def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
-    for key, value in records:
-        producer.send(topic, key=key, value=value)
-    producer.flush()
-    producer.close()
 
 
 def _status(status: str) -> Callable[[list[Any]], bool]:
@@ -118,25 +108,19 @@ alerts:
       keep_firing_for: 0
 """
     )
-    monitor = Monitor(load_config(config, environ={}))
-    stop = threading.Event()
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    yield topic
-    stop.set()
-    thread.join(timeout=30)
-    assert not thread.is_alive(), "the monitor did not stop within 30 s"
+    with monitor_thread(Monitor(load_config(config, environ={}))):
+        yield topic
 
 
 def test_bad_window_pages_through_alertmanager_and_the_recovered_window_resolves_it(
     monitor_paging_alertmanager: str, tansu: EmbeddedBroker, webhook_receiver: WebhookReceiver
 ) -> None:
     topic = monitor_paging_alertmanager
-    _produce(tansu.bootstrap_servers, topic, [*_events(0, good=False), _closer(12)])
+    produce_records(tansu.bootstrap_servers, topic, [*_events(0, good=False), _closer(12)])
     assert webhook_receiver.wait_for(_status("firing"), timeout_s=30), webhook_receiver.bodies
     assert not _status("resolved")(webhook_receiver.bodies)
 
-    _produce(tansu.bootstrap_servers, topic, [*_events(10, good=True), _closer(25)])
+    produce_records(tansu.bootstrap_servers, topic, [*_events(10, good=True), _closer(25)])
     assert webhook_receiver.wait_for(_status("resolved"), timeout_s=30), webhook_receiver.bodies
     firing = next(
         a

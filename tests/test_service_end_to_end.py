@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import statistics
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -24,7 +23,7 @@ from typing import Any
 
 import orjson
 import pytest
-from kafka import KafkaConsumer, KafkaProducer
+from kafka import KafkaConsumer
 from prometheus_client.parser import text_string_to_metric_families
 
 from monitor import measures
@@ -33,7 +32,7 @@ from monitor.config import load_config
 from monitor.gain import EXP, LINEAR
 from monitor.service import Monitor
 from monitor.summary import WindowSummary
-from tests.realparts import PrometheusServer, Promtool
+from tests.realparts import PrometheusServer, Promtool, monitor_thread, produce_records
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -126,22 +125,8 @@ segments: {{keys: [model]}}
 export: {{host: 127.0.0.1, port: 0}}
 """
     )
-    monitor = Monitor(load_config(config_file, environ={}))
-    stop = threading.Event()
-    thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
-    thread.start()
-    yield monitor, topic
-    stop.set()
-    thread.join(timeout=30)
-    assert not thread.is_alive(), "the monitor did not stop within 30 s"
-
-
-def _produce(bootstrap: str, topic: str, records: list[tuple[bytes, bytes]]) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
-    for key, value in records:
-        producer.send(topic, key=key, value=value)
-    producer.flush()
-    producer.close()
+    with monitor_thread(Monitor(load_config(config_file, environ={}))) as monitor:
+        yield monitor, topic
 
 
 def _consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -> list[Any]:
@@ -187,7 +172,7 @@ def test_published_windows_and_metrics_equal_an_independent_computation(
     ]
     records.append((CLOSER[2].encode(), _event(*CLOSER)))
     records.append((b"q1", _event("e21", "v1", "q1", ["d1"], 1)))  # late: [0, 10) closed
-    _produce(bootstrap, topic, records)
+    produce_records(bootstrap, topic, records)
 
     published = [
         WindowSummary.from_json(r.value) for r in _consume_all(bootstrap, topic + ".windows", 4)
