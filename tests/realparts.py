@@ -38,7 +38,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -49,7 +49,7 @@ import pytest
 import yaml
 from kafka import KafkaProducer
 
-from monitor.broker import free_port
+from monitor.broker import EmbeddedBroker, free_port
 from monitor.service import Monitor
 
 READY_TIMEOUT_S = 20.0
@@ -368,3 +368,37 @@ def produce_records(bootstrap: str, topic: str, records: Sequence[tuple[bytes, b
         producer.send(topic, key=key, value=value)
     producer.flush()
     producer.close()
+
+
+def write_service_config(
+    directory: Path,
+    broker: EmbeddedBroker,
+    topic: str,
+    qrels: Mapping[str, Mapping[str, int]],
+    extra_yaml: str = "",
+) -> Path:
+    """A service config for `topic` on `broker` (its .dlq and .windows topics created): the
+    given qrels, 10 s tumbling windows with 1 s lateness, a 1 s tick, `model` as segment, a
+    free metrics port; `extra_yaml` adds top-level sections."""
+    for suffix in (".dlq", ".windows"):
+        broker.create_topic(topic + suffix, 1)
+    qrels_file = directory / "qrels.txt"
+    qrels_file.write_text(
+        "".join(f"{q} 0 {d} {g}\n" for q, docs in qrels.items() for d, g in docs.items())
+    )
+    config = directory / "rankmon.yaml"
+    config.write_text(
+        f"""
+kafka:
+  bootstrap_servers: ["{broker.bootstrap_servers}"]
+  topic: {topic}
+  group_id: g-{topic}
+  session_timeout_ms: 6000
+evaluation_set: {{path: {qrels_file}}}
+windows: {{size: 10s, allowed_lateness: 1s, idle_timeout: 1h}}
+schedule: {{interval: 1s}}
+segments: {{keys: [model]}}
+export: {{host: 127.0.0.1, port: 0}}
+{extra_yaml}"""
+    )
+    return config

@@ -21,12 +21,34 @@ import pytest
 from monitor.broker import EmbeddedBroker
 from monitor.config import load_config
 from monitor.service import Monitor
-from tests.realparts import AlertmanagerServer, WebhookReceiver, monitor_thread, produce_records
+from tests.realparts import (
+    AlertmanagerServer,
+    WebhookReceiver,
+    monitor_thread,
+    produce_records,
+    write_service_config,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.alertmanager, pytest.mark.slow]
 
 T0 = 1_767_225_600_000
 QUERIES = {f"q{i}": {f"q{i}-d{j}": 3 - j % 4 for j in range(8)} for i in range(6)}
+
+
+ALERTS = """
+alerts:
+  log: false
+  alertmanager: {{url: "{url}"}}
+  delivery: {{resend_interval: 2s, backoff_initial: 200ms, backoff_max: 1s}}
+  rules:
+    - name: ndcg10-floor
+      measure: ndcg@10
+      severity: critical
+      segment: {{model: v1}}
+      below: 0.5
+      for: 1
+      keep_firing_for: 0
+"""
 
 
 def _events(start_s: int, good: bool) -> list[tuple[bytes, bytes]]:
@@ -75,38 +97,8 @@ def monitor_paging_alertmanager(
 ) -> Iterator[str]:
     alertmanager = start_alertmanager(webhook_receiver.url)
     topic = new_topic(1)
-    for suffix in (".dlq", ".windows"):
-        tansu.create_topic(topic + suffix, 1)
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text(
-        "".join(f"{q} 0 {d} {g}\n" for q, ds in QUERIES.items() for d, g in ds.items())
-    )
-    config = tmp_path / "rankmon.yaml"
-    config.write_text(
-        f"""
-kafka:
-  bootstrap_servers: ["{tansu.bootstrap_servers}"]
-  topic: {topic}
-  group_id: g-{topic}
-  session_timeout_ms: 6000
-evaluation_set: {{path: {qrels}}}
-windows: {{size: 10s, allowed_lateness: 1s, idle_timeout: 1h}}
-schedule: {{interval: 1s}}
-segments: {{keys: [model]}}
-export: {{host: 127.0.0.1, port: 0}}
-alerts:
-  log: false
-  alertmanager: {{url: "{alertmanager.url}"}}
-  delivery: {{resend_interval: 2s, backoff_initial: 200ms, backoff_max: 1s}}
-  rules:
-    - name: ndcg10-floor
-      measure: ndcg@10
-      severity: critical
-      segment: {{model: v1}}
-      below: 0.5
-      for: 1
-      keep_firing_for: 0
-"""
+    config = write_service_config(
+        tmp_path, tansu, topic, QUERIES, ALERTS.format(url=alertmanager.url)
     )
     with monitor_thread(Monitor(load_config(config, environ={}))):
         yield topic

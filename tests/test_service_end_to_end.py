@@ -32,7 +32,13 @@ from monitor.config import load_config
 from monitor.gain import EXP, LINEAR
 from monitor.service import Monitor
 from monitor.summary import WindowSummary
-from tests.realparts import PrometheusServer, Promtool, monitor_thread, produce_records
+from tests.realparts import (
+    PrometheusServer,
+    Promtool,
+    monitor_thread,
+    produce_records,
+    write_service_config,
+)
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
 
@@ -103,27 +109,12 @@ def running_monitor(
     tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
 ) -> Iterator[tuple[Monitor, str]]:
     topic = new_topic(1)
-    for suffix in (".dlq", ".windows"):
-        tansu.create_topic(topic + suffix, 1)
-    qrels = tmp_path / "qrels.txt"
-    qrels.write_text(
-        "".join(f"{q} 0 {d} {g}\n" for q, docs in QRELS.items() for d, g in docs.items())
-    )
-    config_file = tmp_path / "rankmon.yaml"
-    config_file.write_text(
-        f"""
-kafka:
-  bootstrap_servers: ["{tansu.bootstrap_servers}"]
-  topic: {topic}
-  group_id: g-{topic}
-  session_timeout_ms: 6000
-evaluation_set: {{path: {qrels}}}
-metrics: {{cutoffs: [5, 10, 20], gains: [linear, exp]}}
-windows: {{size: 10s, allowed_lateness: 1s, idle_timeout: 1h}}
-schedule: {{interval: 1s}}
-segments: {{keys: [model]}}
-export: {{host: 127.0.0.1, port: 0}}
-"""
+    config_file = write_service_config(
+        tmp_path,
+        tansu,
+        topic,
+        QRELS,
+        "metrics: {cutoffs: [5, 10, 20], gains: [linear, exp]}\n",
     )
     with monitor_thread(Monitor(load_config(config_file, environ={}))) as monitor:
         yield monitor, topic
