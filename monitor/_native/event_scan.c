@@ -549,9 +549,14 @@ static inline int known_key(const u8 *k, size_t n)
 int rm_scan_event(const char *buf, size_t len, uint32_t max_docs, rm_span *docs, rm_event *out)
 {
     /* events.py `_parse`: an empty value is invalid JSON. Spans are 32-bit. */
-    if (len == 0 || len > UINT32_MAX) {
+    if (len == 0) {
         return RM_SCAN_PUNT;
     }
+#if SIZE_MAX > UINT32_MAX
+    if (len > UINT32_MAX) {
+        return RM_SCAN_PUNT;
+    }
+#endif
     const u8 *base = (const u8 *)buf;
     const u8 *end = base + len;
     rm_span unknown[RM_MAX_UNKNOWN_KEYS];
