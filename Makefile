@@ -8,7 +8,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck check bench clean system-deps
 
-$(STAMP): pyproject.toml
+# The C accelerators (monitor/_native) are compiled by the install: rebuild when they change.
+$(STAMP): pyproject.toml setup.py $(wildcard monitor/_native/*.c monitor/_native/*.h)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'

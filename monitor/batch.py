@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain, repeat
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,10 @@ from monitor.measure_columns import (
     measure_matrix,
 )
 from monitor.measures import IdcgZero
+from monitor.native import judgment_index
+
+if TYPE_CHECKING:
+    from monitor._speedups import JudgmentIndex
 
 __all__ = ["BatchScorer"]
 
@@ -66,6 +70,8 @@ class BatchScorer:
         keys: Sequence[MeasureKey],
         relevance_level: int = 1,
         idcg_zero: IdcgZero = "zero",
+        *,
+        speedups: bool = True,
     ) -> None:
         if idcg_zero not in ("zero", "nan"):
             raise ValueError(f"idcg_zero must be 'zero' or 'nan', got {idcg_zero!r}")
@@ -83,20 +89,28 @@ class BatchScorer:
         self._queries = QueryIdeals.of(
             [evaluation_set.ideal_grades(qid) for qid in self._qids], self._specs, relevance_level
         )
-        self._code_lookups, self._tables = self._grade_codes()
+        self._code_lookups: list[CodeLookup] = []
+        self.judgment_index: JudgmentIndex | None = None
+        self._tables = self._grade_codes(speedups)
 
-    def _grade_codes(self) -> tuple[list[CodeLookup], CodeTables | None]:
-        """Per query, `get` of its dict doc -> grade code (1..255); and the codes' tables."""
+    @property
+    def lookup_depth(self) -> int | None:
+        """How many leading documents of a ranking the keys read; None: all of them."""
+        return self._depth
+
+    def _grade_codes(self, speedups: bool) -> CodeTables | None:
+        """Each query's doc -> grade code (1..255), in C or as dict lookups; the codes' tables."""
         judgments = [self.evaluation_set.grade_dict(qid) for qid in self._qids]
         grades = sorted(set(chain.from_iterable(docs.values() for docs in judgments)))
         if len(grades) > _MAX_CODES:
-            return [], None
+            return None
         code_of = {grade: code for code, grade in enumerate(grades, start=1)}
-        lookups: list[CodeLookup] = [
-            {doc: code_of[g] for doc, g in docs.items()}.get for docs in judgments
-        ]
+        coded = [{doc: code_of[g] for doc, g in docs.items()} for docs in judgments]
+        self.judgment_index = judgment_index(self._qids, coded) if speedups else None
+        if self.judgment_index is None:
+            self._code_lookups = [codes.get for codes in coded]
         table = np.array([MISSING, *grades], dtype=np.int64)
-        return lookups, CodeTables.of(table, self._gains, self.relevance_level)
+        return CodeTables.of(table, self._gains, self.relevance_level)
 
     def score(
         self,
@@ -176,6 +190,11 @@ class BatchScorer:
         if self._tables is None:
             return self._score_grades([self._judgments(r) for r in rows], rankings, ideals)
         width = self._width(rankings)
+        if self.judgment_index is not None:
+            depth = -1 if self._depth is None else self._depth
+            flat, lengths = self.judgment_index.codes(rows, rankings, depth)
+            codes = RankedCodes.from_flat(flat, lengths, width)
+            return measure_matrix(self.keys, codes, self._tables, ideals, self.idcg_zero)
         code_of = self._code_lookups
         # bytes(map(dict.get, ...)) runs in C; codes are small ints, 0 for an unjudged doc.
         if self._depth is None:
@@ -189,6 +208,35 @@ class BatchScorer:
             ]
         codes = RankedCodes.from_parts(parts, width, rankings)
         return measure_matrix(self.keys, codes, self._tables, ideals, self.idcg_zero)
+
+    def score_coded(self, rows: Sequence[int], codes: bytes, lengths: Sequence[int]) -> Floats:
+        """Rankings the C decoder already turned into grade codes (`monitor.native`).
+
+        `rows` are evaluation-set rows (`judgment_index.row_of`), `codes` the codes of each
+        ranking's first `lookup_depth` documents (all when None) concatenated, `lengths` the
+        full ranking lengths. Same rows and columns as `score`.
+        """
+        if self._tables is None:
+            raise ValueError("coded rankings need an evaluation set of at most 255 grades")
+        out = np.empty((len(rows), len(self.keys)), dtype=np.float64)
+        depth = self._depth
+        taken = np.asarray(lengths, dtype=np.int64)
+        if depth is not None:
+            taken = np.minimum(taken, depth)
+        ends = np.cumsum(taken)
+        for start in range(0, len(rows), CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, len(rows))
+            first = int(ends[start - 1]) if start else 0
+            chunk_lengths = lengths[start:stop]
+            longest = int(taken[start:stop].max(initial=0))
+            ranked = RankedCodes.from_flat(
+                codes[first : int(ends[stop - 1])], chunk_lengths, longest
+            )
+            ideals = self._queries.take(np.asarray(rows[start:stop], dtype=np.int64))
+            out[start:stop] = measure_matrix(
+                self.keys, ranked, self._tables, ideals, self.idcg_zero
+            )
+        return out
 
     def _score_grades(
         self,

@@ -1,0 +1,105 @@
+/* Judgment tables for rankmon's native fast path: (query, doc id bytes) -> grade code.
+ *
+ * Each query's judged documents live in a small open-addressing table of its own, so the ~100
+ * probes of one ranking touch a few cache lines of that query only. A slot holds a 32-bit tag
+ * from the hash and an entry index; an entry holds the doc id's place in a byte pool and its
+ * one-byte grade code (1..255; 0 means "not judged", the code of every miss). Tags only narrow
+ * the search: a hit is confirmed by comparing the bytes, so the result is exact.
+ */
+#ifndef RANKMON_JUDGMENTS_H
+#define RANKMON_JUDGMENTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RM_EMPTY_SLOT UINT32_MAX
+
+typedef struct {
+    uint32_t tag;
+    uint32_t entry;
+} rm_slot;
+
+typedef struct {
+    uint32_t off; /* into the pool */
+    uint32_t len;
+    uint32_t code; /* grade code, or a row number in a query-id table */
+} rm_entry;
+
+typedef struct {
+    uint32_t base; /* first slot */
+    uint32_t mask; /* slots - 1; no slots at all when the query has no judgments */
+    uint32_t count;
+} rm_table;
+
+/* A 64-bit hash of a short byte string: 8 bytes per step, then a final avalanche. */
+static inline uint64_t rm_hash(const char *p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)n * 0xC2B2AE3D27D4EB4FULL);
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+        h ^= h >> 29;
+        p += 8;
+        n -= 8;
+    }
+    if (n) {
+        uint64_t w = 0;
+        memcpy(&w, p, n);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDULL;
+    }
+    h ^= h >> 32;
+    h *= 0xC4CEB9FE1A85EC53ULL;
+    h ^= h >> 29;
+    return h;
+}
+
+static inline uint32_t rm_tag(uint64_t h) { return (uint32_t)(h >> 32); }
+
+/* The entry holding exactly `key`, or NULL. */
+static inline const rm_entry *rm_find(const rm_table *t, const rm_slot *slots,
+                                      const rm_entry *entries, const char *pool,
+                                      const char *key, size_t len, uint64_t h) {
+    if (t->count == 0) {
+        return NULL;
+    }
+    uint32_t tag = rm_tag(h);
+    uint32_t i = (uint32_t)h & t->mask;
+    for (;;) {
+        const rm_slot *s = &slots[t->base + i];
+        if (s->entry == RM_EMPTY_SLOT) {
+            return NULL;
+        }
+        if (s->tag == tag) {
+            const rm_entry *e = &entries[s->entry];
+            if (e->len == len && memcmp(pool + e->off, key, len) == 0) {
+                return e;
+            }
+        }
+        i = (i + 1) & t->mask;
+    }
+}
+
+/* Slots for `count` keys: a power of two with at most half of them used. */
+static inline uint32_t rm_slots_for(uint32_t count) {
+    if (count == 0) {
+        return 0;
+    }
+    uint32_t n = 4;
+    while (n < 2 * count) {
+        n <<= 1;
+    }
+    return n;
+}
+
+/* Place entry `index` (hash h) in table t; the caller made room with rm_slots_for. */
+static inline void rm_place(const rm_table *t, rm_slot *slots, uint32_t index, uint64_t h) {
+    uint32_t i = (uint32_t)h & t->mask;
+    while (slots[t->base + i].entry != RM_EMPTY_SLOT) {
+        i = (i + 1) & t->mask;
+    }
+    slots[t->base + i].tag = rm_tag(h);
+    slots[t->base + i].entry = index;
+}
+
+#endif

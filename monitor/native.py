@@ -1,0 +1,76 @@
+"""rankmon's optional C accelerators (`monitor._speedups`, built from `monitor/_native/`).
+
+pip builds the extension with gcc when it installs rankmon. Without it (or with
+RANKMON_SPEEDUPS=off, to compare or to rule the C code out) every caller takes the
+pure-Python path, which is the reference the accelerators are tested against: same numbers,
+same outcomes, only slower. `speedups_active()` says which path this process takes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+try:
+    from monitor import _speedups
+except ImportError:  # built without a C compiler: the pure-Python path only
+    _speedups = None  # type: ignore[assignment]
+
+__all__ = ["DecodedEvents", "decode_events", "judgment_index", "speedups_active", "speedups_built"]
+
+
+def speedups_built() -> bool:
+    """True when the extension module was built and imports."""
+    return _speedups is not None
+
+
+def speedups_active() -> bool:
+    """Built, and not turned off by RANKMON_SPEEDUPS (off, 0, false, no)."""
+    setting = os.environ.get("RANKMON_SPEEDUPS", "on").strip().lower()
+    return speedups_built() and setting not in ("off", "0", "false", "no")
+
+
+def judgment_index(
+    query_ids: Sequence[str], judgments: Sequence[dict[str, int]]
+) -> _speedups.JudgmentIndex | None:
+    """Per query (by position) its doc id -> grade code 1..255, in C; None: no speedups."""
+    if not speedups_active():
+        return None
+    return _speedups.JudgmentIndex(query_ids, judgments)
+
+
+# status per record (0 accepted, 1 punted, 2 unknown query), then for the accepted ones in
+# order: event ids, query ids, query rows, event times (ms), segments, grade codes, lengths.
+DecodedEvents = tuple[
+    bytes, list[str], list[str], list[int], list[int], list[Mapping[str, str]], bytes, list[int]
+]
+
+
+def decode_events(
+    index: _speedups.JudgmentIndex,
+    values: Sequence[bytes | None],
+    timestamps_ms: Sequence[int],
+    *,
+    now_ms: int,
+    max_depth: int,
+    max_bytes: int,
+    max_future_ms: int,
+    segment_keys: frozenset[str] | None,
+    use_event_time: bool,
+    depth: int,
+    punt_judgments: bool,
+) -> DecodedEvents:
+    """Scan a poll's record values in C (see monitor/_native/speedups.c)."""
+    return _speedups.decode_events(
+        index,
+        values,
+        timestamps_ms,
+        now_ms,
+        max_depth,
+        max_bytes,
+        max_future_ms,
+        segment_keys,
+        use_event_time,
+        depth,
+        punt_judgments,
+    )

@@ -1,0 +1,14 @@
+"""Builds rankmon's optional C accelerators (monitor._speedups); metadata is in pyproject.toml."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "monitor._speedups",
+            sources=["monitor/_native/speedups.c", "monitor/_native/event_scan.c"],
+            depends=["monitor/_native/event_scan.h", "monitor/_native/judgments.h"],
+            extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+        )
+    ]
+)
