@@ -6,6 +6,12 @@ the windows, and each of those goes with its original bytes to the dead-letter t
 accepted events of a poll are scored together by the batch engine (one numpy pass per poll,
 not per event) and handed to the windows as one `EventBatch`.
 
+With the C accelerators (`monitor.native`) a poll's values are first scanned in C: the
+common, clean event is decoded and turned into grade codes without a Python string per
+document. Whatever the scanner is not sure of (every invalid record among them) is "punted"
+to `monitor.events`, the reference decoder, which decides its outcome and reason. Both paths
+give the same events, outcomes and numbers (tests/test_native_intake.py).
+
 A record replayed after a restart into a window that was already published is neither
 counted nor dead-lettered: the run that published the window counted it.
 """
@@ -13,11 +19,15 @@ counted nor dead-lettered: the run that published the window counted it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from itertools import chain
+from typing import Protocol, TypeVar
+
+import numpy as np
 
 from monitor.batch import BatchScorer
 from monitor.consumer import SourceRecord
 from monitor.events import EventDecoder, Outcome, RankingEvent, Rejection
+from monitor.native import DecodedEvents, decode_events
 from monitor.segments import SegmentLabeler
 from monitor.summary import Segment
 from monitor.windows import EventBatch, EventWindows
@@ -59,6 +69,17 @@ class Intake:
 
     def process(self, records: Sequence[SourceRecord], scorer: BatchScorer, now_ms: int) -> None:
         """Take one poll's records (partition then offset order) to their outcomes."""
+        if scorer.judgment_index is None:
+            accepted = self._decode(records, scorer, now_ms)
+            if accepted:
+                self._window(accepted, scorer)
+            return
+        self._process_scanned(records, scorer, now_ms)
+
+    def _decode(
+        self, records: Sequence[SourceRecord], scorer: BatchScorer, now_ms: int
+    ) -> list[tuple[SourceRecord, RankingEvent]]:
+        """The reference path: each record through `monitor.events`; rejects sent on."""
         accepted: list[tuple[SourceRecord, RankingEvent]] = []
         known = scorer.evaluation_set
         decoder = self.decoder
@@ -70,8 +91,86 @@ class Intake:
                 self._reject(record, Outcome.UNKNOWN_QUERY)
             else:
                 accepted.append((record, result))
-        if accepted:
-            self._window(accepted, scorer)
+        return accepted
+
+    def _process_scanned(
+        self, records: Sequence[SourceRecord], scorer: BatchScorer, now_ms: int
+    ) -> None:
+        """The C path: scan every value, punt the doubtful ones to the reference path."""
+        index = scorer.judgment_index
+        assert index is not None
+        decoder = self.decoder
+        depth = scorer.lookup_depth
+        decoded = decode_events(
+            index,
+            [record.value for record in records],
+            [record.timestamp_ms for record in records],
+            now_ms=now_ms,
+            max_depth=decoder.max_depth,
+            max_bytes=decoder.max_bytes,
+            max_future_ms=decoder.max_future_ms,
+            segment_keys=decoder.segment_keys,
+            use_event_time=decoder.use_event_time,
+            depth=-1 if depth is None else depth,
+            punt_judgments=self.inline_judgments,
+        )
+        status = decoded[0]
+        scanned: list[SourceRecord] = []
+        punted: list[SourceRecord] = []
+        for record, state in zip(records, status, strict=True):
+            if state == _SCANNED:
+                scanned.append(record)
+            elif state == _UNKNOWN_QUERY:
+                self._reject(record, Outcome.UNKNOWN_QUERY)
+            else:
+                punted.append(record)
+        slow = self._decode(punted, scorer, now_ms) if punted else []
+        if scanned or slow:
+            self._window_scanned(records, scanned, decoded, slow, scorer)
+
+    def _window_scanned(
+        self,
+        poll: Sequence[SourceRecord],
+        scanned: list[SourceRecord],
+        decoded: DecodedEvents,
+        slow: list[tuple[SourceRecord, RankingEvent]],
+        scorer: BatchScorer,
+    ) -> None:
+        _, event_ids, query_ids, rows, times, segments, codes, lengths = decoded
+        measures = scorer.score_coded(rows, codes, lengths)
+        records = scanned
+        if slow:
+            # Merge the punted events back in: the windows see a poll in record order.
+            events = [event for _, event in slow]
+            extra: list[Mapping[str, int] | None] | None = None
+            if self.inline_judgments:
+                extra = [event.judgments for event in events]
+            slow_measures = scorer.score(
+                [e.query_id for e in events], [e.ranking for e in events], extra
+            )
+            position = {id(record): i for i, record in enumerate(poll)}
+            both = [*scanned, *(record for record, _ in slow)]
+            order = sorted(range(len(both)), key=lambda row: position[id(both[row])])
+            records = [both[row] for row in order]
+            event_ids = _merged(event_ids, [e.event_id for e in events], order)
+            query_ids = _merged(query_ids, [e.query_id for e in events], order)
+            times = _merged(times, [e.event_time_ms for e in events], order)
+            segments = _merged(segments, [e.segment for e in events], order)
+            measures = np.concatenate([measures, slow_measures])[order]
+        label = self.labeler.label
+        evaluation_set = scorer.evaluation_set
+        batch = EventBatch(
+            partitions=[record.partition for record in records],
+            offsets=[record.offset for record in records],
+            event_times_ms=times,
+            event_ids=event_ids,
+            query_ids=query_ids,
+            segments=[label(segment) for segment in segments],
+            measures=measures,
+            evaluation_set_version=evaluation_set.version,
+            evaluation_set_queries=len(evaluation_set),
+        )
+        self._admit(batch, records)
 
     def _reject(self, record: SourceRecord, outcome: Outcome, reason: str = "") -> None:
         self.rejects.reject(record, outcome.value, reason)
@@ -102,11 +201,15 @@ class Intake:
             evaluation_set_version=evaluation_set.version,
             evaluation_set_queries=len(evaluation_set),
         )
+        self._admit(batch, [record for record, _ in accepted])
+
+    def _admit(self, batch: EventBatch, records: Sequence[SourceRecord]) -> None:
+        """Hand the batch to the windows; send on and count what they turn away."""
         admission = self.windows.add_batch(batch)
         for row in admission.late:
-            self.rejects.reject(accepted[row][0], Outcome.LATE.value)
+            self.rejects.reject(records[row], Outcome.LATE.value)
         for row in admission.duplicates:
-            self.rejects.reject(accepted[row][0], Outcome.DUPLICATE.value)
+            self.rejects.reject(records[row], Outcome.DUPLICATE.value)
         counter = self.counter
         if admission.accepted:
             counter.count_outcome(Outcome.ACCEPTED.value, amount=admission.accepted)
@@ -114,3 +217,15 @@ class Intake:
             counter.count_outcome(Outcome.LATE.value, amount=len(admission.late))
         if admission.duplicates:
             counter.count_outcome(Outcome.DUPLICATE.value, amount=len(admission.duplicates))
+
+
+_T = TypeVar("_T")
+
+# decode_events' status per record.
+_SCANNED = 0
+_UNKNOWN_QUERY = 2
+
+
+def _merged(first: Sequence[_T], second: Sequence[_T], order: Sequence[int]) -> list[_T]:
+    both = list(chain(first, second))
+    return [both[row] for row in order]
