@@ -1,4 +1,4 @@
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 class JudgmentIndex:
     def __init__(self, query_ids: Sequence[str], judgments: Sequence[dict[str, int]]) -> None: ...
@@ -16,7 +16,7 @@ def decode_events(
     max_depth: int,
     max_bytes: int,
     max_future_ms: int,
-    segment_keys: frozenset[str] | None,
+    segment_keys: Sequence[str],
     use_event_time: bool,
     depth: int,
     punt_judgments: bool,
@@ -26,7 +26,7 @@ def decode_events(
     list[str],
     list[int],
     list[int],
-    list[Mapping[str, str]],
+    list[tuple[str, ...]],
     bytes,
     list[int],
 ]: ...

@@ -109,7 +109,7 @@ class Intake:
             max_depth=decoder.max_depth,
             max_bytes=decoder.max_bytes,
             max_future_ms=decoder.max_future_ms,
-            segment_keys=decoder.segment_keys,
+            segment_keys=self.labeler.keys,
             use_event_time=decoder.use_event_time,
             depth=-1 if depth is None else depth,
             punt_judgments=self.inline_judgments,
@@ -155,9 +155,10 @@ class Intake:
             event_ids = _merged(event_ids, [e.event_id for e in events], order)
             query_ids = _merged(query_ids, [e.query_id for e in events], order)
             times = _merged(times, [e.event_time_ms for e in events], order)
-            segments = _merged(segments, [e.segment for e in events], order)
+            values_of = self.labeler.values_of
+            segments = _merged(segments, [values_of(e.segment) for e in events], order)
             measures = np.concatenate([measures, slow_measures])[order]
-        label = self.labeler.label
+        label = self.labeler.label_values
         evaluation_set = scorer.evaluation_set
         batch = EventBatch(
             partitions=[record.partition for record in records],
@@ -165,7 +166,7 @@ class Intake:
             event_times_ms=times,
             event_ids=event_ids,
             query_ids=query_ids,
-            segments=[label(segment) for segment in segments],
+            segments=[label(values) for values in segments],
             measures=measures,
             evaluation_set_version=evaluation_set.version,
             evaluation_set_queries=len(evaluation_set),

@@ -9,7 +9,7 @@ same outcomes, only slower. `speedups_active()` says which path this process tak
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 try:
     from monitor import _speedups
@@ -40,9 +40,10 @@ def judgment_index(
 
 
 # status per record (0 accepted, 1 punted, 2 unknown query), then for the accepted ones in
-# order: event ids, query ids, query rows, event times (ms), segments, grade codes, lengths.
+# order: event ids, query ids, query rows, event times (ms), segment values (of the keys
+# asked for, in that order), grade codes, lengths.
 DecodedEvents = tuple[
-    bytes, list[str], list[str], list[int], list[int], list[Mapping[str, str]], bytes, list[int]
+    bytes, list[str], list[str], list[int], list[int], list[tuple[str, ...]], bytes, list[int]
 ]
 
 
@@ -55,7 +56,7 @@ def decode_events(
     max_depth: int,
     max_bytes: int,
     max_future_ms: int,
-    segment_keys: frozenset[str] | None,
+    segment_keys: Sequence[str],
     use_event_time: bool,
     depth: int,
     punt_judgments: bool,

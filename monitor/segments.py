@@ -38,7 +38,14 @@ class SegmentLabeler:
         """The segment tuple for an event's segment object."""
         if not self.keys:
             return ()
-        values = tuple((segment or {}).get(key, MISSING) for key in self.keys)
+        return self.label_values(self.values_of(segment))
+
+    def values_of(self, segment: Mapping[str, str] | None) -> tuple[str, ...]:
+        """The segment's values of `keys`, in that order; MISSING for a key it lacks."""
+        return tuple((segment or {}).get(key, MISSING) for key in self.keys)
+
+    def label_values(self, values: tuple[str, ...]) -> Segment:
+        """The segment tuple for the values of `keys` (in that order) an event carried."""
         cached = self._cache.get(values)
         if cached is not None:
             return cached

@@ -422,38 +422,34 @@ static int has_duplicate(rm_docset *set, const char *buf, const rm_span *docs, u
     return 0;
 }
 
-static PyObject *segment_dict(const char *buf, const rm_event *ev, const rm_key *keys,
-                              Py_ssize_t nkeys) {
-    PyObject *segment = PyDict_New();
-    if (segment == NULL) {
+/* The event's values of the segment keys, in the keys' order; "" for a key it lacks. */
+static PyObject *segment_values(const char *buf, const rm_event *ev, const rm_key *keys,
+                                Py_ssize_t nkeys, PyObject *empty) {
+    PyObject *values = PyTuple_New(nkeys);
+    if (values == NULL) {
         return NULL;
     }
-    for (uint32_t s = 0; s < ev->n_segment; s++) {
-        const rm_span *k = &ev->segment_keys[s];
-        if (keys != NULL) {
-            int allowed = 0;
-            for (Py_ssize_t j = 0; j < nkeys; j++) {
-                if ((size_t)keys[j].len == k->len && memcmp(keys[j].bytes, buf + k->off, k->len) == 0) {
-                    allowed = 1;
-                    break;
+    for (Py_ssize_t j = 0; j < nkeys; j++) {
+        PyObject *value = NULL;
+        for (uint32_t s = 0; s < ev->n_segment; s++) {
+            const rm_span *k = &ev->segment_keys[s];
+            if ((size_t)keys[j].len == k->len && memcmp(keys[j].bytes, buf + k->off, k->len) == 0) {
+                const rm_span *v = &ev->segment_values[s];
+                value = PyUnicode_DecodeASCII(buf + v->off, v->len, NULL);
+                if (value == NULL) {
+                    Py_DECREF(values);
+                    return NULL;
                 }
-            }
-            if (!allowed) {
-                continue;
+                break;
             }
         }
-        const rm_span *v = &ev->segment_values[s];
-        PyObject *key = PyUnicode_DecodeASCII(buf + k->off, k->len, NULL);
-        PyObject *value = key ? PyUnicode_DecodeASCII(buf + v->off, v->len, NULL) : NULL;
-        int failed = value == NULL || PyDict_SetItem(segment, key, value) < 0;
-        Py_XDECREF(key);
-        Py_XDECREF(value);
-        if (failed) {
-            Py_DECREF(segment);
-            return NULL;
+        if (value == NULL) {
+            Py_INCREF(empty);
+            value = empty;
         }
+        PyTuple_SET_ITEM(values, j, value);
     }
-    return segment;
+    return values;
 }
 
 static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwargs) {
@@ -481,7 +477,7 @@ static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwarg
         return NULL;
     }
     PyObject *timestamps = PySequence_Fast(timestamps_arg, "timestamps_ms must be a sequence");
-    PyObject *keys_seq = NULL, *status = NULL, *event_ids = NULL, *query_ids = NULL;
+    PyObject *keys_seq = NULL, *empty = NULL, *status = NULL, *event_ids = NULL, *query_ids = NULL;
     PyObject *rows = NULL, *times = NULL, *segments = NULL, *lengths = NULL, *out = NULL;
     rm_key *keys = NULL;
     Py_ssize_t nkeys = 0;
@@ -496,7 +492,11 @@ static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwarg
         PyErr_SetString(PyExc_ValueError, "values and timestamps_ms differ in length");
         goto done;
     }
-    if (keys_arg != Py_None) {
+    empty = PyUnicode_FromStringAndSize("", 0);
+    if (empty == NULL) {
+        goto done;
+    }
+    {
         keys_seq = PySequence_List(keys_arg);
         if (keys_seq == NULL) {
             goto done;
@@ -584,7 +584,7 @@ static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwarg
             dst[d] = index_code(index, row, buf + docs[d].off, docs[d].len, set.hashes[d]);
         }
         PyObject *event_id = PyUnicode_DecodeASCII(buf + ev.event_id.off, ev.event_id.len, NULL);
-        PyObject *segment = event_id ? segment_dict(buf, &ev, keys, nkeys) : NULL;
+        PyObject *segment = event_id ? segment_values(buf, &ev, keys, nkeys, empty) : NULL;
         PyObject *row_obj = segment ? PyLong_FromSsize_t(row) : NULL;
         PyObject *time_obj = row_obj ? PyLong_FromLongLong(event_time) : NULL;
         PyObject *length_obj = time_obj ? PyLong_FromUnsignedLong(ev.n_docs) : NULL;
@@ -616,6 +616,7 @@ done:
     PyMem_Free(set.hashes);
     PyMem_Free(keys);
     Py_XDECREF(keys_seq);
+    Py_XDECREF(empty);
     Py_XDECREF(status);
     Py_XDECREF(event_ids);
     Py_XDECREF(query_ids);
@@ -632,8 +633,10 @@ static PyMethodDef module_methods[] = {
     {"decode_events", (PyCFunction)(void (*)(void))decode_events, METH_VARARGS | METH_KEYWORDS,
      "decode_events(index, values, timestamps_ms, now_ms, max_depth, max_bytes, max_future_ms, "
      "segment_keys, use_event_time, depth, punt_judgments) -> (status, event_ids, query_ids, "
-     "rows, event_times_ms, segments, codes, lengths). status[i]: 0 accepted, 1 punted (decode "
-     "it with monitor.events), 2 unknown query; the other lists hold the accepted events in "
+     "rows, event_times_ms, segments, codes, lengths). segments[i] is the tuple of the event's "
+     "values of segment_keys (a sequence of str), in that order, '' for a key it lacks. "
+     "status[i]: 0 accepted, 1 punted (decode it with monitor.events), 2 unknown query; the "
+     "other lists hold the accepted events in "
      "order, codes their first `depth` grade codes (all if depth < 0) concatenated."},
     {NULL, NULL, 0, NULL},
 };
