@@ -66,10 +66,14 @@ class Intake:
         self.windows = windows
         self.rejects = rejects
         self.counter = counter
+        # The C path reads the labeler's keys straight from the event; the decoder must not
+        # drop any of them first (it never does when both come from one config).
+        kept = decoder.segment_keys
+        self._scannable = kept is None or kept.issuperset(labeler.keys)
 
     def process(self, records: Sequence[SourceRecord], scorer: BatchScorer, now_ms: int) -> None:
         """Take one poll's records (partition then offset order) to their outcomes."""
-        if scorer.judgment_index is None:
+        if scorer.judgment_index is None or not self._scannable:
             accepted = self._decode(records, scorer, now_ms)
             if accepted:
                 self._window(accepted, scorer)
@@ -116,15 +120,21 @@ class Intake:
         )
         status = decoded[0]
         scanned: list[SourceRecord] = []
-        punted: list[SourceRecord] = []
+        slow: list[tuple[SourceRecord, RankingEvent]] = []
+        known = scorer.evaluation_set
         for record, state in zip(records, status, strict=True):
             if state == _SCANNED:
                 scanned.append(record)
             elif state == _UNKNOWN_QUERY:
                 self._reject(record, Outcome.UNKNOWN_QUERY)
-            else:
-                punted.append(record)
-        slow = self._decode(punted, scorer, now_ms) if punted else []
+            else:  # punted: the reference decoder decides, rejects keep record order
+                result = decoder(record.value, record.timestamp_ms, now_ms)
+                if isinstance(result, Rejection):
+                    self._reject(record, Outcome.INVALID, result.reason.value)
+                elif result.query_id not in known:
+                    self._reject(record, Outcome.UNKNOWN_QUERY)
+                else:
+                    slow.append((record, result))
         if scanned or slow:
             self._window_scanned(records, scanned, decoded, slow, scorer)
 

@@ -122,9 +122,8 @@ class Pipeline:
 
     def state(self) -> tuple[object, ...]:
         return (
-            # Sorted: the C path sends its own unknown-query rejects before the punted
-            # records' (see the xfail test below); the set and the reasons must agree.
-            sorted(self.rejects.seen),
+            # In record order: both paths dead-letter what they reject as they meet it.
+            list(self.rejects.seen),
             dict(self.outcomes.counts),
             self.summaries,
             self.windows.safe_offsets(),
@@ -318,11 +317,6 @@ def test_the_c_intake_path_gives_the_same_outcomes_and_windows_as_the_reference_
     assert sum(statuses.counts.values()) == sum(map(len, polls))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known discrepancy: the C path takes segment values for the labeler's keys and "
-    "ignores the decoder's segment_keys; the reference path keeps only the decoder's keys",
-)
 def test_a_decoder_keeping_fewer_segment_keys_than_the_labeler_labels_the_same_on_both_paths() -> (
     None
 ):
@@ -336,11 +330,6 @@ def test_a_decoder_keeping_fewer_segment_keys_than_the_labeler_labels_the_same_o
     assert fast.summaries == reference.summaries
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known discrepancy: the C path dead-letters the unknown queries it decided before "
-    "the punted records' rejects, so the dead-letter order is not the record order",
-)
 def test_records_rejected_before_windowing_are_dead_lettered_in_the_same_order() -> None:
     poll = [
         (0, T0, b"not json"),

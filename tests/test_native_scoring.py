@@ -303,12 +303,6 @@ def test_rankmon_speedups_off_turns_the_c_index_off(monkeypatch: pytest.MonkeyPa
     assert BatchScorer(evaluation_set, keys, speedups=True).judgment_index is not None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=UnicodeEncodeError,
-    reason="known discrepancy: a doc id that is not encodable as UTF-8 (a lone surrogate) "
-    "scores as unjudged on the Python path but raises UnicodeEncodeError in C",
-)
 def test_a_ranking_with_a_lone_surrogate_doc_id_scores_like_the_python_path() -> None:
     evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1}})
     keys = KEY_SETS["trec cutoffs only"]

@@ -326,6 +326,13 @@ static PyObject *index_codes(JudgmentIndex *self, PyObject *args) {
             Py_ssize_t len;
             const char *doc = utf8_of(items[d], &len, "a document id");
             if (doc == NULL) {
+                if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                    /* No UTF-8 form (a lone surrogate): it equals no judged id, all of
+                       which have one. Unjudged, as the dict lookup of the Python path says. */
+                    PyErr_Clear();
+                    dst[d] = 0;
+                    continue;
+                }
                 Py_DECREF(ranking);
                 goto done;
             }
