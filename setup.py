@@ -6,8 +6,16 @@ setup(
     ext_modules=[
         Extension(
             "monitor._speedups",
-            sources=["monitor/_native/speedups.c", "monitor/_native/event_scan.c"],
-            depends=["monitor/_native/event_scan.h", "monitor/_native/judgments.h"],
+            sources=[
+                "monitor/_native/speedups.c",
+                "monitor/_native/event_scan.c",
+                "monitor/_native/measure_kernel.c",
+            ],
+            depends=[
+                "monitor/_native/event_scan.h",
+                "monitor/_native/judgments.h",
+                "monitor/_native/measure_kernel.h",
+            ],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
         )
     ]

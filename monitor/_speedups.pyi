@@ -1,4 +1,9 @@
 from collections.abc import Sequence
+from typing import Any
+
+import numpy.typing as npt
+
+_Buffer = bytes | npt.NDArray[Any]
 
 class JudgmentIndex:
     def __init__(self, query_ids: Sequence[str], judgments: Sequence[dict[str, int]]) -> None: ...
@@ -30,3 +35,23 @@ def decode_events(
     bytes,
     list[int],
 ]: ...
+def measure_codes(
+    codes: bytes,
+    taken: _Buffer,
+    lengths: _Buffer,
+    rows: _Buffer,
+    kinds: _Buffer,
+    gain_of: _Buffer,
+    cutoffs: _Buffer,
+    ideal_of: _Buffer,
+    gains: _Buffer,
+    relevant: _Buffer,
+    judged: _Buffer,
+    discounts: _Buffer,
+    ideals: _Buffer,
+    n_ideals: int,
+    num_rel: _Buffer,
+    when_zero: float,
+    out: npt.NDArray[Any],
+    /,
+) -> None: ...

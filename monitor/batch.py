@@ -38,6 +38,7 @@ from monitor.measure_columns import (
     RankedCodes,
     measure_matrix,
 )
+from monitor.measure_plan import MeasurePlan
 from monitor.measures import IdcgZero
 from monitor.native import judgment_index
 
@@ -90,27 +91,29 @@ class BatchScorer:
             [evaluation_set.ideal_grades(qid) for qid in self._qids], self._specs, relevance_level
         )
         self._code_lookups: list[CodeLookup] = []
-        self.judgment_index: JudgmentIndex | None = None
-        self._tables = self._grade_codes(speedups)
+        self._tables, self.judgment_index = self._grade_codes(speedups)
+        self._plan: MeasurePlan | None = None
+        if self.judgment_index is not None and self._tables is not None:
+            self._plan = MeasurePlan.of(self.keys, self._tables, self._queries, idcg_zero)
 
     @property
     def lookup_depth(self) -> int | None:
         """How many leading documents of a ranking the keys read; None: all of them."""
         return self._depth
 
-    def _grade_codes(self, speedups: bool) -> CodeTables | None:
+    def _grade_codes(self, speedups: bool) -> tuple[CodeTables | None, JudgmentIndex | None]:
         """Each query's doc -> grade code (1..255), in C or as dict lookups; the codes' tables."""
         judgments = [self.evaluation_set.grade_dict(qid) for qid in self._qids]
         grades = sorted(set(chain.from_iterable(docs.values() for docs in judgments)))
         if len(grades) > _MAX_CODES:
-            return None
+            return None, None
         code_of = {grade: code for code, grade in enumerate(grades, start=1)}
         coded = [{doc: code_of[g] for doc, g in docs.items()} for docs in judgments]
-        self.judgment_index = judgment_index(self._qids, coded) if speedups else None
-        if self.judgment_index is None:
+        index = judgment_index(self._qids, coded) if speedups else None
+        if index is None:
             self._code_lookups = [codes.get for codes in coded]
         table = np.array([MISSING, *grades], dtype=np.int64)
-        return CodeTables.of(table, self._gains, self.relevance_level)
+        return CodeTables.of(table, self._gains, self.relevance_level), index
 
     def score(
         self,
@@ -193,8 +196,7 @@ class BatchScorer:
         if self.judgment_index is not None:
             depth = -1 if self._depth is None else self._depth
             flat, lengths = self.judgment_index.codes(rows, rankings, depth)
-            codes = RankedCodes.from_flat(flat, lengths, width)
-            return measure_matrix(self.keys, codes, self._tables, ideals, self.idcg_zero)
+            return self.score_coded(rows, flat, lengths)
         code_of = self._code_lookups
         # bytes(map(dict.get, ...)) runs in C; codes are small ints, 0 for an unjudged doc.
         if self._depth is None:
@@ -218,24 +220,22 @@ class BatchScorer:
         """
         if self._tables is None:
             raise ValueError("coded rankings need an evaluation set of at most 255 grades")
-        out = np.empty((len(rows), len(self.keys)), dtype=np.float64)
-        depth = self._depth
-        taken = np.asarray(lengths, dtype=np.int64)
-        if depth is not None:
-            taken = np.minimum(taken, depth)
+        full = np.asarray(lengths, dtype=np.int64)
+        taken = full if self._depth is None else np.minimum(full, self._depth)
+        query_rows = np.asarray(rows, dtype=np.int64)
+        if self._plan is not None:
+            return self._plan.measure(codes, taken, full, query_rows)
+        out = np.empty((len(query_rows), len(self.keys)), dtype=np.float64)
         ends = np.cumsum(taken)
-        for start in range(0, len(rows), CHUNK_ROWS):
-            stop = min(start + CHUNK_ROWS, len(rows))
+        for start in range(0, len(query_rows), CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, len(query_rows))
             first = int(ends[start - 1]) if start else 0
-            chunk_lengths = lengths[start:stop]
             longest = int(taken[start:stop].max(initial=0))
-            ranked = RankedCodes.from_flat(
-                codes[first : int(ends[stop - 1])], chunk_lengths, longest
-            )
-            ideals = self._queries.take(np.asarray(rows[start:stop], dtype=np.int64))
-            out[start:stop] = measure_matrix(
-                self.keys, ranked, self._tables, ideals, self.idcg_zero
-            )
+            flat = codes[first : int(ends[stop - 1])]
+            ranked = RankedCodes.from_flat(flat, full[start:stop], longest)
+            ideals = self._queries.take(query_rows[start:stop])
+            tables = self._tables
+            out[start:stop] = measure_matrix(self.keys, ranked, tables, ideals, self.idcg_zero)
         return out
 
     def _score_grades(

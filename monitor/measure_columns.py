@@ -29,6 +29,8 @@ __all__ = [
     "IdealSpec",
     "QueryIdeals",
     "RankedCodes",
+    "discounts",
+    "head_depth",
     "measure_matrix",
 ]
 
@@ -93,7 +95,7 @@ class RankedCodes:
         return cls(_pad(flat, lengths, width, np.uint8), lengths)
 
     @classmethod
-    def from_flat(cls, flat: bytes, lengths: Sequence[int], width: int) -> RankedCodes:
+    def from_flat(cls, flat: bytes, lengths: Sequence[int] | Ints, width: int) -> RankedCodes:
         """From the one-byte codes of each ranking's first min(length, width) documents."""
         codes = np.frombuffer(flat, dtype=np.uint8)
         full = np.asarray(lengths, dtype=np.int64)
@@ -116,7 +118,7 @@ class RankedCodes:
         return cls(_pad(codes, lengths, width, np.intp), lengths), table
 
 
-def _discounts(width: int) -> Floats:
+def discounts(width: int) -> Floats:
     """log2(rank + 1) for ranks 1..width; DCG divides by it, as trec_eval does."""
     return np.log2(np.arange(2, width + 2, dtype=np.float64))
 
@@ -174,7 +176,7 @@ def _ideal_dcg_columns(grades: Ints, specs: Sequence[IdealSpec]) -> Floats:
         return out
     for gain in dict.fromkeys(gain for gain, _ in specs):
         ideal = -np.sort(-gain.of_array(grades), axis=1)
-        cumulative = np.cumsum(ideal / _discounts(width), axis=1)
+        cumulative = np.cumsum(ideal / discounts(width), axis=1)
         for column, (spec_gain, k) in enumerate(specs):
             if spec_gain == gain:
                 out[:, column] = cumulative[:, min(k or width, width) - 1]
@@ -217,7 +219,7 @@ class _RankedBatch:
     def dcg(self, gain: Gain, cutoffs: Sequence[int | None]) -> Floats:
         if gain not in self._dcg:
             gains = self.tables.gains[gain][self.head_codes]
-            self._dcg[gain] = np.cumsum(gains / _discounts(self.head), axis=1)
+            self._dcg[gain] = np.cumsum(gains / discounts(self.head), axis=1)
         result: Floats = self.at(self._dcg[gain], cutoffs)
         return result
 

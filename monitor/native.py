@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
+
+import numpy.typing as npt
 
 try:
     from monitor import _speedups
 except ImportError:  # built without a C compiler: the pure-Python path only
     _speedups = None  # type: ignore[assignment]
 
-__all__ = ["DecodedEvents", "decode_events", "judgment_index", "speedups_active", "speedups_built"]
+__all__ = [
+    "DecodedEvents",
+    "decode_events",
+    "judgment_index",
+    "measure_codes",
+    "speedups_active",
+    "speedups_built",
+]
 
 
 def speedups_built() -> bool:
@@ -74,4 +84,46 @@ def decode_events(
         use_event_time,
         depth,
         punt_judgments,
+    )
+
+
+def measure_codes(
+    codes: bytes,
+    *,
+    taken: npt.NDArray[Any],
+    lengths: npt.NDArray[Any],
+    rows: npt.NDArray[Any],
+    kinds: npt.NDArray[Any],
+    gain_of: npt.NDArray[Any],
+    cutoffs: npt.NDArray[Any],
+    ideal_of: npt.NDArray[Any],
+    gains: npt.NDArray[Any],
+    relevant: npt.NDArray[Any],
+    judged: npt.NDArray[Any],
+    discounts: npt.NDArray[Any],
+    ideals: npt.NDArray[Any],
+    n_ideals: int,
+    num_rel: npt.NDArray[Any],
+    when_zero: float,
+    out: npt.NDArray[Any],
+) -> None:
+    """Fill `out` with the measures of coded rankings (see monitor/measure_plan.py)."""
+    _speedups.measure_codes(
+        codes,
+        taken,
+        lengths,
+        rows,
+        kinds,
+        gain_of,
+        cutoffs,
+        ideal_of,
+        gains,
+        relevant,
+        judged,
+        discounts,
+        ideals,
+        n_ideals,
+        num_rel,
+        when_zero,
+        out,
     )

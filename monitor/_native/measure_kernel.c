@@ -1,0 +1,89 @@
+/* See measure_kernel.h: the measures of one ranking of grade codes, as measure_columns.py
+   computes them. */
+#include "measure_kernel.h"
+
+static double ratio(double numerator, double denominator, double when_zero) {
+    return denominator > 0 ? numerator / denominator : when_zero;
+}
+
+void rm_measure_row(const rm_measure_plan *plan, rm_scratch *scratch, const uint8_t *codes,
+                    size_t taken, int64_t length, size_t query, double *out) {
+    size_t head = taken < plan->head ? taken : plan->head;
+    /* Prefix sums over the head, as the numpy cumulative sums (padding adds 0). */
+    for (size_t g = 0; g < plan->n_gains; g++) {
+        const double *gain = plan->gains + g * RM_CODES;
+        double *dcg = scratch->dcg + g * plan->head;
+        double sum = 0.0;
+        for (size_t i = 0; i < head; i++) {
+            sum += gain[codes[i]] / plan->discounts[i];
+            dcg[i] = sum;
+        }
+    }
+    int64_t relevant = 0, judged = 0;
+    for (size_t i = 0; i < head; i++) {
+        relevant += plan->relevant[codes[i]];
+        judged += plan->judged[codes[i]];
+        scratch->rel[i] = relevant;
+        scratch->judged[i] = judged;
+    }
+    /* Whole-ranking measures: the relevant documents of every code taken. */
+    double reciprocal = 0.0, precision_sum = 0.0;
+    int64_t found = 0;
+    for (size_t i = 0; i < taken; i++) {
+        if (plan->relevant[codes[i]]) {
+            found++;
+            if (found == 1) {
+                reciprocal = 1.0 / (double)(i + 1);
+            }
+            precision_sum += (double)found / (double)(i + 1);
+        }
+    }
+    int64_t num_rel = plan->num_rel[query];
+    for (size_t c = 0; c < plan->columns; c++) {
+        int64_t k = plan->cutoffs[c];
+        size_t at = k < 0 || (uint64_t)k > head ? head : (size_t)k; /* ranks read */
+        double value = 0.0;
+        switch (plan->kinds[c]) {
+        case RM_NDCG:
+        case RM_DCG: {
+            double dcg = at ? scratch->dcg[(size_t)plan->gain_of[c] * plan->head + at - 1] : 0.0;
+            if (plan->kinds[c] == RM_DCG) {
+                value = dcg;
+            } else {
+                double ideal = plan->ideals[query * plan->n_ideals + (size_t)plan->ideal_of[c]];
+                value = ratio(dcg, ideal, plan->when_zero);
+            }
+            break;
+        }
+        case RM_PRECISION:
+            value = (double)(at ? scratch->rel[at - 1] : 0) / (double)k;
+            break;
+        case RM_RECALL:
+            value = ratio((double)(at ? scratch->rel[at - 1] : 0), (double)num_rel, 0.0);
+            break;
+        case RM_JUDGED: {
+            int64_t shown = length < k ? length : k;
+            value = ratio((double)(at ? scratch->judged[at - 1] : 0), (double)shown, 0.0);
+            break;
+        }
+        case RM_MRR:
+            value = reciprocal;
+            break;
+        case RM_MAP:
+            value = ratio(precision_sum, (double)num_rel, 0.0);
+            break;
+        case RM_NUM_RET:
+            value = (double)length;
+            break;
+        case RM_NUM_REL:
+            value = (double)num_rel;
+            break;
+        case RM_NUM_REL_RET:
+            value = (double)found;
+            break;
+        default:
+            value = 0.0;
+        }
+        out[c] = value;
+    }
+}

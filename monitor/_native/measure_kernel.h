@@ -1,0 +1,64 @@
+/* The measures of rankings given as one-byte grade codes: the C twin of
+ * monitor/measure_columns.py, which is the reference and stays the pure-Python path.
+ *
+ * Every value is computed with the same floating-point operations, in the same order, as the
+ * numpy columns (division, then a running sum in rank order), so the two agree bit for bit:
+ * DCG@k = sum over ranks i < k of gain[code_i] / discount[i] (discount[i] = log2(i + 2), the
+ * caller's table, made by numpy), nDCG = DCG / IDCG (or `when_zero` if IDCG is 0), P@k =
+ * relevant in the first k / k, recall@k = relevant in the first k / num_rel (0 if num_rel is 0),
+ * judged@k = judged in the first k / min(length, k), RR = 1 / rank of the first relevant,
+ * AP = sum over relevant ranks r of (relevant so far) / r, over num_rel.
+ */
+#ifndef RANKMON_MEASURE_KERNEL_H
+#define RANKMON_MEASURE_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    RM_NDCG = 0,
+    RM_DCG = 1,
+    RM_PRECISION = 2,
+    RM_RECALL = 3,
+    RM_JUDGED = 4,
+    RM_MRR = 5,
+    RM_MAP = 6,
+    RM_NUM_RET = 7,
+    RM_NUM_REL = 8,
+    RM_NUM_REL_RET = 9,
+    RM_KINDS = 10
+};
+
+#define RM_CODES 256
+
+typedef struct {
+    size_t columns;
+    const int32_t *kinds;   /* per column: RM_NDCG .. RM_NUM_REL_RET */
+    const int32_t *gain_of; /* per column: row of `gains` (nDCG, DCG) */
+    const int64_t *cutoffs; /* per column: k, or -1 for the whole head */
+    const int32_t *ideal_of; /* per column: column of `ideals` (nDCG) */
+    size_t n_gains;
+    const double *gains;     /* n_gains x RM_CODES: gain of each code under each gain rule */
+    const uint8_t *relevant; /* RM_CODES flags */
+    const uint8_t *judged;   /* RM_CODES flags */
+    const double *discounts; /* head entries: log2(rank + 1) for ranks 1..head */
+    size_t head;             /* ranks the cutoff measures read (numpy's head width) */
+    const double *ideals;    /* queries x n_ideals */
+    size_t n_ideals;
+    const int64_t *num_rel; /* per query */
+    double when_zero;       /* nDCG of a query whose IDCG is 0: 0 or NaN */
+} rm_measure_plan;
+
+/* Scratch for one ranking: prefix sums over the head. */
+typedef struct {
+    double *dcg;     /* n_gains x head */
+    int64_t *rel;    /* head */
+    int64_t *judged; /* head */
+} rm_scratch;
+
+/* One ranking's row of `plan->columns` values. `codes` has `taken` entries (the ranking's first
+   documents, maybe fewer than `length`, its full length); `query` indexes ideals/num_rel. */
+void rm_measure_row(const rm_measure_plan *plan, rm_scratch *scratch, const uint8_t *codes,
+                    size_t taken, int64_t length, size_t query, double *out);
+
+#endif
