@@ -19,6 +19,7 @@
 
 #include "event_scan.h"
 #include "judgments.h"
+#include "measure_kernel.h"
 
 /* ---------------------------------------------------------------- a growable byte buffer */
 
@@ -429,34 +430,241 @@ static int has_duplicate(rm_docset *set, const char *buf, const rm_span *docs, u
     return 0;
 }
 
-/* The event's values of the segment keys, in the keys' order; "" for a key it lacks. */
-static PyObject *segment_values(const char *buf, const rm_event *ev, const rm_key *keys,
-                                Py_ssize_t nkeys, PyObject *empty) {
+/* What the scan of one record left for the second phase (with the GIL): where its fields are. */
+typedef struct {
+    uint8_t status;
+    rm_span event_id;
+    int64_t event_time_ms;
+    Py_ssize_t row;
+    uint32_t n_docs;
+} rm_scanned;
+
+#define RM_ABSENT UINT32_MAX /* a segment value span's len: the event lacks the key */
+
+/* The values of the segment keys an event carries (spans; len RM_ABSENT when it lacks one). */
+static void segment_spans(const char *buf, const rm_event *ev, const rm_key *keys,
+                          Py_ssize_t nkeys, rm_span *spans) {
+    for (Py_ssize_t j = 0; j < nkeys; j++) {
+        spans[j].off = 0;
+        spans[j].len = RM_ABSENT;
+        for (uint32_t s = 0; s < ev->n_segment; s++) {
+            const rm_span *k = &ev->segment_keys[s];
+            if ((size_t)keys[j].len == k->len && memcmp(keys[j].bytes, buf + k->off, k->len) == 0) {
+                spans[j] = ev->segment_values[s];
+                break;
+            }
+        }
+    }
+}
+
+static int raw_reserve(rm_buffer *b, size_t extra) {
+    if (b->size + extra <= b->capacity) {
+        return 0;
+    }
+    size_t capacity = b->capacity ? b->capacity : 65536;
+    while (capacity < b->size + extra) {
+        capacity *= 2;
+    }
+    char *data = PyMem_RawRealloc(b->data, capacity);
+    if (data == NULL) {
+        return -1;
+    }
+    b->data = data;
+    b->capacity = capacity;
+    return 0;
+}
+
+typedef struct {
+    const JudgmentIndex *index;
+    Py_ssize_t n;
+    const char **bufs;      /* per record: its bytes, or NULL (not bytes: punted) */
+    const Py_ssize_t *lens; /* per record */
+    const int64_t *timestamps;
+    int64_t now_ms, max_future_ms;
+    Py_ssize_t max_depth, max_bytes, depth;
+    int use_event_time, punt_judgments;
+    const rm_key *keys;
+    Py_ssize_t nkeys;
+    /* out */
+    rm_scanned *scanned; /* per record */
+    rm_span *segments;   /* per record x nkeys */
+    rm_buffer codes;
+    /* scratch */
+    rm_span *docs;
+    rm_docset set;
+} rm_scan_job;
+
+/* Phase one, without the GIL: scan, check and code every record. -1: out of memory. */
+static int scan_all(rm_scan_job *job) {
+    for (Py_ssize_t i = 0; i < job->n; i++) {
+        rm_scanned *out = &job->scanned[i];
+        out->status = STATUS_PUNT;
+        const char *buf = job->bufs[i];
+        Py_ssize_t len = job->lens[i];
+        if (buf == NULL || len == 0 || len > job->max_bytes || len >= (Py_ssize_t)UINT32_MAX) {
+            continue;
+        }
+        rm_event ev;
+        if (rm_scan_event(buf, (size_t)len, (uint32_t)job->max_depth, job->docs, &ev) !=
+            RM_SCAN_OK) {
+            continue;
+        }
+        if (ev.has_judgments && job->punt_judgments) {
+            continue;
+        }
+        int64_t event_time;
+        if (job->use_event_time && ev.has_event_time) {
+            event_time = ev.event_time_ms;
+        } else {
+            event_time = job->timestamps[i];
+            if (event_time < 0) {
+                continue; /* no event time at all: rejected by the reference path */
+            }
+        }
+        if (event_time > job->now_ms + job->max_future_ms) {
+            continue;
+        }
+        if (has_duplicate(&job->set, buf, job->docs, ev.n_docs)) {
+            continue;
+        }
+        Py_ssize_t row = index_row(job->index, buf + ev.query_id.off, ev.query_id.len);
+        if (row < 0) {
+            out->status = STATUS_UNKNOWN_QUERY;
+            continue;
+        }
+        uint32_t take = ev.n_docs;
+        if (job->depth >= 0 && (uint64_t)job->depth < take) {
+            take = (uint32_t)job->depth;
+        }
+        if (raw_reserve(&job->codes, take) < 0) {
+            return -1;
+        }
+        uint8_t *dst = (uint8_t *)job->codes.data + job->codes.size;
+        for (uint32_t d = 0; d < take; d++) {
+            dst[d] = index_code(job->index, row, buf + job->docs[d].off, job->docs[d].len,
+                                job->set.hashes[d]);
+        }
+        job->codes.size += take;
+        segment_spans(buf, &ev, job->keys, job->nkeys, job->segments + i * job->nkeys);
+        out->status = STATUS_ACCEPTED;
+        out->event_id = ev.event_id;
+        out->event_time_ms = event_time;
+        out->row = row;
+        out->n_docs = ev.n_docs;
+    }
+    return 0;
+}
+
+/* The tuple of an event's segment values ("" for a key it lacks). */
+static PyObject *segment_tuple(const char *buf, const rm_span *spans, Py_ssize_t nkeys,
+                               PyObject *empty) {
     PyObject *values = PyTuple_New(nkeys);
     if (values == NULL) {
         return NULL;
     }
     for (Py_ssize_t j = 0; j < nkeys; j++) {
-        PyObject *value = NULL;
-        for (uint32_t s = 0; s < ev->n_segment; s++) {
-            const rm_span *k = &ev->segment_keys[s];
-            if ((size_t)keys[j].len == k->len && memcmp(keys[j].bytes, buf + k->off, k->len) == 0) {
-                const rm_span *v = &ev->segment_values[s];
-                value = PyUnicode_DecodeASCII(buf + v->off, v->len, NULL);
-                if (value == NULL) {
-                    Py_DECREF(values);
-                    return NULL;
-                }
-                break;
+        PyObject *value;
+        if (spans[j].len == RM_ABSENT) {
+            value = Py_NewRef(empty);
+        } else {
+            value = PyUnicode_DecodeASCII(buf + spans[j].off, spans[j].len, NULL);
+            if (value == NULL) {
+                Py_DECREF(values);
+                return NULL;
             }
-        }
-        if (value == NULL) {
-            Py_INCREF(empty);
-            value = empty;
         }
         PyTuple_SET_ITEM(values, j, value);
     }
     return values;
+}
+
+/* Phase two, with the GIL: the accepted events' Python objects. */
+static PyObject *event_objects(const rm_scan_job *job, PyObject *empty, PyObject *query_objects) {
+    Py_ssize_t accepted = 0;
+    for (Py_ssize_t i = 0; i < job->n; i++) {
+        accepted += job->scanned[i].status == STATUS_ACCEPTED;
+    }
+    PyObject *status = PyBytes_FromStringAndSize(NULL, job->n);
+    PyObject *event_ids = PyList_New(accepted), *query_ids = PyList_New(accepted);
+    PyObject *rows = PyList_New(accepted), *times = PyList_New(accepted);
+    PyObject *segments = PyList_New(accepted), *lengths = PyList_New(accepted);
+    PyObject *flat = PyBytes_FromStringAndSize(job->codes.data ? job->codes.data : "",
+                                               (Py_ssize_t)job->codes.size);
+    PyObject *out = NULL;
+    rm_span *last_spans = NULL;
+    const char **last_bufs = NULL;
+    if (status == NULL || event_ids == NULL || query_ids == NULL || rows == NULL ||
+        times == NULL || segments == NULL || lengths == NULL || flat == NULL) {
+        goto done;
+    }
+    char *state = PyBytes_AS_STRING(status);
+    Py_ssize_t a = 0;
+    PyObject *last_values = NULL;
+    last_spans = PyMem_Calloc((size_t)(job->nkeys ? job->nkeys : 1), sizeof(rm_span));
+    last_bufs = PyMem_Calloc((size_t)(job->nkeys ? job->nkeys : 1), sizeof(char *));
+    if (last_spans == NULL || last_bufs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < job->n; i++) {
+        const rm_scanned *e = &job->scanned[i];
+        state[i] = (char)e->status;
+        if (e->status != STATUS_ACCEPTED) {
+            continue;
+        }
+        const char *buf = job->bufs[i];
+        const rm_span *spans = job->segments + i * job->nkeys;
+        /* Most events repeat the previous one's segment values: share its tuple. */
+        int same = last_values != NULL;
+        for (Py_ssize_t j = 0; same && j < job->nkeys; j++) {
+            same = spans[j].len == last_spans[j].len &&
+                   (spans[j].len == RM_ABSENT ||
+                    memcmp(buf + spans[j].off, last_bufs[j] + last_spans[j].off, spans[j].len) ==
+                        0);
+        }
+        PyObject *event_id = PyUnicode_DecodeASCII(buf + e->event_id.off, e->event_id.len, NULL);
+        PyObject *row = PyLong_FromSsize_t(e->row);
+        PyObject *time = PyLong_FromLongLong(e->event_time_ms);
+        PyObject *length = PyLong_FromUnsignedLong(e->n_docs);
+        PyObject *values = same ? Py_NewRef(last_values) : segment_tuple(buf, spans, job->nkeys, empty);
+        if (event_id == NULL || row == NULL || time == NULL || length == NULL || values == NULL) {
+            Py_XDECREF(event_id);
+            Py_XDECREF(row);
+            Py_XDECREF(time);
+            Py_XDECREF(length);
+            Py_XDECREF(values);
+            goto done;
+        }
+        PyObject *query = PyTuple_GET_ITEM(query_objects, e->row);
+        Py_INCREF(query);
+        PyList_SET_ITEM(event_ids, a, event_id);
+        PyList_SET_ITEM(query_ids, a, query);
+        PyList_SET_ITEM(rows, a, row);
+        PyList_SET_ITEM(times, a, time);
+        PyList_SET_ITEM(lengths, a, length);
+        PyList_SET_ITEM(segments, a, values);
+        a++;
+        if (!same) {
+            last_values = values; /* borrowed: the list holds it */
+            for (Py_ssize_t j = 0; j < job->nkeys; j++) {
+                last_spans[j] = spans[j];
+                last_bufs[j] = buf;
+            }
+        }
+    }
+    out = PyTuple_Pack(8, status, event_ids, query_ids, rows, times, segments, flat, lengths);
+done:
+    PyMem_Free(last_spans);
+    PyMem_Free((void *)last_bufs);
+    Py_XDECREF(status);
+    Py_XDECREF(event_ids);
+    Py_XDECREF(query_ids);
+    Py_XDECREF(rows);
+    Py_XDECREF(times);
+    Py_XDECREF(segments);
+    Py_XDECREF(lengths);
+    Py_XDECREF(flat);
+    return out;
 }
 
 static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwargs) {
@@ -478,162 +686,228 @@ static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwarg
         PyErr_SetString(PyExc_ValueError, "max_depth must be 1..10000000");
         return NULL;
     }
-    JudgmentIndex *index = (JudgmentIndex *)index_arg;
-    PyObject *values = PySequence_Fast(values_arg, "values must be a sequence");
-    if (values == NULL) {
-        return NULL;
-    }
-    PyObject *timestamps = PySequence_Fast(timestamps_arg, "timestamps_ms must be a sequence");
-    PyObject *keys_seq = NULL, *empty = NULL, *status = NULL, *event_ids = NULL, *query_ids = NULL;
-    PyObject *rows = NULL, *times = NULL, *segments = NULL, *lengths = NULL, *out = NULL;
+    /* Our own lists: they keep every value and key alive while the GIL is released. */
+    PyObject *values = PySequence_List(values_arg);
+    PyObject *timestamps = values ? PySequence_Fast(timestamps_arg, "timestamps_ms must be a sequence") : NULL;
+    PyObject *keys_seq = timestamps ? PySequence_List(keys_arg) : NULL;
+    PyObject *empty = keys_seq ? PyUnicode_FromStringAndSize("", 0) : NULL;
+    PyObject *out = NULL;
+    rm_scan_job job;
+    memset(&job, 0, sizeof job);
     rm_key *keys = NULL;
-    Py_ssize_t nkeys = 0;
-    rm_span *docs = NULL;
-    rm_docset set = {NULL, NULL, 0};
-    rm_buffer codes = {NULL, 0, 0};
-    if (timestamps == NULL) {
+    if (empty == NULL) {
         goto done;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(values);
+    Py_ssize_t n = PyList_GET_SIZE(values);
     if (PySequence_Fast_GET_SIZE(timestamps) != n) {
         PyErr_SetString(PyExc_ValueError, "values and timestamps_ms differ in length");
         goto done;
     }
-    empty = PyUnicode_FromStringAndSize("", 0);
-    if (empty == NULL) {
-        goto done;
-    }
-    {
-        keys_seq = PySequence_List(keys_arg);
-        if (keys_seq == NULL) {
-            goto done;
-        }
-        nkeys = PyList_GET_SIZE(keys_seq);
-        keys = PyMem_Calloc((size_t)(nkeys ? nkeys : 1), sizeof(rm_key));
-        if (keys == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t j = 0; j < nkeys; j++) {
-            keys[j].bytes = utf8_of(PyList_GET_ITEM(keys_seq, j), &keys[j].len, "a segment key");
-            if (keys[j].bytes == NULL) {
-                goto done;
-            }
-        }
-    }
-    docs = PyMem_Malloc(sizeof(rm_span) * (size_t)max_depth);
-    set.capacity = rm_slots_for((uint32_t)max_depth);
-    set.slots = PyMem_Malloc(sizeof(uint64_t) * set.capacity);
-    set.hashes = PyMem_Malloc(sizeof(uint64_t) * (size_t)max_depth);
-    status = PyBytes_FromStringAndSize(NULL, n);
-    event_ids = PyList_New(0);
-    query_ids = PyList_New(0);
-    rows = PyList_New(0);
-    times = PyList_New(0);
-    segments = PyList_New(0);
-    lengths = PyList_New(0);
-    if (docs == NULL || set.slots == NULL || set.hashes == NULL) {
+    Py_ssize_t nkeys = PyList_GET_SIZE(keys_seq);
+    keys = PyMem_Calloc((size_t)(nkeys ? nkeys : 1), sizeof(rm_key));
+    job.bufs = PyMem_Calloc((size_t)(n ? n : 1), sizeof(char *));
+    job.lens = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    job.timestamps = PyMem_Calloc((size_t)(n ? n : 1), sizeof(int64_t));
+    job.scanned = PyMem_Calloc((size_t)(n ? n : 1), sizeof(rm_scanned));
+    job.segments = PyMem_Calloc((size_t)(n * nkeys > 0 ? n * nkeys : 1), sizeof(rm_span));
+    job.docs = PyMem_Malloc(sizeof(rm_span) * (size_t)max_depth);
+    job.set.capacity = rm_slots_for((uint32_t)max_depth);
+    job.set.slots = PyMem_Malloc(sizeof(uint64_t) * job.set.capacity);
+    job.set.hashes = PyMem_Malloc(sizeof(uint64_t) * (size_t)max_depth);
+    if (keys == NULL || job.bufs == NULL || job.lens == NULL || job.timestamps == NULL ||
+        job.scanned == NULL || job.segments == NULL || job.docs == NULL || job.set.slots == NULL ||
+        job.set.hashes == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if (status == NULL || event_ids == NULL || query_ids == NULL || rows == NULL ||
-        times == NULL || segments == NULL || lengths == NULL) {
+    for (Py_ssize_t j = 0; j < nkeys; j++) {
+        keys[j].bytes = utf8_of(PyList_GET_ITEM(keys_seq, j), &keys[j].len, "a segment key");
+        if (keys[j].bytes == NULL) {
+            goto done;
+        }
+    }
+    const char **bufs = (const char **)job.bufs;
+    Py_ssize_t *lens = (Py_ssize_t *)job.lens;
+    int64_t *stamps = (int64_t *)job.timestamps;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = PyList_GET_ITEM(values, i);
+        if (PyBytes_Check(value)) { /* else None (a tombstone) or odd: the reference path says */
+            bufs[i] = PyBytes_AS_STRING(value);
+            lens[i] = PyBytes_GET_SIZE(value);
+        }
+        long long stamp = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(timestamps, i));
+        if (stamp == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        stamps[i] = stamp;
+    }
+    job.index = (JudgmentIndex *)index_arg;
+    job.n = n;
+    job.now_ms = now_ms;
+    job.max_future_ms = max_future_ms;
+    job.max_depth = max_depth;
+    job.max_bytes = max_bytes;
+    job.depth = depth;
+    job.use_event_time = use_event_time;
+    job.punt_judgments = punt_judgments;
+    job.keys = keys;
+    job.nkeys = nkeys;
+    int scanned;
+    Py_BEGIN_ALLOW_THREADS;
+    scanned = scan_all(&job);
+    Py_END_ALLOW_THREADS;
+    if (scanned < 0) {
+        PyErr_NoMemory();
         goto done;
     }
-    char *state = PyBytes_AS_STRING(status);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        state[i] = STATUS_PUNT;
-        PyObject *value = PySequence_Fast_GET_ITEM(values, i);
-        if (!PyBytes_Check(value)) {
-            continue; /* None (a tombstone) or something odd: the reference path says why */
-        }
-        const char *buf = PyBytes_AS_STRING(value);
-        Py_ssize_t len = PyBytes_GET_SIZE(value);
-        if (len == 0 || len > max_bytes || len >= (Py_ssize_t)UINT32_MAX) {
-            continue;
-        }
-        rm_event ev;
-        if (rm_scan_event(buf, (size_t)len, (uint32_t)max_depth, docs, &ev) != RM_SCAN_OK) {
-            continue;
-        }
-        if (ev.has_judgments && punt_judgments) {
-            continue;
-        }
-        long long event_time;
-        if (use_event_time && ev.has_event_time) {
-            event_time = (long long)ev.event_time_ms;
-        } else {
-            event_time = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(timestamps, i));
-            if (event_time == -1 && PyErr_Occurred()) {
-                goto done;
-            }
-            if (event_time < 0) {
-                continue; /* no event time at all: rejected by the reference path */
-            }
-        }
-        if (event_time > now_ms + max_future_ms) {
-            continue;
-        }
-        if (has_duplicate(&set, buf, docs, ev.n_docs)) {
-            continue;
-        }
-        Py_ssize_t row = index_row(index, buf + ev.query_id.off, ev.query_id.len);
-        if (row < 0) {
-            state[i] = STATUS_UNKNOWN_QUERY;
-            continue;
-        }
-        uint32_t take = depth >= 0 && (uint32_t)depth < ev.n_docs ? (uint32_t)depth : ev.n_docs;
-        if (buffer_reserve(&codes, take) < 0) {
-            goto done;
-        }
-        uint8_t *dst = (uint8_t *)codes.data + codes.size;
-        for (uint32_t d = 0; d < take; d++) {
-            dst[d] = index_code(index, row, buf + docs[d].off, docs[d].len, set.hashes[d]);
-        }
-        PyObject *event_id = PyUnicode_DecodeASCII(buf + ev.event_id.off, ev.event_id.len, NULL);
-        PyObject *segment = event_id ? segment_values(buf, &ev, keys, nkeys, empty) : NULL;
-        PyObject *row_obj = segment ? PyLong_FromSsize_t(row) : NULL;
-        PyObject *time_obj = row_obj ? PyLong_FromLongLong(event_time) : NULL;
-        PyObject *length_obj = time_obj ? PyLong_FromUnsignedLong(ev.n_docs) : NULL;
-        int failed = length_obj == NULL || PyList_Append(event_ids, event_id) < 0 ||
-                     PyList_Append(query_ids, PyTuple_GET_ITEM(index->query_objects, row)) < 0 ||
-                     PyList_Append(rows, row_obj) < 0 || PyList_Append(times, time_obj) < 0 ||
-                     PyList_Append(segments, segment) < 0 ||
-                     PyList_Append(lengths, length_obj) < 0;
-        Py_XDECREF(event_id);
-        Py_XDECREF(segment);
-        Py_XDECREF(row_obj);
-        Py_XDECREF(time_obj);
-        Py_XDECREF(length_obj);
-        if (failed) {
-            goto done;
-        }
-        codes.size += take;
-        state[i] = STATUS_ACCEPTED;
-    }
-    PyObject *flat = PyBytes_FromStringAndSize(codes.data ? codes.data : "", (Py_ssize_t)codes.size);
-    if (flat != NULL) {
-        out = PyTuple_Pack(8, status, event_ids, query_ids, rows, times, segments, flat, lengths);
-        Py_DECREF(flat);
-    }
+    out = event_objects(&job, empty, ((JudgmentIndex *)index_arg)->query_objects);
 done:
-    PyMem_Free(codes.data);
-    PyMem_Free(docs);
-    PyMem_Free(set.slots);
-    PyMem_Free(set.hashes);
+    PyMem_RawFree(job.codes.data);
+    PyMem_Free((void *)job.bufs);
+    PyMem_Free((void *)job.lens);
+    PyMem_Free((void *)job.timestamps);
+    PyMem_Free(job.scanned);
+    PyMem_Free(job.segments);
+    PyMem_Free(job.docs);
+    PyMem_Free(job.set.slots);
+    PyMem_Free(job.set.hashes);
     PyMem_Free(keys);
-    Py_XDECREF(keys_seq);
     Py_XDECREF(empty);
-    Py_XDECREF(status);
-    Py_XDECREF(event_ids);
-    Py_XDECREF(query_ids);
-    Py_XDECREF(rows);
-    Py_XDECREF(times);
-    Py_XDECREF(segments);
-    Py_XDECREF(lengths);
+    Py_XDECREF(keys_seq);
     Py_XDECREF(timestamps);
-    Py_DECREF(values);
+    Py_XDECREF(values);
     return out;
+}
+
+/* ---------------------------------------------------------------- measure_codes */
+
+/* A read-only buffer of `count` items of `itemsize` bytes (any C-contiguous bytes-like). */
+static int check_buffer(const Py_buffer *view, Py_ssize_t itemsize, Py_ssize_t count,
+                        const char *name) {
+    if (view->len != itemsize * count) {
+        PyErr_Format(PyExc_ValueError, "%s: %zd bytes, expected %zd", name, view->len,
+                     itemsize * count);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *measure_codes(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_buffer codes = {0}, taken = {0}, lengths = {0}, rows = {0}, kinds = {0}, gain_of = {0};
+    Py_buffer cutoffs = {0}, ideal_of = {0}, gains = {0}, relevant = {0}, judged = {0};
+    Py_buffer discounts = {0}, ideals = {0}, num_rel = {0}, out = {0};
+    Py_ssize_t n_ideals;
+    double when_zero;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*y*ny*dw*:measure_codes", &codes, &taken,
+                          &lengths, &rows, &kinds, &gain_of, &cutoffs, &ideal_of, &gains,
+                          &relevant, &judged, &discounts, &ideals, &n_ideals, &num_rel,
+                          &when_zero, &out)) {
+        return NULL;
+    }
+    Py_ssize_t n = taken.len / 8, columns = kinds.len / 4, queries = num_rel.len / 8;
+    Py_ssize_t n_gains = gains.len / (8 * RM_CODES), head = discounts.len / 8;
+    if (check_buffer(&taken, 8, n, "taken") < 0 || check_buffer(&lengths, 8, n, "lengths") < 0 ||
+        check_buffer(&rows, 8, n, "rows") < 0 || check_buffer(&kinds, 4, columns, "kinds") < 0 ||
+        check_buffer(&gain_of, 4, columns, "gain_of") < 0 ||
+        check_buffer(&cutoffs, 8, columns, "cutoffs") < 0 ||
+        check_buffer(&ideal_of, 4, columns, "ideal_of") < 0 ||
+        check_buffer(&gains, 8 * RM_CODES, n_gains, "gains") < 0 ||
+        check_buffer(&relevant, 1, RM_CODES, "relevant") < 0 ||
+        check_buffer(&judged, 1, RM_CODES, "judged") < 0 ||
+        check_buffer(&num_rel, 8, queries, "num_rel") < 0 || n_ideals < 0 ||
+        check_buffer(&ideals, 8, queries * n_ideals, "ideals") < 0 ||
+        check_buffer(&out, 8, n * columns, "out") < 0) {
+        goto done;
+    }
+    const int64_t *taken_of = taken.buf, *length_of = lengths.buf, *row_of = rows.buf;
+    const int32_t *kind_of = kinds.buf, *gain_index = gain_of.buf, *ideal_index = ideal_of.buf;
+    const int64_t *cutoff_of = cutoffs.buf;
+    for (Py_ssize_t c = 0; c < columns; c++) {
+        if (kind_of[c] < 0 || kind_of[c] >= RM_KINDS) {
+            PyErr_Format(PyExc_ValueError, "unknown measure kind %d", (int)kind_of[c]);
+            goto done;
+        }
+        int dcg = kind_of[c] == RM_NDCG || kind_of[c] == RM_DCG;
+        if ((dcg && (gain_index[c] < 0 || gain_index[c] >= n_gains)) ||
+            (kind_of[c] == RM_NDCG && (ideal_index[c] < 0 || ideal_index[c] >= n_ideals)) ||
+            ((kind_of[c] == RM_PRECISION || kind_of[c] == RM_JUDGED) && cutoff_of[c] < 1)) {
+            PyErr_Format(PyExc_ValueError, "column %zd: bad gain, ideal or cutoff", c);
+            goto done;
+        }
+    }
+    Py_ssize_t total = 0;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        if (taken_of[r] < 0 || taken_of[r] > length_of[r] || row_of[r] < 0 ||
+            row_of[r] >= queries) {
+            PyErr_Format(PyExc_ValueError, "ranking %zd: bad taken, length or row", r);
+            goto done;
+        }
+        total += (Py_ssize_t)taken_of[r];
+    }
+    if (total != codes.len) {
+        PyErr_Format(PyExc_ValueError, "codes: %zd bytes, the rankings take %zd", codes.len, total);
+        goto done;
+    }
+    rm_measure_plan plan = {
+        .columns = (size_t)columns,
+        .kinds = kind_of,
+        .gain_of = gain_index,
+        .cutoffs = cutoff_of,
+        .ideal_of = ideal_index,
+        .n_gains = (size_t)n_gains,
+        .gains = gains.buf,
+        .relevant = relevant.buf,
+        .judged = judged.buf,
+        .discounts = discounts.buf,
+        .head = (size_t)head,
+        .ideals = ideals.buf,
+        .n_ideals = (size_t)n_ideals,
+        .num_rel = num_rel.buf,
+        .when_zero = when_zero,
+    };
+    size_t slots = (size_t)(head ? head : 1);
+    rm_scratch scratch = {
+        .dcg = PyMem_Malloc(sizeof(double) * slots * (size_t)(n_gains ? n_gains : 1)),
+        .rel = PyMem_Malloc(sizeof(int64_t) * slots),
+        .judged = PyMem_Malloc(sizeof(int64_t) * slots),
+    };
+    if (scratch.dcg == NULL || scratch.rel == NULL || scratch.judged == NULL) {
+        PyErr_NoMemory();
+    } else {
+        const uint8_t *at = codes.buf;
+        double *dst = out.buf;
+        Py_BEGIN_ALLOW_THREADS;
+        for (Py_ssize_t r = 0; r < n; r++) {
+            rm_measure_row(&plan, &scratch, at, (size_t)taken_of[r], length_of[r],
+                           (size_t)row_of[r], dst + r * columns);
+            at += taken_of[r];
+        }
+        Py_END_ALLOW_THREADS;
+        Py_INCREF(Py_None);
+        result = Py_None;
+    }
+    PyMem_Free(scratch.dcg);
+    PyMem_Free(scratch.rel);
+    PyMem_Free(scratch.judged);
+done:
+    PyBuffer_Release(&codes);
+    PyBuffer_Release(&taken);
+    PyBuffer_Release(&lengths);
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&kinds);
+    PyBuffer_Release(&gain_of);
+    PyBuffer_Release(&cutoffs);
+    PyBuffer_Release(&ideal_of);
+    PyBuffer_Release(&gains);
+    PyBuffer_Release(&relevant);
+    PyBuffer_Release(&judged);
+    PyBuffer_Release(&discounts);
+    PyBuffer_Release(&ideals);
+    PyBuffer_Release(&num_rel);
+    PyBuffer_Release(&out);
+    return result;
 }
 
 static PyMethodDef module_methods[] = {
@@ -645,6 +919,11 @@ static PyMethodDef module_methods[] = {
      "status[i]: 0 accepted, 1 punted (decode it with monitor.events), 2 unknown query; the "
      "other lists hold the accepted events in "
      "order, codes their first `depth` grade codes (all if depth < 0) concatenated."},
+    {"measure_codes", (PyCFunction)measure_codes, METH_VARARGS,
+     "measure_codes(codes, taken, lengths, rows, kinds, gain_of, cutoffs, ideal_of, gains, "
+     "relevant, judged, discounts, ideals, n_ideals, num_rel, when_zero, out): fill `out` "
+     "(rankings x columns, float64) with the measures of rankings given as grade codes; "
+     "see monitor/measure_plan.py."},
     {NULL, NULL, 0, NULL},
 };
 
