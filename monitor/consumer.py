@@ -25,7 +25,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from operator import attrgetter
+from typing import Any, Final, NamedTuple
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -159,13 +160,12 @@ class EventSource:
         revoked, assigned = self._listener.take()
         for partition in revoked:
             self._next_offsets.pop(partition, None)
-        records = [
-            _source_record(raw)
-            for tp in sorted(fetched, key=lambda tp: tp.partition)
-            for raw in fetched[tp]
-        ]
-        for record in records:
-            self._next_offsets[record.partition] = record.offset + 1
+        records: list[SourceRecord] = []
+        for tp in sorted(fetched, key=lambda tp: tp.partition):
+            raws = fetched[tp]
+            if raws:
+                records += map(_source_record, map(_RECORD_FIELDS, raws))
+                self._next_offsets[tp.partition] = raws[-1].offset + 1
         return Batch(records, revoked, assigned)
 
     def commit(self, offsets: Mapping[int, int]) -> bool:
@@ -254,12 +254,11 @@ class EventSource:
         self.broker_up = connections is None or connections > 0
 
 
-def _source_record(raw: Any) -> SourceRecord:
-    return SourceRecord(
-        topic=raw.topic,
-        partition=raw.partition,
-        offset=raw.offset,
-        timestamp_ms=raw.timestamp,
-        key=raw.key,
-        value=raw.value if raw.value is not None else b"",
-    )
+# One C call per record picks the fields (this runs for every record consumed).
+_RECORD_FIELDS: Final = attrgetter("topic", "partition", "offset", "timestamp", "key", "value")
+
+
+def _source_record(fields: tuple[Any, ...]) -> SourceRecord:
+    if fields[5] is None:  # a tombstone: no value is an empty value
+        fields = (*fields[:5], b"")
+    return SourceRecord._make(fields)
