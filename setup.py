@@ -17,6 +17,8 @@ setup(
                 "monitor/_native/measure_kernel.h",
             ],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+            # Without a C compiler rankmon installs anyway and takes the pure-Python path.
+            optional=True,
         )
     ]
 )
