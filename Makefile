@@ -11,6 +11,7 @@ STAMP := $(VENV)/.installed
 # The C accelerators (monitor/_native) are compiled by the install: rebuild when they change.
 $(STAMP): pyproject.toml setup.py $(wildcard monitor/_native/*.c monitor/_native/*.h)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@scripts/ensure-build-deps $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
