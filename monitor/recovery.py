@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -48,6 +49,7 @@ from kafka.errors import KafkaError
 from monitor.bootstrap import KafkaUnavailableError, bootstrap_reachable
 from monitor.config_kafka import KafkaConfig
 from monitor.kafka_options import consumer_options
+from monitor.logs import fields
 from monitor.producer import RecordProducer
 from monitor.summary import Segment, WindowSummary
 from monitor.windows import EventWindows
@@ -56,6 +58,7 @@ __all__ = [
     "ShareRestore",
     "WindowShare",
     "WindowsTopic",
+    "fitted_value",
     "publish_shares",
     "read_shares",
 ]
@@ -63,6 +66,8 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 SHARE_HEADERS = [("content-type", b"application/json")]
+# Room a share's record needs beyond its compressed value: key, headers, batch framing.
+RECORD_OVERHEAD_BYTES = 16_384
 THROUGH_HEADER = "rankmon-through-offsets"
 
 
@@ -121,15 +126,46 @@ def _partition_list(partitions: Iterable[int]) -> str:
     return ",".join(str(p) for p in sorted(partitions))
 
 
-def publish_shares(producer: RecordProducer, topic: str, shares: Iterable[WindowShare]) -> None:
+def publish_shares(
+    producer: RecordProducer,
+    topic: str,
+    shares: Iterable[WindowShare],
+    max_record_bytes: int = 1_048_576,
+) -> None:
     """Send every share and wait for the acknowledgements.
 
     Raises `KafkaUnavailableError` if any is not acknowledged: commit nothing past these
-    windows then; the producer keeps them and the next flush sends them again.
+    windows then; the producer keeps them and the next flush sends them again. A share that
+    would not fit in one record of `max_record_bytes` even compressed goes without its
+    per-query means (`fitted_value`): a record the broker refuses would hold every later
+    commit back for good.
     """
     for share in shares:
-        producer.send(topic, share.key, share.to_json(), share.headers)
+        producer.send(topic, share.key, fitted_value(share, max_record_bytes), share.headers)
     producer.flush()
+
+
+def fitted_value(share: WindowShare, max_record_bytes: int) -> bytes:
+    """The share's record value, without its per-query means if it is too large with them.
+
+    The producer compresses with gzip; the size checked is that of the value compressed
+    alone, with room left for the record's key, headers and batch framing.
+    """
+    value = share.to_json()
+    budget = max_record_bytes - RECORD_OVERHEAD_BYTES
+    if len(value) <= budget or len(zlib.compress(value, 6)) <= budget:
+        return value
+    trimmed = replace(share, summary=replace(share.summary, query_means={})).to_json()
+    _log.warning(
+        "window share too large for one record: published without its per-query means",
+        extra=fields(
+            key=share.key.decode(),
+            queries=share.summary.queries,
+            json_bytes=len(value),
+            max_record_bytes=max_record_bytes,
+        ),
+    )
+    return trimmed
 
 
 class WindowsTopic:

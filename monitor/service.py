@@ -137,7 +137,11 @@ class Monitor:
             topic=config.kafka.topic, sleep=self._pause, **consumer_options(config.kafka)
         )
         self.shares = SharePublisher(
-            self._producer, config.kafka.windows_topic, self.source, self._crash
+            self._producer,
+            config.kafka.windows_topic,
+            self.source,
+            self._crash,
+            config.kafka.max_record_bytes,
         )
         self._delivery, self.alerts, self._restore_windows = _alerts(
             config, self.clock, self.exporter

@@ -45,9 +45,15 @@ class SharePublisher:
     """Holds finalized shares and publishes them behind the commit fence."""
 
     def __init__(
-        self, producer: RecordProducer, topic: str, source: GroupMember, crash: CrashPoints
+        self,
+        producer: RecordProducer,
+        topic: str,
+        source: GroupMember,
+        crash: CrashPoints,
+        max_record_bytes: int = 1_048_576,
     ) -> None:
         self._producer = producer
+        self._max_record_bytes = max_record_bytes
         self._topic = topic
         self._source = source
         self._crash = crash
@@ -82,7 +88,7 @@ class SharePublisher:
         parts = [shares[:first], shares[first:]]  # the second is empty unless cut
         for index, part in enumerate(parts):
             try:
-                publish_shares(self._producer, self._topic, part)
+                publish_shares(self._producer, self._topic, part, self._max_record_bytes)
             except KafkaUnavailableError as error:
                 self.held = [share for later in parts[index + 1 :] for share in later]
                 _log.warning(

@@ -89,3 +89,15 @@ def test_restoring_shares_detects_a_drop_like_restoring_whole_windows() -> None:
     expected = [t.window for t in whole.observe(live, live[-1].end_ms)]
     assert expected
     assert [t.window for t in shared.observe(live, live[-1].end_ms)] == expected
+
+
+def test_a_share_published_without_its_query_means_merges_from_the_sums() -> None:
+    (whole,) = simulate_windows(MODEL, 1, seed=2)
+    full, large = split(whole)
+    trimmed = replace(large, query_means={})
+
+    (merged,) = merge_window_shares([full, trimmed])
+
+    assert merged.query_means == {}
+    assert merged.queries == whole.queries
+    assert merged.means[NDCG] == pytest.approx(whole.sums[NDCG] / whole.queries)

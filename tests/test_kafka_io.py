@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from monitor.bootstrap import Backoff, KafkaUnavailableError, parse_servers
 from monitor.broker import EmbeddedBroker, free_port
+from monitor.catalog import monitor_keys
+from monitor.config import load_config
 from monitor.consumer import Batch, EventSource, SourceRecord
 from monitor.deadletter import DeadLetterSink
+from monitor.kafka_options import producer_options
 from monitor.producer import RecordProducer
 from monitor.recovery import WindowShare, publish_shares, read_shares
 from monitor.summary import WindowSummary
-from tests.realparts import MotoS3
+from tests.realparts import MotoS3, write_service_config
 
 # Tansu's group join waits half the session timeout (DESIGN.md): keep it short in tests.
 SESSION_TIMEOUT_MS = 6000
@@ -336,6 +342,43 @@ def test_published_summaries_are_read_back_whole_from_the_windows_topic(
     restored = read_shares(bootstrap_servers=tansu.bootstrap_servers, topic=topic)
 
     assert sorted(restored, key=lambda s: s.key) == sorted(shares, key=lambda s: s.key)
+
+
+def large_window(queries: int) -> WindowSummary:
+    """A window of `queries` queries with 17 measures each: ~550 bytes of JSON a query."""
+    rng = random.Random(queries)
+    keys = [str(key) for key in monitor_keys([5, 10, 20], ["linear", "exp"])]
+    per_query = {f"q{i}": {k: rng.random() for k in keys} for i in range(queries)}
+    return replace(window(0, "big"), queries=queries, query_means=per_query)
+
+
+def test_a_window_of_thousands_of_queries_goes_compressed_in_one_record_and_reads_back(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(partitions=1)
+    config = write_service_config(tmp_path, tansu, topic, {"q1": {"d1": 1}})
+    share = WindowShare(large_window(3000), frozenset({0}), {0: 42})
+    assert len(share.to_json()) > 1_500_000  # far past the 1 MiB record limit uncompressed
+    producer = RecordProducer(**producer_options(load_config(config, environ={}).kafka))
+    publish_shares(producer, topic, [share])
+    producer.close()
+
+    assert read_shares(bootstrap_servers=tansu.bootstrap_servers, topic=topic) == [share]
+
+
+def test_a_window_too_large_even_compressed_is_published_without_its_query_means(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(partitions=1)
+    config = write_service_config(tmp_path, tansu, topic, {"q1": {"d1": 1}})
+    share = WindowShare(large_window(12_000), frozenset({0}), {0: 42})
+    producer = RecordProducer(**producer_options(load_config(config, environ={}).kafka))
+    publish_shares(producer, topic, [share])  # refused whole, it would block every commit
+    producer.close()
+
+    (restored,) = read_shares(bootstrap_servers=tansu.bootstrap_servers, topic=topic)
+    assert restored.summary == replace(share.summary, query_means={})
+    assert restored.partitions == share.partitions
 
 
 def test_a_windows_topic_that_does_not_exist_yet_has_nothing_to_restore(

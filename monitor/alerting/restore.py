@@ -31,6 +31,10 @@ def merge_window_shares(summaries: Iterable[WindowSummary]) -> list[WindowSummar
 def _merge(shares: Sequence[WindowSummary]) -> WindowSummary:
     first = shares[0]
     query_means = {q: m for share in shares for q, m in share.query_means.items()}
+    if any(share.queries and not share.query_means for share in shares):
+        # A share published without its per-query means (too large for one record): the
+        # others' alone are part of the window; means come from the sums, no paired test.
+        query_means = {}
     queries = sum(share.queries for share in shares)
     events = sum(share.events for share in shares)
     keys = {key for share in shares for key in share.sums}
