@@ -85,17 +85,24 @@ class Intake:
     ) -> list[tuple[SourceRecord, RankingEvent]]:
         """The reference path: each record through `monitor.events`; rejects sent on."""
         accepted: list[tuple[SourceRecord, RankingEvent]] = []
-        known = scorer.evaluation_set
-        decoder = self.decoder
         for record in records:
-            result = decoder(record.value, record.timestamp_ms, now_ms)
-            if isinstance(result, Rejection):
-                self._reject(record, Outcome.INVALID, result.reason.value)
-            elif result.query_id not in known:
-                self._reject(record, Outcome.UNKNOWN_QUERY)
-            else:
-                accepted.append((record, result))
+            event = self._decode_one(record, scorer, now_ms)
+            if event is not None:
+                accepted.append((record, event))
         return accepted
+
+    def _decode_one(
+        self, record: SourceRecord, scorer: BatchScorer, now_ms: int
+    ) -> RankingEvent | None:
+        """One record through `monitor.events`: its event, or None once it is rejected."""
+        result = self.decoder(record.value, record.timestamp_ms, now_ms)
+        if isinstance(result, Rejection):
+            self._reject(record, Outcome.INVALID, result.reason.value)
+            return None
+        if result.query_id not in scorer.evaluation_set:
+            self._reject(record, Outcome.UNKNOWN_QUERY)
+            return None
+        return result
 
     def _process_scanned(
         self, records: Sequence[SourceRecord], scorer: BatchScorer, now_ms: int
@@ -121,20 +128,15 @@ class Intake:
         status = decoded[0]
         scanned: list[SourceRecord] = []
         slow: list[tuple[SourceRecord, RankingEvent]] = []
-        known = scorer.evaluation_set
         for record, state in zip(records, status, strict=True):
             if state == _SCANNED:
                 scanned.append(record)
             elif state == _UNKNOWN_QUERY:
                 self._reject(record, Outcome.UNKNOWN_QUERY)
             else:  # punted: the reference decoder decides, rejects keep record order
-                result = decoder(record.value, record.timestamp_ms, now_ms)
-                if isinstance(result, Rejection):
-                    self._reject(record, Outcome.INVALID, result.reason.value)
-                elif result.query_id not in known:
-                    self._reject(record, Outcome.UNKNOWN_QUERY)
-                else:
-                    slow.append((record, result))
+                event = self._decode_one(record, scorer, now_ms)
+                if event is not None:
+                    slow.append((record, event))
         if scanned or slow:
             self._window_scanned(records, scanned, decoded, slow, scorer)
 

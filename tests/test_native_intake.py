@@ -8,9 +8,8 @@ state and finalized summaries must be identical.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
@@ -34,26 +33,9 @@ from monitor.intake import Intake
 from monitor.segments import SegmentLabeler
 from monitor.window_assigner import WindowSpec
 from monitor.windows import EventWindows
+from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 
-if not native.speedups_built():
-    if os.environ.get("CI"):
-        pytest.fail(
-            "the C extension monitor._speedups was not built: CI must test the C path "
-            "(pip install -e . builds it with gcc)",
-            pytrace=False,
-        )
-    pytest.skip(
-        "the C extension monitor._speedups is not built (no C compiler at install time)",
-        allow_module_level=True,
-    )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def speedups_switched_on() -> Iterator[None]:
-    """RANKMON_SPEEDUPS=off in the caller's environment must not turn these tests into no-ops."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("RANKMON_SPEEDUPS", raising=False)
-        yield
+require_speedups()
 
 
 T0 = 1_700_000_040_000  # a window start for 60 s windows

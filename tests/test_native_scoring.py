@@ -7,9 +7,8 @@ C event decoder feeds) must give the same rows as `score`.
 
 from __future__ import annotations
 
-import os
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,29 +22,12 @@ from monitor.catalog import MeasureKey, monitor_keys, parse_trec_names
 from monitor.evalset import EvaluationSet
 from monitor.gain import Gain
 from monitor.measure_columns import CHUNK_ROWS
+from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 
 if TYPE_CHECKING:
     from monitor._speedups import JudgmentIndex
 
-if not native.speedups_built():
-    if os.environ.get("CI"):
-        pytest.fail(
-            "the C extension monitor._speedups was not built: CI must test the C path "
-            "(pip install -e . builds it with gcc)",
-            pytrace=False,
-        )
-    pytest.skip(
-        "the C extension monitor._speedups is not built (no C compiler at install time)",
-        allow_module_level=True,
-    )
-
-
-@pytest.fixture(autouse=True, scope="module")
-def speedups_switched_on() -> Iterator[None]:
-    """RANKMON_SPEEDUPS=off in the caller's environment must not turn these tests into no-ops."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.delenv("RANKMON_SPEEDUPS", raising=False)
-        yield
+require_speedups()
 
 
 CUSTOM = Gain.parse({0: 0.5, 1: 1, 2: 10, 3: 5})

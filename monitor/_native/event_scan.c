@@ -116,6 +116,46 @@ static inline const u8 *skip_literal(const u8 *p, const u8 *end, const char *wor
 
 /* Any JSON value at `p` (unknown fields: events.py ignores them, but orjson must still parse
  * the whole record, so they must be valid JSON). `depth` is the depth a container here has. */
+/* After a member or an element: whitespace, then `close` (*closed = 1; returns the byte after
+   it) or a comma (*closed = 0; returns the next one's first byte, whitespace skipped). */
+static inline const u8 *after_item(const u8 *p, const u8 *end, u8 close, int *closed)
+{
+    p = skip_ws(p, end);
+    if (p >= end) {
+        return NULL;
+    }
+    if (*p == close) {
+        *closed = 1;
+        return p + 1;
+    }
+    if (*p != ',') {
+        return NULL;
+    }
+    *closed = 0;
+    return skip_ws(p + 1, end);
+}
+
+/* An object member's key and the colon after it: p at the opening quote. Returns the first
+   byte of the value (whitespace skipped) and the key's bytes, or NULL. */
+static inline const u8 *scan_member_key(const u8 *p, const u8 *end, const u8 **key,
+                                        size_t *key_len)
+{
+    if (p >= end || *p != '"') {
+        return NULL;
+    }
+    const u8 *close = scan_string(p + 1, end);
+    if (!close) {
+        return NULL;
+    }
+    *key = p + 1;
+    *key_len = (size_t)(close - p - 1);
+    p = skip_ws(close + 1, end);
+    if (p >= end || *p != ':') {
+        return NULL;
+    }
+    return skip_ws(p + 1, end);
+}
+
 static const u8 *skip_value(const u8 *p, const u8 *end, int depth)
 {
     if (p >= end) {
@@ -134,32 +174,21 @@ static const u8 *skip_value(const u8 *p, const u8 *end, int depth)
             return p + 1;
         }
         for (;;) {
-            if (p >= end || *p != '"') {
-                return NULL;
-            }
-            p = scan_string(p + 1, end);
+            const u8 *key;
+            size_t key_len;
+            p = scan_member_key(p, end, &key, &key_len);
             if (!p) {
                 return NULL;
             }
-            p = skip_ws(p + 1, end);
-            if (p >= end || *p != ':') {
-                return NULL;
-            }
-            p = skip_value(skip_ws(p + 1, end), end, depth + 1);
+            p = skip_value(p, end, depth + 1);
             if (!p) {
                 return NULL;
             }
-            p = skip_ws(p, end);
-            if (p >= end) {
-                return NULL;
+            int closed;
+            p = after_item(p, end, '}', &closed);
+            if (!p || closed) {
+                return p;
             }
-            if (*p == '}') {
-                return p + 1;
-            }
-            if (*p != ',') {
-                return NULL;
-            }
-            p = skip_ws(p + 1, end);
         }
     case '[':
         if (depth > RM_MAX_NESTING) {
@@ -174,17 +203,11 @@ static const u8 *skip_value(const u8 *p, const u8 *end, int depth)
             if (!p) {
                 return NULL;
             }
-            p = skip_ws(p, end);
-            if (p >= end) {
-                return NULL;
+            int closed;
+            p = after_item(p, end, ']', &closed);
+            if (!p || closed) {
+                return p;
             }
-            if (*p == ']') {
-                return p + 1;
-            }
-            if (*p != ',') {
-                return NULL;
-            }
-            p = skip_ws(p + 1, end);
         }
     case 't':
         return skip_literal(p, end, "true", 4);
@@ -241,18 +264,12 @@ static const u8 *scan_ranking(const u8 *p, const u8 *end, const u8 *base, uint32
             p = skip_ws(p + 1, end);
             continue;
         }
-        p = skip_ws(p, end);
-        if (p >= end) {
-            return NULL;
-        }
-        if (*p == ']') {
+        int closed;
+        p = after_item(p, end, ']', &closed);
+        if (!p || closed) {
             *n_docs = n;
-            return p + 1;
+            return p;
         }
-        if (*p != ',') {
-            return NULL;
-        }
-        p = skip_ws(p + 1, end);
     }
 }
 
@@ -277,18 +294,12 @@ static const u8 *scan_judgments(const u8 *p, const u8 *end, int *has_judgments)
         return p + 1;
     }
     for (;;) {
-        if (p >= end || *p != '"') {
-            return NULL;
-        }
-        p = scan_string(p + 1, end);
+        const u8 *key;
+        size_t key_len;
+        p = scan_member_key(p, end, &key, &key_len);
         if (!p) {
             return NULL;
         }
-        p = skip_ws(p + 1, end);
-        if (p >= end || *p != ':') {
-            return NULL;
-        }
-        p = skip_ws(p + 1, end);
         const u8 *start = p;
         uint32_t grade = 0;
         while (p < end && IS_DIGIT(*p) && p - start < 5) {
@@ -299,18 +310,12 @@ static const u8 *scan_judgments(const u8 *p, const u8 *end, int *has_judgments)
         if (n == 0 || n > 4 || grade > 1000 || (*start == '0' && n > 1)) {
             return NULL;
         }
-        p = skip_ws(p, end);
-        if (p >= end) {
-            return NULL;
-        }
-        if (*p == '}') {
+        int closed;
+        p = after_item(p, end, '}', &closed);
+        if (!p || closed) {
             *has_judgments = 1;
-            return p + 1;
+            return p;
         }
-        if (*p != ',') {
-            return NULL;
-        }
-        p = skip_ws(p + 1, end);
     }
 }
 
@@ -341,28 +346,25 @@ static const u8 *scan_segment(const u8 *p, const u8 *end, const u8 *base, rm_eve
         return p + 1;
     }
     for (;;) {
-        if (p >= end || *p != '"' || n == RM_MAX_SEGMENT) {
+        const u8 *key_start;
+        size_t key_len;
+        if (n == RM_MAX_SEGMENT) {
             return NULL;
         }
-        const u8 *close = scan_string(p + 1, end);
-        if (!close) {
+        p = scan_member_key(p, end, &key_start, &key_len);
+        if (!p) {
             return NULL;
         }
-        rm_span key = {(uint32_t)(p + 1 - base), (uint32_t)(close - p - 1)};
+        rm_span key = {(uint32_t)(key_start - base), (uint32_t)key_len};
         for (uint32_t i = 0; i < n; i++) {
             if (same_bytes(base, out->segment_keys[i], key)) {
                 return NULL;
             }
         }
-        p = skip_ws(close + 1, end);
-        if (p >= end || *p != ':') {
-            return NULL;
-        }
-        p = skip_ws(p + 1, end);
         if (p >= end || *p != '"') {
             return NULL;
         }
-        close = scan_string(p + 1, end);
+        const u8 *close = scan_string(p + 1, end);
         if (!close) {
             return NULL;
         }
@@ -370,18 +372,12 @@ static const u8 *scan_segment(const u8 *p, const u8 *end, const u8 *base, rm_eve
         out->segment_values[n].off = (uint32_t)(p + 1 - base);
         out->segment_values[n].len = (uint32_t)(close - p - 1);
         n++;
-        p = skip_ws(close + 1, end);
-        if (p >= end) {
-            return NULL;
-        }
-        if (*p == '}') {
+        int closed;
+        p = after_item(close + 1, end, '}', &closed);
+        if (!p || closed) {
             out->n_segment = n;
-            return p + 1;
+            return p;
         }
-        if (*p != ',') {
-            return NULL;
-        }
-        p = skip_ws(p + 1, end);
     }
 }
 
@@ -579,20 +575,12 @@ int rm_scan_event(const char *buf, size_t len, uint32_t max_docs, rm_span *docs,
         return RM_SCAN_PUNT; /* no fields: event_id is missing */
     }
     for (;;) {
-        if (p >= end || *p != '"') {
+        const u8 *key;
+        size_t key_len;
+        p = scan_member_key(p, end, &key, &key_len);
+        if (!p) {
             return RM_SCAN_PUNT;
         }
-        const u8 *close = scan_string(p + 1, end);
-        if (!close) {
-            return RM_SCAN_PUNT;
-        }
-        const u8 *key = p + 1;
-        size_t key_len = (size_t)(close - key);
-        p = skip_ws(close + 1, end);
-        if (p >= end || *p != ':') {
-            return RM_SCAN_PUNT;
-        }
-        p = skip_ws(p + 1, end);
 
         /* A duplicate key punts: Python's dict would keep the last value. */
         int k = known_key(key, key_len);
@@ -644,20 +632,17 @@ int rm_scan_event(const char *buf, size_t len, uint32_t max_docs, rm_span *docs,
         if (!p) {
             return RM_SCAN_PUNT;
         }
-        p = skip_ws(p, end);
-        if (p >= end) {
+        int closed;
+        p = after_item(p, end, '}', &closed);
+        if (!p) {
             return RM_SCAN_PUNT;
         }
-        if (*p == '}') {
-            break;
+        if (closed) {
+            break; /* p is past the closing brace */
         }
-        if (*p != ',') {
-            return RM_SCAN_PUNT;
-        }
-        p = skip_ws(p + 1, end);
     }
     /* Nothing but whitespace after the object (orjson: trailing data is invalid JSON). */
-    if (skip_ws(p + 1, end) != end) {
+    if (skip_ws(p, end) != end) {
         return RM_SCAN_PUNT;
     }
     /* The required fields (`_identifier`, `_ranking`: missing). */

@@ -29,7 +29,9 @@ typedef struct {
     size_t capacity;
 } rm_buffer;
 
-static int buffer_reserve(rm_buffer *b, size_t extra) {
+/* Room for `extra` more bytes. `raw`: with PyMem_Raw*, callable without the GIL, and no
+   exception set on failure (the caller sets it once it holds the GIL again). */
+static int buffer_grow(rm_buffer *b, size_t extra, int raw) {
     if (b->size + extra <= b->capacity) {
         return 0;
     }
@@ -37,15 +39,19 @@ static int buffer_reserve(rm_buffer *b, size_t extra) {
     while (capacity < b->size + extra) {
         capacity *= 2;
     }
-    char *data = PyMem_Realloc(b->data, capacity);
+    char *data = raw ? PyMem_RawRealloc(b->data, capacity) : PyMem_Realloc(b->data, capacity);
     if (data == NULL) {
-        PyErr_NoMemory();
+        if (!raw) {
+            PyErr_NoMemory();
+        }
         return -1;
     }
     b->data = data;
     b->capacity = capacity;
     return 0;
 }
+
+static int buffer_reserve(rm_buffer *b, size_t extra) { return buffer_grow(b, extra, 0); }
 
 /* ---------------------------------------------------------------- a set of strings -> rows */
 
@@ -457,23 +463,6 @@ static void segment_spans(const char *buf, const rm_event *ev, const rm_key *key
     }
 }
 
-static int raw_reserve(rm_buffer *b, size_t extra) {
-    if (b->size + extra <= b->capacity) {
-        return 0;
-    }
-    size_t capacity = b->capacity ? b->capacity : 65536;
-    while (capacity < b->size + extra) {
-        capacity *= 2;
-    }
-    char *data = PyMem_RawRealloc(b->data, capacity);
-    if (data == NULL) {
-        return -1;
-    }
-    b->data = data;
-    b->capacity = capacity;
-    return 0;
-}
-
 typedef struct {
     const JudgmentIndex *index;
     Py_ssize_t n;
@@ -536,7 +525,7 @@ static int scan_all(rm_scan_job *job) {
         if (job->depth >= 0 && (uint64_t)job->depth < take) {
             take = (uint32_t)job->depth;
         }
-        if (raw_reserve(&job->codes, take) < 0) {
+        if (buffer_grow(&job->codes, take, 1) < 0) {
             return -1;
         }
         uint8_t *dst = (uint8_t *)job->codes.data + job->codes.size;
