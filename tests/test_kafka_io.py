@@ -229,14 +229,13 @@ def test_broker_outage_is_reported_and_consumption_resumes_after_it() -> None:
 
     assert not up_during_outage
     assert commit_during_outage is False
-    # The restarted broker numbers offsets from 0 again. A consumer that fetched while the topic
-    # was empty resets to its start; one that fetches only after the produce keeps its position
-    # (offset 1, valid again) and resumes from there, and may still apply a reset it scheduled
-    # during the outage and read the start after. Either way it resumes: it reads the new
-    # records from its old position on, and nothing but the new records.
+    # The restarted broker numbers offsets from 0 again, and the consumer's old position (1)
+    # may be valid again, out of range, or reset while the three records are being written:
+    # where it resumes is timing (seen here: from 0, from 1, from 2). What holds: it resumes,
+    # reads only records written after the restart, and reaches the last one.
     values = [record.value for record in after]
-    assert set(values) <= set(produced)
-    assert values.index(b"after-1") < values.index(b"after-2")
+    assert values and set(values) <= set(produced)
+    assert produced[-1] in values
     assert source.broker_up is False  # closed
 
 
