@@ -1,0 +1,112 @@
+"""Drives a sanitizer build of monitor._speedups with damaged events (run by
+tests/test_speedups_sanitized.py in a subprocess, with libasan preloaded).
+
+argv: the .so built with -fsanitize=address,undefined, a seed, a number of rounds.
+Prints "ok <accepted> <punted>" at the end; any memory error aborts the process first.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import random
+import sys
+
+import numpy as np
+import orjson
+
+
+def load(path: str):  # type: ignore[no-untyped-def]
+    loader = importlib.machinery.ExtensionFileLoader("monitor._speedups", path)
+    spec = importlib.util.spec_from_file_location("monitor._speedups", path, loader=loader)
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def damaged(value: bytes, rng: random.Random) -> bytes | None:
+    if rng.random() < 0.02:
+        return None
+    data = bytearray(value)
+    for _ in range(rng.randrange(0, 4)):
+        at = rng.randrange(len(data) + 1)
+        edit = rng.randrange(3)
+        if edit == 0 and data:
+            data[min(at, len(data) - 1)] = rng.randrange(256)
+        elif edit == 1 and data:
+            del data[min(at, len(data) - 1)]
+        else:
+            data[at:at] = bytes([rng.choice(b'"{}[],:0123456789\\ae\x00\xff')])
+    return bytes(data)
+
+
+def main() -> None:
+    speedups = load(sys.argv[1])
+    rng = random.Random(int(sys.argv[2]))
+    rounds = int(sys.argv[3])
+    queries = [f"q{i}" for i in range(50)]
+    judged = [{f"d{j}": rng.randint(1, 5) for j in range(rng.randrange(0, 30))} for _ in queries]
+    index = speedups.JudgmentIndex(queries, judged)
+    events = [
+        orjson.dumps(
+            {
+                "event_id": f"e{n}",
+                "query_id": f"q{rng.randrange(60)}",
+                "ranking": [f"d{rng.randrange(200)}" for _ in range(rng.randrange(1, 40))],
+                "event_time": rng.randrange(0, 10**13),
+                "segment": {"model": rng.choice("ab"), "x": "y"},
+                "judgments": {"d1": 2} if n % 7 == 0 else None,
+                "extra": [1, {"a": None}, "z"],
+            }
+        )
+        for n in range(300)
+    ]
+    accepted = punted = 0
+    for _ in range(rounds):
+        values = [damaged(v, rng) for v in rng.sample(events, 50)]
+        depth = rng.choice((-1, 0, 5, 20))
+        status, _, _, rows, _, _, codes, lengths = speedups.decode_events(
+            index,
+            values,
+            [rng.randrange(-5, 10**13) for _ in values],
+            10**13,
+            rng.randrange(1, 60),
+            10**6,
+            300_000,
+            ("model", "x", "absent"),
+            rng.random() < 0.8,
+            depth,
+            rng.random() < 0.5,
+        )
+        accepted += status.count(0)
+        punted += status.count(1)
+        taken = np.array([n if depth < 0 else min(n, depth) for n in lengths], dtype=np.int64)
+        out = np.empty((len(rows), 3), dtype=np.float64)
+        speedups.measure_codes(
+            codes,
+            taken,
+            np.array(lengths, dtype=np.int64),
+            np.array(rows, dtype=np.int64),
+            np.array([0, 2, 6], dtype=np.int32),
+            np.zeros(3, dtype=np.int32),
+            np.array([10, 5, -1], dtype=np.int64),
+            np.zeros(3, dtype=np.int32),
+            np.linspace(0, 1, 256),
+            np.arange(256, dtype=np.uint8) % 2,
+            np.ones(256, dtype=np.uint8),
+            np.log2(np.arange(2, int(taken.max(initial=0)) + 2, dtype=np.float64)),
+            np.ones((len(queries), 1)),
+            1,
+            np.full(len(queries), 3, dtype=np.int64),
+            0.0,
+            out,
+        )
+        speedups.JudgmentIndex(queries, judged).codes(
+            rows[:10], [["d1", "d2", "\ud800"]] * min(10, len(rows)), depth
+        )
+    print("ok", accepted, punted)
+
+
+if __name__ == "__main__":
+    main()
