@@ -11,7 +11,13 @@ from __future__ import annotations
 import socket
 from collections.abc import Sequence
 
-__all__ = ["Backoff", "KafkaUnavailableError", "bootstrap_reachable", "parse_servers"]
+__all__ = [
+    "RECONNECT_BACKOFF_MAX_MS",
+    "Backoff",
+    "KafkaUnavailableError",
+    "bootstrap_reachable",
+    "parse_servers",
+]
 
 
 class KafkaUnavailableError(Exception):
@@ -52,6 +58,12 @@ def bootstrap_reachable(bootstrap_servers: str | Sequence[str], timeout_s: float
         except OSError:
             continue
     return False
+
+
+# The longest wait between two attempts to reach a broker that went away, for every
+# kafka-python client of rankmon (Kafka's Java clients use 1 s; kafka-python 3 uses 30 s,
+# which left the monitor blind that long beside a broker that was back).
+RECONNECT_BACKOFF_MAX_MS = 5_000
 
 
 class Backoff:

@@ -33,7 +33,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.errors import KafkaError
 from kafka.structs import MemberState, OffsetAndMetadata
 
-from monitor.bootstrap import Backoff, bootstrap_reachable
+from monitor.bootstrap import RECONNECT_BACKOFF_MAX_MS, Backoff, bootstrap_reachable
 
 __all__ = ["Batch", "EventSource", "SourceRecord"]
 
@@ -122,6 +122,7 @@ class EventSource:
             "enable_auto_commit": False,
             "auto_offset_reset": "earliest",
             "bootstrap_timeout_ms": 10_000,
+            "reconnect_backoff_max_ms": RECONNECT_BACKOFF_MAX_MS,
             **kafka_options,
         }
         self._sleep = sleep
