@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
 
-from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine, parse_alerting_config
+from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine, alerting_config_from
 from monitor.batch import BatchScorer
 from monitor.bootstrap import Backoff, KafkaUnavailableError
 from monitor.catalog import monitor_keys
@@ -421,13 +421,7 @@ def _alerts(
 ) -> tuple[AlertDelivery, AlertEngine, int]:
     """The alert engine, its delivery, and how many windows per segment its restore needs:
     none without rules, else at least `RESTORE_WINDOWS` and every drop rule's baseline."""
-    alerting = parse_alerting_config(
-        config.alerts,
-        cutoffs=config.metrics.cutoffs,
-        gains=config.metrics.gain_names,
-        segment_keys=config.segments.keys,
-        window=config.windows.size.text,
-    )
+    alerting = alerting_config_from(config)
     delivery = AlertDelivery.from_config(alerting.delivery, clock, exporter)
     engine = AlertEngine(alerting, start_ms=clock.now_ms(), delivery=delivery, metrics=exporter)
     spans = [

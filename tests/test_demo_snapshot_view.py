@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.alerting import AlertEngine, parse_alerting_config
+from monitor.alerting import AlertEngine, alerting_config_from
 from monitor.demo.live_view import AlertView
 from monitor.demo.scenario import ALERT_NAME, MEASURE, Scenario
 from monitor.demo.snapshot_view import demo_state
@@ -35,13 +35,7 @@ def test_a_window_below_the_floor_fires_for_its_model_only_and_the_view_shows_it
     tmp_path: Path,
 ) -> None:
     config = Scenario().config("127.0.0.1:9092", tmp_path / "qrels.txt", 9500)
-    alerting = parse_alerting_config(
-        config.alerts,
-        cutoffs=config.metrics.cutoffs,
-        gains=config.metrics.gain_names,
-        segment_keys=config.segments.keys,
-        window=config.windows.size.text,
-    )
+    alerting = alerting_config_from(config)
     engine = AlertEngine(alerting, start_ms=START_MS)
     before = [_window("v1", START_MS, 0.81), _window("v2", START_MS, 0.72)]
     after = [_window("v1", START_MS + 10_000, 0.47), _window("v2", START_MS + 10_000, 0.70)]

@@ -3,7 +3,7 @@
 Without a config the dashboards carry no thresholds and the segment key of DESIGN.md's
 example (`model`). With `--config FILE` the file is loaded and checked exactly as `rankmon run`
 loads it (`monitor.config.load_config`, `RANKMON_` overrides included; the alerting stage's
-`parse_alerting_config` for the rules), so a dashboard never draws a rule the service would
+`alerting_config_from` for the rules), so a dashboard never draws a rule the service would
 refuse, and a bad key fails with the same one-line `ConfigError`.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from monitor.alerting.config import parse_alerting_config
+from monitor.alerting.config import alerting_config_from
 from monitor.alerting.rules import AlertRule, Below, Drop
 from monitor.config import load_config
 from monitor.errors import ConfigError
@@ -91,13 +91,7 @@ def load_spec(path: Path) -> DashboardSpec:
     quality series and are not drawn.
     """
     config = load_config(path)
-    alerting = parse_alerting_config(
-        config.alerts,
-        cutoffs=config.metrics.cutoffs,
-        gains=config.metrics.gain_names,
-        segment_keys=config.segments.keys,
-        window=config.windows.size.text,
-    )
+    alerting = alerting_config_from(config)
     floors: list[FloorRule] = []
     drops: list[DropRule] = []
     for rule in alerting.rules:
