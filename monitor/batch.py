@@ -12,6 +12,9 @@ one uint8 matrix. Gains, relevance and judged flags are then tiny per-code table
 measure is a cumulative sum along the ranks. Only the first max(k) documents are looked up
 unless a key needs the whole ranking (mrr, map, nDCG without cutoff, num_rel_ret). The ideal
 DCG at every (gain, cutoff) the keys use is computed once per query at construction.
+With the C accelerators (`monitor.native`) the lookup is a per-query hash table in C
+(`JudgmentIndex`) and the columns come from the C kernel (`monitor.measure_plan`), bit for bit
+the numpy ones; the dicts and numpy columns above are then the reference they are tested on.
 
 A ranking with inline `extra_judgments` (grades for documents the evaluation set has not
 judged) takes a slower, per-ranking path: its ideal DCG and num_rel are recomputed from the
@@ -92,6 +95,7 @@ class BatchScorer:
         )
         self._code_lookups: list[CodeLookup] = []
         self._tables, self.judgment_index = self._grade_codes(speedups)
+        # The C index comes only with code tables, so the C kernel's plan comes with it.
         self._plan: MeasurePlan | None = None
         if self.judgment_index is not None and self._tables is not None:
             self._plan = MeasurePlan.of(self.keys, self._tables, self._queries, idcg_zero)
@@ -192,11 +196,11 @@ class BatchScorer:
         ideals = self._queries.take(np.asarray(rows, dtype=np.int64))
         if self._tables is None:
             return self._score_grades([self._judgments(r) for r in rows], rankings, ideals)
-        width = self._width(rankings)
         if self.judgment_index is not None:
             depth = -1 if self._depth is None else self._depth
             flat, lengths = self.judgment_index.codes(rows, rankings, depth)
             return self.score_coded(rows, flat, lengths)
+        width = self._width(rankings)
         code_of = self._code_lookups
         # bytes(map(dict.get, ...)) runs in C; codes are small ints, 0 for an unjudged doc.
         if self._depth is None:
@@ -218,25 +222,13 @@ class BatchScorer:
         ranking's first `lookup_depth` documents (all when None) concatenated, `lengths` the
         full ranking lengths. Same rows and columns as `score`.
         """
-        if self._tables is None:
-            raise ValueError("coded rankings need an evaluation set of at most 255 grades")
+        if self._plan is None:
+            raise ValueError(
+                "coded rankings need the C accelerators and an evaluation set of at most 255 grades"
+            )
         full = np.asarray(lengths, dtype=np.int64)
         taken = full if self._depth is None else np.minimum(full, self._depth)
-        query_rows = np.asarray(rows, dtype=np.int64)
-        if self._plan is not None:
-            return self._plan.measure(codes, taken, full, query_rows)
-        out = np.empty((len(query_rows), len(self.keys)), dtype=np.float64)
-        ends = np.cumsum(taken)
-        for start in range(0, len(query_rows), CHUNK_ROWS):
-            stop = min(start + CHUNK_ROWS, len(query_rows))
-            first = int(ends[start - 1]) if start else 0
-            longest = int(taken[start:stop].max(initial=0))
-            flat = codes[first : int(ends[stop - 1])]
-            ranked = RankedCodes.from_flat(flat, full[start:stop], longest)
-            ideals = self._queries.take(query_rows[start:stop])
-            tables = self._tables
-            out[start:stop] = measure_matrix(self.keys, ranked, tables, ideals, self.idcg_zero)
-        return out
+        return self._plan.measure(codes, taken, full, np.asarray(rows, dtype=np.int64))
 
     def _score_grades(
         self,

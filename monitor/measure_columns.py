@@ -95,15 +95,6 @@ class RankedCodes:
         return cls(_pad(flat, lengths, width, np.uint8), lengths)
 
     @classmethod
-    def from_flat(cls, flat: bytes, lengths: Sequence[int] | Ints, width: int) -> RankedCodes:
-        """From the one-byte codes of each ranking's first min(length, width) documents."""
-        codes = np.frombuffer(flat, dtype=np.uint8)
-        full = np.asarray(lengths, dtype=np.int64)
-        if codes.size == width * len(full):  # every ranking fills the width: no padding
-            return cls(codes.reshape(len(full), width), full)
-        return cls(_pad(codes, full, width, np.uint8), full)
-
-    @classmethod
     def from_grades(
         cls, flat_grades: Sequence[int], width: int, rankings: Sequence[Sequence[str]]
     ) -> tuple[RankedCodes, Ints]:
