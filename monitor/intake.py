@@ -126,26 +126,34 @@ class Intake:
             punt_judgments=self.inline_judgments,
         )
         status = decoded[0]
+        if records and status.count(_SCANNED) == len(records):  # most polls: all in C
+            self._window_scanned(list(records), decoded, [], [], scorer)
+            return
         scanned: list[SourceRecord] = []
         slow: list[tuple[SourceRecord, RankingEvent]] = []
+        # Per accepted record, in record order: its place in `scanned` (>= 0) or ~its place
+        # in `slow`, so the punted events merge back in order.
+        arrival: list[int] = []
         for record, state in zip(records, status, strict=True):
             if state == _SCANNED:
+                arrival.append(len(scanned))
                 scanned.append(record)
             elif state == _UNKNOWN_QUERY:
                 self._reject(record, Outcome.UNKNOWN_QUERY)
             else:  # punted: the reference decoder decides, rejects keep record order
                 event = self._decode_one(record, scorer, now_ms)
                 if event is not None:
+                    arrival.append(~len(slow))
                     slow.append((record, event))
         if scanned or slow:
-            self._window_scanned(records, scanned, decoded, slow, scorer)
+            self._window_scanned(scanned, decoded, slow, arrival, scorer)
 
     def _window_scanned(
         self,
-        poll: Sequence[SourceRecord],
         scanned: list[SourceRecord],
         decoded: DecodedEvents,
         slow: list[tuple[SourceRecord, RankingEvent]],
+        arrival: list[int],
         scorer: BatchScorer,
     ) -> None:
         _, event_ids, query_ids, rows, times, segments, codes, lengths = decoded
@@ -160,10 +168,8 @@ class Intake:
             slow_measures = scorer.score(
                 [e.query_id for e in events], [e.ranking for e in events], extra
             )
-            position = {id(record): i for i, record in enumerate(poll)}
-            both = [*scanned, *(record for record, _ in slow)]
-            order = sorted(range(len(both)), key=lambda row: position[id(both[row])])
-            records = [both[row] for row in order]
+            order = [row if row >= 0 else len(scanned) + ~row for row in arrival]
+            records = _merged(scanned, [record for record, _ in slow], order)
             event_ids = _merged(event_ids, [e.event_id for e in events], order)
             query_ids = _merged(query_ids, [e.query_id for e in events], order)
             times = _merged(times, [e.event_time_ms for e in events], order)
