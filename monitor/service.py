@@ -15,8 +15,10 @@ A tick, in this order (DESIGN.md "Not losing data"):
 3. set the gauges, log one line per window, evaluate the alert rules;
 4. commit the offsets that are safe: up to the first record of the oldest open window.
 
-If step 2 fails (broker down, group moved on) nothing is committed; the shares are held and
-the next tick publishes them before any commit. While the consumer sees no broker the tick
+If step 2 fails (broker down, group moved on, a flush not acknowledged) nothing is committed;
+the shares stay held, those already handed to the producer too, until a publish acknowledges
+every one. Windows finalized meanwhile join them behind the fence of the oldest, so no commit
+passes a window whose share is not acknowledged. While the consumer sees no broker the tick
 does not even try: `rankmon_broker_up` is 0, `/readyz` fails, and the loop keeps polling with
 backoff; nothing here exits on a Kafka error.
 

@@ -14,9 +14,10 @@ from dataclasses import replace
 import orjson
 import pytest
 
+from monitor.bootstrap import KafkaUnavailableError
 from monitor.broker import EmbeddedBroker
 from monitor.crashpoints import CRASH_ENV, CrashPoints
-from monitor.producer import RecordProducer
+from monitor.producer import Headers, RecordProducer
 from monitor.recovery import THROUGH_HEADER, ShareRestore, WindowShare
 from monitor.share_publisher import SharePublisher
 from monitor.summary import WindowSummary
@@ -143,6 +144,55 @@ class Member:
     def commit(self, offsets: Mapping[int, int]) -> bool:
         self.commits.append(dict(offsets))
         return not self.rebalancing
+
+
+class FlakyProducer(RecordProducer):
+    """Keeps what is sent until a flush succeeds; every flush fails while `failing`."""
+
+    def __init__(self) -> None:
+        super().__init__(bootstrap_servers="127.0.0.1:9")  # send and flush are fakes
+        self.failing = True
+        self.queued: list[bytes | None] = []
+        self.acked: list[bytes | None] = []
+
+    def send(self, topic: str, key: bytes | None, value: bytes, headers: Headers) -> None:
+        self.queued.append(key)
+
+    def flush(self) -> None:
+        if self.failing:
+            raise KafkaUnavailableError(f"{len(self.queued)} records not acknowledged")
+        self.acked += self.queued
+        self.queued = []
+
+
+def test_after_a_failed_flush_a_new_finalize_commits_nothing_past_the_unacknowledged_window() -> (
+    None
+):
+    # A broker outage: the consumer is back before the producer, so the fence commit works
+    # but the flush does not. The next tick finalizes another window, whose fence (9) passes
+    # the first window's records: committing it before the first share is acknowledged
+    # would lose that window to a crash.
+    member = Member()
+    producer = FlakyProducer()
+    publisher = SharePublisher(producer, "windows", member, CrashPoints())
+    first = WindowShare(SUMMARY, frozenset({0}))
+    later = WindowShare(replace(SUMMARY, start_ms=2_000, end_ms=3_000), frozenset({0}))
+    third = WindowShare(replace(SUMMARY, start_ms=3_000, end_ms=4_000), frozenset({0}))
+
+    publisher.add([first], fence={0: 5})
+    assert not publisher.publish()
+    publisher.add([later], fence={0: 9})  # 9 would pass `first`'s records
+    assert not publisher.publish()
+    assert member.commits == [{0: 5}, {0: 5}]
+    assert publisher.held == [first, later]
+
+    producer.failing = False
+    assert publisher.publish()  # the tick may now commit past both windows
+    assert producer.acked == [first.key, later.key]  # each sent once, in order
+    assert publisher.held == []
+    publisher.add([third], fence={0: 12})
+    assert publisher.publish()
+    assert member.commits[-1] == {0: 12}
 
 
 def shares_on(bootstrap: str, topic: str) -> list[bytes]:
