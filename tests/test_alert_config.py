@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from monitor.alerting import parse_alerting_config
 from monitor.alerting.rules import Below, Drop, Stale
+from monitor.config import load_config
 from monitor.errors import ConfigError
+from monitor.service import Monitor
 
 DESIGN_EXAMPLE: dict[str, Any] = {
     "rules": [
@@ -142,3 +146,22 @@ def test_two_rules_with_one_identity_are_refused() -> None:
     with pytest.raises(ConfigError) as caught:
         parse({"rules": [rule, rule]})
     assert caught.value.key == "alerts.rules[1].name"
+
+
+def test_the_monitor_refuses_a_bad_rule_at_start_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n", encoding="utf-8")
+    tree = {
+        "kafka": {"topic": "events", "bootstrap_servers": ["127.0.0.1:1"]},
+        "evaluation_set": {"path": "qrels.txt"},
+        "segments": {"keys": ["model"]},
+        "export": {"host": "127.0.0.1", "port": 0},
+        "alerts": with_second_rule(measure="ndcg@10", drop={"relative": 0.05, "significance": 1.5}),
+    }
+    path = tmp_path / "rankmon.yaml"
+    path.write_text(yaml.safe_dump(tree), encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        Monitor(load_config(path, environ={}))
+    assert str(caught.value) == (
+        "config key 'alerts.rules[1].drop.significance': "
+        "rule 'bad-rule': must be in (0, 1), got 1.5"
+    )

@@ -21,6 +21,12 @@ def section(name: str, **keys: Any) -> dict[str, Any]:
     return {**MINIMAL, name: base}
 
 
+def with_alert_rule(**rule: Any) -> dict[str, Any]:
+    """The minimal config with a good rule and `rule` (named `bad-rule`) after it."""
+    good = {"name": "ndcg10-floor", "measure": "ndcg@10", "below": 0.5}
+    return {**MINIMAL, "alerts": {"rules": [good, {"name": "bad-rule", **rule}]}}
+
+
 CheckConfig = Callable[..., tuple[int, str, str]]
 
 
@@ -150,6 +156,36 @@ BAD_KEYS = [
     pytest.param(section("logging", format="xml"), {}, "logging.format", id="log-format"),
     pytest.param(section("schedule", interval="-1s"), {}, "schedule.interval", id="interval"),
     pytest.param({**MINIMAL, "alerts": ["a"]}, {}, "alerts", id="alerts-not-a-mapping"),
+    pytest.param(
+        with_alert_rule(measure="ndcg_cut_10", below=0.5),
+        {},
+        "alerts.rules[1].measure",
+        id="alert-unknown-measure",
+    ),
+    pytest.param(
+        with_alert_rule(measure="ndcg@15", below=0.5),
+        {},
+        "alerts.rules[1].measure",
+        id="alert-cutoff-not-computed",
+    ),
+    pytest.param(
+        with_alert_rule(measure="ndcg@10", below=-0.1),
+        {},
+        "alerts.rules[1].below",
+        id="alert-negative-threshold",
+    ),
+    pytest.param(
+        with_alert_rule(measure="ndcg@10", drop={"relative": 0.05, "significance": 1.5}),
+        {},
+        "alerts.rules[1].drop.significance",
+        id="alert-significance-outside-0-1",
+    ),
+    pytest.param(
+        with_alert_rule(measure="ndcg@10", below=0.5),
+        {"RANKMON_METRICS__CUTOFFS": "[5, 20]"},
+        "alerts.rules[0].measure",
+        id="alert-cutoff-removed-by-env",
+    ),
 ]
 
 
@@ -162,6 +198,25 @@ def test_bad_key_gives_one_line_naming_it_and_exit_2(
     assert out == ""
     assert err.count("\n") == 1
     assert err.startswith(f"rankmon check-config: config key '{key}': ")
+
+
+def test_a_bad_alert_rule_is_named_with_its_key_as_rankmon_run_would_refuse_it(
+    check_config: CheckConfig,
+) -> None:
+    tree = with_alert_rule(measure="ndcg@10", drop={"relative": 0.05, "significance": 1.5})
+    code, out, err = check_config(yaml.safe_dump(tree))
+    assert (code, out) == (2, "")
+    assert err == (
+        "rankmon check-config: config key 'alerts.rules[1].drop.significance': "
+        "rule 'bad-rule': must be in (0, 1), got 1.5\n"
+    )
+
+
+def test_valid_alert_rules_pass_and_are_printed_as_written(check_config: CheckConfig) -> None:
+    tree = with_alert_rule(measure="ndcg@10", drop={"relative": 0.05, "significance": 0.01})
+    code, out, err = check_config(yaml.safe_dump(tree))
+    assert (code, err) == (0, "")
+    assert yaml.safe_load(out)["alerts"] == tree["alerts"]
 
 
 def test_valid_config_prints_the_effective_config_and_exits_0(check_config: CheckConfig) -> None:

@@ -2,7 +2,9 @@
 
 Exit 0 and the effective configuration as YAML (defaults filled in, `RANKMON_` overrides
 applied, secrets shown only as the variable or file they come from); on a bad key, one line
-naming it on stderr and exit 2 (the CLI turns the `ConfigError` into that line).
+naming it on stderr and exit 2 (the CLI turns the `ConfigError` into that line). The `alerts:`
+rules are checked as `rankmon run` checks them at start (`alerts.rules[1].drop.significance`,
+naming the rule), against the cutoffs, gains and segment keys of the same file.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sys
 
 import yaml
 
+from monitor.alerting.config import alerting_config_from
 from monitor.config import load_config
 from monitor.config_render import render_config
 
@@ -36,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Load and print; a bad config raises `ConfigError` or `InputError` for the CLI."""
     config = load_config(args.file)
+    alerting_config_from(config)  # the rules refer to the rest of the config: check them too
     text = yaml.safe_dump(render_config(config), sort_keys=False, allow_unicode=True)
     try:
         sys.stdout.write(text)
