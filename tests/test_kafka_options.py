@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import yaml
@@ -20,6 +21,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from monitor.config import KafkaConfig, load_config
 from monitor.kafka_options import consumer_options, producer_options
 from monitor.logs import JsonLinesFormatter, fields
+from monitor.recovery import WindowsTopic
 
 SECRETS = {"KAFKA_PASSWORD": "pw-very-secret", "KEY_PASSWORD": "key-phrase-secret"}
 
@@ -65,6 +67,40 @@ def test_sasl_ssl_scram_and_mtls_options_reach_kafka_python_unchanged(
     assert options["ssl_password"] == "key-phrase-secret"
     assert options["ssl_check_hostname"] is False
     assert producer_options(mtls_scram)["sasl_plain_password"] == "pw-very-secret"
+
+
+def test_the_windows_topic_reader_gets_the_same_security_options_as_the_consumer(
+    tmp_path: Path, mtls_scram: KafkaConfig
+) -> None:
+    consumer_class = mock.MagicMock()
+    consumer_class.return_value.partitions_for_topic.return_value = set()  # nothing to read
+    with (
+        mock.patch("monitor.recovery.bootstrap_reachable", return_value=True),
+        mock.patch("monitor.recovery.KafkaConsumer", consumer_class),
+    ):
+        WindowsTopic(mtls_scram).read(lambda share: None)
+
+    options = consumer_class.call_args.kwargs
+    assert options["bootstrap_servers"] == ["b1:9093", "b2:9093"]
+    expected = consumer_options(mtls_scram)
+    security = {key for key in expected if key.startswith(("security_", "sasl_", "ssl_"))}
+    assert security == {
+        "security_protocol",
+        "sasl_mechanism",
+        "sasl_plain_username",
+        "sasl_plain_password",
+        "ssl_cafile",
+        "ssl_certfile",
+        "ssl_keyfile",
+        "ssl_password",
+        "ssl_check_hostname",
+    }
+    assert {key: options[key] for key in security} == {key: expected[key] for key in security}
+    assert options["sasl_plain_password"] == "pw-very-secret"
+    assert options["ssl_keyfile"] == str(tmp_path.resolve() / "client.key")
+    # A plain reader: no group, nothing committed; and nothing kafka-python would refuse.
+    assert (options["group_id"], options["enable_auto_commit"]) == (None, False)
+    assert set(options) <= set(KafkaConsumer.DEFAULT_CONFIG)
 
 
 def test_every_option_is_one_kafka_python_declares(mtls_scram: KafkaConfig) -> None:
