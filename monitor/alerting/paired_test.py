@@ -17,7 +17,8 @@ Why this test and not the others:
   bootstrap of the mean, does not run anti-conservative with few queries;
 - with up to `EXACT_LIMIT` queries every sign pattern is enumerated (exact p-value); above,
   up to `draws` random patterns from a fixed seed (the same window always gets the same
-  p-value), stopping early when the p-value is clearly large (Besag & Clifford 1991).
+  p-value), stopping early once 20 flipped means reach the observed one (Besag & Clifford
+  1991: still a valid p-value).
 """
 
 from __future__ import annotations
@@ -94,12 +95,14 @@ def _exact_p_value(differences: np.ndarray, observed: float) -> float:
 
 
 def _sequential_p_value(differences: np.ndarray, observed: float, draws: int) -> float:
-    """Monte Carlo p-value, stopping early once it is clearly not small (Besag & Clifford).
+    """Monte Carlo p-value with Besag & Clifford's sequential early stop.
 
     Draws come in chunks; once `STOP_AFTER` flipped means at or below the observed one have
-    been seen, the p-value is (that count) / (draws so far), a valid p-value that is at least
-    about 20 / draws, far above any significance level: a window without a drop costs one
-    chunk instead of all draws.
+    been seen, the p-value is (that count) / (draws so far). That is Besag & Clifford's
+    sequential p-value, valid like the full one, so the level holds wherever it stops. It is
+    at least 20 / 4000 = 0.005 with the default draws, so a stop late in the draws can fall
+    under a level of 0.01. A window without a drop usually stops after its first chunk, with
+    p >= 20 / 256 = 0.08, and costs one chunk instead of all draws.
     """
     n = differences.size
     limit = observed + _tolerance(differences)

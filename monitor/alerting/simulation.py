@@ -5,17 +5,30 @@ from [0.2, 0.95]. In each window a query is served Poisson(`events_per_query`) t
 queries are not seen); each event scores its query's quality plus Normal(0, `noise`), clipped
 to [0, 1], which gives the lumpy, bounded per-query values real nDCG has. From window
 `drop_at` on, every query's quality is multiplied by (1 - `drop`).
+
+`drop_verdicts` runs a rule over such a stream as the engine would; `false_alarm_bound` is
+the rate a calibrated test may show on a finite sample (the level plus two standard errors).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from monitor.alerting.conditions import Verdict, WindowTrack, evaluate_window
+from monitor.alerting.rules import AlertRule
+from monitor.alerting.state import Evidence
 from monitor.summary import Segment, WindowSummary
 
-__all__ = ["StreamModel", "simulate_windows"]
+__all__ = [
+    "StreamModel",
+    "drop_verdicts",
+    "false_alarm_bound",
+    "simulate_windows",
+    "windows_to_detection",
+]
 
 
 @dataclass(frozen=True)
@@ -78,3 +91,38 @@ def _summary(
         event_means={model.measure: mean},
         query_means=query_means,
     )
+
+
+def drop_verdicts(
+    rule: AlertRule,
+    model: StreamModel,
+    windows: int,
+    *,
+    seed: int,
+    drop_at: int | None = None,
+    drop: float = 0.0,
+) -> list[Verdict]:
+    """The rule's verdict on each window of a simulated stream, each window entering the
+    baseline after it was evaluated, as in the engine."""
+    track = WindowTrack.for_rule(rule)
+    verdicts = []
+    for summary in simulate_windows(model, windows, seed=seed, drop_at=drop_at, drop=drop):
+        verdicts.append(evaluate_window(rule, summary, track))
+        track.remember(rule.measure, summary)
+    return verdicts
+
+
+def windows_to_detection(verdicts: list[Verdict], drop_at: int) -> int | None:
+    """How many windows from `drop_at` on until the first bad one (1 = window `drop_at`)."""
+    bad = [verdict.evidence is Evidence.BAD for verdict in verdicts[drop_at:]]
+    return bad.index(True) + 1 if True in bad else None
+
+
+def false_alarm_bound(level: float, windows: int) -> float:
+    """The highest false-alarm rate over `windows` tested windows that still agrees with a
+    test holding `level`: the level plus two binomial standard errors.
+
+    The windows of one stream share baselines, so they are not quite independent: many short
+    streams keep the sample closer to the binomial than a few long ones.
+    """
+    return level + 2.0 * math.sqrt(level * (1.0 - level) / windows)
