@@ -17,22 +17,31 @@ DATA = Path(__file__).parent / "data"
 CONFIG = DATA / "alert_rules_config.yaml"
 
 
-def render(tmp_path: Path, config: Path = CONFIG) -> Path:
+def render(tmp_path: Path, config: Path = CONFIG, *options: str) -> Path:
     output = tmp_path / "rendered_rules.yml"
-    assert main(["rules", "render", "--config", str(config), "--output", str(output)]) == 0
+    command = ["rules", "render", "--config", str(config), "--output", str(output), *options]
+    assert main(command) == 0
     return output
 
 
-def test_rendered_rules_pass_promtool_check(tmp_path: Path, promtool: Promtool) -> None:
-    result = promtool.check_rules(render(tmp_path))
+def alert_names(rules_file: Path) -> list[str]:
+    rules = yaml.safe_load(rules_file.read_text())
+    return [rule["alert"] for rule in rules["groups"][1]["rules"]]
+
+
+@pytest.mark.parametrize(("options", "rules"), [((), 14), (("--ungated-drop",), 15)])
+def test_rendered_rules_pass_promtool_check(
+    tmp_path: Path, promtool: Promtool, options: tuple[str, ...], rules: int
+) -> None:
+    result = promtool.check_rules(render(tmp_path, CONFIG, *options))
     assert result.ok, result.output
-    assert "SUCCESS: 13 rules found" in result.output
+    assert f"SUCCESS: {rules} rules found" in result.output
 
 
 def test_rendered_rules_fire_and_resolve_in_promtool_unit_tests(
     tmp_path: Path, promtool: Promtool
 ) -> None:
-    render(tmp_path)
+    render(tmp_path, CONFIG, "--ungated-drop")
     shutil.copy(DATA / "alert_rules_test.yml", tmp_path)
     result = promtool.test_rules(tmp_path / "alert_rules_test.yml")
     assert result.ok, result.output
@@ -43,21 +52,42 @@ def test_the_unit_tests_notice_a_wrong_threshold(tmp_path: Path, promtool: Promt
     config["alerts"]["rules"][0]["below"] = 0.40
     changed = tmp_path / "config.yaml"
     changed.write_text(yaml.safe_dump(config))
-    render(tmp_path, changed)
+    render(tmp_path, changed, "--ungated-drop")
     shutil.copy(DATA / "alert_rules_test.yml", tmp_path)
     assert not promtool.test_rules(tmp_path / "alert_rules_test.yml").ok
 
 
-def test_trend_rules_are_left_to_the_engine(tmp_path: Path) -> None:
-    rules = yaml.safe_load(render(tmp_path).read_text())
-    names = [rule["alert"] for rule in rules["groups"][1]["rules"]]
-    assert names == [
+def test_drop_and_trend_rules_are_left_to_rankmon_and_the_header_says_why(
+    tmp_path: Path,
+) -> None:
+    rendered = render(tmp_path)
+    assert alert_names(rendered) == [
         "ndcg10-floor",
-        "ndcg10-drop",
         "pipeline-stale",
+        "coverage-low",
+        "judged-low",
         "RankmonDown",
         "RankmonAbsent",
     ]
+    header = rendered.read_text().split("groups:")[0]
+    assert "#   ndcg10-drop (alerts.rules[1]): drop, gated by a paired test" in header
+    assert "#   ndcg10-trend (alerts.rules[3]): trend, Page-Hinkley has no PromQL form" in header
+    assert "--ungated-drop renders drop rules" in header
+
+
+def test_the_ungated_drop_is_rendered_only_when_asked_for_and_claims_no_paired_test(
+    tmp_path: Path,
+) -> None:
+    rendered = render(tmp_path, CONFIG, "--ungated-drop")
+    assert alert_names(rendered)[:2] == ["ndcg10-floor", "ndcg10-drop"]
+    header = rendered.read_text().split("groups:")[0]
+    assert "ndcg10-drop" not in header
+    assert "ungated-drop" not in header
+    drop = yaml.safe_load(rendered.read_text())["groups"][1]["rules"][1]
+    summary = drop["annotations"]["summary"]
+    assert summary.endswith("; ungated approximation, no paired test")
+    assert "p <" not in summary
+    assert "no paired test" in drop["annotations"]["description"]
 
 
 def test_a_bad_rule_is_one_line_naming_it_and_exit_2(

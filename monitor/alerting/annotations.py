@@ -13,7 +13,7 @@ from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Sta
 if TYPE_CHECKING:
     from monitor.alerting.engine import ActiveAlert
 
-__all__ = ["alert_labels", "alert_message", "condition_summary"]
+__all__ = ["alert_labels", "alert_message", "condition_summary", "drop_summary"]
 
 
 def alert_labels(
@@ -35,15 +35,8 @@ def condition_summary(rule: AlertRule) -> str:
     if isinstance(condition, Below):
         return f"{rule.measure} under the floor {condition.threshold:g}"
     if isinstance(condition, Drop):
-        size = (
-            f"{condition.relative:.0%}"
-            if condition.relative is not None
-            else f"{condition.absolute:g} absolute"
-        )
-        source = "pinned" if condition.pinned is not None else "trailing median"
         return (
-            f"{rule.measure} dropped by more than {size} from its baseline ({source}), "
-            f"paired sign-flip test p < {condition.significance:g}"
+            f"{drop_summary(rule, condition)}, paired sign-flip test p < {condition.significance:g}"
         )
     if isinstance(condition, Trend):
         return f"{rule.measure} is drifting down (Page-Hinkley)"
@@ -54,6 +47,17 @@ def condition_summary(rule: AlertRule) -> str:
     if isinstance(condition, Stale):
         return f"no finalized window for more than {format_duration(condition.after_ms)}"
     raise TypeError(f"unknown condition {condition!r}")
+
+
+def drop_summary(rule: AlertRule, condition: Drop) -> str:
+    """What a drop rule watches for, before its significance gate."""
+    size = (
+        f"{condition.relative:.0%}"
+        if condition.relative is not None
+        else f"{condition.absolute:g} absolute"
+    )
+    source = "pinned" if condition.pinned is not None else "trailing median"
+    return f"{rule.measure} dropped by more than {size} from its baseline ({source})"
 
 
 def alert_message(

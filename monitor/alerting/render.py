@@ -9,15 +9,20 @@ one instance, so only Prometheus sees the global numbers):
   coverage (instances see disjoint queries, so their coverage ratios add);
 - `below`: the global mean under the floor; `for` consecutive bad windows become a duration
   of (for - 1) windows, `keep_firing_for` one of keep_firing_for windows;
-- `drop`: the global mean under (1 - relative) times (or `absolute` below) the median of the
-  recorded mean over the baseline span (baseline_windows windows, ending one window back),
-  with at least `min_queries` queries. The paired test needs per-query values Prometheus does
-  not have: rankmon's own alert is the significance-gated one, this is its approximation;
+- `drop`, only when asked for (`ungated_drop`): the global mean under (1 - relative) times
+  (or `absolute` below) the median of the recorded mean over the baseline span
+  (baseline_windows windows, ending one window back), with at least `min_queries` queries.
+  The paired test needs per-query values Prometheus does not have, so this is an ungated
+  approximation that pages on noisy swings rankmon's own, significance-gated alert rejects:
+  by default drop rules are left to rankmon (for deployments where rankmon delivers its
+  alerts itself), and the file's header says so;
 - `stale`: no window end timestamp changed over `after` (processing-time silence, like the
   engine's);
 - `coverage` and `judged` as floors on the combined series; `trend` is not expressible and
   is left to rankmon's engine;
 - `RankmonDown` (`up == 0`) and `RankmonAbsent` (`absent(up)`) for the scrape job.
+
+The file starts with a comment naming every rule left to rankmon's engine, and why.
 """
 
 from __future__ import annotations
@@ -27,10 +32,10 @@ from typing import Any
 
 import yaml
 
-from monitor.alerting.annotations import alert_labels, condition_summary
+from monitor.alerting.annotations import alert_labels, condition_summary, drop_summary
 from monitor.alerting.config import AlertingConfig
 from monitor.alerting.durations import format_duration
-from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale
+from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale, Trend
 from monitor.summary import Segment
 
 __all__ = ["render_prometheus_rules", "render_rule_groups"]
@@ -39,22 +44,44 @@ MEASURE_KINDS = ("ndcg", "precision", "recall", "judged", "mrr", "map")
 _BY_INSTANCE = "without(instance, pod)"
 
 
-def render_prometheus_rules(config: AlertingConfig) -> str:
-    """The rules file (YAML) for `rankmon rules render`."""
-    return yaml.safe_dump(render_rule_groups(config), sort_keys=False, width=1000)
+def render_prometheus_rules(config: AlertingConfig, *, ungated_drop: bool = False) -> str:
+    """The rules file (YAML) for `rankmon rules render`, headed by what it leaves out."""
+    groups = render_rule_groups(config, ungated_drop=ungated_drop)
+    return _header(config, ungated_drop) + yaml.safe_dump(groups, sort_keys=False, width=1000)
 
 
-def render_rule_groups(config: AlertingConfig) -> dict[str, Any]:
-    """The rules file as data: one recording group, one alerting group."""
+def render_rule_groups(config: AlertingConfig, *, ungated_drop: bool = False) -> dict[str, Any]:
+    """The rules file as data: one recording group, one alerting group. `drop` rules are
+    rendered (without their paired test) only with `ungated_drop`."""
     job = f'job="{config.prometheus_job}"'
-    alerts = [_alert(rule, config) for rule in config.rules]
-    alerts = [alert for alert in alerts if alert is not None]
+    rendered = [rule for rule in config.rules if _left_out(rule, ungated_drop) is None]
+    alerts = [alert for alert in (_alert(rule, config) for rule in rendered) if alert is not None]
     return {
         "groups": [
             {"name": "rankmon-recording", "rules": _recording_rules(job)},
             {"name": "rankmon-alerts", "rules": [*alerts, *_process_alerts(job)]},
         ]
     }
+
+
+def _left_out(rule: AlertRule, ungated_drop: bool) -> str | None:
+    """Why the rule is left to rankmon's engine, or None when it is rendered."""
+    if isinstance(rule.condition, Trend):
+        return "trend, Page-Hinkley has no PromQL form"
+    if isinstance(rule.condition, Drop) and not ungated_drop:
+        return "drop, gated by a paired test on per-query values Prometheus lacks"
+    return None
+
+
+def _header(config: AlertingConfig, ungated_drop: bool) -> str:
+    lines = ["# Rendered by `rankmon rules render` from the config's alerts.rules."]
+    left = [(rule, _left_out(rule, ungated_drop)) for rule in config.rules]
+    left_out = [f"#   {rule.name} (alerts.rules[{rule.index}]): {why}" for rule, why in left if why]
+    if left_out:
+        lines += ["# Left to rankmon's own alerts, not rendered:", *left_out]
+    if not ungated_drop and any(isinstance(rule.condition, Drop) for rule in config.rules):
+        lines.append("# (--ungated-drop renders drop rules without the test: docs/alerting.md)")
+    return "\n".join(lines) + "\n"
 
 
 def _recording_rules(job: str) -> list[dict[str, str]]:
@@ -119,7 +146,7 @@ def _expression(rule: AlertRule, config: AlertingConfig) -> str | None:
             f"(sum by (job) (changes({ends}[{after}])) == 0)"
             f" and on(job) sum by (job) (present_over_time({ends}[1m] offset {after}))"
         )
-    return None  # trend: a sequential detector, not a PromQL expression
+    return None  # trend: left out by `_left_out`
 
 
 def _drop_expression(value: str, condition: Drop, rule: AlertRule, config: AlertingConfig) -> str:
@@ -151,11 +178,17 @@ def _alert(rule: AlertRule, config: AlertingConfig) -> dict[str, Any] | None:
     if rule.keep_firing_for:
         alert["keep_firing_for"] = format_duration(rule.keep_firing_for * config.window_ms)
     alert["labels"] = labels
-    annotations = {"summary": condition_summary(rule), "description": _description(rule)}
+    annotations = {"summary": _summary(rule), "description": _description(rule)}
     if rule.runbook_url:
         annotations["runbook_url"] = rule.runbook_url
     alert["annotations"] = annotations
     return alert
+
+
+def _summary(rule: AlertRule) -> str:
+    if isinstance(rule.condition, Drop):
+        return f"{drop_summary(rule, rule.condition)}; ungated approximation, no paired test"
+    return condition_summary(rule)
 
 
 def _description(rule: AlertRule) -> str:
@@ -166,7 +199,7 @@ def _description(rule: AlertRule) -> str:
     value = f'{rule.measure} is {{{{ $value | printf "%.4f" }}}}; {source}'
     if isinstance(condition, Drop):
         # Prometheus has no per-query values: say what this alert is missing.
-        value += " (trailing median only: rankmon's own alert adds the paired test)"
+        value += " (no paired test: rankmon's own alert is the significance-gated one)"
     return value
 
 
