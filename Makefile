@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check bench clean system-deps
+.PHONY: demo test lint typecheck check bench clean system-deps dashboards
 
 # The C accelerators (monitor/_native) are compiled by the install: rebuild when they change.
 $(STAMP): pyproject.toml setup.py $(wildcard monitor/_native/*.c monitor/_native/*.h)
@@ -35,6 +35,11 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy monitor
+
+# The checked-in dashboards, each set from its config (tests check both are up to date).
+dashboards: $(STAMP)
+	$(BIN)/rankmon dashboards render --config dashboards/rankmon.yaml --out dashboards
+	$(BIN)/rankmon dashboards render --config deploy/rankmon/config.yaml --out deploy/grafana/dashboards
 
 bench: $(STAMP)
 	$(BIN)/python bench/metrics.py

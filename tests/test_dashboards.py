@@ -1,5 +1,6 @@
 """The Grafana dashboards: checked-in files, Grafana's schemas, PromQL that parses and names
-only series rankmon exports, thresholds from the config's alert rules."""
+only series rankmon exports (or Prometheus's `ALERTS` for rankmon's rendered rules),
+thresholds from the config's alert rules."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from monitor.cli import main
-from monitor.dashboards import EXPORTED_SERIES, build_dashboards, load_spec
+from monitor.dashboards import EXPORTED_SERIES, PROMETHEUS_SERIES, build_dashboards, load_spec
 from monitor.dashboards.queries import merged_mean
 from monitor.dashboards.series import label_values_selector, series_names
 from monitor.exporter import Exporter
@@ -24,6 +25,8 @@ from tests.shared import shared_path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKED_IN = ROOT / "dashboards"
+CHECKED_IN_CONFIG = CHECKED_IN / "rankmon.yaml"  # what the checked-in files are rendered from
+DEPLOYED = ROOT / "deploy" / "grafana" / "dashboards"
 
 CONFIG = """
 kafka: {topic: ranking-events}
@@ -56,6 +59,25 @@ def render(out: Path, *options: str) -> dict[str, dict[str, Any]]:
     return {p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(out.glob("*.json"))}
 
 
+def loaded(directory: Path) -> dict[str, dict[str, Any]]:
+    return {
+        p.name: json.loads(p.read_text(encoding="utf-8")) for p in sorted(directory.glob("*.json"))
+    }
+
+
+# Every set of dashboards the checks below cover: rendered without and with a config, and the
+# files as checked in (dashboards/) and as the compose stack's Grafana loads them (deploy/).
+SOURCES = ("no-config", "config", "checked-in", "deployed")
+
+
+def dashboards_of(source: str, out: Path, config_file: Path) -> dict[str, dict[str, Any]]:
+    if source == "checked-in":
+        return loaded(CHECKED_IN)
+    if source == "deployed":
+        return loaded(DEPLOYED)
+    return render(out, *(("--config", str(config_file)) if source == "config" else ()))
+
+
 def panels(dashboard: dict[str, Any]) -> list[dict[str, Any]]:
     return [p for p in dashboard["panels"] if p["type"] != "row"]
 
@@ -80,7 +102,7 @@ def concrete(expr: str) -> str:
 
 
 def test_render_reproduces_the_checked_in_dashboards_byte_for_byte(tmp_path: Path) -> None:
-    render(tmp_path)
+    render(tmp_path, "--config", str(CHECKED_IN_CONFIG))
     rendered = sorted(p.name for p in tmp_path.glob("*.json"))
     assert rendered == sorted(p.name for p in CHECKED_IN.glob("*.json"))
     for name in rendered:
@@ -122,12 +144,12 @@ def assert_valid(validator: jsonschema.Draft7Validator, instance: Any, where: st
     assert not errors, "\n".join(errors)
 
 
-@pytest.mark.parametrize("with_config", [False, True], ids=["no-config", "config"])
+@pytest.mark.parametrize("source", SOURCES)
 def test_every_dashboard_panel_and_target_validates_against_grafana_schemas(
-    tmp_path: Path, config_file: Path, with_config: bool
+    tmp_path: Path, config_file: Path, source: str
 ) -> None:
-    options = ("--config", str(config_file)) if with_config else ()
-    rendered = render(tmp_path, *options)
+    rendered = dashboards_of(source, tmp_path, config_file)
+    assert rendered, source
     board = dashboard_validator()
     target = jsonschema.Draft7Validator(schema("prometheus"))
     kinds = {kind: (definition(kind, "Options"), kind) for kind in ("timeseries", "stat", "table")}
@@ -161,10 +183,10 @@ def test_every_promql_expression_parses_with_promtool(
     tmp_path: Path, config_file: Path, promtool: Promtool
 ) -> None:
     exprs = sorted(
-        {concrete(e) for d in render(tmp_path / "a").values() for e in expressions(d)}
-        | {
+        {
             concrete(e)
-            for d in render(tmp_path / "b", "--config", str(config_file)).values()
+            for source in SOURCES
+            for d in dashboards_of(source, tmp_path / source, config_file).values()
             for e in expressions(d)
         }
     )
@@ -184,17 +206,46 @@ def test_promtool_catches_a_broken_expression(tmp_path: Path, promtool: Promtool
     assert not promtool.check_rules(path).ok
 
 
-@pytest.mark.parametrize("with_config", [False, True], ids=["no-config", "config"])
-def test_every_expression_names_only_series_rankmon_exports(
-    tmp_path: Path, config_file: Path, with_config: bool
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_expression_names_only_series_rankmon_exports_or_alerts_of_its_rules(
+    tmp_path: Path, config_file: Path, source: str
 ) -> None:
-    options = ("--config", str(config_file)) if with_config else ()
     named: set[str] = set()
-    for dashboard in render(tmp_path, *options).values():
+    for dashboard in dashboards_of(source, tmp_path, config_file).values():
         for expr in expressions(dashboard):
             named |= series_names(expr)
     assert named, "the scan found no series at all"
-    assert named <= EXPORTED_SERIES, sorted(named - EXPORTED_SERIES)
+    # Deliberately one series beyond rankmon's own: Prometheus's ALERTS, for the alerts of
+    # `rankmon rules render` (the next test holds every use of it to rankmon's rules).
+    assert {"ALERTS"} == PROMETHEUS_SERIES
+    assert named <= EXPORTED_SERIES | PROMETHEUS_SERIES, sorted(named - EXPORTED_SERIES)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_alerts_query_selects_only_firing_alerts_of_rankmons_job(
+    tmp_path: Path, config_file: Path, source: str
+) -> None:
+    uses = [
+        expr
+        for dashboard in dashboards_of(source, tmp_path, config_file).values()
+        for expr in expressions(dashboard)
+        if "ALERTS" in series_names(expr)
+    ]
+    assert uses, "no panel shows the alerts Prometheus evaluates"
+    wanted = '{alertstate="firing",job="rankmon"}'
+    for expr in uses:
+        assert re.findall(r"ALERTS(\{[^}]*\})?", expr) == [wanted], expr
+
+
+def test_the_alerts_panels_follow_the_configured_prometheus_job(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "kafka: {topic: events}\nevaluation_set: {path: qrels.txt}\n"
+        "alerts: {prometheus: {job: ranking-monitor}}\n"
+    )
+    quality = render(tmp_path / "out", "--config", str(path))["rankmon-quality.json"]
+    exprs = [e for e in expressions(quality) if "ALERTS" in series_names(e)]
+    assert exprs and all('job="ranking-monitor"' in e for e in exprs), exprs
 
 
 def test_series_scan_finds_metric_names_and_skips_functions_labels_and_keywords() -> None:
@@ -265,6 +316,51 @@ def test_merged_mean_equals_the_mean_over_all_queries_of_two_instances(
     assert result.ok, result.output
 
 
+@pytest.mark.prometheus
+def test_active_alerts_panels_show_prometheus_alerts_of_rankmons_rendered_rules_only(
+    tmp_path: Path, config_file: Path, promtool: Promtool
+) -> None:
+    quality = render(tmp_path / "out", "--config", str(config_file))["rankmon-quality.json"]
+    by_title = {p["title"]: p for p in panels(quality)}
+    table = by_title["Active alerts (Prometheus rules)"]["targets"][0]["expr"]
+    [count] = [t["expr"] for t in by_title["Alerts firing"]["targets"] if "ALERTS" in t["expr"]]
+    rendered = tmp_path / "rankmon.rules.yml"
+    assert main(["rules", "render", "--config", str(config_file), "--output", str(rendered)]) == 0
+    other = tmp_path / "other.rules.yml"  # another team's rule in the same Prometheus
+    other_rule = {"alert": "OtherDown", "expr": 'up{job="other"} == 0'}
+    other.write_text(yaml.safe_dump({"groups": [{"name": "other", "rules": [other_rule]}]}))
+    segment = 'job="rankmon",instance="a",window="5m",model="v1",market="de"'
+    series = [
+        ('up{job="rankmon",instance="a"}', "0x10"),  # RankmonDown after its 5m
+        ('up{job="other",instance="b"}', "0x10"),  # OtherDown at once
+        (f"rankmon_mrr_sum_of_query_means{{{segment}}}", "0.4x10"),  # 2 queries: MRR 0.2
+        (f"rankmon_window_queries{{{segment}}}", "2x10"),  # mrr-floor: under 0.3
+    ]
+    names = [{"labels": f'{{alertname="{n}"}}', "value": 1} for n in ("RankmonDown", "mrr-floor")]
+    checks = [  # at 6m: RankmonDown fired after its 5m, the two others at once
+        (f"count by (alertname) ({table})", names),
+        (count, [{"labels": "{}", "value": 2}]),
+        ('count(ALERTS{alertname="OtherDown"})', [{"labels": "{}", "value": 1}]),
+    ]
+    tests = {
+        "rule_files": [str(rendered), str(other)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [{"series": s, "values": v} for s, v in series],
+                "promql_expr_test": [
+                    {"expr": e, "eval_time": "6m", "exp_samples": x} for e, x in checks
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "alerts.test.yml"
+    path.write_text(yaml.safe_dump(tests))
+    result = promtool.test_rules(path)
+    assert result.ok, result.output
+
+
 # --- thresholds from the config's alert rules -------------------------------------------------
 
 
@@ -298,6 +394,25 @@ def test_drop_rule_draws_the_allowed_drop_against_its_baseline(
     expr = panel["targets"][0]["expr"]
     assert 'gain="exp"' in expr
     assert "[1h:5m] offset 5m" in expr  # 12 windows of 5m, the current one left out
+
+
+@pytest.mark.parametrize(
+    ("directory", "config"),
+    [(CHECKED_IN, CHECKED_IN_CONFIG), (DEPLOYED, ROOT / "deploy" / "rankmon" / "config.yaml")],
+    ids=["checked-in", "deployed"],
+)
+def test_shipped_quality_dashboards_draw_every_floor_and_drop_of_their_config(
+    directory: Path, config: Path
+) -> None:
+    spec = load_spec(config)
+    assert spec.floors and spec.drops, "the config must show both kinds of threshold"
+    quality = loaded(directory)["rankmon-quality.json"]
+    drawn = rule_panels(quality)
+    expected = {rule.name: [(None, "red"), (rule.floor, "green")] for rule in spec.floors}
+    expected |= {rule.name: [(None, "red"), (-rule.amount, "green")] for rule in spec.drops}
+    assert {name: steps(panel) for name, panel in drawn.items()} == expected
+    for panel in drawn.values():
+        assert panel["fieldConfig"]["defaults"]["custom"]["thresholdsStyle"]["mode"] != "off"
 
 
 def test_without_config_no_panel_draws_thresholds(tmp_path: Path) -> None:

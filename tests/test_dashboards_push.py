@@ -23,6 +23,7 @@ from monitor.cli import main
 
 TOKEN = "glsa_s3cr3t-token-value"
 CHECKED_IN = Path(__file__).resolve().parent.parent / "dashboards"
+CHECKED_IN_CONFIG = CHECKED_IN / "rankmon.yaml"  # what the checked-in files are rendered from
 
 
 @dataclass
@@ -157,7 +158,7 @@ def push(grafana: StandInGrafana, *options: str) -> int:
 def test_push_creates_the_folder_then_posts_every_dashboard_with_the_bearer_token(
     grafana: StandInGrafana, token_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert push(grafana, "--folder", "Ranking quality") == 0
+    assert push(grafana, "--folder", "Ranking quality", "--config", str(CHECKED_IN_CONFIG)) == 0
     routes = [(r.method, r.path) for r in grafana.requests]
     assert routes == [
         ("GET", "/api/folders"),

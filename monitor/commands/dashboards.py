@@ -1,9 +1,11 @@
 """`rankmon dashboards render|push`: the Grafana dashboards as files, or into a Grafana.
 
 `render` writes `DIR/<uid>.json` (default `dashboards/`), byte-identical on every run for the
-same config. `push` provisions a folder and the dashboards through Grafana's HTTP API; the
-token comes from an environment variable (default `GRAFANA_TOKEN`) or a file, never from the
-command line, where `ps` and shell history would show it.
+same config; the checked-in `dashboards/*.json` are `render --config dashboards/rankmon.yaml`
+(`make dashboards` renders them and deploy/'s). `push` provisions a folder and the dashboards
+through Grafana's HTTP API; the token comes from an environment variable (default
+`GRAFANA_TOKEN`) or a file, never from the command line, where `ps` and shell history would
+show it.
 """
 
 from __future__ import annotations

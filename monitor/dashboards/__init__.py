@@ -6,8 +6,9 @@ for dashboard in build_dashboards(load_spec(Path("rankmon.yaml"))):
     Path(f"dashboards/{dashboard.uid}.json").write_text(dashboard.to_json())
 ```
 
-Every PromQL expression names only series rankmon exports (`series.EXPORTED_SERIES`);
-`build_dashboards` raises `ValueError` otherwise, so a renamed metric cannot ship silently.
+Every PromQL expression names only series rankmon exports (`series.EXPORTED_SERIES`) or
+Prometheus's own `ALERTS` (`series.PROMETHEUS_SERIES`); `build_dashboards` raises `ValueError`
+otherwise, so a renamed metric cannot ship silently.
 """
 
 from __future__ import annotations
@@ -17,13 +18,19 @@ from collections.abc import Iterator
 from monitor.dashboards.model import Dashboard
 from monitor.dashboards.pipeline import PIPELINE_UID, pipeline_dashboard
 from monitor.dashboards.quality import QUALITY_UID, quality_dashboard
-from monitor.dashboards.series import EXPORTED_SERIES, label_values_selector, unknown_series
+from monitor.dashboards.series import (
+    EXPORTED_SERIES,
+    PROMETHEUS_SERIES,
+    label_values_selector,
+    unknown_series,
+)
 from monitor.dashboards.spec import DEFAULT_SPEC, DashboardSpec, load_spec
 
 __all__ = [
     "DEFAULT_SPEC",
     "EXPORTED_SERIES",
     "PIPELINE_UID",
+    "PROMETHEUS_SERIES",
     "QUALITY_UID",
     "Dashboard",
     "DashboardSpec",
@@ -39,7 +46,7 @@ def build_dashboards(spec: DashboardSpec = DEFAULT_SPEC) -> tuple[Dashboard, ...
     for dashboard in dashboards:
         unknown = unknown_series(expressions(dashboard))
         if unknown:
-            raise ValueError(f"dashboard {dashboard.uid} names unexported series {sorted(unknown)}")
+            raise ValueError(f"dashboard {dashboard.uid} names unknown series {sorted(unknown)}")
     return dashboards
 
 

@@ -2,7 +2,8 @@
 
 Rows, top to bottom: the config's alert rules with their thresholds drawn (only when rendered
 with `--config`), quality over time (nDCG, precision, recall per cutoff; MRR, MAP), the drop
-versus a trailing baseline, the evaluation set's coverage and judged@k, and the alerts firing.
+versus a trailing baseline, the evaluation set's coverage and judged@k, and the alerts firing
+(rankmon's own, and Prometheus's from the rules `rankmon rules render` writes).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from monitor.dashboards.rules import rule_rows
 from monitor.dashboards.spec import DashboardSpec
 from monitor.dashboards.variables import quality_variables
 
-__all__ = ["QUALITY_UID", "quality_dashboard"]
+__all__ = ["QUALITY_UID", "prometheus_alerts", "quality_dashboard"]
 
 QUALITY_UID: Final = "rankmon-quality"
 _WINDOW: Final = 'window="$window"'
@@ -43,7 +44,7 @@ def quality_dashboard(spec: DashboardSpec) -> Dashboard:
             _quality_row(spec),
             _drop_row(spec),
             _evaluation_set_row(spec),
-            _alerts_row(),
+            _alerts_row(spec),
         ),
         variables=quality_variables(spec),
         annotations=(_firing_annotation(),),
@@ -148,27 +149,49 @@ _VERSIONS: Final = Panel(
 )
 
 
-def _alerts_row() -> Row:
-    count = Query("count(rankmon_alert_firing > 0) or vector(0)", "firing", instant=True)
-    active = Query("rankmon_alert_firing > 0", instant=True, table=True)
+def prometheus_alerts(job: str) -> str:
+    """The alerts Prometheus fires from `rankmon rules render`'s rules: all carry the job."""
+    return f'ALERTS{{alertstate="firing",job="{job}"}}'
+
+
+def _alerts_row(spec: DashboardSpec) -> Row:
+    # Two sources: rankmon's own engine (per instance, drop alerts gated by the paired test)
+    # and Prometheus evaluating the rendered rules (global means across instances, and
+    # RankmonDown/RankmonAbsent, which a stopped or unscraped rankmon cannot report itself).
+    prometheus = prometheus_alerts(spec.job)
+    counts = (
+        Query("count(rankmon_alert_firing > 0) or vector(0)", "rankmon", instant=True),
+        Query(f"count({prometheus}) or vector(0)", "Prometheus rules", instant=True),
+    )
     return Row(
         "Alerts",
         (
             Panel(
                 "stat",
                 "Alerts firing",
-                (count,),
+                counts,
+                "Alerts firing in rankmon's own engine and in Prometheus "
+                "(the rules of `rankmon rules render`).",
                 width=6,
                 height=6,
                 thresholds=(Step(None, "green"), Step(1, "red")),
             ),
             Panel(
                 "table",
-                "Active alerts",
-                (active,),
-                "Every firing rankmon alert, with its "
+                "Active alerts (rankmon)",
+                (Query("rankmon_alert_firing > 0", instant=True, table=True),),
+                "Every alert rankmon's own engine fires, with its "
                 "labels (alert, severity, measure, window, segment).",
-                width=18,
+                width=9,
+                height=6,
+            ),
+            Panel(
+                "table",
+                "Active alerts (Prometheus rules)",
+                (Query(prometheus, instant=True, table=True),),
+                "Every alert Prometheus fires from the rules of `rankmon rules render`: the "
+                f'global means across instances, RankmonDown and RankmonAbsent (job="{spec.job}").',
+                width=9,
                 height=6,
             ),
         ),

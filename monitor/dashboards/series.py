@@ -1,9 +1,10 @@
 """The Prometheus series rankmon exports, and the series a PromQL expression names.
 
-`EXPORTED_SERIES` is the one list, in this package, of what the dashboards may query: the
-names in docs/ARCHITECTURE.md "Exported series" and `monitor.exporter` (the tests check it
-against the series a real `Exporter` registers). A dashboard that names anything else would
-show "No data" forever, so rendering refuses it (`unknown_series`).
+`EXPORTED_SERIES` is the one list, in this package, of what rankmon exports: the names in
+docs/ARCHITECTURE.md "Exported series" and `monitor.exporter` (the tests check it against the
+series a real `Exporter` registers). The dashboards may query those and `PROMETHEUS_SERIES`
+(`ALERTS`, for the rules `rankmon rules render` writes). A dashboard that names anything else
+would show "No data" forever, so rendering refuses it (`unknown_series`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from typing import Final
 
 __all__ = [
     "EXPORTED_SERIES",
+    "PROMETHEUS_SERIES",
     "QUALITY_MEASURES",
+    "QUERYABLE_SERIES",
     "label_values_selector",
     "series_names",
     "unknown_series",
@@ -43,6 +46,15 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
         "rankmon_alert_deliveries_total",
     ]
 )
+
+# Series Prometheus itself writes, not rankmon: `ALERTS` holds the state of every alerting
+# rule it evaluates, so the dashboards can show the alerts of `rankmon rules render` (global
+# means across instances, RankmonDown, RankmonAbsent) beside rankmon's own. Each use must
+# select rankmon's rules by their `job` label (tests/test_dashboards.py checks it).
+PROMETHEUS_SERIES: Final[frozenset[str]] = frozenset(["ALERTS"])
+
+# What a dashboard may query.
+QUERYABLE_SERIES: Final[frozenset[str]] = EXPORTED_SERIES | PROMETHEUS_SERIES
 
 _KEYWORDS: Final = frozenset(
     [
@@ -94,8 +106,8 @@ def label_values_selector(query: str) -> str | None:
 
 
 def unknown_series(expressions: Iterable[str]) -> set[str]:
-    """Metric names the expressions select that rankmon does not export."""
+    """Metric names the expressions select that neither rankmon nor Prometheus writes."""
     named: set[str] = set()
     for expr in expressions:
         named |= series_names(expr)
-    return named - EXPORTED_SERIES
+    return named - QUERYABLE_SERIES

@@ -1,10 +1,11 @@
 """What the dashboards are built from: segment keys, window size and the alert rules to draw.
 
-Without a config the dashboards carry no thresholds and the segment key of DESIGN.md's
-example (`model`). With `--config FILE` the file is loaded and checked exactly as `rankmon run`
-loads it (`monitor.config.load_config`, `RANKMON_` overrides included; the alerting stage's
-`alerting_config_from` for the rules), so a dashboard never draws a rule the service would
-refuse, and a bad key fails with the same one-line `ConfigError`.
+Without a config the dashboards carry no thresholds, the segment key of DESIGN.md's example
+(`model`) and the default scrape job `rankmon`. With `--config FILE` the file is loaded and
+checked exactly as `rankmon run` loads it (`monitor.config.load_config`, `RANKMON_`
+overrides included; the alerting stage's `alerting_config_from` for the rules and the job),
+so a dashboard never draws a rule the service would refuse, and a bad key fails with the
+same one-line `ConfigError`.
 """
 
 from __future__ import annotations
@@ -73,12 +74,17 @@ class DropRule:
 
 @dataclass(frozen=True)
 class DashboardSpec:
-    """The inputs of the dashboards; `window` is the configured size as written (`5m`)."""
+    """The inputs of the dashboards; `window` is the configured size as written (`5m`).
+
+    `job` is the scrape job `rankmon rules render` selects (`alerts.prometheus.job`): every
+    alert it renders carries it, which is how the dashboards tell those alerts from others.
+    """
 
     segment_keys: tuple[str, ...] = ("model",)
     window: str = "5m"
     floors: tuple[FloorRule, ...] = ()
     drops: tuple[DropRule, ...] = ()
+    job: str = "rankmon"
 
 
 DEFAULT_SPEC: Final = DashboardSpec()
@@ -101,7 +107,8 @@ def load_spec(path: Path) -> DashboardSpec:
         elif isinstance(condition, Drop):
             drops.append(_drop_rule(rule, condition))
     keys = tuple(sorted(config.segments.keys))
-    return DashboardSpec(keys, config.windows.size.text, tuple(floors), tuple(drops))
+    window = config.windows.size.text
+    return DashboardSpec(keys, window, tuple(floors), tuple(drops), alerting.prometheus_job)
 
 
 def _drop_rule(rule: AlertRule, drop: Drop) -> DropRule:
