@@ -8,6 +8,7 @@ folder with the same title, a dashboard uid that exists when `overwrite` is fals
 
 from __future__ import annotations
 
+import argparse
 import json
 import threading
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from monitor.broker import free_port
-from monitor.cli import main
+from monitor.cli import build_parser, main
 
 TOKEN = "glsa_s3cr3t-token-value"
 CHECKED_IN = Path(__file__).resolve().parent.parent / "dashboards"
@@ -246,3 +247,38 @@ def test_push_without_a_token_exits_2_naming_the_variable(
     assert push(grafana) == 2
     assert "GRAFANA_TOKEN" in capsys.readouterr().err
     assert grafana.requests == []
+
+
+def subcommand(*names: str) -> argparse.ArgumentParser:
+    parser = build_parser()
+    for name in names:
+        [subparsers] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = subparsers.choices[name]
+    return parser
+
+
+@pytest.mark.parametrize("action", ["render", "push"])
+def test_every_dashboards_option_has_help_text(action: str) -> None:
+    options = [a for a in subcommand("dashboards", action)._actions if a.option_strings]
+    assert len(options) >= 3
+    missing = [a.option_strings[0] for a in options if not (a.help or "").strip()]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("action", "shown"),
+    [
+        ("push", ("--token-env VAR", "(default: GRAFANA_TOKEN)", "--token-file FILE",
+                  "--folder NAME", "(default: rankmon)")),
+        ("render", ("--out DIR", "(default: dashboards)")),
+    ],
+)  # fmt: skip
+def test_help_shows_the_token_variable_folder_and_output_defaults(
+    action: str, shown: tuple[str, ...], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["dashboards", action, "--help"])
+    assert exited.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    missing = [part for part in shown if part not in text]
+    assert missing == []

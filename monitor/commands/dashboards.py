@@ -28,17 +28,43 @@ def register(subparsers: Any) -> None:
     """Add `dashboards render` and `dashboards push`."""
     parser = subparsers.add_parser("dashboards", help="render or push the Grafana dashboards")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    render = actions.add_parser("render", help="write dashboards/*.json")
-    render.add_argument("--out", type=Path, default=Path("dashboards"), metavar="DIR")
+    render = actions.add_parser("render", help="write the dashboards as DIR/<uid>.json")
+    render.add_argument(
+        "--out",
+        type=Path,
+        default=Path("dashboards"),
+        metavar="DIR",
+        help="directory to write <uid>.json into, created if missing (default: %(default)s)",
+    )
     push = actions.add_parser("push", help="provision a folder and the dashboards in Grafana")
     push.add_argument("--url", required=True, help="Grafana's base URL, e.g. http://grafana:3000")
     token = push.add_mutually_exclusive_group()
-    token.add_argument("--token-env", default=DEFAULT_TOKEN_ENV, metavar="VAR")
-    token.add_argument("--token-file", type=Path, metavar="FILE")
-    push.add_argument("--folder", default="rankmon", metavar="NAME")
+    token.add_argument(
+        "--token-env",
+        default=DEFAULT_TOKEN_ENV,
+        metavar="VAR",
+        help="environment variable holding the Grafana service account token "
+        "(default: %(default)s)",
+    )
+    token.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="read the token from this file instead of --token-env",
+    )
+    push.add_argument(
+        "--folder",
+        default="rankmon",
+        metavar="NAME",
+        help="title of the Grafana folder, found by title or created (default: %(default)s)",
+    )
     for action in (render, push):
         action.add_argument(
-            "--config", type=Path, metavar="FILE", help="draw this config's alert thresholds"
+            "--config",
+            type=Path,
+            metavar="FILE",
+            help="draw this rankmon config's segment keys, window and alert thresholds "
+            "(without it: segment key model, no thresholds)",
         )
     render.set_defaults(handler=_render)
     push.set_defaults(handler=_push)
