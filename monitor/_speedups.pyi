@@ -1,5 +1,5 @@
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy.typing as npt
 
@@ -55,3 +55,19 @@ def measure_codes(
     out: npt.NDArray[Any],
     /,
 ) -> None: ...
+
+_Record = TypeVar("_Record", bound=tuple[Any, ...])
+
+def parse_records(
+    buffer: bytes | bytearray,
+    pos: int,
+    count: int,
+    base_offset: int,
+    first_timestamp: int,
+    max_timestamp: int,
+    log_append_time: bool,
+    topic: str,
+    partition: int,
+    record_type: type[_Record],
+    /,
+) -> tuple[list[_Record], str | None]: ...

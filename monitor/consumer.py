@@ -14,6 +14,8 @@ A thin layer over kafka-python's `KafkaConsumer` (>= 3.0.12) with the rules the 
 - A broker that does not answer is not an error: `poll()` connects lazily, waits with backoff,
   and returns empty batches while `broker_up` is False. Nothing here raises on a transient
   Kafka error; `commit()` returns False instead.
+- Records come as `SourceRecord`s: read from the fetched batches in C where that is safe
+  (monitor/kafka_records.py), else converted from kafka-python's ConsumerRecords.
 - Lag is `highwater - next offset`, both known without `end_offsets()` (which Tansu answers
   wrongly): the highwater comes with every fetch response.
 """
@@ -26,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -34,6 +36,7 @@ from kafka.errors import KafkaError
 from kafka.structs import MemberState, OffsetAndMetadata
 
 from monitor.bootstrap import RECONNECT_BACKOFF_MAX_MS, Backoff, bootstrap_reachable
+from monitor.kafka_records import SourceRecord, read_records_in_c
 
 __all__ = ["Batch", "EventSource", "SourceRecord"]
 
@@ -43,21 +46,6 @@ _log = logging.getLogger(__name__)
 COMMIT_TIMEOUT_MS = 10_000
 # Errors are logged as text: a logged exception keeps its traceback's frames, and with them
 # kafka-python's sockets, alive for as long as a handler holds the record.
-
-
-class SourceRecord(NamedTuple):
-    """One Kafka record as consumed: where it sits, when it was written, its raw bytes.
-
-    A named tuple rather than a frozen dataclass: one is built per record on the hot path,
-    and a tuple builds several times faster.
-    """
-
-    topic: str
-    partition: int
-    offset: int
-    timestamp_ms: int
-    key: bytes | None
-    value: bytes
 
 
 @dataclass(frozen=True)
@@ -165,7 +153,10 @@ class EventSource:
         for tp in sorted(fetched, key=lambda tp: tp.partition):
             raws = fetched[tp]
             if raws:
-                records += map(_source_record, map(_RECORD_FIELDS, raws))
+                if type(raws[0]) is SourceRecord:  # read in C (monitor/kafka_records.py)
+                    records += raws
+                else:
+                    records += map(_source_record, map(_RECORD_FIELDS, raws))
                 self._next_offsets[tp.partition] = raws[-1].offset + 1
         return Batch(records, revoked, assigned)
 
@@ -236,6 +227,7 @@ class EventSource:
         if bootstrap_reachable(self._bootstrap_servers):
             try:
                 consumer = KafkaConsumer(**self._options)
+                read_records_in_c(consumer)
                 consumer.subscribe([self.topic], listener=self._listener)
             except KafkaError as error:
                 _log.warning("cannot reach Kafka at %s: %s", self._bootstrap_servers, str(error))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy.typing as npt
 
@@ -24,6 +24,7 @@ __all__ = [
     "decode_events",
     "judgment_index",
     "measure_codes",
+    "parse_records",
     "speedups_active",
     "speedups_built",
 ]
@@ -126,4 +127,36 @@ def measure_codes(
         num_rel,
         when_zero,
         out,
+    )
+
+
+_Record = TypeVar("_Record", bound=tuple[Any, ...])
+
+
+def parse_records(
+    buffer: bytes | bytearray,
+    *,
+    pos: int,
+    count: int,
+    base_offset: int,
+    first_timestamp: int,
+    max_timestamp: int,
+    log_append_time: bool,
+    topic: str,
+    partition: int,
+    record_type: type[_Record],
+) -> tuple[list[_Record], str | None]:
+    """The records of one decompressed Kafka v2 batch, and what is corrupt if anything is
+    (see monitor/_native/record_batch.h); callers check speedups_active() first."""
+    return _speedups.parse_records(
+        buffer,
+        pos,
+        count,
+        base_offset,
+        first_timestamp,
+        max_timestamp,
+        log_append_time,
+        topic,
+        partition,
+        record_type,
     )

@@ -1,6 +1,6 @@
 /* monitor._speedups: the per-document work of rankmon's hot paths, in C.
  *
- * Two entry points, both optional accelerators of pure-Python code that stays the reference:
+ * Entry points, all optional accelerators of pure-Python code that stays the reference:
  *
  * - JudgmentIndex(query_ids, judgments).codes(rows, rankings, depth): the grade code of every
  *   ranked document (what BatchScorer otherwise does with one dict probe per document).
@@ -8,6 +8,9 @@
  *   grade codes, scanned from the bytes (event_scan.c) without building a Python string per
  *   document. A record the scanner is not sure about is "punted": the caller decodes it with
  *   monitor.events, which decides every rejection and its reason.
+ * - measure_codes(...): the measures of rankings given as grade codes (measure_kernel.c).
+ * - parse_records(...): the records of a fetched Kafka record batch as rankmon's
+ *   SourceRecords (record_batch.c), in place of kafka-python's per-record Python reader.
  *
  * Grade codes are one byte: 0 = not judged (or right padding), 1..255 = the caller's codes.
  */
@@ -20,6 +23,7 @@
 #include "event_scan.h"
 #include "judgments.h"
 #include "measure_kernel.h"
+#include "record_batch.h"
 
 /* ---------------------------------------------------------------- a growable byte buffer */
 
@@ -913,6 +917,11 @@ static PyMethodDef module_methods[] = {
      "relevant, judged, discounts, ideals, n_ideals, num_rel, when_zero, out): fill `out` "
      "(rankings x columns, float64) with the measures of rankings given as grade codes; "
      "see monitor/measure_plan.py."},
+    {"parse_records", (PyCFunction)rb_parse_records, METH_VARARGS,
+     "parse_records(buffer, pos, count, base_offset, first_timestamp, max_timestamp, "
+     "log_append_time, topic, partition, record_type) -> (records, error): the records of "
+     "one decompressed Kafka v2 record batch as record_type(topic, partition, offset, "
+     "timestamp_ms, key, value); error is None or what is corrupt (see record_batch.h)."},
     {NULL, NULL, 0, NULL},
 };
 

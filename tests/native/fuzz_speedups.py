@@ -2,7 +2,8 @@
 tests/test_speedups_sanitized.py in a subprocess, with libasan preloaded).
 
 argv: the .so built with -fsanitize=address,undefined, a seed, a number of rounds.
-Prints "ok <accepted> <punted>" at the end; any memory error aborts the process first.
+Prints "ok <accepted> <punted> <records read> <batches found corrupt>" at the end; any memory
+error aborts the process first.
 """
 
 from __future__ import annotations
@@ -41,6 +42,35 @@ def damaged(value: bytes, rng: random.Random) -> bytes | None:
     return bytes(data)
 
 
+class Record(tuple):  # type: ignore[type-arg]
+    """Stands in for SourceRecord: parse_records fills any tuple subclass."""
+
+
+def varint(value: int) -> bytes:
+    raw = (value << 1) ^ (value >> 63)  # zigzag
+    out = bytearray()
+    while True:
+        out.append((raw & 0x7F) | (0x80 if raw > 0x7F else 0))
+        raw >>= 7
+        if not raw:
+            return bytes(out)
+
+
+def kafka_record(rng: random.Random, delta: int) -> bytes:
+    """One Kafka v2 record (as in a record batch), sometimes with headers."""
+    key = rng.choice((None, b"", b"q17"))
+    value = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 60)))
+    body = b"\x00" + varint(rng.randrange(-5, 10**6)) + varint(delta)
+    body += varint(-1) if key is None else varint(len(key)) + key
+    body += varint(len(value)) + value
+    headers = rng.randrange(3)
+    body += varint(headers)
+    for _ in range(headers):
+        name = b"h\xc3" if rng.random() < 0.02 else b"trace"  # the first is not UTF-8
+        body += varint(len(name)) + name + rng.choice((varint(-1), varint(1) + b"v"))
+    return varint(len(body)) + body
+
+
 def main() -> None:
     speedups = load(sys.argv[1])
     rng = random.Random(int(sys.argv[2]))
@@ -62,8 +92,28 @@ def main() -> None:
         )
         for n in range(300)
     ]
-    accepted = punted = 0
+    accepted = punted = records = corrupt = 0
     for _ in range(rounds):
+        count = rng.randrange(0, 30)
+        batch = bytearray(b"".join(kafka_record(rng, n) for n in range(count)))
+        for _ in range(rng.randrange(0, 3)):
+            if batch:
+                batch[rng.randrange(len(batch))] = rng.randrange(256)
+        cut = rng.randrange(len(batch) + 1) if rng.random() < 0.2 else len(batch)
+        read, error = speedups.parse_records(
+            bytes(batch[:cut]),
+            0,
+            count + rng.randrange(-1, 2),
+            rng.randrange(0, 10**12),
+            rng.randrange(0, 10**13),
+            10**13,
+            rng.random() < 0.1,
+            "events",
+            rng.randrange(8),
+            Record,
+        )
+        records += len(read)
+        corrupt += error is not None
         values = [damaged(v, rng) for v in rng.sample(events, 50)]
         depth = rng.choice((-1, 0, 5, 20))
         status, _, _, rows, _, _, codes, lengths = speedups.decode_events(
@@ -105,7 +155,7 @@ def main() -> None:
         speedups.JudgmentIndex(queries, judged).codes(
             rows[:10], [["d1", "d2", "\ud800"]] * min(10, len(rows)), depth
         )
-    print("ok", accepted, punted)
+    print("ok", accepted, punted, records, corrupt)
 
 
 if __name__ == "__main__":
