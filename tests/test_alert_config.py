@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from monitor.alerting import parse_alerting_config
-from monitor.alerting.rules import Below, Drop, Stale
+from monitor.alerting.config import TOP_KEYS
+from monitor.alerting.rule_parsing import CONDITION_PARSERS, RULE_KEYS, SEVERITIES
+from monitor.alerting.rules import Below, Drop, Stale, Trend
 from monitor.config import load_config
 from monitor.errors import ConfigError
 from monitor.service import Monitor
@@ -165,3 +167,55 @@ def test_the_monitor_refuses_a_bad_rule_at_start_naming_it(tmp_path: Path) -> No
         "config key 'alerts.rules[1].drop.significance': "
         "rule 'bad-rule': must be in (0, 1), got 1.5"
     )
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "rankmon.example.yaml"
+
+
+def example_alerts() -> tuple[str, dict[str, Any]]:
+    """The commented `alerts:` block of rankmon.example.yaml: its text and the mapping."""
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines()
+    block = lines[lines.index("# alerts:") : lines.index("alerts: {}")]
+    text = "\n".join(line.removeprefix("#").removeprefix(" ") for line in block)
+    return text, yaml.safe_load(text)["alerts"]
+
+
+def test_the_example_configs_alerts_block_parses_and_shows_every_key_and_condition() -> None:
+    text, raw = example_alerts()
+    example = load_config(EXAMPLE, {})
+
+    def parse_example(alerts: dict[str, Any]) -> Any:
+        return parse_alerting_config(
+            alerts,
+            cutoffs=example.metrics.cutoffs,
+            gains=example.metrics.gain_names,
+            segment_keys=["model"],  # the block's segment filter needs segments.keys: [model]
+            window=example.windows.size.text,
+        )
+
+    config = parse_example(raw)
+    rules = raw["rules"]
+    assert set(raw) == TOP_KEYS
+    assert {key for rule in rules for key in rule} == RULE_KEYS | set(CONDITION_PARSERS)
+    drops = [rule["drop"] for rule in rules if "drop" in rule]
+    assert {key for drop in drops for key in drop} == {
+        "relative",
+        "absolute",
+        "baseline_windows",
+        "significance",
+        "min_queries",
+        "pinned",
+    }
+    assert set(raw["alertmanager"]) == {"url", "timeout"}
+    assert set(raw["delivery"]) == {"resend_interval", "backoff_initial", "backoff_max"}
+    assert all(severity in text for severity in SEVERITIES)
+    # Where the code has a default, the block shows it.
+    defaults = parse_example({"rules": []})
+    assert config.delivery == defaults.delivery
+    assert config.prometheus_job == defaults.prometheus_job
+    first_drop = next(rule for rule in config.rules if isinstance(rule.condition, Drop))
+    bare_drop = {"name": "d", "measure": "ndcg@10", "drop": {"relative": 0.05}}
+    assert first_drop.condition == parse_example({"rules": [bare_drop]}).rules[0].condition
+    trend = next(rule for rule in config.rules if isinstance(rule.condition, Trend))
+    bare_trend = {"name": "t", "measure": "ndcg@10", "trend": {}}
+    assert trend.condition == parse_example({"rules": [bare_trend]}).rules[0].condition
