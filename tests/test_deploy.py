@@ -7,6 +7,8 @@ and against the other files it must agree with (ports, mounts, selectors, probes
 
 from __future__ import annotations
 
+import ast
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -245,3 +247,89 @@ def test_image_runs_as_a_numeric_non_root_user_on_a_slim_base() -> None:
     users = [line.split()[1] for line in lines if line.startswith("USER ")]
     assert users and users[-1].split(":")[0].isdigit() and not users[-1].startswith("0")
     assert "healthz" in " ".join(line for line in lines if "HEALTHCHECK" in line or "CMD" in line)
+
+
+# --- the image builds the C accelerators ------------------------------------------------------
+
+
+def dockerfile_stages() -> list[list[str]]:
+    """The Dockerfile's instructions (continuation lines joined), one list per stage."""
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    joined = re.sub(r"\\\n\s*", " ", text)
+    stages: list[list[str]] = []
+    for line in joined.splitlines():
+        if line.startswith("FROM "):
+            stages.append([])
+        if stages and line.strip() and not line.lstrip().startswith("#"):
+            stages[-1].append(line.strip())
+    return stages
+
+
+def dockerignore_sends(path: str) -> bool:
+    """Whether BuildKit sends `path` with deploy/Dockerfile.dockerignore: the last pattern
+    matching the path or one of its parent directories decides, `!` keeps."""
+    ignore = (DEPLOY / "Dockerfile.dockerignore").read_text(encoding="utf-8")
+    parents = [path.rsplit("/", n)[0] for n in range(path.count("/") + 1)]
+    sent = True
+    for line in ignore.splitlines():
+        pattern = line.strip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        keep = pattern.startswith("!")
+        glob = pattern.lstrip("!").strip("/")
+        regex = re.escape(glob).replace(r"\*\*/", "(.*/)?").replace(r"\*\*", ".*")
+        regex = regex.replace(r"\*", "[^/]*").replace(r"\?", "[^/]")
+        if any(re.fullmatch(regex, parent) for parent in parents):
+            sent = keep
+    return sent
+
+
+def native_sources() -> set[str]:
+    """The C sources and headers of setup.py's extension, and every file of monitor/_native."""
+    tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
+    listed = {
+        element.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.keyword) and node.arg in ("sources", "depends")
+        and isinstance(node.value, ast.List)
+        for element in node.value.elts
+        if isinstance(element, ast.Constant) and isinstance(element.value, str)
+    }  # fmt: skip
+    assert any(path.endswith(".c") for path in listed), "setup.py declares no C sources"
+    on_disk = {
+        str(path.relative_to(ROOT)) for path in (ROOT / "monitor" / "_native").glob("*.[ch]")
+    }
+    return listed | on_disk
+
+
+def test_dockerignore_check_drops_what_it_does_not_list() -> None:
+    assert dockerignore_sends("monitor/_native/speedups.c")
+    assert not dockerignore_sends("tests/test_deploy.py")
+    assert not dockerignore_sends("monitor/__pycache__/cli.cpython-311.pyc")
+    assert not dockerignore_sends("monitor/_speedups.cpython-311-x86_64-linux-gnu.so")
+
+
+def test_image_build_stage_gets_setup_py_and_the_native_sources_and_a_compiler() -> None:
+    build = dockerfile_stages()[0]
+    copied = [
+        source
+        for line in build
+        if line.startswith("COPY ") and "--from=" not in line
+        for source in line.split()[1:-1]
+    ]
+    for path in ["setup.py", *sorted(native_sources())]:
+        assert (ROOT / path).is_file(), path
+        assert dockerignore_sends(path), f"{path} is left out of the build context"
+        assert any(path == c or path.startswith(c.rstrip("/") + "/") for c in copied), path
+    installs = " ".join(line for line in build if line.startswith("RUN ") and "apt-get" in line)
+    assert "gcc" in installs.split()
+    wheel = build.index(next(line for line in build if "pip wheel" in line))
+    assert all(build.index(line) < wheel for line in build if line.startswith("COPY "))
+
+
+def test_runtime_image_has_no_compiler_and_refuses_to_ship_without_the_accelerators() -> None:
+    runtime = dockerfile_stages()[-1]
+    assert len(dockerfile_stages()) >= 2
+    assert not any("gcc" in line or "apt-get" in line for line in runtime)
+    install = next(line for line in runtime if "pip install" in line)
+    assert 'python -c "import monitor._speedups"' in install
