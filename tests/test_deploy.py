@@ -27,6 +27,7 @@ from tests.realparts import AlertmanagerServer, ServerProcess, require_binary
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
+OPERATOR = KUBERNETES / "prometheus-operator"  # needs the Prometheus operator's CRDs
 METRICS_PORT = 9464
 
 
@@ -34,9 +35,11 @@ def run(*command: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
 
 
-def manifests() -> dict[str, dict[str, Any]]:
+def manifests(*folders: Path) -> dict[str, dict[str, Any]]:
+    """Kind -> document of the folders' YAML files (by default the plain and operator ones)."""
     found: dict[str, dict[str, Any]] = {}
-    for path in sorted(KUBERNETES.glob("*.yaml")):
+    paths = [path for folder in folders or (KUBERNETES, OPERATOR) for path in folder.glob("*.yaml")]
+    for path in sorted(paths):
         for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
             found[document["kind"]] = document
     return found
@@ -106,13 +109,21 @@ def test_deployed_dashboards_are_rendered_with_the_deployed_config(tmp_path: Pat
 
 
 def test_kubernetes_manifests_pass_kubernetes_validate_strictly() -> None:
+    # Only built-in kinds, so `kubectl apply -f deploy/kubernetes/` works on any cluster; the
+    # PodMonitor (a CRD that kubernetes-validate has no schema for) is checked below.
     checked = []
-    for kind, document in manifests().items():
-        if document["apiVersion"].startswith("monitoring.coreos.com/"):
-            continue  # a CRD: kubernetes-validate has no schema for it (checked below)
+    for kind, document in manifests(KUBERNETES).items():
         kubernetes_validate.validate(document, "1.37.0", strict=True)
         checked.append(kind)
     assert sorted(checked) == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]
+
+
+def test_only_the_prometheus_operator_folder_needs_its_custom_resource_definitions() -> None:
+    assert [p.name for p in OPERATOR.iterdir()] == ["podmonitor.yaml"]
+    plain = {d["apiVersion"].split("/")[0] for d in manifests(KUBERNETES).values()}
+    assert not any(group.endswith("monitoring.coreos.com") for group in plain), plain
+    [monitor] = manifests(OPERATOR).values()
+    assert (monitor["apiVersion"], monitor["kind"]) == ("monitoring.coreos.com/v1", "PodMonitor")
 
 
 def test_kubernetes_validate_rejects_a_misspelled_field() -> None:
