@@ -267,7 +267,7 @@ class Exporter:
         self._alert_firing.labels(alert, severity, *values).set(float(firing))
 
     def count_alert_delivery(self, sink: str, result: str) -> None:
-        """One notification attempt to a sink (`result`: sent, failed)."""
+        """One alert's delivery outcome at a sink (`result`: delivered, failed, dropped)."""
         self._deliveries.labels(sink, result).inc()
 
     def _segment_values(self, segment: Segment) -> LabelValues:

@@ -129,6 +129,37 @@ def test_a_pinned_baseline_replaces_the_trailing_median() -> None:
     assert verdict.evidence is Evidence.BAD
 
 
+def test_an_absolute_drop_is_measured_from_the_trailing_median() -> None:
+    # Baseline windows at 0.6, 0.6 and 0.9: median 0.6 (the mean would be 0.7), floor 0.55.
+    drop = rule(Drop(None, 0.05, 12, 0.01, 10, None))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(0, spread(0.6)), window(1, spread(0.6)), window(2, spread(0.9))])
+    above = evaluate_window(drop, window(3, spread(0.56)), track)
+    under = evaluate_window(drop, window(4, spread(0.54)), track)
+    assert above.baseline == under.baseline == pytest.approx(0.6)
+    # Both are significant drops from each query's mean; only 0.54 is more than 0.05 down.
+    assert above.p_value is not None and above.p_value < 0.01
+    assert above.evidence is Evidence.GOOD
+    assert under.evidence is Evidence.BAD
+
+
+def test_a_pinned_baseline_still_resolves_once_a_lasting_drop_fills_the_per_query_baseline() -> (
+    None
+):
+    # The pin fixes the size gate only: the paired test compares with each query's mean over
+    # the last 4 windows, which take the drop in (0.7 -> 0.6 for every query).
+    drop = rule(Drop(None, 0.05, 4, 0.01, 10, pinned=0.7))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, flat(0.7)) for i in range(3)])
+    evidence = []
+    for index in range(3, 8):
+        verdict = evaluate_window(drop, window(index, flat(0.6)), track)
+        track.remember(drop.measure, window(index, flat(0.6)))
+        assert verdict.baseline == 0.7
+        evidence.append(verdict.evidence)
+    assert evidence == [Evidence.BAD] * 4 + [Evidence.GOOD]
+
+
 def test_coverage_counts_queries_seen_against_the_evaluation_set() -> None:
     coverage = rule(Coverage(0.5), measure="coverage")
     track = WindowTrack.for_rule(coverage)

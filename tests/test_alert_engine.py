@@ -105,6 +105,24 @@ def test_low_coverage_holds_quality_rules_and_says_why() -> None:
     assert held.verdict is not None and held.verdict.note.startswith("held: only 10 of 100")
 
 
+def test_a_held_window_stays_out_of_the_drop_baseline() -> None:
+    # Two trusted windows, then one held for low coverage: the drop rule still has only two
+    # baseline windows, so the low window after them is unknown (had the held window
+    # counted, it would fire). One more window in the baseline, and the next low one fires.
+    coverage = {"name": "coverage", "severity": "warning", "coverage": {"min": 0.3}}
+    drop = {"name": "drop", "measure": "ndcg@10", "drop": {"relative": 0.05, "min_queries": 10}}
+    engine = AlertEngine(config(coverage, drop), start_ms=T0)
+    engine.observe([window(0, 0.8), window(1, 0.8)], T0 + 2 * WINDOW_MS)
+    (held,) = engine.observe([window(2, 0.1, queries=10)], T0 + 3 * WINDOW_MS)
+    assert held.rule.name == "coverage"
+    resolved = engine.observe([window(3, 0.4)], T0 + 4 * WINDOW_MS)
+    assert [(t.rule.name, t.change.resolved) for t in resolved] == [("coverage", True)]
+    alert = engine.find("drop", V42)
+    assert alert is not None and alert.status is Status.INACTIVE
+    (fired,) = engine.observe([window(4, 0.4)], T0 + 5 * WINDOW_MS)
+    assert (fired.rule.name, fired.change.after) == ("drop", Status.FIRING)
+
+
 def test_too_many_unjudged_documents_hold_quality_rules() -> None:
     judged = {"name": "judged", "severity": "warning", "judged": {"k": 10, "min": 0.8}}
     engine = AlertEngine(config(FLOOR, judged), start_ms=T0)

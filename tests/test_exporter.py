@@ -227,7 +227,7 @@ def test_metrics_endpoint_passes_promtool_check_metrics(
     exporter.set_broker_up(True)
     exporter.set_evaluation_set("abc123", 8)
     exporter.set_alert_firing("ndcg10-floor", "critical", (("model", "v42"),), True)
-    exporter.count_alert_delivery("webhook", "sent")
+    exporter.count_alert_delivery("webhook", "delivered")
     status, text = get(f"{server.url}/metrics")
     result = promtool.check_metrics(text)
 

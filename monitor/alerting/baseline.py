@@ -12,7 +12,9 @@ Two baselines serve the `drop` condition, for different jobs:
   change, so the test holds its level (measured in `bench/alerts.py`).
 
 Every finalized window enters the history, bad ones too: a drop that lasts longer than about
-half the baseline becomes the new normal and the alert resolves (pin the baseline to avoid it).
+half the baseline becomes the new normal and the alert resolves. Pinning the headline value
+does not prevent it: the per-query baseline still takes the drop in, and the test stops
+telling it apart (a `below` floor keeps paging).
 """
 
 from __future__ import annotations
