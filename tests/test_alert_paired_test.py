@@ -81,8 +81,8 @@ def test_false_alarms_on_stable_streams_stay_within_two_standard_errors_of_the_l
         assert rate <= false_alarm_bound(level, len(p_values)), (level, rate)
 
 
-# The detection figures docs/alerting.md states, on bench/alerts.py's streams (200 queries served ~3 times
-# a window) and seeds, level 0.01, the drop from window 15 on.
+# The detection figures docs/alerting.md states, on bench/alerts.py's streams (200 queries
+# served ~3 times a window) and seeds, level 0.01, the drop from window 15 on.
 DETECTION_SEEDS = range(1000, 1020)
 
 
