@@ -143,8 +143,9 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
                 records = self._read_v2(batch)
             else:
                 records = self._read_legacy(batch)
-            self.records_read += len(records)
-            self.bytes_read += batch.size_in_bytes
+            if records:  # counted per batch; kafka-python only checks bytes_read > 0
+                self.records_read += len(records)
+                self.bytes_read += batch.size_in_bytes
             if self._skipping and records:
                 records = list(dropwhile(self._maybe_skip_record, records))
                 self._skipping = not records
