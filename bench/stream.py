@@ -11,7 +11,8 @@ one 1-hour window):
 2. rankmon: a `Monitor` on the same topic polls, decodes, validates, scores nDCG@5/10/20
    (linear and exp), precision/recall/judged@5/10/20, MRR and MAP, windows every event,
    then finalizes and publishes the window; events/s counts from the first poll to the
-   published window.
+   published window. rankmon's consumer reads the fetched record batches in C
+   (monitor/kafka_records.py); the baseline is kafka-python as shipped, its own reader.
 
 Both are measured `--rounds` times (default 3), alternating, each rankmon round with its own
 consumer group and output topics; the raw rate on this shared 2-core machine varies by a
