@@ -54,10 +54,14 @@ def test_below_on_a_window_without_the_measure_is_unknown() -> None:
     assert verdict.evidence is Evidence.UNKNOWN
 
 
-def feed(drop: AlertRule, track: WindowTrack, windows: list[WindowSummary]) -> None:
+def feed(drop: AlertRule, track: WindowTrack, windows: list[WindowSummary]) -> list[Evidence]:
+    """Evaluate each window, then let it into the baseline as the engine does."""
+    evidence = []
     for summary in windows:
-        evaluate_window(drop, summary, track)
-        track.remember(drop.measure, summary)
+        verdict = evaluate_window(drop, summary, track)
+        track.remember(drop, summary, verdict)
+        evidence.append(verdict.evidence)
+    return evidence
 
 
 def spread(center: float, queries: int = 30) -> dict[str, float]:
@@ -143,21 +147,65 @@ def test_an_absolute_drop_is_measured_from_the_trailing_median() -> None:
     assert under.evidence is Evidence.BAD
 
 
-def test_a_pinned_baseline_still_resolves_once_a_lasting_drop_fills_the_per_query_baseline() -> (
-    None
-):
-    # The pin fixes the size gate only: the paired test compares with each query's mean over
-    # the last 4 windows, which take the drop in (0.7 -> 0.6 for every query).
+def test_a_pinned_drop_rule_keeps_a_lasting_drop_out_of_its_baseline() -> None:
+    # Every query 0.7 -> 0.6 for 20 windows: the second bad window in a row confirms the
+    # drop, and it stays out, the first included; each window is judged against the values
+    # from before the drop, so each stays bad.
     drop = rule(Drop(None, 0.05, 4, 0.01, 10, pinned=0.7))
     track = WindowTrack.for_rule(drop)
     feed(drop, track, [window(i, flat(0.7)) for i in range(3)])
-    evidence = []
-    for index in range(3, 8):
-        verdict = evaluate_window(drop, window(index, flat(0.6)), track)
-        track.remember(drop.measure, window(index, flat(0.6)))
-        assert verdict.baseline == 0.7
-        evidence.append(verdict.evidence)
-    assert evidence == [Evidence.BAD] * 4 + [Evidence.GOOD]
+    evidence = feed(drop, track, [window(i, flat(0.6)) for i in range(3, 23)])
+    assert evidence == [Evidence.BAD] * 20
+    assert track.history is not None and track.history.in_drop
+    assert len(track.history) == 3
+    assert track.history.query_means() == pytest.approx(flat(0.7))
+    # Quality back: good, the drop is over, and windows enter again.
+    assert feed(drop, track, [window(23, flat(0.7))]) == [Evidence.GOOD]
+    assert not track.history.in_drop and len(track.history) == 4
+
+
+def test_a_trailing_drop_rule_takes_a_lasting_drop_in_as_the_new_normal() -> None:
+    # The same drop against the trailing median of 4 windows: bad windows enter, the median
+    # follows after 2 of them, and the drop is no longer one.
+    drop = rule(Drop(None, 0.05, 4, 0.01, 10, None))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, flat(0.7)) for i in range(3)])
+    evidence = feed(drop, track, [window(i, flat(0.6)) for i in range(3, 8)])
+    assert evidence == [Evidence.BAD] * 2 + [Evidence.GOOD] * 3
+
+
+def test_a_lone_bad_window_enters_a_pinned_baseline_once_the_next_is_not_bad() -> None:
+    # Keeping every lone bad window out would keep the lowest windows out and bias the
+    # reference upward (more false alarms): one is held until the next window is judged.
+    drop = rule(Drop(None, 0.05, 12, 0.01, 10, pinned=0.7))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, spread(0.7)) for i in range(3)])
+    assert feed(drop, track, [window(3, spread(0.6))]) == [Evidence.BAD]
+    assert track.history is not None and len(track.history) == 3  # held
+    assert feed(drop, track, [window(4, spread(0.7))]) == [Evidence.GOOD]
+    assert len(track.history) == 5 and not track.history.in_drop
+
+
+def test_outside_a_drop_good_and_unknown_windows_enter_a_pinned_baseline() -> None:
+    # 0.68 is a significant drop per query but above the floor 0.65: good, so it enters,
+    # as do windows without enough history or common queries (unknown).
+    drop = rule(Drop(None, 0.05, 12, 0.01, 10, pinned=0.7))
+    track = WindowTrack.for_rule(drop)
+    assert feed(drop, track, [window(i, flat(0.7)) for i in range(3)]) == [Evidence.UNKNOWN] * 3
+    assert feed(drop, track, [window(3, flat(0.68))]) == [Evidence.GOOD]
+    assert feed(drop, track, [window(4, flat(0.5, queries=5))]) == [Evidence.UNKNOWN]
+    assert track.history is not None and len(track.history) == 5
+
+
+def test_during_a_drop_unknown_windows_stay_out_of_a_pinned_baseline_too() -> None:
+    # A window with too few common queries cannot say whether quality is back: it stays out.
+    drop = rule(Drop(None, 0.05, 12, 0.01, 10, pinned=0.7))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, flat(0.7)) for i in range(3)])
+    feed(drop, track, [window(3, flat(0.6)), window(4, flat(0.6))])
+    assert feed(drop, track, [window(5, flat(0.6, queries=5))]) == [Evidence.UNKNOWN]
+    assert track.history is not None and len(track.history) == 3
+    assert feed(drop, track, [window(6, flat(0.6))]) == [Evidence.BAD]
 
 
 def test_coverage_counts_queries_seen_against_the_evaluation_set() -> None:

@@ -61,7 +61,8 @@ class WindowTrack:
     def for_rule(cls, rule: AlertRule) -> WindowTrack:
         condition = rule.condition
         if isinstance(condition, Drop):
-            return cls(history=SeriesHistory(condition.baseline_windows))
+            pinned = condition.pinned is not None
+            return cls(history=SeriesHistory(condition.baseline_windows, keep_out_drops=pinned))
         if isinstance(condition, Trend):
             detector = PageHinkley(condition.delta, condition.threshold, condition.min_windows)
             return cls(detector=detector)
@@ -74,13 +75,15 @@ class WindowTrack:
             self.history, self.detector = fresh.history, fresh.detector
         self.version = version
 
-    def remember(self, measure: str, summary: WindowSummary) -> None:
-        """Add a trusted window to the baseline history (after it has been evaluated)."""
-        if self.history is not None:
-            value = measure_value(summary, measure)
-            if not math.isnan(value):
-                window = BaselineWindow(summary.start_ms, value, query_values(summary, measure))
-                self.history.update(window)
+    def remember(self, rule: AlertRule, summary: WindowSummary, verdict: Verdict) -> None:
+        """Offer a trusted window to the baseline history, after `rule` judged it `verdict`
+        (a pinned drop rule keeps the windows of a drop out: `SeriesHistory.admit`)."""
+        if self.history is None:
+            return
+        value = measure_value(summary, rule.measure)
+        if not math.isnan(value):
+            window = BaselineWindow(summary.start_ms, value, query_values(summary, rule.measure))
+            self.history.admit(window, verdict.evidence)
 
 
 def measure_value(summary: WindowSummary, measure: str) -> float:

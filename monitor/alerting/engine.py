@@ -12,7 +12,9 @@ transitions += engine.tick(clock.now_ms())  # stale rules
 Per window and segment, the trust rules (`coverage`, `judged`) go first. If one finds the
 window bad, the quality rules (`below`, `drop`, `trend`) get unknown evidence for it: their
 alerts neither fire nor resolve on numbers that are untrustworthy, and the window stays out
-of the baselines and drift detectors. The trust alert itself says why.
+of the baselines and drift detectors. The trust alert itself says why. A drop rule with a
+`pinned` baseline also keeps the windows of a drop it confirmed out of its own baseline
+(`SeriesHistory.admit`), so a lasting drop keeps it firing until quality is back.
 """
 
 from __future__ import annotations
@@ -130,7 +132,9 @@ class AlertEngine:
         Shares of one window and segment (published for different partitions) are merged
         first. Windows replay through the same evaluation as live ones (at their end time),
         but no transition is returned or delivered; alerts still firing afterwards are handed
-        to delivery so that Alertmanager keeps them.
+        to delivery so that Alertmanager keeps them. The replay judges the windows again, so a
+        pinned drop rule keeps out the same windows it did live, provided the replayed
+        windows reach back to before the drop (docs/alerting.md, "Restarts").
         """
         for summary in merge_window_shares(summaries):
             self._evaluate(summary, summary.end_ms, [])
@@ -188,7 +192,7 @@ class AlertEngine:
             return Verdict(Evidence.UNKNOWN, value, note="held: " + "; ".join(distrust))
         alert.track.follow_version(rule, summary.evaluation_set_version)
         verdict = evaluate_window(rule, summary, alert.track)
-        alert.track.remember(rule.measure, summary)
+        alert.track.remember(rule, summary, verdict)
         return verdict
 
     def _apply(

@@ -4,7 +4,8 @@ A fixed evaluation set of `queries` queries, each with its own true quality draw
 from [0.2, 0.95]. In each window a query is served Poisson(`events_per_query`) times (so some
 queries are not seen); each event scores its query's quality plus Normal(0, `noise`), clipped
 to [0, 1], which gives the lumpy, bounded per-query values real nDCG has. From window
-`drop_at` on, every query's quality is multiplied by (1 - `drop`).
+`drop_at` on (until `recover_at`, if given), every query's quality is multiplied by
+(1 - `drop`).
 
 `drop_verdicts` runs a rule over such a stream as the engine would; `false_alarm_bound` is
 the rate a calibrated test may show on a finite sample (the level plus two standard errors).
@@ -51,6 +52,7 @@ def simulate_windows(
     seed: int,
     drop_at: int | None = None,
     drop: float = 0.0,
+    recover_at: int | None = None,
     start_ms: int = 1_700_000_000_000,
 ) -> list[WindowSummary]:
     """`windows` consecutive window summaries of one segment."""
@@ -58,7 +60,9 @@ def simulate_windows(
     quality = rng.uniform(0.2, 0.95, size=model.queries)
     summaries = []
     for index in range(windows):
-        factor = 1.0 - drop if drop_at is not None and index >= drop_at else 1.0
+        until = windows if recover_at is None else recover_at
+        dropped = drop_at is not None and drop_at <= index < until
+        factor = 1.0 - drop if dropped else 1.0
         counts = rng.poisson(model.events_per_query, size=model.queries)
         query_means: dict[str, dict[str, float]] = {}
         for query in np.flatnonzero(counts):
@@ -101,14 +105,20 @@ def drop_verdicts(
     seed: int,
     drop_at: int | None = None,
     drop: float = 0.0,
+    recover_at: int | None = None,
 ) -> list[Verdict]:
     """The rule's verdict on each window of a simulated stream, each window entering the
-    baseline after it was evaluated, as in the engine."""
+    baseline after it was evaluated, as in the engine (and as there, a pinned drop rule
+    keeps the windows of a confirmed drop out)."""
     track = WindowTrack.for_rule(rule)
     verdicts = []
-    for summary in simulate_windows(model, windows, seed=seed, drop_at=drop_at, drop=drop):
-        verdicts.append(evaluate_window(rule, summary, track))
-        track.remember(rule.measure, summary)
+    stream = simulate_windows(
+        model, windows, seed=seed, drop_at=drop_at, drop=drop, recover_at=recover_at
+    )
+    for summary in stream:
+        verdict = evaluate_window(rule, summary, track)
+        track.remember(rule, summary, verdict)
+        verdicts.append(verdict)
     return verdicts
 
 
