@@ -9,7 +9,11 @@
 2. Windows until a drop of 3%, 5% and 10% of every query's quality is detected (1 = the
    first window after the drop) at significance 0.01; the 5% and 10% drops are checked
    against what docs/alerting.md states (every stream within 2 windows, and within 1).
-3. Detection delay on the demo's scenario (10 s windows, 2 s lateness, a tick every 2 s, v1
+3. A lasting drop (10% of every query's quality for 20 windows, then recovery) through the
+   real `AlertEngine`: how long a `pinned` drop rule fires (checked: through all 20 windows
+   on every stream, resolved within keep_firing_for + 2 windows of the recovery), next to a
+   trailing-median rule, which takes the drop in as the new normal.
+4. Detection delay on the demo's scenario (10 s windows, 2 s lateness, a tick every 2 s, v1
    falling from nDCG@10 ~0.82 to ~0.47 at a window boundary) through the real
    `EventWindows` and `AlertEngine` on a simulated clock, next to its lower bound
    window + lateness + tick + (for - 1) windows; every run is checked to fall within it.
@@ -125,6 +129,78 @@ def headline_drop(size: float, seeds: int) -> float:
     return statistics.mean(changes)
 
 
+LASTING = {"drop_at": 15, "recover_at": 35, "windows": 45, "keep_firing_for": 2}
+
+
+def lasting_drop(seeds: int) -> bool:
+    drop_at, recover_at = LASTING["drop_at"], LASTING["recover_at"]
+    keep = LASTING["keep_firing_for"]
+    print(
+        f"3. a lasting drop: 10% of quality from window {drop_at} to {recover_at - 1}"
+        f" ({seeds} streams; relative 5%, level 0.01, keep_firing_for {keep})"
+    )
+    met = True
+    for pinned in (True, False):
+        firing_through, resolved_after = [], []
+        for seed in range(seeds):
+            statuses = lasting_run(seed, pinned)
+            during = statuses[drop_at:recover_at]
+            firing_through.append(during.index(False) if False in during else len(during))
+            if pinned:
+                after = statuses[recover_at:]
+                resolved_after.append(after.index(False) + 1 if False in after else None)
+        if pinned:
+            ok = all(n == recover_at - drop_at for n in firing_through) and all(
+                r is not None and r <= keep + 2 for r in resolved_after
+            )
+            found = [r for r in resolved_after if r is not None]
+            span = f"{min(found)}-{max(found)}" if found else "-"
+            print(
+                f"   pinned:   fired through all {recover_at - drop_at} windows on"
+                f" {firing_through.count(recover_at - drop_at)}/{seeds} streams; resolved on"
+                f" window {span} after recovery ({len(found)}/{seeds}): {verdict(ok)}"
+            )
+            met = met and ok
+        else:
+            print(
+                f"   trailing: resolved during the drop after {min(firing_through)}-"
+                f"{max(firing_through)} windows (median {statistics.median(firing_through)})"
+            )
+    return met
+
+
+def lasting_run(seed: int, pinned: bool) -> list[bool]:
+    """Whether the drop rule is firing after each window of one lasting-drop stream."""
+    summaries = simulate_windows(
+        MODEL,
+        LASTING["windows"],
+        seed=1000 + seed,
+        drop_at=LASTING["drop_at"],
+        drop=0.10,
+        recover_at=LASTING["recover_at"],
+    )
+    drop: dict[str, Any] = {"relative": 0.05, "baseline_windows": 12, "min_queries": 30}
+    if pinned:
+        before = summaries[: LASTING["drop_at"]]
+        drop["pinned"] = round(statistics.median(s.means[MEASURE] for s in before), 3)
+    keep = LASTING["keep_firing_for"]
+    rule = {"name": "drop", "measure": "ndcg@10", "drop": drop, "keep_firing_for": keep}
+    config = parse_alerting_config(
+        {"rules": [rule], "log": False},
+        cutoffs=[10],
+        gains=["linear"],
+        segment_keys=[],
+        window="5m",
+    )
+    engine = AlertEngine(config, start_ms=0)
+    firing = []
+    for summary in summaries:
+        engine.observe([summary], summary.end_ms)
+        alert = engine.find("drop", ())
+        firing.append(alert is not None and alert.status is Status.FIRING)
+    return firing
+
+
 class DemoStream:
     """The demo's two model versions as scored events, 100 events/s, on a simulated clock."""
 
@@ -193,7 +269,7 @@ def demo_run(config: AlertingConfig, seed: int) -> dict[str, float]:
 
 def demo_delay(seeds: int) -> bool:
     print(
-        "3. detection delay, demo scenario (10s windows, 2s lateness, 2s tick, drop at a"
+        "4. detection delay, demo scenario (10s windows, 2s lateness, 2s tick, drop at a"
         " window boundary; simulated clock through EventWindows + AlertEngine)"
     )
     config = parse_alerting_config(
@@ -225,7 +301,12 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer streams (a few seconds)")
     args = parser.parse_args()
     seeds = 4 if args.quick else 20
-    checks = [false_alarms(seeds, 100), detection(seeds), demo_delay(3 if args.quick else 10)]
+    checks = [
+        false_alarms(seeds, 100),
+        detection(seeds),
+        lasting_drop(seeds),
+        demo_delay(3 if args.quick else 10),
+    ]
     return 0 if all(checks) else 1
 
 
