@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,15 @@ def test_unknown_top_level_key_is_refused() -> None:
     assert caught.value.key == "alerts.pagerduty"
 
 
+def test_the_instance_label_defaults_to_the_host_name_and_can_be_set() -> None:
+    assert parse({"rules": []}).instance == socket.gethostname()
+    assert parse({"rules": [], "instance": "rankmon-1"}).instance == "rankmon-1"
+    for bad in ("", 7):
+        with pytest.raises(ConfigError) as caught:
+            parse({"rules": [], "instance": bad})
+        assert caught.value.key == "alerts.instance"
+
+
 def test_two_rules_with_one_identity_are_refused() -> None:
     rule = {"name": "twin", "measure": "mrr", "below": 0.1}
     with pytest.raises(ConfigError) as caught:
@@ -213,6 +223,7 @@ def test_the_example_configs_alerts_block_parses_and_shows_every_key_and_conditi
     defaults = parse_example({"rules": []})
     assert config.delivery == defaults.delivery
     assert config.prometheus_job == defaults.prometheus_job
+    assert config.instance == defaults.instance
     first_drop = next(rule for rule in config.rules if isinstance(rule.condition, Drop))
     bare_drop = {"name": "d", "measure": "ndcg@10", "drop": {"relative": 0.05}}
     assert first_drop.condition == parse_example({"rules": [bare_drop]}).rules[0].condition

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -16,6 +17,7 @@ from monitor.alerting import (
 )
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.messages import AlertMessage
+from monitor.alerting.render import render_rule_groups
 from monitor.alerting.simulation import StreamModel, simulate_windows
 from monitor.clock import FakeClock
 from monitor.exporter import Exporter
@@ -218,6 +220,7 @@ def test_delivered_alert_carries_labels_and_annotations_and_resolves_by_ends_at(
         "measure": NDCG,
         "window": "5m",
         "model": "v42",
+        "instance": socket.gethostname(),
     }
     notes = firing.annotations
     assert float(notes["value"]) < 0.95 * float(notes["baseline"])
@@ -245,6 +248,42 @@ def test_a_standing_alert_notifies_once_per_firing_and_once_per_resolution() -> 
     # never a new notification for a window that only confirms the alert.
     assert states == [[True], [True], [True], [False]]
     assert {batch[0].annotations["value"] for batch in sink.batches[:3]} == {"0.4000"}
+
+
+def test_instances_judging_different_shares_send_alerts_told_apart_by_instance() -> None:
+    # Two instances of one group see different partitions' queries: one share stays under
+    # the floor, the other recovers. With one label set, Alertmanager would take the
+    # resolution and the re-sent firing as one alert flapping; `instance` keeps them two.
+    sent: dict[str, list[AlertMessage]] = {}
+    for name, values in (("rankmon-a", [0.4, 0.3]), ("rankmon-b", [0.4, 0.8])):
+        sink = RecordingSink()
+        delivery = AlertDelivery([sink], RetryPolicy(), FakeClock(T0))
+        raw = {"rules": [FLOOR], "log": False, "instance": name}
+        alerting = parse_alerting_config(
+            raw, cutoffs=[10], gains=["linear"], segment_keys=["model"], window="5m"
+        )
+        engine = AlertEngine(alerting, start_ms=T0, delivery=delivery)
+        for index, value in enumerate(values):
+            engine.observe([window(index, value)], T0 + (index + 1) * WINDOW_MS)
+            delivery.channels[0].deliver(T0 + (index + 1) * WINDOW_MS)
+        sent[name] = sink.batches[-1]
+    ((still_firing,), (resolved,)) = sent["rankmon-a"], sent["rankmon-b"]
+    assert still_firing.firing and not resolved.firing
+    assert (still_firing.labels["instance"], resolved.labels["instance"]) == (
+        "rankmon-a",
+        "rankmon-b",
+    )
+    assert still_firing.fingerprint != resolved.fingerprint
+    rest = {k: v for k, v in still_firing.labels.items() if k != "instance"}
+    assert rest == {k: v for k, v in resolved.labels.items() if k != "instance"}
+
+
+def test_rendered_prometheus_rules_carry_no_instance_label() -> None:
+    # They alert on the instances' combined series: one alert for the whole group.
+    groups = render_rule_groups(config(FLOOR))
+    rules = [rule for group in groups["groups"] for rule in group["rules"]]
+    (alert,) = [rule for rule in rules if rule.get("alert") == "floor"]
+    assert "instance" not in alert["labels"]
 
 
 def test_restore_hands_alerts_still_firing_to_delivery() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -86,6 +87,7 @@ def test_alert_reaches_the_receiver_through_alertmanager_and_resolves_on_recover
             "measure": NDCG,
             "window": "5m",
             "model": "v42",
+            "instance": socket.gethostname(),
         }
         assert alert["annotations"]["value"] == "0.3100"
         assert alert["annotations"]["runbook_url"] == "https://runbooks.example/floor"

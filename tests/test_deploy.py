@@ -234,8 +234,10 @@ def test_shipped_alertmanager_sends_the_global_alert_instead_of_rankmons_duplica
         server.post_alerts(
             [
                 {"labels": {**labels, "model": "v42", "job": "rankmon"}},  # Prometheus, global
-                {"labels": {**labels, "model": "v42"}},  # rankmon's own, same rule and segment
-                {"labels": {**labels, "model": "v41"}},  # rankmon's own, another segment
+                # rankmon's own (labelled with the instance that judged it), same rule and
+                # segment, then another segment
+                {"labels": {**labels, "model": "v42", "instance": "rankmon-0"}},
+                {"labels": {**labels, "model": "v41", "instance": "rankmon-0"}},
             ]
         )
         states = {

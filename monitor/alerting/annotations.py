@@ -78,8 +78,12 @@ def alert_message(
         annotations["window"] = f"{rfc3339(alert.window[0])}/{rfc3339(alert.window[1])}"
     if rule.runbook_url:
         annotations["runbook_url"] = rule.runbook_url
+    # `instance` tells this instance's alerts from its peers' (they judge other partitions);
+    # not in `alert_labels`, which the rendered, global Prometheus rules share.
+    labels = alert_labels(rule, alert.segment, config.window)
+    labels["instance"] = config.instance
     return AlertMessage(
-        labels=alert_labels(rule, alert.segment, config.window),
+        labels=labels,
         annotations={k: v for k, v in annotations.items() if v},
         starts_at_ms=alert.fired_at_ms or 0,
         ends_at_ms=resolved_at_ms,

@@ -15,10 +15,15 @@ A rule names one measure and exactly one condition:
   for: 1                   # consecutive bad windows before firing
   keep_firing_for: 0       # good windows it stays firing through before resolving
 ```
+
+`instance` (default: the host name) labels every alert this instance sends: several
+instances of one consumer group each judge their own partitions' share, and alerts with one
+label set whose states disagree would flap in Alertmanager.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,9 +35,24 @@ from monitor.config import Config
 from monitor.errors import ConfigError
 from monitor.summary import Segment
 
-__all__ = ["AlertingConfig", "DeliveryConfig", "alerting_config_from", "parse_alerting_config"]
+__all__ = [
+    "AlertingConfig",
+    "DeliveryConfig",
+    "alerting_config_from",
+    "default_instance",
+    "parse_alerting_config",
+]
 
-TOP_KEYS = {"rules", "alertmanager", "webhook", "log", "runbook_url", "delivery", "prometheus"}
+TOP_KEYS = {
+    "rules",
+    "alertmanager",
+    "webhook",
+    "log",
+    "runbook_url",
+    "delivery",
+    "prometheus",
+    "instance",
+}
 
 
 @dataclass(frozen=True)
@@ -58,6 +78,7 @@ class AlertingConfig:
     window: str
     window_ms: int
     prometheus_job: str
+    instance: str  # the `instance` label of this instance's alerts
 
 
 def parse_alerting_config(
@@ -85,13 +106,20 @@ def parse_alerting_config(
     job = prometheus.get("job", "rankmon")
     if not isinstance(job, str) or not job:
         raise ConfigError("alerts.prometheus.job", "must be a non-empty string")
+    instance = _optional_str(raw, "instance", "alerts.instance")
     return AlertingConfig(
         rules=rules,
         delivery=_parse_delivery(raw),
         window=window,
         window_ms=parse_duration(window, "windows.size"),
         prometheus_job=job,
+        instance=instance or default_instance(),
     )
+
+
+def default_instance() -> str:
+    """The host name: distinct per replica (a Kubernetes pod's name, a container's id)."""
+    return socket.gethostname() or "rankmon"
 
 
 def alerting_config_from(config: Config) -> AlertingConfig:

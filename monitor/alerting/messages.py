@@ -1,8 +1,9 @@
 """The alert as it leaves rankmon: labels, annotations, and its firing or resolved times.
 
 Labels identify an alert (Alertmanager groups and deduplicates on them): `alertname`,
-`severity`, `measure`, `window` and the segment's labels. Annotations describe it: the
-measure, the window's bounds, value, baseline, p-value, the worst queries, a runbook URL.
+`severity`, `measure`, `window`, the segment's labels and `instance` (which rankmon instance
+judged it). Annotations describe it: the measure, the window's bounds, value, baseline,
+p-value, the worst queries, a runbook URL.
 """
 
 from __future__ import annotations
