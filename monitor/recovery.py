@@ -34,6 +34,7 @@ A record without "partitions" (written before shares existed) covers every parti
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 import zlib
@@ -264,6 +265,11 @@ def read_shares(
         raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
     finally:
         consumer.close(autocommit=False)
+        # The closed consumer's objects form reference cycles that keep its fetched (and, for
+        # gzipped shares, decompressed) buffers alive until a full collection, which may not
+        # come for a long time: measured, 165 shares of 300 queries held +48 MB, +10 after this.
+        del consumer
+        gc.collect()
 
 
 def _read_to_end(

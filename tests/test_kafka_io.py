@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from monitor import recovery
 from monitor.bootstrap import Backoff, KafkaUnavailableError, parse_servers
 from monitor.broker import EmbeddedBroker, free_port
 from monitor.catalog import monitor_keys
@@ -346,6 +348,30 @@ def large_window(queries: int) -> WindowSummary:
     keys = [str(key) for key in monitor_keys([5, 10, 20], ["linear", "exp"])]
     per_query = {f"q{i}": {k: rng.random() for k in keys} for i in range(queries)}
     return replace(window(0, "big"), queries=queries, query_means=per_query)
+
+
+def test_reading_the_windows_topic_back_leaves_no_consumer_and_its_buffers_behind(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A closed KafkaConsumer's fetcher sits in reference cycles with the fetched (and
+    # decompressed) buffers until a full collection: after a restart's read-back that held
+    # tens of MB for as long as the process lived.
+    topic = new_topic(partitions=1)
+    producer = RecordProducer(bootstrap_servers=tansu.bootstrap_servers, compression_type="gzip")
+    publish_shares(producer, topic, [WindowShare(large_window(300), frozenset({0}), {0: 1})])
+    producer.close()
+    opened: list[weakref.ref[object]] = []
+
+    class Tracked(KafkaConsumer):  # type: ignore[misc]
+        def __init__(self, **options: object) -> None:
+            super().__init__(**options)
+            opened.append(weakref.ref(self._fetcher))
+
+    monkeypatch.setattr(recovery, "KafkaConsumer", Tracked)
+    assert len(read_shares(bootstrap_servers=tansu.bootstrap_servers, topic=topic)) == 1
+
+    assert len(opened) == 1
+    assert opened[0]() is None  # gone without the test collecting anything
 
 
 def test_a_window_of_thousands_of_queries_goes_compressed_in_one_record_and_reads_back(
