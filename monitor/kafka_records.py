@@ -23,7 +23,6 @@ ConsumerRecords, which `EventSource` converts.
 
 from __future__ import annotations
 
-import logging
 from itertools import dropwhile
 from typing import Any, Final, NamedTuple
 
@@ -37,8 +36,6 @@ from kafka.record.default_records import DefaultRecordBatch
 from monitor.native import parse_records, speedups_active
 
 __all__ = ["SourceRecord", "read_records_in_c"]
-
-_log = logging.getLogger(__name__)
 
 # The kafka-python versions whose fetcher internals FastPartitionRecords was tested against.
 TESTED_KAFKA_PYTHON: Final = frozenset({"3.0.12"})
