@@ -55,7 +55,7 @@ def render_rule_groups(config: AlertingConfig, *, ungated_drop: bool = False) ->
     rendered (without their paired test) only with `ungated_drop`."""
     job = f'job="{config.prometheus_job}"'
     rendered = [rule for rule in config.rules if _left_out(rule, ungated_drop) is None]
-    alerts = [alert for alert in (_alert(rule, config) for rule in rendered) if alert is not None]
+    alerts = [_alert(rule, config) for rule in rendered]
     return {
         "groups": [
             {"name": "rankmon-recording", "rules": _recording_rules(job)},
@@ -120,7 +120,7 @@ def _measure_matchers(measure: str) -> tuple[str, dict[str, str]]:
     return f"job:rankmon_{kind}:mean", matchers
 
 
-def _expression(rule: AlertRule, config: AlertingConfig) -> str | None:
+def _expression(rule: AlertRule, config: AlertingConfig) -> str:
     condition = rule.condition
     if isinstance(condition, Below | Drop | Judged):
         metric, matchers = _measure_matchers(rule.measure)
@@ -146,7 +146,7 @@ def _expression(rule: AlertRule, config: AlertingConfig) -> str | None:
             f"(sum by (job) (changes({ends}[{after}])) == 0)"
             f" and on(job) sum by (job) (present_over_time({ends}[1m] offset {after}))"
         )
-    return None  # trend: left out by `_left_out`
+    raise TypeError(f"no PromQL form for {condition!r}")  # trend: `_left_out` keeps it out
 
 
 def _drop_expression(value: str, condition: Drop, rule: AlertRule, config: AlertingConfig) -> str:
@@ -164,10 +164,8 @@ def _drop_expression(value: str, condition: Drop, rule: AlertRule, config: Alert
     return f"({value} < {floor}) and ignoring(k, gain) ({queries} >= {condition.min_queries})"
 
 
-def _alert(rule: AlertRule, config: AlertingConfig) -> dict[str, Any] | None:
+def _alert(rule: AlertRule, config: AlertingConfig) -> dict[str, Any]:
     expr = _expression(rule, config)
-    if expr is None:
-        return None
     labels = alert_labels(rule, (), config.window)
     del labels["alertname"]
     alert: dict[str, Any] = {
