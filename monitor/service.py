@@ -201,7 +201,7 @@ class Monitor:
                 metrics=self.metrics_url,
                 topic=self.config.kafka.topic,
                 # "c": the C accelerators; "python": the pure-Python path (no compiler at
-                # install, or RANKMON_SPEEDUPS=off): same numbers, about half the speed.
+                # install, or RANKMON_SPEEDUPS=off): same numbers, about a third of the speed.
                 speedups="c" if self._scorer.judgment_index is not None else "python",
             ),
         )
