@@ -19,10 +19,6 @@ moment the demo's view saw the alert, up to 0.25 s after the engine fired it.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from monitor.config_values import parse_duration
 from monitor.demo.run import DemoOptions, run_demo

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -36,8 +35,6 @@ from pathlib import Path
 
 import orjson
 from kafka import KafkaConsumer, KafkaProducer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from monitor.broker import EmbeddedBroker
 from monitor.config import load_config

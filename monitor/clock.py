@@ -2,6 +2,12 @@
 
 Nothing deep inside rankmon calls `time.time()`: the stages take a `Clock`, so tests of
 watermarks, idle partitions, staleness and alert states run on a fake one.
+
+Two readings, for two jobs. `now_ms()` is the wall clock: it stamps what leaves rankmon
+(alert times) and is compared with event times. `monotonic()` only ever moves forward at the
+pace of real time: every interval and timeout (the tick schedule, idle partitions, stale
+rules, retries) is measured on it, so a wall clock stepped back an hour (NTP, a VM restored)
+neither stops the ticks for an hour nor, stepped forward, bursts them.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-__all__ = ["Clock", "FakeClock", "SystemClock"]
+__all__ = ["Clock", "FakeClock", "SystemClock", "TickSchedule"]
 
 
 class Clock(Protocol):
@@ -31,23 +37,62 @@ class SystemClock:
 
 
 class FakeClock:
-    """A clock that moves only when told to."""
+    """A clock that moves only when told to.
+
+    `advance` moves both readings (time passes); `step_wall` moves the wall clock alone,
+    either way, as an operator or NTP stepping the system time does.
+    """
 
     def __init__(self, start_ms: int = 0) -> None:
-        self._now_ms = start_ms
+        self._elapsed_ms = start_ms
+        self._wall_offset_ms = 0
 
     def now_ms(self) -> int:
-        return self._now_ms
+        return self._elapsed_ms + self._wall_offset_ms
 
     def monotonic(self) -> float:
-        return self._now_ms / 1000.0
+        return self._elapsed_ms / 1000.0
 
     def advance(self, ms: int) -> None:
-        """Move the clock forward by `ms` milliseconds."""
+        """Let `ms` milliseconds pass."""
         if ms < 0:
-            raise ValueError("a clock does not go backwards")
-        self._now_ms += ms
+            raise ValueError("time does not go backwards: use step_wall for the wall clock")
+        self._elapsed_ms += ms
 
     def set(self, now_ms: int) -> None:
-        """Jump to `now_ms` (not earlier than the current reading)."""
-        self.advance(now_ms - self._now_ms)
+        """Let time pass until the wall clock reads `now_ms` (not earlier than now)."""
+        self.advance(now_ms - self.now_ms())
+
+    def step_wall(self, ms: int) -> None:
+        """Step the wall clock by `ms` (negative: back); the monotonic reading stays."""
+        self._wall_offset_ms += ms
+
+
+class TickSchedule:
+    """When the next tick is due, on the monotonic clock; polled by the loop.
+
+    A tick comes every `interval_s`. A loop held up for several intervals (a long flush, a
+    stop in the debugger) gets one tick, not a burst, and the next one an interval later.
+    """
+
+    def __init__(self, interval_s: float, clock: Clock) -> None:
+        if interval_s <= 0:
+            raise ValueError(f"the tick interval must be positive, got {interval_s} s")
+        self.interval_s = interval_s
+        self._clock = clock
+        self._next_s = clock.monotonic() + interval_s
+
+    def due(self) -> bool:
+        """Whether a tick is due now; if so, the next one is scheduled."""
+        now = self._clock.monotonic()
+        if now < self._next_s:
+            return False
+        self._next_s += self.interval_s
+        if self._next_s <= now:  # behind by more than an interval: no burst of ticks
+            self._next_s = now + self.interval_s
+        return True
+
+    @property
+    def seconds_to_next(self) -> float:
+        """How long until the next tick is due (0 if it is due)."""
+        return max(0.0, self._next_s - self._clock.monotonic())

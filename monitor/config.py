@@ -36,7 +36,7 @@ from monitor.config_source import (
     as_str_list,
     read_yaml,
 )
-from monitor.config_values import Duration, Secret, parse_duration
+from monitor.config_values import Duration, Secret, duration_of_ms, parse_duration
 
 __all__ = [
     "Config",
@@ -61,6 +61,7 @@ __all__ = [
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _TEN_SECONDS: Final = parse_duration("10s")
 _FIFTEEN_SECONDS: Final = parse_duration("15s")
+_ONE_MINUTE: Final = parse_duration("1m")
 _NO_KEYS: tuple[str, ...] = ()
 
 
@@ -100,9 +101,12 @@ class WindowsConfig:
 
 @dataclass(frozen=True, slots=True)
 class ScheduleConfig:
-    """How often closed windows are finalized, exported, published and committed."""
+    """How often closed windows are finalized, exported, published and committed, and how
+    long the poll loop may make no progress before `/healthz` fails (default: the larger of
+    a minute and four intervals)."""
 
     interval: Duration = _FIFTEEN_SECONDS
+    liveness_timeout: Duration = _ONE_MINUTE
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,8 +239,19 @@ def _read_windows(section: ConfigSection) -> WindowsConfig:
 
 
 def _read_schedule(section: ConfigSection) -> ScheduleConfig:
-    config = ScheduleConfig(section.get("interval", _positive_duration, parse_duration("15s")))
+    interval = section.get("interval", _positive_duration, parse_duration("15s"))
+    derived = duration_of_ms(max(60_000, 4 * interval.ms))
+    config = ScheduleConfig(
+        interval=interval,
+        liveness_timeout=section.get("liveness_timeout", _positive_duration, derived),
+    )
     section.finish()
+    if config.liveness_timeout.ms < 2 * interval.ms:
+        raise section.error(
+            "liveness_timeout",
+            f"{config.liveness_timeout} is shorter than two ticks ({interval} each): "
+            "every tick would fail the liveness probe",
+        )
     return config
 
 

@@ -46,7 +46,10 @@ def render_config(config: Config) -> dict[str, Any]:
             "max_future": windows.max_future.text,
             "time_source": windows.time_source,
         },
-        "schedule": {"interval": config.schedule.interval.text},
+        "schedule": {
+            "interval": config.schedule.interval.text,
+            "liveness_timeout": config.schedule.liveness_timeout.text,
+        },
         "segments": {
             "keys": list(config.segments.keys),
             "max_values": config.segments.max_values,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["MASK", "Duration", "Secret", "parse_duration"]
+__all__ = ["MASK", "Duration", "Secret", "duration_of_ms", "parse_duration"]
 
 _UNIT_MS: Final = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION: Final = re.compile(r"(\d+)(ms|s|m|h|d)")
@@ -49,6 +49,15 @@ def parse_duration(text: str) -> Duration:
     if match is None:
         raise ValueError(f"expected a duration such as 500ms, 15s, 5m, 1h or 1d, got {text!r}")
     return Duration(text, int(match.group(1)) * _UNIT_MS[match.group(2)])
+
+
+def duration_of_ms(ms: int) -> Duration:
+    """A span given in milliseconds, written in the largest unit that divides it (`60s`
+    stays `1m`); for defaults derived from other keys."""
+    for unit, size in sorted(_UNIT_MS.items(), key=lambda item: -item[1]):
+        if ms % size == 0 and ms >= size:
+            return Duration(f"{ms // size}{unit}", ms)
+    return Duration(f"{ms}ms", ms)
 
 
 class Secret:

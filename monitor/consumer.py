@@ -12,8 +12,15 @@ A thin layer over kafka-python's `KafkaConsumer` (>= 3.0.12) with the rules the 
   continues where it was, not from its committed offset. A caller that drops such a
   partition's state must `rewind()` it to replay from the committed offset.
 - A broker that does not answer is not an error: `poll()` connects lazily, waits with backoff,
-  and returns empty batches while `broker_up` is False. Nothing here raises on a transient
-  Kafka error; `commit()` returns False instead.
+  and returns empty batches while `broker_up` is False. Nothing here raises on a Kafka error;
+  `commit()` returns False instead. `broker_up` is whether some connection to a broker has
+  completed its handshake: a connection still being attempted does not count.
+- A batch that cannot be read (a codec library missing, a corrupt batch) is reported, not
+  retried in a loop: the partition is paused at that offset (`unreadable` says where and why)
+  and tried again after a backoff (1 minute, doubling to 10); the other partitions go on.
+  Records after it are never skipped: the committed offset stays before the batch, so a
+  restart (after installing the codec, say) reads it again. Whatever else `poll()` raises is
+  logged (once a minute at most for the same error) and counted in `errors`.
 - Records come as `SourceRecord`s: read from the fetched batches in C where that is safe
   (monitor/kafka_records.py), else converted from kafka-python's ConsumerRecords.
 - Lag is `highwater - next offset`, both known without `end_offsets()` (which Tansu answers
@@ -28,17 +35,22 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.errors import KafkaError
 from kafka.structs import MemberState, OffsetAndMetadata
 
-from monitor.bootstrap import RECONNECT_BACKOFF_MAX_MS, Backoff, bootstrap_reachable
-from monitor.kafka_records import SourceRecord, read_records_in_c
+from monitor.bootstrap import (
+    RECONNECT_BACKOFF_MAX_MS,
+    Backoff,
+    KafkaUnavailableError,
+    bootstrap_reachable,
+)
+from monitor.kafka_records import SourceRecord, UnreadableBatch, install_reader
 
-__all__ = ["Batch", "EventSource", "SourceRecord"]
+__all__ = ["Batch", "EventSource", "EventStream", "SourceRecord", "UnreadableBatch"]
 
 _log = logging.getLogger(__name__)
 
@@ -46,6 +58,9 @@ _log = logging.getLogger(__name__)
 COMMIT_TIMEOUT_MS = 10_000
 # Errors are logged as text: a logged exception keeps its traceback's frames, and with them
 # kafka-python's sockets, alive for as long as a handler holds the record.
+UNREADABLE_RETRY_S = 60.0  # first retry of a paused, unreadable partition; doubles up to
+UNREADABLE_RETRY_MAX_S = 600.0
+ERROR_LOG_INTERVAL_S = 60.0  # the same poll error is logged at most this often
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,39 @@ class Batch:
     records: list[SourceRecord] = field(default_factory=list)
     revoked: frozenset[int] = frozenset()
     assigned: frozenset[int] = frozenset()
+
+
+class EventStream(Protocol):
+    """What the service needs of its source of records: `EventSource`, or a fake in tests."""
+
+    @property
+    def broker_up(self) -> bool: ...
+
+    @property
+    def group_joined(self) -> bool: ...
+
+    @property
+    def assignment(self) -> frozenset[int]: ...
+
+    @property
+    def unreadable(self) -> Mapping[int, UnreadableBatch]: ...
+
+    @property
+    def errors(self) -> Mapping[str, int]: ...
+
+    def poll(self, timeout_ms: int = 1000) -> Batch: ...
+
+    def take_unreadable(self) -> list[UnreadableBatch]: ...
+
+    def commit(self, offsets: Mapping[int, int]) -> bool: ...
+
+    def rewind(self, partitions: Iterable[int]) -> bool: ...
+
+    def committed(self, partitions: Iterable[int]) -> dict[int, int | None]: ...
+
+    def lag(self, partition: int) -> int | None: ...
+
+    def close(self) -> None: ...
 
 
 class _RecordingListener(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -96,6 +144,8 @@ class EventSource:
         session_timeout_ms: int = 45_000,
         max_poll_records: int = 5_000,
         sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        unreadable_retry_s: float = UNREADABLE_RETRY_S,
         **kafka_options: Any,
     ) -> None:
         self.topic = topic
@@ -119,6 +169,15 @@ class EventSource:
         self._listener = _RecordingListener()
         self._next_offsets: dict[int, int] = {}
         self.broker_up = False
+        self.reader = "none"  # which record reader the consumer got (`install_reader`)
+        self._monotonic = monotonic
+        self._unreadable_retry_s = unreadable_retry_s
+        self.unreadable: dict[int, UnreadableBatch] = {}  # paused partitions, and why
+        self._retry_at: dict[int, tuple[float, float]] = {}  # partition -> (when, next delay)
+        self._reported: list[UnreadableBatch] = []  # by the reader, during the current poll
+        self._new_unreadable: list[UnreadableBatch] = []  # since `take_unreadable()`
+        self.errors: dict[str, int] = {}  # poll errors by exception type, since the start
+        self._error_logged: tuple[str, float] | None = None
 
     @property
     def group_joined(self) -> bool:
@@ -139,16 +198,21 @@ class EventSource:
         consumer = self._connected()
         if consumer is None:
             return Batch()
+        self._retry_unreadable(consumer)
         try:
             fetched = consumer.poll(timeout_ms=timeout_ms)
-        except KafkaError as error:
-            _log.warning("poll failed, retrying: %s", str(error))
+        except Exception as error:  # whatever kafka-python raises, the loop goes on
+            self._poll_failed(error)
             fetched = {}
         self._note_broker_state(consumer)
         # The listener ran inside this poll, before the fetch: apply it before the records.
         revoked, assigned = self._listener.take()
-        for partition in revoked:
+        for partition in revoked | assigned:
             self._next_offsets.pop(partition, None)
+            # A new assignment starts unpaused, at the committed offset: a batch that is
+            # still unreadable is reported again when it is reached.
+            self.unreadable.pop(partition, None)
+            self._retry_at.pop(partition, None)
         records: list[SourceRecord] = []
         for tp in sorted(fetched, key=lambda tp: tp.partition):
             raws = fetched[tp]
@@ -158,7 +222,62 @@ class EventSource:
                 else:
                     records += map(_source_record, map(_RECORD_FIELDS, raws))
                 self._next_offsets[tp.partition] = raws[-1].offset + 1
+                self._readable_again(tp.partition, raws[-1].offset)
+        self._pause_unreadable(consumer)
         return Batch(records, revoked, assigned)
+
+    def take_unreadable(self) -> list[UnreadableBatch]:
+        """Unreadable batches reported since the last call (each pause once)."""
+        taken, self._new_unreadable = self._new_unreadable, []
+        return taken
+
+    def _report(self, batch: UnreadableBatch) -> None:
+        self._reported.append(batch)
+
+    def _pause_unreadable(self, consumer: KafkaConsumer) -> None:
+        """Pause each partition the reader could not read, until its retry is due."""
+        reported, self._reported = self._reported, []
+        now = self._monotonic()
+        # The first report of a partition in this poll (a pipelined fetch may report again).
+        for batch in {b.partition: b for b in reversed(reported)}.values():
+            _, delay = self._retry_at.get(batch.partition, (now, self._unreadable_retry_s))
+            self._retry_at[batch.partition] = (now + delay, min(delay * 2, UNREADABLE_RETRY_MAX_S))
+            self.unreadable[batch.partition] = batch
+            self._new_unreadable.append(batch)
+            consumer.pause(TopicPartition(self.topic, batch.partition))
+            _log.error(
+                "cannot read partition %s at offset %s; paused it, retrying in %.0f s: %s",
+                batch.partition,
+                batch.offset,
+                delay,
+                batch.error,
+            )
+
+    def _retry_unreadable(self, consumer: KafkaConsumer) -> None:
+        now = self._monotonic()
+        due = [p for p, (at, _) in self._retry_at.items() if at <= now and p in self.unreadable]
+        for partition in due:
+            # Still listed as unreadable (and its backoff kept) until a record past the
+            # batch arrives; a failure again pauses it for twice as long.
+            _, delay = self._retry_at[partition]
+            self._retry_at[partition] = (float("inf"), delay)
+            consumer.resume(TopicPartition(self.topic, partition))
+
+    def _readable_again(self, partition: int, last_offset: int) -> None:
+        batch = self.unreadable.get(partition)
+        if batch is not None and last_offset >= batch.offset:
+            del self.unreadable[partition]
+            self._retry_at.pop(partition, None)
+            _log.warning("partition %s is readable again from offset %s", partition, batch.offset)
+
+    def _poll_failed(self, error: Exception) -> None:
+        name = type(error).__name__
+        self.errors[name] = self.errors.get(name, 0) + 1
+        text, now = f"{name}: {error}", self._monotonic()
+        last = self._error_logged
+        if last is None or last[0] != text or now - last[1] >= ERROR_LOG_INTERVAL_S:
+            self._error_logged = (text, now)
+            _log.warning("poll failed, retrying: %s", text)
 
     def commit(self, offsets: Mapping[int, int]) -> bool:
         """Commit `{partition: next offset to read}` for the partitions still owned.
@@ -206,6 +325,18 @@ class EventSource:
             return False
         return True
 
+    def committed(self, partitions: Iterable[int]) -> dict[int, int | None]:
+        """Each partition's committed offset (None: the group never committed it).
+
+        Raises `KafkaUnavailableError` when the broker cannot say now."""
+        consumer = self._consumer
+        if consumer is None:
+            raise KafkaUnavailableError("not connected to Kafka")
+        try:
+            return {p: consumer.committed(TopicPartition(self.topic, p)) for p in partitions}
+        except KafkaError as error:
+            raise KafkaUnavailableError(f"cannot read committed offsets: {error}") from error
+
     def lag(self, partition: int) -> int | None:
         """Records after the last one returned, from the last fetch's highwater; None if unknown."""
         consumer, next_offset = self._consumer, self._next_offsets.get(partition)
@@ -227,7 +358,7 @@ class EventSource:
         if bootstrap_reachable(self._bootstrap_servers):
             try:
                 consumer = KafkaConsumer(**self._options)
-                read_records_in_c(consumer)
+                self.reader = install_reader(consumer, self._report)
                 consumer.subscribe([self.topic], listener=self._listener)
             except KafkaError as error:
                 _log.warning("cannot reach Kafka at %s: %s", self._bootstrap_servers, str(error))
@@ -242,9 +373,15 @@ class EventSource:
 
     def _note_broker_state(self, consumer: KafkaConsumer) -> None:
         # kafka-python reconnects by itself and poll() just returns nothing while no broker
-        # answers, so its live connection count is the one signal of an outage.
-        connections = consumer.metrics().get("consumer-metrics", {}).get("connection-count")
-        self.broker_up = connections is None or connections > 0
+        # answers. Its `connection-count` metric counts connections still being attempted
+        # (it read 1 two seconds into an outage); a connection counts here once its
+        # handshake completed, which no broker that is down can do.
+        connections = getattr(getattr(consumer, "_manager", None), "_conns", None)
+        if isinstance(connections, dict):
+            self.broker_up = any(getattr(c, "connected", False) for c in connections.values())
+            return
+        count = consumer.metrics().get("consumer-metrics", {}).get("connection-count")
+        self.broker_up = count is None or count > 0
 
 
 # One C call per record picks the fields (this runs for every record consumed).

@@ -23,7 +23,7 @@ Sends are asynchronous: `flush()` before committing offsets past the rejected re
 from __future__ import annotations
 
 from monitor.consumer import SourceRecord
-from monitor.producer import RecordProducer
+from monitor.producer import RecordSink
 
 __all__ = ["DeadLetterSink", "dead_letter_headers"]
 
@@ -47,7 +47,7 @@ class DeadLetterSink:
     """Sends rejected records to `topic` through a shared `RecordProducer`."""
 
     def __init__(
-        self, producer: RecordProducer, topic: str, max_record_bytes: int = MAX_RECORD_BYTES
+        self, producer: RecordSink, topic: str, max_record_bytes: int = MAX_RECORD_BYTES
     ) -> None:
         self.producer = producer
         self.topic = topic

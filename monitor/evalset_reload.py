@@ -46,7 +46,8 @@ class EvaluationSetSource:
         self._signature = _signature(self._path)
         self.current = load_evaluation_set(self._path)
         self._requested = threading.Event()
-        self._next_check_ms = clock.now_ms() + config.poll_interval.ms
+        # On the monotonic clock: a wall clock stepped back must not stop the checks.
+        self._next_check_s = clock.monotonic() + config.poll_interval.seconds
 
     def request_reload(self) -> None:
         """Ask for a reload at the next check (safe to call from a signal handler)."""
@@ -54,12 +55,12 @@ class EvaluationSetSource:
 
     def poll(self) -> EvaluationSet | None:
         """The new set if it changed since the last call, else None."""
-        now = self._clock.now_ms()
+        now = self._clock.monotonic()
         requested = self._requested.is_set()
-        if not requested and (not self.config.watch or now < self._next_check_ms):
+        if not requested and (not self.config.watch or now < self._next_check_s):
             return None
         self._requested.clear()
-        self._next_check_ms = now + self.config.poll_interval.ms
+        self._next_check_s = now + self.config.poll_interval.seconds
         signature = _signature(self._path)
         if not requested and signature == self._signature:
             return None

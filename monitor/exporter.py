@@ -26,8 +26,11 @@ the series written for that segment's previous window are removed, so a query ov
 
 Process series: `rankmon_events_total{outcome,reason}`, `rankmon_watermark_timestamp_seconds`
 and `rankmon_consumer_lag_records` per `partition`, `rankmon_broker_up`, `rankmon_ready`,
-`rankmon_build_info{version}`, `rankmon_evaluation_set_info{version}`,
-`rankmon_evaluation_set_queries`, `rankmon_alert_firing{alert,severity,<segment keys>}`,
+`rankmon_loop_progress_timestamp_seconds`, `rankmon_unreadable_batches_total{partition}`,
+`rankmon_consumer_errors_total{error}`, `rankmon_build_info{version}`,
+`rankmon_evaluation_set_info{version}`, `rankmon_evaluation_set_queries`,
+`rankmon_alert_firing{alert,severity,<segment keys>}`,
+`rankmon_alert_firings_total{alert,severity,<segment keys>}`,
 `rankmon_alert_deliveries_total{sink,result}` and the standard `process_*` series.
 """
 
@@ -36,17 +39,18 @@ from __future__ import annotations
 import platform
 import re
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Info, ProcessCollector
 
 from monitor import __version__
 from monitor.catalog import MeasureKey
+from monitor.clock import Clock
 from monitor.errors import MeasureError
 from monitor.summary import Segment, WindowSummary
 
-__all__ = ["EXPORTED_KINDS", "Exporter", "Readiness"]
+__all__ = ["EXPORTED_KINDS", "Exporter", "Liveness", "Readiness"]
 
 # measure kind -> (gauge name, carries `k`, carries `gain`); other kinds (dcg, ndcg without
 # cutoff, num_*) stay in the window summaries only.
@@ -93,20 +97,53 @@ LabelValues = tuple[str, ...]
 
 @dataclass
 class Readiness:
-    """What `/readyz` requires: evaluation set loaded, consumer group joined, broker reachable."""
+    """What `/readyz` requires: evaluation set loaded, consumer group joined, broker reachable,
+    and no partition paused at a batch that cannot be read."""
 
     evaluation_set_loaded: bool = False
     group_joined: bool = False
     broker_up: bool = False
+    # partition -> where and why; replaced whole (the HTTP thread reads it)
+    unreadable: Mapping[int, str] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
-        """All three conditions hold."""
-        return self.evaluation_set_loaded and self.group_joined and self.broker_up
+        """Every condition holds."""
+        return not self.missing()
 
     def missing(self) -> list[str]:
-        """The names of the conditions that do not hold (for the `/readyz` body)."""
-        return [name for name, ok in vars(self).items() if not ok]
+        """The conditions that do not hold, one line each (the `/readyz` body)."""
+        flags = ("evaluation_set_loaded", "group_joined", "broker_up")
+        missing = [name for name in flags if not getattr(self, name)]
+        unreadable = self.unreadable
+        return missing + [f"unreadable: partition {p} {unreadable[p]}" for p in sorted(unreadable)]
+
+
+class Liveness:
+    """What `/healthz` requires: the poll loop completed an iteration within `timeout_s`.
+
+    The loop calls `progressed()` after every poll (and while it waits for Kafka), so a loop
+    stuck anywhere (a call that never returns, a busy loop in a client library) stops it;
+    `/healthz` then fails and a liveness probe restarts the process.
+    """
+
+    def __init__(self, timeout_s: float, clock: Clock) -> None:
+        self.timeout_s = timeout_s
+        self._clock = clock
+        self._at_s = clock.monotonic()  # starting counts as progress
+        self.at_ms = clock.now_ms()  # the same moment by the wall clock, for the gauge
+
+    def progressed(self) -> None:
+        """The loop completed an iteration now."""
+        self._at_s = self._clock.monotonic()
+        self.at_ms = self._clock.now_ms()
+
+    def stalled(self) -> str | None:
+        """Why the process is not live, or None while it is."""
+        silent = self._clock.monotonic() - self._at_s
+        if silent <= self.timeout_s:
+            return None
+        return f"the poll loop made no progress for {silent:.0f} s (limit {self.timeout_s:g} s)"
 
 
 class Exporter:
@@ -119,6 +156,7 @@ class Exporter:
         segment_keys: Sequence[str] = (),
         process_metrics: bool = True,
         min_queries: int = 1,
+        liveness: Liveness | None = None,
     ) -> None:
         self.segment_keys = tuple(sorted(segment_keys))
         self.min_queries = min_queries
@@ -126,6 +164,7 @@ class Exporter:
             if not _LABEL_NAME.fullmatch(key) or key.startswith("__") or key in _RESERVED_LABELS:
                 raise ValueError(f"segment key {key!r} cannot be a Prometheus label name")
         self.readiness = Readiness()
+        self.liveness = liveness
         self._lock = threading.Lock()
         # segment -> the (gauge, label values) written for its latest window
         self._written: dict[Segment, set[tuple[Gauge, LabelValues]]] = {}
@@ -169,6 +208,18 @@ class Exporter:
             ["partition"],
             registry=registry,
         )
+        self._unreadable = Counter(
+            "rankmon_unreadable_batches",
+            "Times a partition was paused at a record batch that could not be read.",
+            ["partition"],
+            registry=registry,
+        )
+        self._consumer_errors = Counter(
+            "rankmon_consumer_errors",
+            "Polls of the events topic that raised, by exception type.",
+            ["error"],
+            registry=registry,
+        )
 
     def _register_status_series(self, registry: CollectorRegistry) -> None:
         self._broker_up = Gauge(
@@ -176,6 +227,13 @@ class Exporter:
         )
         ready = Gauge("rankmon_ready", "1 if /readyz reports ready.", registry=registry)
         ready.set_function(lambda: float(self.readiness.ready))
+        progress = Gauge(
+            "rankmon_loop_progress_timestamp_seconds",
+            "When the poll loop last completed an iteration (/healthz fails past the limit).",
+            registry=registry,
+        )
+        liveness = self.liveness
+        progress.set_function(lambda: float("nan") if liveness is None else liveness.at_ms / 1e3)
         self._evaluation_set = Info(
             "rankmon_evaluation_set", "The loaded evaluation set.", registry=registry
         )
@@ -189,6 +247,13 @@ class Exporter:
         self._alert_firing = Gauge(
             "rankmon_alert_firing",
             "1 while an alert rule fires (per rule and segment).",
+            ["alert", "severity", *self.segment_keys],
+            registry=registry,
+        )
+        self._firings = Counter(
+            "rankmon_alert_firings",
+            "Times an alert rule started firing (per rule and segment), also those that "
+            "resolved within one tick (a backlog finalizing many windows at once).",
             ["alert", "severity", *self.segment_keys],
             registry=registry,
         )
@@ -219,14 +284,14 @@ class Exporter:
             self._means[kind].labels(*labels).set(float("nan") if too_few else mean)
             self._sums[kind].labels(*labels).set(summary.sums.get(key_text, float("nan")))
             written |= {(self._means[kind], labels), (self._sums[kind], labels)}
-        for field, value in (
+        for name, value in (
             ("queries", summary.queries),
             ("events", summary.events),
             ("coverage", summary.coverage),
             ("end", summary.end_ms / 1000.0),
         ):
-            self._window[field].labels(*base).set(value)
-            written.add((self._window[field], base))
+            self._window[name].labels(*base).set(value)
+            written.add((self._window[name], base))
         with self._lock:
             stale = self._written.get(summary.segment, set()) - written
             self._written[summary.segment] = written
@@ -265,6 +330,18 @@ class Exporter:
         """An alert rule's state for one segment."""
         values = self._segment_values(segment)
         self._alert_firing.labels(alert, severity, *values).set(float(firing))
+
+    def count_alert_firing(self, alert: str, severity: str, segment: Segment) -> None:
+        """An alert rule started firing for one segment."""
+        self._firings.labels(alert, severity, *self._segment_values(segment)).inc()
+
+    def count_unreadable(self, partition: int) -> None:
+        """A partition was paused at a batch that could not be read."""
+        self._unreadable.labels(str(partition)).inc()
+
+    def count_consumer_error(self, error: str, amount: int = 1) -> None:
+        """Polls that raised `error` (an exception type name)."""
+        self._consumer_errors.labels(error).inc(amount)
 
     def count_alert_delivery(self, sink: str, result: str) -> None:
         """One alert's delivery outcome at a sink (`result`: delivered, failed, dropped)."""

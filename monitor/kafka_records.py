@@ -19,12 +19,21 @@ This reaches into kafka-python's internals (`Fetcher.PartitionRecords`, a batch'
 consumer without deserializers that reads uncommitted (rankmon's), and only when the C module
 is active (RANKMON_SPEEDUPS). Otherwise the consumer keeps the stock reader and returns
 ConsumerRecords, which `EventSource` converts.
+
+Either reader is wrapped by `install_reader` so that a batch that cannot be read never stops
+the consumer. In kafka-python 3.0.12 a `PartitionRecords` whose `take()` raised (a codec
+library missing, a corrupt batch) stays in the fetcher undrained and every later `take()`
+returns nothing: `fetched_records` loops on it for ever and `poll()` never returns. The
+wrapper catches what `take()` raises, reports the partition and the offset it stopped at as
+an `UnreadableBatch`, and drains the records, so kafka-python moves on to the other
+partitions; the position stays at the unreadable batch, nothing after it is skipped.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import dropwhile
-from typing import Any, Final, NamedTuple
+from typing import Any, ClassVar, Final, NamedTuple
 
 import kafka
 from kafka import KafkaConsumer
@@ -35,7 +44,7 @@ from kafka.record.default_records import DefaultRecordBatch
 
 from monitor.native import parse_records, speedups_active
 
-__all__ = ["SourceRecord", "read_records_in_c"]
+__all__ = ["SourceRecord", "UnreadableBatch", "install_reader", "read_records_in_c"]
 
 # The kafka-python versions whose fetcher internals FastPartitionRecords was tested against.
 TESTED_KAFKA_PYTHON: Final = frozenset({"3.0.12"})
@@ -56,21 +65,81 @@ class SourceRecord(NamedTuple):
     value: bytes
 
 
+class UnreadableBatch(NamedTuple):
+    """A partition's records could not be read from `offset` on: `error` says why."""
+
+    partition: int
+    offset: int
+    error: str
+
+
+def install_reader(consumer: KafkaConsumer, report: Callable[[UnreadableBatch], None]) -> str:
+    """Give `consumer` a reader that reports unreadable batches to `report` instead of hanging.
+
+    Returns which reader reads the records: "c" (SourceRecords read in C), "python"
+    (kafka-python's reader, guarded) or "unguarded" (a kafka-python version whose internals
+    were not tested: nothing is changed).
+    """
+    fetcher = _tested_fetcher(consumer)
+    if fetcher is None:
+        return "unguarded"
+    base = FastPartitionRecords if _c_reader_safe(fetcher) else Fetcher.PartitionRecords
+    # A class per consumer, as an instance attribute: kafka-python's class stays as it is.
+    fetcher.PartitionRecords = type(
+        f"Guarded{base.__name__}", (_Guarded, base), {"report": staticmethod(report)}
+    )
+    return "c" if base is FastPartitionRecords else "python"
+
+
 def read_records_in_c(consumer: KafkaConsumer) -> bool:
     """Make `consumer` hand out SourceRecords read in C; False (and nothing changed) if not safe."""
-    if not speedups_active() or kafka.__version__ not in TESTED_KAFKA_PYTHON:
+    fetcher = _tested_fetcher(consumer)
+    if fetcher is None or not _c_reader_safe(fetcher):
         return False
-    fetcher = getattr(consumer, "_fetcher", None)
-    if not isinstance(fetcher, Fetcher):
-        return False
-    config = fetcher.config
-    if config.get("key_deserializer") or config.get("value_deserializer"):
-        return False
-    if getattr(fetcher, "_isolation_level", None) != IsolationLevel.READ_UNCOMMITTED:
-        return False
-    # An instance attribute: this consumer only, kafka-python's class stays as it is.
     fetcher.PartitionRecords = FastPartitionRecords
     return True
+
+
+def _tested_fetcher(consumer: KafkaConsumer) -> Fetcher | None:
+    fetcher = getattr(consumer, "_fetcher", None)
+    if kafka.__version__ not in TESTED_KAFKA_PYTHON or not isinstance(fetcher, Fetcher):
+        return None
+    return fetcher
+
+
+def _c_reader_safe(fetcher: Fetcher) -> bool:
+    config = fetcher.config
+    if not speedups_active() or config.get("key_deserializer") or config.get("value_deserializer"):
+        return False
+    return bool(getattr(fetcher, "_isolation_level", None) == IsolationLevel.READ_UNCOMMITTED)
+
+
+class _Guarded(Fetcher.PartitionRecords):  # type: ignore[misc]
+    """A reader whose `take()` reports what it cannot read and drains, instead of raising.
+
+    The records handed out before the failure still come first (both readers return them
+    and raise at the next `take()`); the report names the offset after the last of them.
+    """
+
+    report: ClassVar[Callable[[UnreadableBatch], None]]
+
+    def take(self, n: int | None = None) -> list[Any]:
+        try:
+            records: list[Any] = super().take(n)
+        except Exception as error:  # whatever the batch makes the reader raise
+            where = UnreadableBatch(
+                self.topic_partition.partition, self.next_fetch_offset, _describe(error)
+            )
+            self.drain()
+            type(self).report(where)
+            return []
+        return records
+
+
+def _describe(error: Exception) -> str:
+    text = str(error) or type(error).__name__
+    name = type(error).__name__
+    return text if text.startswith(name) else f"{name}: {text}"
 
 
 class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]

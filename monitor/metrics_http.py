@@ -4,7 +4,8 @@ prometheus-client's `start_http_server` serves its registry on every path and ca
 routes, so its WSGI app is mounted at `/metrics` inside a small threaded wsgiref server:
 
 - `GET /metrics`: the registry (text format; OpenMetrics and gzip when the scraper asks).
-- `GET /healthz`: 200 `ok` while the process serves requests.
+- `GET /healthz`: 200 `ok` while the service makes progress; 503 with the reason when the
+  `stalled` check says it does not (the poll loop stuck: `monitor.exporter.Liveness`).
 - `GET /readyz`: 200 `ready`, or 503 with the conditions not met, one per line.
 - anything else: 404.
 
@@ -32,6 +33,7 @@ __all__ = ["MetricsServer"]
 # start_response(status, headers) as WSGI defines it
 StartResponse = Callable[[str, list[tuple[str, str]]], object]
 ReadinessCheck = Callable[[], list[str]]
+StallCheck = Callable[[], str | None]
 
 _log = logging.getLogger(__name__)
 
@@ -71,6 +73,7 @@ class MetricsServer:
         port: int = 9464,
         certfile: str | None = None,
         keyfile: str | None = None,
+        stalled: StallCheck | None = None,
     ) -> None:
         if (certfile is None) != (keyfile is None):
             raise ValueError("TLS needs both certfile and keyfile")
@@ -78,6 +81,7 @@ class MetricsServer:
         self.port = port
         self._metrics_app = make_wsgi_app(registry)
         self._not_ready = not_ready
+        self._stalled = stalled
         self._tls: ssl.SSLContext | None = None
         if certfile is not None and keyfile is not None:
             self._tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -137,6 +141,9 @@ class MetricsServer:
             body: Iterable[bytes] = self._metrics_app(environ, start_response)
             return body
         if path == "/healthz":
+            stalled = None if self._stalled is None else self._stalled()
+            if stalled is not None:
+                return _plain(start_response, "503 Service Unavailable", f"stalled: {stalled}\n")
             return _plain(start_response, "200 OK", "ok\n")
         if path == "/readyz":
             missing = self._not_ready()

@@ -18,7 +18,7 @@ intent as a plan.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -66,8 +66,14 @@ class MixedTraffic:
     duplicate_span: int = 5
     depth: int = 10
 
-    def records(self, seed: int, count: int) -> Iterator[TrafficRecord]:
-        """`count` records; event ids are `<seed>-<n>`, so streams of two seeds never collide."""
+    def records(
+        self, seed: int, count: int, clock: Callable[[], int] | None = None
+    ) -> Iterator[TrafficRecord]:
+        """`count` records; event ids are `<seed>-<n>`, so streams of two seeds never collide.
+
+        With `clock` (epoch ms), event time never falls behind it: after a pause in sending,
+        the next valid event is at the clock's time, as a ranker's would be.
+        """
         rng = random.Random(seed)
         recent: list[TrafficRecord] = []
         now = self.start_ms
@@ -92,7 +98,7 @@ class MixedTraffic:
             elif draw - self.unknown_query < self.late:
                 time_ms, intended = now - self.late_by_ms, "late"
             else:
-                now += self.step_ms
+                now = max(now + self.step_ms, clock() if clock is not None else now)
                 time_ms = now
             record = TrafficRecord(
                 query.encode(), self._event(rng, f"{seed}-{n}", query, time_ms), intended, time_ms

@@ -16,18 +16,29 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
 from monitor.bootstrap import KafkaUnavailableError, bootstrap_reachable
 
-__all__ = ["KafkaUnavailableError", "RecordProducer"]
+__all__ = ["KafkaUnavailableError", "RecordProducer", "RecordSink"]
 
 _log = logging.getLogger(__name__)
 
 Headers = list[tuple[str, bytes]]
+
+
+class RecordSink(Protocol):
+    """What the dead letters and the window shares are sent through: `RecordProducer`, or a
+    fake in tests."""
+
+    def send(self, topic: str, key: bytes | None, value: bytes, headers: Headers) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class RecordProducer:

@@ -17,7 +17,7 @@ shares merge exactly: the window's mean over queries is `sum(sums) / sum(queries
 shares, which is what the recording rules compute from the exported companions.
 
 Whenever a partition is assigned to it (the first assignment included), the instance reads
-the whole topic back (`read_shares`) and:
+the topic's tail back (`read_shares` with `RestoreNeeds`) and:
 
 - marks every share as published, for its partitions (`EventWindows.mark_published`): the
   replay from the committed offsets then skips the events and summaries already published,
@@ -30,18 +30,42 @@ the whole topic back (`read_shares`) and:
   different population of queries and would make a false baseline.
 
 A record without "partitions" (written before shares existed) covers every partition.
+
+How much of the tail is read depends on what the restore needs, not on the topic's
+retention. Two things: the shares whose windows a replay from the committed offsets can meet
+(those with a through offset past the partition's committed offset: older shares hold only
+records before it) and the newest `horizon_windows` windows, which the alert baselines use.
+The reader finds where those begin without reading the topic from its start, with fetches
+only (Tansu answers `offsets_for_times` and `end_offsets` wrongly):
+
+1. the end: `seek_to_end` (exact on Kafka; on Tansu the last batch's first offset), and one
+   fetch from just before it, whose response carries the true highwater;
+2. backwards in chunks (each read forwards, each share parsed and handed on once), until for
+   every owned partition a share with a through offset at or before its committed offset was
+   seen (through offsets grow along the topic: older shares are not needed) and a share
+   older than the alert horizon, or the beginning of the topic. The first chunk is 64
+   records; the next is sized from the shares per window seen so far to reach the horizon,
+   or doubled when that says nothing.
+
+Marks do not depend on the order shares are read in, and `ShareRestore` keeps the newest
+windows per segment whatever the order, so the tail is read once.
+
+A partition never committed, or whose shares carry no through offsets, makes the reader go
+back to the beginning, once.
 """
 
 from __future__ import annotations
 
 import gc
+import heapq
+import itertools
 import logging
+import math
 import time
 import zlib
-from collections import deque
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from kafka import KafkaConsumer, TopicPartition
@@ -51,11 +75,13 @@ from monitor.bootstrap import KafkaUnavailableError, bootstrap_reachable
 from monitor.config_kafka import KafkaConfig
 from monitor.kafka_options import consumer_options
 from monitor.logs import fields
-from monitor.producer import RecordProducer
+from monitor.producer import RecordSink
 from monitor.summary import Segment, WindowSummary
 from monitor.windows import EventWindows
 
 __all__ = [
+    "RestoreNeeds",
+    "ShareReader",
     "ShareRestore",
     "WindowShare",
     "WindowsTopic",
@@ -70,6 +96,68 @@ SHARE_HEADERS = [("content-type", b"application/json")]
 # Room a share's record needs beyond its compressed value: key, headers, batch framing.
 RECORD_OVERHEAD_BYTES = 16_384
 THROUGH_HEADER = "rankmon-through-offsets"
+FIRST_CHUNK_RECORDS = 64  # the tail read's first step back (then sized from what it found)
+
+
+@dataclass(frozen=True)
+class RestoreNeeds:
+    """What an assignment's restore needs from the windows topic.
+
+    `committed`: each owned events-topic partition's committed offset (None: never
+    committed, so every share of it counts). `horizon_windows`: how many of the newest
+    windows the alert baselines use (0: none), `hop_ms` their spacing.
+    """
+
+    committed: Mapping[int, int | None]
+    horizon_windows: int = 0
+    hop_ms: int = 1
+
+    def met(self, heads: Sequence[ShareHead]) -> bool:
+        """Whether these heads (a tail of the topic) reach back far enough."""
+        if not heads:
+            return not self.committed and not self.horizon_windows
+        return self._marks_met(heads) and self._horizon_met(heads)
+
+    def next_chunk(self, heads: Sequence[ShareHead], last: int, read: int) -> int:
+        """How many records to read next, having read `read` (the last chunk `last`): enough
+        to reach the alert horizon at the rate of shares per window seen, else twice `last`."""
+        if len(heads) < 2 or self._horizon_met(heads):
+            return 2 * last
+        newest = max(head.start_ms for head in heads)
+        oldest = min(head.start_ms for head in heads)
+        horizon = newest - self.horizon_windows * self.hop_ms
+        if newest == oldest:
+            return 2 * last
+        per_ms = read / (newest - oldest + self.hop_ms)
+        return max(64, math.ceil((oldest - horizon + self.hop_ms) * per_ms * 1.25))
+
+    def _marks_met(self, heads: Sequence[ShareHead]) -> bool:
+        for partition, committed in self.committed.items():
+            if committed is None:
+                return False
+            if not any(
+                head.through is not None
+                and partition in head.partitions
+                and head.through.get(partition, committed + 1) <= committed
+                for head in heads
+            ):
+                return False
+        return True
+
+    def _horizon_met(self, heads: Sequence[ShareHead]) -> bool:
+        if not self.horizon_windows:
+            return True
+        newest = max(head.start_ms for head in heads)
+        return min(head.start_ms for head in heads) < newest - self.horizon_windows * self.hop_ms
+
+
+@dataclass(frozen=True)
+class ShareHead:
+    """What a share's key and headers say: enough to decide how far back to read."""
+
+    start_ms: int
+    partitions: frozenset[int]
+    through: Mapping[int, int] | None
 
 
 @dataclass(frozen=True)
@@ -100,8 +188,12 @@ class WindowShare:
     @classmethod
     def from_json(cls, data: bytes) -> WindowShare:
         """Parse a windows-topic record value; `ValueError` if it is not a summary."""
-        summary = WindowSummary.from_json(data)
-        raw = orjson.loads(data).get("partitions")
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError as error:
+            raise ValueError(f"malformed window summary: {error}") from error
+        summary = WindowSummary.from_dict(value)
+        raw = value.get("partitions")
         if raw is None:
             return cls(summary, None)
         if not isinstance(raw, list) or not all(isinstance(p, int) for p in raw):
@@ -116,6 +208,13 @@ class WindowShare:
         text = ",".join(f"{p}:{o}" for p, o in sorted(self.through.items()))
         return [*SHARE_HEADERS, (THROUGH_HEADER, text.encode())]
 
+    @property
+    def head(self) -> ShareHead:
+        """What the tail read decides on (`RestoreNeeds`)."""
+        partitions = self.partitions if self.partitions is not None else frozenset()
+        through = None if self.partitions is None else self.through
+        return ShareHead(self.summary.start_ms, partitions, through)
+
     def owned_by(self, assignment: Collection[int]) -> bool:
         """Whether every partition of the share is in `assignment`."""
         if self.partitions is None:
@@ -128,7 +227,7 @@ def _partition_list(partitions: Iterable[int]) -> str:
 
 
 def publish_shares(
-    producer: RecordProducer,
+    producer: RecordSink,
     topic: str,
     shares: Iterable[WindowShare],
     max_record_bytes: int = 1_048_576,
@@ -169,6 +268,14 @@ def fitted_value(share: WindowShare, max_record_bytes: int) -> bytes:
     return trimmed
 
 
+class ShareReader(Protocol):
+    """Reads shares back for a restore: `WindowsTopic`, or a fake in tests."""
+
+    def read(
+        self, take: Callable[[WindowShare], None], needs: RestoreNeeds | None = None
+    ) -> None: ...
+
+
 class WindowsTopic:
     """Reads the configured windows topic back, with the event consumer's connection options."""
 
@@ -180,15 +287,17 @@ class WindowsTopic:
         self._kafka = kafka
         self._timeout_s = timeout_s
 
-    def read(self, take: Callable[[WindowShare], None]) -> None:
-        """Hand every share on the topic to `take`, as read; `KafkaUnavailableError` if it
-        cannot be read now (`take` may have seen some)."""
+    def read(self, take: Callable[[WindowShare], None], needs: RestoreNeeds | None = None) -> None:
+        """Hand the shares the restore `needs` (default: all) to `take`, as read, in offset
+        order; `KafkaUnavailableError` if the topic cannot be read now (`take` may have seen
+        some)."""
         read_shares(
             bootstrap_servers=list(self._kafka.bootstrap_servers),
             topic=self._kafka.windows_topic,
             client_id=f"{self._kafka.client_id}-restore",
             timeout_s=self._timeout_s,
             take=take,
+            needs=needs,
             **self._options,
         )
 
@@ -199,15 +308,26 @@ class ShareRestore:
 
     A share with its per-query means weighs about 130 KB for 300 queries: holding the whole
     topic at once grew a restarted soak instance by 60 MB, in proportion to the topic's size.
-    Alert baselines need only their last windows.
+    Alert baselines need only their last windows, and only the measures their rules watch:
+    with `measures`, a kept summary's per-query means are cut down to those.
     """
 
-    def __init__(self, windows: EventWindows, owned: Collection[int], keep: int = 64) -> None:
+    def __init__(
+        self,
+        windows: EventWindows,
+        owned: Collection[int],
+        keep: int = 64,
+        measures: Collection[str] | None = None,
+    ) -> None:
         self._windows = windows
         self._owned = frozenset(owned)
         self._keep = keep
+        self._measures = None if measures is None else frozenset(measures)
         self.read = 0
-        self._own: dict[Segment, deque[WindowSummary]] = {}
+        # per segment, the newest `keep` owned summaries (a min-heap on the start: shares
+        # may come in any order)
+        self._own: dict[Segment, list[tuple[int, int, WindowSummary]]] = {}
+        self._arrival = itertools.count()
 
     def take(self, share: WindowShare) -> None:
         """Mark one share published; keep it for the alerts if this instance owns it."""
@@ -220,13 +340,28 @@ class ShareRestore:
             share.through,
         )
         self.read += 1
-        if share.owned_by(self._owned):
-            kept = self._own.setdefault(summary.segment, deque(maxlen=self._keep))
-            kept.append(summary)
+        if self._keep and share.owned_by(self._owned):
+            kept = self._own.setdefault(summary.segment, [])
+            item = (summary.start_ms, next(self._arrival), self._cut(summary))
+            if len(kept) < self._keep:
+                heapq.heappush(kept, item)
+            elif item[0] >= kept[0][0]:
+                heapq.heapreplace(kept, item)
+
+    def _cut(self, summary: WindowSummary) -> WindowSummary:
+        keep = self._measures
+        if keep is None:
+            return summary
+        query_means = {
+            query: {k: means[k] for k in keep if k in means}
+            for query, means in summary.query_means.items()
+        }
+        return replace(summary, query_means=query_means)
 
     def owned_summaries(self) -> list[WindowSummary]:
-        """The kept summaries, for `AlertEngine.restore`."""
-        return [summary for kept in self._own.values() for summary in kept]
+        """The kept summaries, oldest window first, for `AlertEngine.restore`."""
+        kept = sorted(item for items in self._own.values() for item in items)
+        return [summary for _, _, summary in kept]
 
 
 def read_shares(
@@ -236,9 +371,11 @@ def read_shares(
     client_id: str = "rankmon-restore",
     timeout_s: float = 60.0,
     take: Callable[[WindowShare], None] | None = None,
+    needs: RestoreNeeds | None = None,
     **kafka_options: Any,
 ) -> list[WindowShare]:
-    """Every share on the windows topic, in offset order per partition; none if no topic.
+    """The shares on the windows topic in offset order per partition; none if no topic.
+    Without `needs` every share, with it the tail the restore needs (module docstring).
     With `take`, each share goes to it as it is read and none is returned.
 
     Reads with a plain consumer (no group, nothing committed) until each partition's position
@@ -259,7 +396,8 @@ def read_shares(
         raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
     try:
         shares: list[WindowShare] = []
-        _read_to_end(consumer, topic, time.monotonic() + timeout_s, take or shares.append)
+        deadline = time.monotonic() + timeout_s
+        _read_to_end(consumer, topic, deadline, take or shares.append, needs)
         return shares
     except KafkaError as error:
         raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
@@ -273,7 +411,11 @@ def read_shares(
 
 
 def _read_to_end(
-    consumer: KafkaConsumer, topic: str, deadline: float, take: Callable[[WindowShare], None]
+    consumer: KafkaConsumer,
+    topic: str,
+    deadline: float,
+    take: Callable[[WindowShare], None],
+    needs: RestoreNeeds | None,
 ) -> None:
     partitions = [
         TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())
@@ -282,12 +424,74 @@ def _read_to_end(
         return
     consumer.assign(partitions)
     consumer.seek_to_beginning(*partitions)
+    begins = {tp: consumer.position(tp, timeout_ms=10_000) for tp in partitions}
+    if needs is not None:
+        for tp in partitions:
+            begin = begins[tp] or 0
+            end = _highwater(consumer, tp, begin, deadline)
+            _read_tail(consumer, tp, (begin, end), needs, take, deadline=deadline)
+        return
     while not _at_end(consumer, partitions):
         if time.monotonic() > deadline:
             raise KafkaUnavailableError(f"{topic} not read to its end in time")
         for tp in sorted(batches := consumer.poll(timeout_ms=200)):
             for share in _parsed(batches[tp]):
                 take(share)
+
+
+def _highwater(consumer: KafkaConsumer, tp: TopicPartition, begin: int, deadline: float) -> int:
+    """The partition's end, from a fetch response (Tansu's `seek_to_end` may stop short)."""
+    consumer.seek_to_end(tp)
+    listed = consumer.position(tp, timeout_ms=10_000) or begin
+    if listed <= begin:
+        return begin  # nothing there
+    consumer.seek(tp, max(begin, listed - 1))
+    while consumer.highwater(tp) is None:
+        if time.monotonic() > deadline:
+            raise KafkaUnavailableError(f"{tp.topic} did not answer a fetch in time")
+        consumer.poll(timeout_ms=200, max_records=1)
+    return max(int(consumer.highwater(tp)), listed)
+
+
+def _read_tail(
+    consumer: KafkaConsumer,
+    tp: TopicPartition,
+    offsets: tuple[int, int],
+    needs: RestoreNeeds,
+    take: Callable[[WindowShare], None],
+    *,
+    deadline: float,
+) -> None:
+    """Hand `take` the shares of [x, end) for the x `needs` asks for: chunks read backwards;
+    `offsets` are the partition's (begin, end)."""
+    begin, end = offsets
+    heads: list[ShareHead] = []
+    upper, size = end, FIRST_CHUNK_RECORDS
+    while upper > begin:
+        lower = max(begin, upper - size)
+        for share in _shares_between(consumer, tp, lower, upper, deadline):
+            heads.append(share.head)
+            take(share)  # one at a time: a chunk of whole shares would weigh ~150 MB
+        if needs.met(heads) or lower == begin:
+            return
+        upper, size = lower, needs.next_chunk(heads, upper - lower, end - lower)
+
+
+def _shares_between(
+    consumer: KafkaConsumer, tp: TopicPartition, lower: int, upper: int, deadline: float
+) -> Iterator[WindowShare]:
+    """The shares at offsets [lower, upper) of one partition, in offset order, as read."""
+    consumer.seek(tp, lower)
+    while _position(consumer, tp, upper) < upper:
+        if time.monotonic() > deadline:
+            raise KafkaUnavailableError(f"{tp.topic} not read back in time")
+        for records in consumer.poll(timeout_ms=200, max_records=16).values():
+            yield from _parsed([r for r in records if r.offset < upper])
+
+
+def _position(consumer: KafkaConsumer, tp: TopicPartition, unknown: int) -> int:
+    position = consumer.position(tp, timeout_ms=1000)
+    return unknown if position is None else int(position)
 
 
 def _at_end(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> bool:

@@ -2,9 +2,11 @@
 
 `Monitor.run(stop)` is the poll loop. Everything stateful (the consumer, the windows, the
 producer) lives on that one thread: kafka-python's consumer is not thread-safe, and a single
-owner needs no locks. APScheduler owns the schedule: its job only raises a flag, and the loop
-runs the tick between two polls (a poll waits at most `POLL_TIMEOUT_MS`), so a tick is late by
-at most that much.
+owner needs no locks. The loop runs the tick between two polls when the schedule says it is
+due (`monitor.clock.TickSchedule`, on the monotonic clock: a wall clock stepped back neither
+stops nor bursts the ticks); a poll waits at most `POLL_TIMEOUT_MS`, so a tick is late by at
+most that much. Each completed iteration counts as progress for `/healthz`
+(`monitor.exporter.Liveness`).
 
 A tick, in this order (DESIGN.md "Not losing data"):
 
@@ -15,12 +17,19 @@ A tick, in this order (DESIGN.md "Not losing data"):
 3. set the gauges, log one line per window, evaluate the alert rules;
 4. commit the offsets that are safe: up to the first record of the oldest open window.
 
+Step 1 also closes windows on processing time when the stream is quiet: every owned partition
+idle for `windows.idle_timeout`, the broker answering and nothing left to fetch
+(`monitor.watermark`), so a scheduled replay's last window does not wait for the next replay.
+
 If step 2 fails (broker down, group moved on, a flush not acknowledged) nothing is committed;
 the shares stay held, those already handed to the producer too, until a publish acknowledges
 every one. Windows finalized meanwhile join them behind the fence of the oldest, so no commit
 passes a window whose share is not acknowledged. While the consumer sees no broker the tick
 does not even try: `rankmon_broker_up` is 0, `/readyz` fails, and the loop keeps polling with
 backoff; nothing here exits on a Kafka error.
+
+A partition paused at a batch that cannot be read (`EventSource.unreadable`) is reported on
+`/readyz` and counted; the others go on.
 
 Rebalances arrive with the poll (`_rebalance`). A partition arriving makes every owned
 partition replay from its committed offset, after the windows topic was read back: what was
@@ -39,28 +48,33 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import CollectorRegistry
 
 from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine, alerting_config_from
 from monitor.batch import BatchScorer
 from monitor.bootstrap import Backoff, KafkaUnavailableError
 from monitor.catalog import monitor_keys
-from monitor.clock import Clock, SystemClock
+from monitor.clock import Clock, SystemClock, TickSchedule
 from monitor.config import Config
-from monitor.consumer import Batch, EventSource, SourceRecord
+from monitor.consumer import Batch, EventSource, EventStream, SourceRecord
 from monitor.crashpoints import CrashPoints
 from monitor.deadletter import DeadLetterSink
 from monitor.evalset import EvaluationSet
 from monitor.evalset_reload import EvaluationSetSource
 from monitor.events import EventDecoder
-from monitor.exporter import Exporter
+from monitor.exporter import Exporter, Liveness
 from monitor.intake import Intake
 from monitor.kafka_options import consumer_options, producer_options
 from monitor.logs import fields
 from monitor.metrics_http import MetricsServer
-from monitor.producer import RecordProducer
-from monitor.recovery import ShareRestore, WindowShare, WindowsTopic
+from monitor.producer import RecordProducer, RecordSink
+from monitor.recovery import (
+    RestoreNeeds,
+    ShareReader,
+    ShareRestore,
+    WindowShare,
+    WindowsTopic,
+)
 from monitor.segments import SegmentLabeler
 from monitor.share_publisher import SharePublisher
 from monitor.summary import Segment, WindowSummary
@@ -74,7 +88,6 @@ _log = logging.getLogger(__name__)
 
 POLL_TIMEOUT_MS = 200
 HISTORY = 60  # finalized windows kept per segment for `snapshot()` (the demo's live view)
-RESTORE_WINDOWS = 64  # per segment, the fewest shares kept for an alert restore
 
 
 @dataclass(frozen=True)
@@ -113,7 +126,12 @@ class Monitor:
         registry: CollectorRegistry | None = None,
         clock: Clock | None = None,
         crash_points: CrashPoints | None = None,
+        source: EventStream | None = None,
+        producer: RecordSink | None = None,
+        windows_topic: ShareReader | None = None,
     ) -> None:
+        """`source`, `producer` and `windows_topic` default to the Kafka clients the config
+        describes; tests pass their own."""
         self.config = config
         self._crash = crash_points or CrashPoints()
         self._stop = threading.Event()
@@ -121,10 +139,12 @@ class Monitor:
         self._read_through: dict[int, int] = {}  # partition -> next offset taken in
         self.clock: Clock = clock or SystemClock()
         self.registry = registry or CollectorRegistry()
+        self.liveness = Liveness(config.schedule.liveness_timeout.seconds, self.clock)
         self.exporter = Exporter(
             self.registry,
             segment_keys=config.segments.keys,
             min_queries=config.metrics.min_queries,
+            liveness=self.liveness,
         )
         self.evaluation = EvaluationSetSource(config.evaluation_set, self.clock)
         self.keys = monitor_keys(config.metrics.cutoffs, config.metrics.gains)
@@ -132,11 +152,14 @@ class Monitor:
         self._scorer = self._new_scorer(self.evaluation.current)
         self.windows = EventWindows(_window_spec(config), [str(k) for k in self.keys], self.clock)
         self._tally = _Tally(self.exporter)
-        self._producer = RecordProducer(**producer_options(config.kafka))
+        self._producer = producer or RecordProducer(**producer_options(config.kafka))
         self.intake = _intake(config, self.windows, self._producer, self._tally)
-        self._windows_topic = WindowsTopic(config.kafka)
-        self.source = EventSource(
-            topic=config.kafka.topic, sleep=self._pause, **consumer_options(config.kafka)
+        self._windows_topic = windows_topic or WindowsTopic(config.kafka)
+        self.source = source or EventSource(
+            topic=config.kafka.topic,
+            sleep=self._pause,
+            monotonic=self.clock.monotonic,
+            **consumer_options(config.kafka),
         )
         self.shares = SharePublisher(
             self._producer,
@@ -145,12 +168,12 @@ class Monitor:
             self._crash,
             config.kafka.max_record_bytes,
         )
-        self._delivery, self.alerts, self._restore_windows = _alerts(
+        self._delivery, self.alerts, self._restore_windows, self._restore_measures = _alerts(
             config, self.clock, self.exporter
         )
         self.server = _metrics_server(config, self.registry, self.exporter)
-        self._tick_due = threading.Event()
-        self._scheduler = BackgroundScheduler(timezone="UTC")
+        self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)
+        self._errors_counted: dict[str, int] = {}
         self._history: dict[Segment, deque[WindowSummary]] = {}
         self._snapshot_lock = threading.Lock()
         self.exporter.set_evaluation_set(
@@ -182,19 +205,11 @@ class Monitor:
         )
 
     def start(self) -> None:
-        """Serve `/metrics`, start the schedule and alert delivery (the windows topic is read
-        at the first assignment)."""
+        """Serve `/metrics` and start alert delivery (the windows topic is read at the first
+        assignment; the first tick comes one interval after the schedule was made)."""
         self.server.start()
         self._delivery.start()
-        self._scheduler.add_job(
-            self._tick_due.set,
-            "interval",
-            seconds=self.config.schedule.interval.seconds,
-            id="tick",
-            coalesce=True,
-            max_instances=1,
-        )
-        self._scheduler.start()
+        self.liveness.progressed()
         _log.info(
             "rankmon started",
             extra=fields(
@@ -203,6 +218,7 @@ class Monitor:
                 # "c": the C accelerators; "python": the pure-Python path (no compiler at
                 # install, or RANKMON_SPEEDUPS=off): same numbers, about a third of the speed.
                 speedups="c" if self._scorer.judgment_index is not None else "python",
+                liveness_timeout=self.config.schedule.liveness_timeout.text,
             ),
         )
 
@@ -228,14 +244,30 @@ class Monitor:
             self.intake.process(records, self._scorer, self.clock.now_ms())
             self._read_through.update((r.partition, r.offset + 1) for r in records)
             self._crash.reach("after-intake")
-        up = self.source.broker_up
-        if up != self.exporter.readiness.broker_up:
-            _log.log(logging.INFO if up else logging.WARNING, "Kafka %s", "up" if up else "down")
-        self.exporter.readiness.group_joined = self.source.group_joined
-        self.exporter.set_broker_up(up)
-        if self._tick_due.is_set():
-            self._tick_due.clear()
+        self._note_source_state()
+        if self._schedule.due():
             self.tick()
+        self.liveness.progressed()
+
+    def _note_source_state(self) -> None:
+        """Broker, group and unreadable partitions as the source sees them, for `/readyz`."""
+        source, readiness = self.source, self.exporter.readiness
+        up = source.broker_up
+        if up != readiness.broker_up:
+            _log.log(logging.INFO if up else logging.WARNING, "Kafka %s", "up" if up else "down")
+        readiness.group_joined = source.group_joined
+        self.exporter.set_broker_up(up)
+        for batch in source.take_unreadable():
+            self.exporter.count_unreadable(batch.partition)
+        if source.unreadable or readiness.unreadable:
+            readiness.unreadable = {
+                p: f"at offset {b.offset} ({b.error})" for p, b in source.unreadable.items()
+            }
+        for error, count in source.errors.items():
+            counted = self._errors_counted.get(error, 0)
+            if count > counted:
+                self.exporter.count_consumer_error(error, count - counted)
+                self._errors_counted[error] = count
 
     def _rebalance(self, batch: Batch) -> list[SourceRecord] | None:
         """Apply a rebalance; return the poll's records to take in (None: stopping).
@@ -278,24 +310,36 @@ class Monitor:
         """Finalize, publish, export, alert, commit (see the module docstring)."""
         self._maybe_reload()
         fence = self.windows.safe_offsets()  # before finalize: committing it passes nothing
+        quiet = self.clock.now_ms() if self._stream_quiet() else None
         finalized = [
             WindowShare(s, p, {q: self._read_through[q] for q in p if q in self._read_through})
-            for s, p in self.windows.finalize_with_partitions()
+            for s, p in self.windows.finalize_with_partitions(quiet)
         ]
         self.shares.add(finalized, fence)
         published = self.shares.publish()
         summaries = [share.summary for share in finalized]
-        now = self.clock.now_ms()
+        now, elapsed = self.clock.now_ms(), self._elapsed_ms()
         for summary in summaries:
             self._record(summary)
-        self.alerts.observe(summaries, now)
-        self.alerts.tick(now)
+        self.alerts.observe(summaries, now, elapsed_ms=elapsed)
+        self.alerts.tick(now, elapsed_ms=elapsed)
         self._export_progress()
         self._window_log.state(self.windows, len(self.shares.held))
         if published:
             self.source.commit(self.windows.safe_offsets())
             if finalized:
                 self._crash.reach("after-commit")
+
+    def _elapsed_ms(self) -> int:
+        return int(self.clock.monotonic() * 1000)
+
+    def _stream_quiet(self) -> bool:
+        """Whether windows may close on processing time: every owned partition idle, the
+        broker answering, and nothing left to fetch on a partition that can be read."""
+        if not self.source.broker_up or not self.windows.all_idle():
+            return False
+        readable = self._owned - set(self.source.unreadable)
+        return all((self.source.lag(p) or 0) == 0 for p in readable)
 
     def _record(self, summary: WindowSummary) -> None:
         self.exporter.record_window(summary)
@@ -335,15 +379,19 @@ class Monitor:
     # -- start and stop -------------------------------------------------------------------
 
     def _learn_published(self, owned: frozenset[int]) -> bool:
-        """Read the windows topic back (retrying until it answers or `stop`): mark what was
-        published, restore alert baselines from the shares of partitions now owned."""
-        restore = ShareRestore(self.windows, owned, self._restore_windows)
+        """Read the windows topic's tail back (retrying until it answers or `stop`): mark
+        what was published, restore alert baselines from the shares of partitions now owned.
+        How far back is what a replay from the committed offsets can meet and what the alert
+        rules look back on (`RestoreNeeds`), whatever the topic's retention."""
+        keep, measures = self._restore_windows, self._restore_measures
+        restore = ShareRestore(self.windows, owned, keep, measures)
 
         def read() -> bool:
             nonlocal restore
             # Marks of a failed read stay true; the kept summaries start over.
-            restore = ShareRestore(self.windows, owned, self._restore_windows)
-            self._windows_topic.read(restore.take)
+            restore = ShareRestore(self.windows, owned, keep, measures)
+            needs = RestoreNeeds(self.source.committed(owned), keep, self.config.windows.hop.ms)
+            self._windows_topic.read(restore.take, needs)
             return True
 
         # Replaying without the marks would publish windows twice: wait for the topic.
@@ -369,6 +417,7 @@ class Monitor:
                 error = str(failure)
             _log.warning("cannot %s yet; retrying", what, extra=fields(error=error))
             self.exporter.set_broker_up(False)
+            self.liveness.progressed()  # waiting for Kafka is not being stuck
             self._pause(backoff.next_delay())
         return False
 
@@ -381,7 +430,6 @@ class Monitor:
 
         Each step is bounded by a Kafka client timeout; `rankmon run` bounds the whole.
         """
-        self._scheduler.shutdown(wait=False)
         if self.shares.publish():
             self.source.commit(self.windows.safe_offsets())
         self.source.close()
@@ -402,9 +450,7 @@ def _window_spec(config: Config) -> WindowSpec:
     )
 
 
-def _intake(
-    config: Config, windows: EventWindows, producer: RecordProducer, counter: _Tally
-) -> Intake:
+def _intake(config: Config, windows: EventWindows, producer: RecordSink, counter: _Tally) -> Intake:
     dead_letters = DeadLetterSink(
         producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
     )
@@ -420,25 +466,25 @@ def _intake(
 
 def _alerts(
     config: Config, clock: Clock, exporter: Exporter
-) -> tuple[AlertDelivery, AlertEngine, int]:
-    """The alert engine, its delivery, and how many windows per segment its restore needs:
-    none without rules, else at least `RESTORE_WINDOWS` and every drop rule's baseline."""
+) -> tuple[AlertDelivery, AlertEngine, int, frozenset[str]]:
+    """The alert engine, its delivery, and what its restore needs: how many windows per
+    segment (`AlertRule.restore_windows`, the largest over the rules) and of which measures."""
     alerting = alerting_config_from(config)
     delivery = AlertDelivery.from_config(alerting.delivery, clock, exporter)
-    engine = AlertEngine(alerting, start_ms=clock.now_ms(), delivery=delivery, metrics=exporter)
-    spans = [
-        getattr(rule.condition, "baseline_windows", 0) + rule.for_windows + rule.keep_firing_for
-        for rule in alerting.rules
-    ]
-    return delivery, engine, max([RESTORE_WINDOWS, *spans]) if spans else 0
+    start = int(clock.monotonic() * 1000)  # stale rules measure silence on this clock
+    engine = AlertEngine(alerting, start_ms=start, delivery=delivery, metrics=exporter)
+    windows = max((rule.restore_windows for rule in alerting.rules), default=0)
+    return delivery, engine, windows, frozenset(rule.measure for rule in alerting.rules)
 
 
 def _metrics_server(
     config: Config, registry: CollectorRegistry, exporter: Exporter
 ) -> MetricsServer:
+    liveness = exporter.liveness
     return MetricsServer(
         registry,
         exporter.readiness.missing,
+        stalled=None if liveness is None else liveness.stalled,
         host=config.export.host,
         port=config.export.port,
         certfile=_optional(config.export.tls_certfile),

@@ -27,7 +27,7 @@ from typing import Protocol
 from monitor.bootstrap import KafkaUnavailableError
 from monitor.crashpoints import CrashPoints
 from monitor.logs import fields
-from monitor.producer import RecordProducer
+from monitor.producer import RecordSink
 from monitor.recovery import WindowShare, publish_shares
 
 __all__ = ["GroupMember", "SharePublisher"]
@@ -50,7 +50,7 @@ class SharePublisher:
 
     def __init__(
         self,
-        producer: RecordProducer,
+        producer: RecordSink,
         topic: str,
         source: GroupMember,
         crash: CrashPoints,

@@ -7,11 +7,22 @@ active partitions, so the slowest partition holds everyone back:
     lateness 2      p0: events 10 .. 30   watermark 28
                     p1: events 10 .. 14   watermark 12   <- global watermark 12
 
-A partition that has delivered no record for `idle_timeout_ms` (by the wall clock) is idle
-and stops holding the watermark back; its next record makes it active again. When every
+A partition that has delivered no record for `idle_timeout_ms` (by the monotonic clock) is
+idle and stops holding the watermark back; its next record makes it active again. When every
 partition is idle the global watermark is the largest partition watermark: nothing newer has
-been seen anywhere, so everything seen so far may be finalized. The global watermark never
-moves backwards (a partition that wakes up or is newly assigned cannot reopen windows).
+been seen anywhere. The global watermark never moves backwards (a partition that wakes up or
+is newly assigned cannot reopen windows).
+
+When every partition is idle and the caller says the stream is quiet (`refresh(quiet_now_ms)`:
+the consumer is caught up and the broker answers), the watermark also follows processing time:
+it moves to `now - allowed_lateness`, so the window holding the newest events closes once its
+end plus the allowed lateness is behind the clock, instead of waiting for the next event.
+A scheduled replay's last window is then finalized about `idle_timeout` after the replay ends:
+
+    size 10, lateness 2, idle 5      burst: events at 21..28, then silence
+    processing time   28   29 .. 33   34
+    partitions        active ...      idle (no record since 28 + 5 < 34)
+    watermark         26              32: [20, 30) closes, as 30 + 2 <= 34
 """
 
 from __future__ import annotations
@@ -105,8 +116,12 @@ class Watermarks:
                 floor = min(floor, progress.max_event_ms - lateness)
         return floor
 
-    def refresh(self) -> int:
-        """Recompute the global watermark by the wall clock (idle partitions) and return it."""
+    def refresh(self, quiet_now_ms: int | None = None) -> int:
+        """Recompute the global watermark (idle partitions released) and return it.
+
+        `quiet_now_ms`: the processing time, given when the stream is quiet (see the module
+        docstring); with every partition idle the watermark then reaches `now - lateness`.
+        """
         now = self._clock.monotonic()
         lateness = self.allowed_lateness_ms
         active = [
@@ -121,5 +136,7 @@ class Watermarks:
                 p.max_event_ms for p in self.partitions.values() if p.max_event_ms > NO_WATERMARK
             ]
             candidate = max(seen) - lateness if seen else NO_WATERMARK
+            if quiet_now_ms is not None and seen:
+                candidate = max(candidate, quiet_now_ms - lateness)
         self.global_ms = max(self.global_ms, candidate)
         return self.global_ms

@@ -259,20 +259,22 @@ class EventWindows:
 
     # -- the scheduler tick -------------------------------------------------------------
 
-    def finalize(self) -> list[WindowSummary]:
+    def finalize(self, quiet_now_ms: int | None = None) -> list[WindowSummary]:
         """Close every window the watermark has passed: its summaries, oldest first.
 
-        Refreshes the watermark by the wall clock first (idle partitions). Summaries of
-        windows marked published are not produced again. After publishing what this returns,
-        commit `safe_offsets()`.
+        Refreshes the watermark first (idle partitions; with `quiet_now_ms`, a quiet stream
+        follows processing time: `monitor.watermark`). Summaries of windows marked published
+        are not produced again. After publishing what this returns, commit `safe_offsets()`.
         """
-        return [summary for summary, _partitions in self.finalize_with_partitions()]
+        return [summary for summary, _ in self.finalize_with_partitions(quiet_now_ms)]
 
     @_locked
-    def finalize_with_partitions(self) -> list[tuple[WindowSummary, frozenset[int]]]:
+    def finalize_with_partitions(
+        self, quiet_now_ms: int | None = None
+    ) -> list[tuple[WindowSummary, frozenset[int]]]:
         """`finalize()`, with the partitions whose events each summary holds: for records
         that several instances publish for one window (see `mark_published`)."""
-        watermark = self._watermarks.refresh()
+        watermark = self._watermarks.refresh(quiet_now_ms)
         size = self.spec.size_ms
         closed: list[WindowAggregate] = []
         for by_start in self._windows.values():
@@ -334,6 +336,11 @@ class EventWindows:
     def partition_watermarks(self) -> dict[int, int | None]:
         """Each tracked partition's watermark in epoch ms (`None` before its first event)."""
         return {p: self._watermarks.of_partition(p) for p in sorted(self._watermarks.partitions)}
+
+    @_locked
+    def all_idle(self) -> bool:
+        """Whether every tracked partition has been idle for the idle timeout (none: True)."""
+        return len(self._watermarks.idle_partitions()) == len(self._watermarks.partitions)
 
     @_locked
     def idle_partitions(self) -> list[int]:

@@ -216,7 +216,7 @@ def test_the_example_configs_alerts_block_parses_and_shows_every_key_and_conditi
         "min_queries",
         "pinned",
     }
-    assert set(raw["alertmanager"]) == {"url", "timeout"}
+    assert set(raw["alertmanager"]) == {"url", "timeout", "min_firing"}
     assert set(raw["delivery"]) == {"resend_interval", "backoff_initial", "backoff_max"}
     assert all(severity in text for severity in SEVERITIES)
     # Where the code has a default, the block shows it.

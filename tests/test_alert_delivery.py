@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -103,15 +104,60 @@ def test_sinks_that_do_not_want_resends_get_each_state_once() -> None:
     assert sink.delivered == [["a"]]
 
 
-def test_a_newer_state_replaces_the_queued_one_of_the_same_alert() -> None:
+def test_an_undelivered_firing_is_delivered_before_the_resolution_that_followed_it() -> None:
+    sink = FlakySink(failures=1)
+    channel = DeliveryChannel(sink, POLICY, None)
+    channel.offer([message("a")])
+    channel.deliver(T0)  # fails: the firing stays queued
+    channel.offer([message("a", resolved_at=T0 + 500)])
+    channel.deliver(T0 + 1_000)
+    channel.deliver(T0 + 1_000)
+    assert sink.delivered == [["a"], ["a"]]
+    assert channel.outstanding() == 0
+
+
+def test_a_firing_and_its_resolution_offered_in_one_tick_reach_the_sink_in_order() -> None:
+    class Recording(FlakySink):
+        def __init__(self) -> None:
+            super().__init__()
+            self.states: list[list[bool]] = []
+
+        def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
+            super().send(alerts, now_ms)
+            self.states.append([alert.firing for alert in alerts])
+
+    sink = Recording()
+    channel = DeliveryChannel(sink, POLICY, None)
+    # A backlog: the alert fired on one window and resolved on a later one of the same tick.
+    channel.offer([message("a"), message("b"), message("a", resolved_at=T0 + 600_000)])
+    assert channel.deliver(T0) == 0  # the resolution is due next
+    channel.deliver(T0)
+    assert sink.states == [[True, True], [False]]
+    assert channel.outstanding() == 1  # b still fires
+
+
+def test_a_resolution_waits_until_its_firing_has_stood_for_the_minimum() -> None:
+    sink = FlakySink()
+    channel = DeliveryChannel(sink, replace(POLICY, min_firing_ms=30_000), None)
+    channel.offer([message("a"), message("a", resolved_at=T0 + 5)])
+    assert channel.deliver(T0) == 30_000
+    assert channel.deliver(T0 + 10_000) == 20_000  # nothing sent meanwhile
+    channel.deliver(T0 + 30_000)
+    assert sink.delivered == [["a"], ["a"]]
+    assert sink.attempts == [T0, T0 + 30_000]
+    assert channel.outstanding() == 0
+
+
+def test_a_newer_state_of_the_same_kind_replaces_the_queued_one() -> None:
     sink = FlakySink(failures=1)
     channel = DeliveryChannel(sink, POLICY, None)
     channel.offer([message("a")])
     channel.deliver(T0)
-    channel.offer([message("a", resolved_at=T0 + 500)])
+    newer = AlertMessage({"alertname": "a", "severity": "warning"}, {"summary": "newer"}, T0)
+    channel.offer([newer])
     channel.deliver(T0 + 1_000)
     assert sink.delivered == [["a"]]
-    assert channel.outstanding() == 0
+    assert channel.outstanding() == 1
 
 
 def test_the_queue_is_bounded_dropping_resolved_alerts_first() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import socket
 import threading
 import time
 import weakref
@@ -223,6 +224,13 @@ def test_broker_outage_is_reported_and_the_source_reconnects_after_it() -> None:
             before = records_of(poll_until(source, has_records(1)))
             broker.kill()
             poll_until(source, lambda _: not source.broker_up)
+            # kafka-python keeps trying to reconnect meanwhile: a connection being attempted
+            # is not a broker (its connection count read 1 two seconds into an outage).
+            seen_during_outage = set()
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:
+                source.poll(timeout_ms=100)
+                seen_during_outage.add(source.broker_up)
             up_during_outage = source.broker_up
             commit_during_outage = source.commit({0: 1})
             broker.start()
@@ -232,10 +240,49 @@ def test_broker_outage_is_reported_and_the_source_reconnects_after_it() -> None:
             source.close()
 
     assert [record.value for record in before] == [b"before"]
-    assert not up_during_outage
+    assert not up_during_outage and seen_during_outage == {False}
     assert commit_during_outage is False
     assert up_after
     assert source.broker_up is False  # closed
+
+
+def bind_when_free(sock: socket.socket, address: tuple[str, int], timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            sock.bind(address)
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+@pytest.mark.usefixtures("kafka_outage")
+def test_a_broker_port_that_accepts_connections_but_never_answers_is_a_broker_down() -> None:
+    """What made `rankmon_broker_up` read 1 during an outage: kafka-python counts a connection
+    whose handshake never completed. A listener that accepts and stays silent holds one open."""
+    with EmbeddedBroker() as broker:
+        broker.create_topic("events")
+        produce(broker.bootstrap_servers, "events", [(None, b"before")])
+        source = event_source(broker.bootstrap_servers, "events", "silent")
+        silent = socket.socket()
+        try:
+            poll_until(source, has_records(1))
+            host, port = parse_servers(broker.bootstrap_servers)[0]
+            broker.kill()
+            silent.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            bind_when_free(silent, (host, port))
+            silent.listen(16)
+            seen = set()
+            deadline = time.monotonic() + 6
+            while time.monotonic() < deadline:
+                source.poll(timeout_ms=100)
+                seen.add(source.broker_up)
+        finally:
+            source.close()
+            silent.close()
+    assert seen == {False}
 
 
 def read_topic(bootstrap: str, topic: str, count: int) -> list[object]:

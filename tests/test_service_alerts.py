@@ -38,7 +38,7 @@ QUERIES = {f"q{i}": {f"q{i}-d{j}": 3 - j % 4 for j in range(8)} for i in range(6
 ALERTS = """
 alerts:
   log: false
-  alertmanager: {{url: "{url}"}}
+  alertmanager: {{url: "{url}", min_firing: 1s}}
   delivery: {{resend_interval: 2s, backoff_initial: 200ms, backoff_max: 1s}}
   rules:
     - name: ndcg10-floor

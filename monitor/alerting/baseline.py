@@ -114,6 +114,10 @@ class SeriesHistory:
             return float("nan")
         return statistics.median(window.value for window in self._windows)
 
+    def queries(self) -> set[str]:
+        """The queries of any window of the history."""
+        return set().union(*(window.query_values for window in self._windows))
+
     def query_means(self) -> dict[str, float]:
         """Each query's mean over the windows of the history it appeared in."""
         sums: dict[str, float] = {}

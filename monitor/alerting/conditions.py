@@ -146,7 +146,9 @@ def _trend(
     return Verdict(evidence, value, note=note)
 
 
-def _drop(condition: Drop, rule: AlertRule, summary: WindowSummary, track: WindowTrack) -> Verdict:
+def _drop(
+    condition: Drop, rule: AlertRule, summary: WindowSummary, track: WindowTrack, quick: bool
+) -> Verdict:
     value = measure_value(summary, rule.measure)
     history = track.history
     if (
@@ -160,7 +162,16 @@ def _drop(condition: Drop, rule: AlertRule, summary: WindowSummary, track: Windo
         floor = baseline * (1.0 - condition.relative)
     else:
         floor = baseline - (condition.absolute or 0.0)
-    test = paired_drop_test(query_values(summary, rule.measure), history.query_means())
+    current = query_values(summary, rule.measure)
+    if quick and value >= floor:
+        # Good whatever the test says: without it (a restore replaying many windows), only
+        # whether enough queries are in common decides between good and unknown.
+        common = len(current.keys() & history.queries())
+        if common < condition.min_queries:
+            note = f"only {common} queries in common with the baseline"
+            return Verdict(Evidence.UNKNOWN, value, baseline, note=note)
+        return Verdict(Evidence.GOOD, value, baseline, note=f"{common} common queries")
+    test = paired_drop_test(current, history.query_means())
     if test.queries < condition.min_queries:
         note = f"only {test.queries} queries in common with the baseline"
         return Verdict(Evidence.UNKNOWN, value, baseline, test.p_value, note=note)
@@ -177,13 +188,20 @@ def _drop(condition: Drop, rule: AlertRule, summary: WindowSummary, track: Windo
 
 WINDOW_CONDITIONS: dict[type, Callable[[Any, AlertRule, WindowSummary, WindowTrack], Verdict]] = {
     Below: _below,
-    Drop: _drop,
     Trend: _trend,
     Coverage: _coverage,
     Judged: _judged,
 }
 
 
-def evaluate_window(rule: AlertRule, summary: WindowSummary, track: WindowTrack) -> Verdict:
-    """Evaluate a window condition; stale rules are evaluated on ticks, not here."""
+def evaluate_window(
+    rule: AlertRule, summary: WindowSummary, track: WindowTrack, *, quick: bool = False
+) -> Verdict:
+    """Evaluate a window condition; stale rules are evaluated on ticks, not here.
+
+    `quick`: a drop rule skips its paired test on a window whose value is above the floor
+    (its verdict is good either way; it then carries no p-value nor worst queries).
+    """
+    if isinstance(rule.condition, Drop):
+        return _drop(rule.condition, rule, summary, track, quick)
     return WINDOW_CONDITIONS[type(rule.condition)](rule.condition, rule, summary, track)

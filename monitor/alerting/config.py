@@ -67,6 +67,7 @@ class DeliveryConfig:
     backoff_max_ms: int
     max_alerts: int
     timeout_s: float
+    min_firing_ms: int = 60_000  # how long a firing stands at Alertmanager before its resolution
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ def _optional_str(raw: Mapping[str, Any], key: str, name: str) -> str | None:
 
 
 def _parse_delivery(raw: Mapping[str, Any]) -> DeliveryConfig:
-    alertmanager = _section(raw, "alertmanager", {"url", "timeout"})
+    alertmanager = _section(raw, "alertmanager", {"url", "timeout", "min_firing"})
     webhook = _section(raw, "webhook", {"url"})
     tuning = _section(raw, "delivery", {"resend_interval", "backoff_initial", "backoff_max"})
     log = raw.get("log", True)
@@ -181,6 +182,9 @@ def _parse_delivery(raw: Mapping[str, Any]) -> DeliveryConfig:
         backoff_max_ms=_duration(tuning, "backoff_max", "1m"),
         max_alerts=10_000,
         timeout_s=parse_duration(timeout, "alerts.alertmanager.timeout") / 1000,
+        min_firing_ms=parse_duration(
+            alertmanager.get("min_firing", "1m"), "alerts.alertmanager.min_firing"
+        ),
     )
 
 

@@ -1,25 +1,34 @@
 """Delivery: each sink gets a channel that re-sends alerts until delivered, off the caller's thread.
 
-The engine `offer`s alert states and returns at once. A channel keeps the latest state of each
-alert (by its labels), so its queue is bounded by the number of alerts, not by time: a sink
-that is down for an hour holds one entry per alert, never a backlog. A background thread per
-channel sends what is due:
+The engine `offer`s alert states and returns at once. A channel keeps, per alert (by its
+labels), the states not delivered yet in order and the firing state delivered last, so its
+queue is bounded by the number of alerts and their episodes, not by time: a sink that is down
+for an hour holds a few entries per alert, never a backlog. A background thread per channel
+sends what is due:
 
-- every state not yet delivered (a new firing alert, a resolution);
+- each alert's oldest undelivered state, one per alert and send: a firing is always
+  delivered before the resolution that follows it, even when both were offered in one tick
+  (a backlog of windows that fired and resolved an alert); a newer state of the same kind
+  replaces an undelivered one (the latest firing details win);
+- a resolution only once its firing has stood at the sink for `min_firing_ms` (Alertmanager
+  notifies an alert only if it still fires when its group is flushed, `group_wait` after it
+  arrived);
 - firing alerts again every `resend_interval`, to sinks that want it (Alertmanager resolves
   an alert whose `endsAt` passed; Prometheus re-sends for the same reason);
 - after a failure, nothing until the backoff passes: initial, doubled per failure, capped.
 
-A resolved alert leaves the channel once delivered. Past `max_alerts` entries, the oldest
-resolved (then oldest firing) entries are dropped and counted as `dropped`.
+A resolved alert leaves the channel once delivered. Past `max_alerts` queued states, the
+oldest resolutions (then the oldest firings) are dropped and counted as `dropped`. Timers run
+on the monotonic clock; the wall clock only stamps what is sent.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from monitor.alerting.config import DeliveryConfig
 from monitor.alerting.messages import AlertMessage, Fingerprint
@@ -35,19 +44,25 @@ _LOG = logging.getLogger("monitor.alerting")
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """How often standing alerts are re-sent and how failures back off (milliseconds)."""
+    """How often standing alerts are re-sent and how failures back off (milliseconds).
+
+    `min_firing_ms`: how long a firing must have stood at the sink before its resolution
+    follows; only for sinks that group alerts (Alertmanager), see the module docstring.
+    """
 
     resend_interval_ms: int = 60_000
     backoff_initial_ms: int = 1_000
     backoff_max_ms: int = 60_000
     max_alerts: int = 10_000
+    min_firing_ms: int = 0
 
 
 @dataclass
 class _Entry:
-    message: AlertMessage
-    delivered: bool = False
-    sent_at_ms: int | None = None
+    queue: deque[AlertMessage] = field(default_factory=deque)  # undelivered, oldest first
+    standing: AlertMessage | None = None  # the firing state delivered last
+    sent_at_ms: int | None = None  # when `standing` was last delivered (monotonic)
+    firing_since_ms: int | None = None  # when `standing` was first delivered (monotonic)
 
 
 class DeliveryChannel:
@@ -64,88 +79,126 @@ class DeliveryChannel:
         self.wake = threading.Event()
 
     def offer(self, messages: Sequence[AlertMessage]) -> None:
-        """Take the latest states of some alerts; never blocks on the sink."""
+        """Take the latest states of some alerts, in the order they happened; never blocks."""
         with self._lock:
             for message in messages:
-                self._entries.pop(message.fingerprint, None)
-                self._entries[message.fingerprint] = _Entry(message)
+                entry = self._entries.setdefault(message.fingerprint, _Entry())
+                if entry.queue and entry.queue[-1].firing == message.firing:
+                    entry.queue[-1] = message  # the same state, newer details
+                elif not entry.queue and message.firing and entry.standing is not None:
+                    entry.standing, entry.sent_at_ms = message, None  # re-send it now
+                    entry.queue.append(message)
+                else:
+                    entry.queue.append(message)
             self._enforce_bound()
         self.wake.set()
 
     def outstanding(self) -> int:
-        """Alerts the channel still holds (firing, or resolved and not yet delivered)."""
+        """Alerts the channel still holds (firing, or with a state not yet delivered)."""
         with self._lock:
             return len(self._entries)
 
     def _enforce_bound(self) -> None:
-        excess = len(self._entries) - self.policy.max_alerts
+        queued = [(key, m) for key, e in self._entries.items() for m in e.queue]
+        excess = len(queued) - self.policy.max_alerts
         if excess <= 0:
             return
-        resolved = [key for key, entry in self._entries.items() if not entry.message.firing]
-        victims = (resolved + [key for key in self._entries if key not in resolved])[:excess]
-        for key in victims:
-            del self._entries[key]
+        resolved = [item for item in queued if not item[1].firing]
+        firing = [item for item in queued if item[1].firing]
+        victims = (resolved + firing)[:excess]
+        for key, message in victims:
+            entry = self._entries[key]
+            entry.queue.remove(message)
+            if not entry.queue and entry.standing is None:
+                del self._entries[key]
         self._count("dropped", len(victims))
 
-    def _due(self, now_ms: int) -> list[AlertMessage]:
-        resend = self.policy.resend_interval_ms
-        resends = self.sink.resends_firing
-        return [
-            entry.message
-            for entry in self._entries.values()
-            if not entry.delivered
-            or (resends and entry.message.firing and now_ms - (entry.sent_at_ms or 0) >= resend)
-        ]
+    def _due(self, clock_ms: int) -> list[AlertMessage]:
+        due: list[AlertMessage] = []
+        for entry in self._entries.values():
+            if entry.queue:
+                head = entry.queue[0]
+                if head.firing or self._hold_left(entry, clock_ms) <= 0:
+                    due.append(head)
+            elif self._resend_left(entry, clock_ms) <= 0 and entry.standing is not None:
+                due.append(entry.standing)
+        return due
 
-    def deliver(self, now_ms: int) -> int:
-        """Send what is due at `now_ms`; milliseconds until the channel should run again."""
-        if now_ms < self._retry_at_ms:
-            return self._retry_at_ms - now_ms
+    def _hold_left(self, entry: _Entry, clock_ms: int) -> int:
+        """How long a resolution at the head of `entry` must still wait for its firing."""
+        if entry.firing_since_ms is None or not self.policy.min_firing_ms:
+            return 0
+        return entry.firing_since_ms + self.policy.min_firing_ms - clock_ms
+
+    def _resend_left(self, entry: _Entry, clock_ms: int) -> int:
+        if entry.standing is None or not self.sink.resends_firing:
+            return self.policy.resend_interval_ms
+        return (entry.sent_at_ms or 0) + self.policy.resend_interval_ms - clock_ms
+
+    def deliver(self, now_ms: int, clock_ms: int | None = None) -> int:
+        """Send what is due; milliseconds until the channel should run again.
+
+        `now_ms` is the wall clock (it stamps Alertmanager's `endsAt`), `clock_ms` the
+        monotonic one the timers run on (default: `now_ms`, for tests on one fake clock).
+        """
+        clock_ms = now_ms if clock_ms is None else clock_ms
+        if clock_ms < self._retry_at_ms:
+            return self._retry_at_ms - clock_ms
         with self._lock:
-            batch = self._due(now_ms)
+            batch = self._due(clock_ms)
         if batch:
             try:
                 self.sink.send(batch, now_ms)
             except DeliveryError as error:
-                return self._failed(batch, now_ms, error)
-            self._delivered(batch, now_ms)
-        return self._next_resend_in(now_ms)
+                return self._failed(batch, clock_ms, error)
+            self._delivered(batch, clock_ms)
+        return self._next_run_in(clock_ms)
 
-    def _failed(self, batch: Sequence[AlertMessage], now_ms: int, error: Exception) -> int:
+    def _failed(self, batch: Sequence[AlertMessage], clock_ms: int, error: Exception) -> int:
         self._count("failed", len(batch))
         backoff = self.policy.backoff_initial_ms << min(self._failures, 30)
         backoff = min(backoff, self.policy.backoff_max_ms)
         self._failures += 1
-        self._retry_at_ms = now_ms + backoff
+        self._retry_at_ms = clock_ms + backoff
         _LOG.warning(
             "alert delivery failed; retrying",
             extra=fields(sink=self.sink.name, alerts=len(batch), retry_in_ms=backoff, error=error),
         )
         return backoff
 
-    def _delivered(self, batch: Sequence[AlertMessage], now_ms: int) -> None:
+    def _delivered(self, batch: Sequence[AlertMessage], clock_ms: int) -> None:
         self._failures = 0
         self._count("delivered", len(batch))
         with self._lock:
             for message in batch:
                 entry = self._entries.get(message.fingerprint)
-                # The engine may have replaced the state while it was in flight: only the
-                # state that was sent counts as delivered.
-                if entry is None or entry.message is not message:
+                if entry is None:
+                    continue
+                if entry.queue and entry.queue[0] is message:
+                    entry.queue.popleft()
+                elif message is not entry.standing:
+                    # The engine replaced the state while it was in flight: the newer one
+                    # is still to be delivered.
                     continue
                 if message.firing:
-                    entry.delivered, entry.sent_at_ms = True, now_ms
+                    if entry.standing is None:
+                        entry.firing_since_ms = clock_ms
+                    entry.standing, entry.sent_at_ms = message, clock_ms
                 else:
+                    entry.standing = entry.sent_at_ms = entry.firing_since_ms = None
+                if not entry.queue and entry.standing is None:
                     del self._entries[message.fingerprint]
 
-    def _next_resend_in(self, now_ms: int) -> int:
+    def _next_run_in(self, clock_ms: int) -> int:
+        waits = [self.policy.resend_interval_ms]
         with self._lock:
-            sent = [e.sent_at_ms for e in self._entries.values() if e.sent_at_ms is not None]
-            if any(not e.delivered for e in self._entries.values()):
-                return 0
-        if not sent or not self.sink.resends_firing:
-            return self.policy.resend_interval_ms
-        return max(0, min(sent) + self.policy.resend_interval_ms - now_ms)
+            for entry in self._entries.values():
+                if entry.queue:
+                    head = entry.queue[0]
+                    waits.append(0 if head.firing else max(0, self._hold_left(entry, clock_ms)))
+                elif self.sink.resends_firing:
+                    waits.append(max(0, self._resend_left(entry, clock_ms)))
+        return min(waits)
 
     def _count(self, result: str, amount: int) -> None:
         if self.metrics is not None:
@@ -179,20 +232,21 @@ class AlertDelivery:
             backoff_max_ms=config.backoff_max_ms,
             max_alerts=config.max_alerts,
         )
-        sinks: list[Sink] = []
+        sinks: list[tuple[Sink, RetryPolicy]] = []
         if config.alertmanager_url:
             # Four resend intervals, as Prometheus does: a missed resend or two is harmless.
             ttl = 4 * config.resend_interval_ms
-            sinks.append(
-                AlertmanagerSink(
-                    config.alertmanager_url, firing_ttl_ms=ttl, timeout_s=config.timeout_s
-                )
+            sink = AlertmanagerSink(
+                config.alertmanager_url, firing_ttl_ms=ttl, timeout_s=config.timeout_s
             )
+            sinks.append((sink, replace(policy, min_firing_ms=config.min_firing_ms)))
         if config.webhook_url:
-            sinks.append(WebhookSink(config.webhook_url, timeout_s=config.timeout_s))
+            sinks.append((WebhookSink(config.webhook_url, timeout_s=config.timeout_s), policy))
         if config.log:
-            sinks.append(LogSink())
-        return cls(sinks, policy, clock, metrics)
+            sinks.append((LogSink(), policy))
+        delivery = cls([], policy, clock, metrics)
+        delivery.channels = [DeliveryChannel(sink, own, metrics) for sink, own in sinks]
+        return delivery
 
     def offer(self, messages: Sequence[AlertMessage]) -> None:
         """Queue alert states on every sink's channel; returns at once."""
@@ -222,7 +276,7 @@ class AlertDelivery:
         while not self._stopping.is_set():
             channel.wake.clear()
             try:
-                wait_ms = channel.deliver(self.clock.now_ms())
+                wait_ms = channel.deliver(self.clock.now_ms(), int(self.clock.monotonic() * 1000))
             except Exception:
                 # A sink bug must not kill delivery for good: log it and try again later.
                 _LOG.exception("alert delivery crashed", extra=fields(sink=channel.sink.name))

@@ -5,9 +5,19 @@ engine = AlertEngine(config, start_ms=clock.now_ms(), delivery=delivery, metrics
 engine.restore(summaries_read_back_from_the_windows_topic)  # baselines survive a restart
 delivery.start()
 # each tick:
-transitions = engine.observe(finalized_summaries, clock.now_ms())
-transitions += engine.tick(clock.now_ms())  # stale rules
+transitions = engine.observe(finalized_summaries, clock.now_ms(), elapsed_ms=...)
+transitions += engine.tick(clock.now_ms(), elapsed_ms=...)  # stale rules
 ```
+
+`now_ms` is the wall clock; `elapsed_ms` (default: `now_ms`) a monotonic reading in
+milliseconds, on which `stale` rules measure their silence (`start_ms` is on the same scale),
+so a wall clock stepped back does not hide a stalled pipeline.
+
+An alert fires and resolves at its window: its firing carries `startsAt` at the end (event
+time) of the window that fired it, its resolution `endsAt` at the end of the window that
+resolved it. Each transition's message is made when it happens, so a tick that finalizes a
+backlog of windows hands delivery every firing and every resolution in order, each with the
+window and values that caused it (`rankmon_alert_firings_total` counts each firing).
 
 Per window and segment, the trust rules (`coverage`, `judged`) go first. If one finds the
 window bad, the quality rules (`below`, `drop`, `trend`) get unknown evidence for it: their
@@ -26,6 +36,7 @@ from monitor.alerting.annotations import alert_message
 from monitor.alerting.conditions import Verdict, WindowTrack, evaluate_window, measure_value
 from monitor.alerting.config import AlertingConfig
 from monitor.alerting.delivery import AlertDelivery
+from monitor.alerting.messages import AlertMessage
 from monitor.alerting.metrics import AlertSignals
 from monitor.alerting.restore import merge_window_shares
 from monitor.alerting.rules import AlertRule, Stale
@@ -37,7 +48,8 @@ __all__ = ["ActiveAlert", "AlertEngine", "AlertTransition"]
 
 @dataclass(frozen=True)
 class AlertTransition:
-    """A rule's status moved in a segment, at `at_ms`, on the evidence of `verdict`."""
+    """A rule's status moved in a segment, at `at_ms`, on the evidence of `verdict`;
+    `message`: what delivery gets for it (firings and resolutions only)."""
 
     rule: AlertRule
     segment: Segment
@@ -45,6 +57,7 @@ class AlertTransition:
     at_ms: int
     verdict: Verdict
     window: tuple[int, int] | None
+    message: AlertMessage | None = None
 
 
 @dataclass
@@ -95,24 +108,26 @@ class AlertEngine:
         self._arrivals: dict[Segment, int] = {}
         self._start_ms = start_ms
 
-    def observe(self, summaries: Iterable[WindowSummary], now_ms: int) -> list[AlertTransition]:
+    def observe(
+        self, summaries: Iterable[WindowSummary], now_ms: int, *, elapsed_ms: int | None = None
+    ) -> list[AlertTransition]:
         """Evaluate newly finalized windows (oldest first); replays of seen windows are skipped."""
         transitions: list[AlertTransition] = []
         touched: list[ActiveAlert] = []
         for summary in sorted(summaries, key=lambda s: (s.end_ms, s.segment)):
-            self._arrivals[summary.segment] = now_ms
+            self._arrivals[summary.segment] = now_ms if elapsed_ms is None else elapsed_ms
             touched += self._evaluate(summary, now_ms, transitions)
         self._publish(transitions, touched)
         return transitions
 
-    def tick(self, now_ms: int) -> list[AlertTransition]:
+    def tick(self, now_ms: int, *, elapsed_ms: int | None = None) -> list[AlertTransition]:
         """Check the `stale` rules: no finalized window for their `after`."""
         transitions: list[AlertTransition] = []
         touched: list[ActiveAlert] = []
         for rule in self.config.rules:
             if isinstance(rule.condition, Stale):
                 last = self._last_arrival(rule)
-                silent_ms = now_ms - last
+                silent_ms = (now_ms if elapsed_ms is None else elapsed_ms) - last
                 bad = silent_ms > rule.condition.after_ms
                 verdict = Verdict(
                     Evidence.BAD if bad else Evidence.GOOD,
@@ -131,13 +146,15 @@ class AlertEngine:
 
         Shares of one window and segment (published for different partitions) are merged
         first. Windows replay through the same evaluation as live ones (at their end time),
-        but no transition is returned or delivered; alerts still firing afterwards are handed
-        to delivery so that Alertmanager keeps them. The replay judges the windows again, so a
-        pinned drop rule keeps out the same windows it did live, provided the replayed
-        windows reach back to before the drop (docs/alerting.md, "Restarts").
+        except that a drop rule skips its paired test where the value alone makes the window
+        good (`evaluate_window(quick=True)`), but no transition is returned or delivered;
+        alerts still firing afterwards are handed to delivery so that Alertmanager keeps them.
+        The replay judges the windows again, so a pinned drop rule keeps out the same windows
+        it did live, provided the replayed windows reach back to before the drop
+        (docs/alerting.md, "Restarts").
         """
         for summary in merge_window_shares(summaries):
-            self._evaluate(summary, summary.end_ms, [])
+            self._evaluate(summary, summary.end_ms, [], quick=True)
         firing = [a for a in self._alerts.values() if a.status is Status.FIRING]
         self._publish([], firing, standing=firing)
 
@@ -165,7 +182,12 @@ class AlertEngine:
         return self._alerts[key]
 
     def _evaluate(
-        self, summary: WindowSummary, now_ms: int, transitions: list[AlertTransition]
+        self,
+        summary: WindowSummary,
+        now_ms: int,
+        transitions: list[AlertTransition],
+        *,
+        quick: bool = False,
     ) -> list[ActiveAlert]:
         if self._latest_start.get(summary.segment, -1) >= summary.start_ms:
             return []
@@ -177,13 +199,15 @@ class AlertEngine:
         for rule in sorted(rules, key=lambda r: r.is_quality):
             alert = self._alert(rule, _alert_segment(rule, summary.segment))
             touched.append(alert)
-            verdict = self._verdict(alert, summary, distrust)
+            verdict = self._verdict(alert, summary, distrust, quick)
             if not rule.is_quality and verdict.evidence is Evidence.BAD:
                 distrust.append(verdict.note)
             self._apply(alert, verdict, now_ms, window, transitions)
         return touched
 
-    def _verdict(self, alert: ActiveAlert, summary: WindowSummary, distrust: list[str]) -> Verdict:
+    def _verdict(
+        self, alert: ActiveAlert, summary: WindowSummary, distrust: list[str], quick: bool
+    ) -> Verdict:
         rule = alert.rule
         if isinstance(rule.condition, Stale):
             return Verdict(Evidence.GOOD, 0.0, note="a window was finalized")
@@ -191,7 +215,7 @@ class AlertEngine:
             value = measure_value(summary, rule.measure)
             return Verdict(Evidence.UNKNOWN, value, note="held: " + "; ".join(distrust))
         alert.track.follow_version(rule, summary.evaluation_set_version)
-        verdict = evaluate_window(rule, summary, alert.track)
+        verdict = evaluate_window(rule, summary, alert.track, quick=quick)
         alert.track.remember(rule, summary, verdict)
         return verdict
 
@@ -208,10 +232,16 @@ class AlertEngine:
             alert.verdict, alert.window = verdict, window
         if change is None:
             return
+        # At its window (event time), never later than now: in a backlog that is long ago.
+        when = at_ms if window is None else min(window[1], at_ms)
+        message = None
         if change.after is Status.FIRING:
-            alert.fired_at_ms = at_ms
+            alert.fired_at_ms = when
+            message = alert_message(alert, self.config, None)
+        elif change.resolved:
+            message = alert_message(alert, self.config, max(when, alert.fired_at_ms or when))
         transitions.append(
-            AlertTransition(alert.rule, alert.segment, change, at_ms, verdict, window)
+            AlertTransition(alert.rule, alert.segment, change, at_ms, verdict, window, message)
         )
 
     def _publish(
@@ -224,9 +254,13 @@ class AlertEngine:
 
         A firing alert is sent once, with the window that fired it; delivery re-sends it
         while it stands. Later windows do not re-notify: a receiver gets one notification
-        per firing and one per resolution.
+        per firing and one per resolution, in the order they happened.
         """
         if self.metrics is not None:
+            for transition in transitions:
+                if transition.change.after is Status.FIRING:
+                    rule = transition.rule
+                    self.metrics.count_alert_firing(rule.name, rule.severity, transition.segment)
             for alert in {id(a): a for a in touched}.values():
                 firing = alert.status is Status.FIRING
                 self.metrics.set_alert_firing(
@@ -235,9 +269,5 @@ class AlertEngine:
         if self.delivery is None:
             return
         messages = [alert_message(alert, self.config, None) for alert in standing]
-        for transition in transitions:
-            if transition.change.after is Status.FIRING or transition.change.resolved:
-                alert = self._alerts[(transition.rule.index, transition.segment)]
-                ends_at = transition.at_ms if transition.change.resolved else None
-                messages.append(alert_message(alert, self.config, ends_at))
+        messages += [t.message for t in transitions if t.message is not None]
         self.delivery.offer(messages)

@@ -2,6 +2,9 @@
 
 - `rankmon_alert_firing{alert,severity,<segment keys>}`: 1 while the rule fires in that
   segment, 0 once it has been evaluated there and is not firing;
+- `rankmon_alert_firings_total{alert,severity,<segment keys>}`: each time the rule started
+  firing there, also when it resolved within the same tick (a backlog of windows), which the
+  gauge cannot show;
 - `rankmon_alert_deliveries_total{sink,result}`: alert notifications handed to a sink, one per
   alert, by result: `delivered`, `failed` (the attempt failed and will be retried), `dropped`
   (the bounded queue was full and the notification was given up).
@@ -30,6 +33,8 @@ class AlertSignals(Protocol):
         self, alert: str, severity: str, segment: Segment, firing: bool
     ) -> None: ...
 
+    def count_alert_firing(self, alert: str, severity: str, segment: Segment) -> None: ...
+
     def count_alert_delivery(self, sink: str, result: str) -> None: ...
 
 
@@ -44,6 +49,13 @@ class AlertMetrics:
             ["alert", "severity", *self.segment_keys],
             registry=registry,
         )
+        self.firings = Counter(
+            "rankmon_alert_firings",
+            "Times an alert rule started firing (per rule and segment), also those that "
+            "resolved within one tick (a backlog finalizing many windows at once).",
+            ["alert", "severity", *self.segment_keys],
+            registry=registry,
+        )
         self.deliveries = Counter(
             "rankmon_alert_deliveries",
             "Alert notifications handed to a sink, by result (delivered, failed, dropped).",
@@ -52,9 +64,14 @@ class AlertMetrics:
         )
 
     def set_alert_firing(self, alert: str, severity: str, segment: Segment, firing: bool) -> None:
+        self.firing.labels(alert, severity, *self._values(segment)).set(float(firing))
+
+    def count_alert_firing(self, alert: str, severity: str, segment: Segment) -> None:
+        self.firings.labels(alert, severity, *self._values(segment)).inc()
+
+    def _values(self, segment: Segment) -> list[str]:
         values = dict(segment)
-        labels = (values.get(key, "") for key in self.segment_keys)
-        self.firing.labels(alert, severity, *labels).set(float(firing))
+        return [values.get(key, "") for key in self.segment_keys]
 
     def count_alert_delivery(self, sink: str, result: str) -> None:
         self.deliveries.labels(sink, result).inc()

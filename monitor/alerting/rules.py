@@ -95,6 +95,23 @@ class AlertRule:
     runbook_url: str | None
 
     @property
+    def restore_windows(self) -> int:
+        """How many of a segment's newest windows a restart replays into this rule: enough
+        to rebuild its baseline or detector and its pending and firing streaks; a pinned
+        drop rule twice its baseline, so that it sees where a drop that is keeping its
+        windows out began."""
+        condition = self.condition
+        streaks = self.for_windows + self.keep_firing_for
+        if isinstance(condition, Drop):
+            spans = 2 if condition.pinned is not None else 1
+            return spans * condition.baseline_windows + streaks
+        if isinstance(condition, Trend):
+            return 4 * condition.min_windows + streaks
+        if isinstance(condition, Stale):
+            return 0
+        return streaks
+
+    @property
     def is_quality(self) -> bool:
         """Below, drop and trend rules: they are held on windows that are not trustworthy."""
         return isinstance(self.condition, QUALITY_CONDITIONS)

@@ -38,11 +38,15 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
         "rankmon_watermark_timestamp_seconds",
         "rankmon_consumer_lag_records",
         "rankmon_events_total",
+        "rankmon_unreadable_batches_total",
+        "rankmon_consumer_errors_total",
         "rankmon_build_info",
         "rankmon_broker_up",
         "rankmon_ready",
+        "rankmon_loop_progress_timestamp_seconds",
         "rankmon_evaluation_set_queries",
         "rankmon_alert_firing",
+        "rankmon_alert_firings_total",
         "rankmon_alert_deliveries_total",
     ]
 )

@@ -1,0 +1,127 @@
+"""In-memory stand-ins for the service's IO, so the loop runs in milliseconds without a broker.
+
+- `FakeStream` (an `EventStream`): a partition log the test appends to; `poll()` hands out
+  what was appended since, in partition then offset order; commits are kept. It can be made
+  to block inside `poll()` (`stall()` / `release()`), as a client stuck in a busy loop.
+- `FakeProducer` (a `RecordSink`): keeps every record sent, by topic; flushes succeed.
+- `FakeWindowsTopic` (a `ShareReader`): reads back what the producer put on the windows topic.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+
+from monitor.consumer import Batch, SourceRecord, UnreadableBatch
+from monitor.recovery import RestoreNeeds, WindowShare
+
+
+class FakeStream:
+    """One consumer's view of a topic held in memory."""
+
+    def __init__(self, topic: str, partitions: Iterable[int] = (0,)) -> None:
+        self.topic = topic
+        self.log: dict[int, list[SourceRecord]] = {p: [] for p in partitions}
+        self.positions = dict.fromkeys(self.log, 0)
+        self.commits: list[dict[int, int]] = []
+        self.broker_up = True
+        self.group_joined = True
+        self.unreadable: dict[int, UnreadableBatch] = {}
+        self.errors: dict[str, int] = {}
+        self.polls = 0
+        self._assigned_once = False
+        self._running = threading.Event()
+        self._running.set()
+        self.stalled = threading.Event()
+
+    @property
+    def assignment(self) -> frozenset[int]:
+        return frozenset(self.log)
+
+    def append(self, partition: int, value: bytes, timestamp_ms: int = 0) -> SourceRecord:
+        records = self.log[partition]
+        record = SourceRecord(self.topic, partition, len(records), timestamp_ms, None, value)
+        records.append(record)
+        return record
+
+    def stall(self) -> None:
+        """Make the next `poll()` block until `release()`."""
+        self._running.clear()
+
+    def release(self) -> None:
+        self._running.set()
+
+    def poll(self, timeout_ms: int = 1000) -> Batch:
+        self.polls += 1
+        if not self._running.is_set():
+            self.stalled.set()
+            self._running.wait()
+        assigned = frozenset() if self._assigned_once else self.assignment
+        self._assigned_once = True
+        records: list[SourceRecord] = []
+        for partition in sorted(self.log):
+            records += self.log[partition][self.positions[partition] :]
+            self.positions[partition] = len(self.log[partition])
+        return Batch(records, frozenset(), assigned)
+
+    def take_unreadable(self) -> list[UnreadableBatch]:
+        return []
+
+    def commit(self, offsets: Mapping[int, int]) -> bool:
+        self.commits.append(dict(offsets))
+        return True
+
+    def rewind(self, partitions: Iterable[int]) -> bool:
+        committed = self.committed(partitions)
+        for partition, offset in committed.items():
+            self.positions[partition] = offset or 0
+        return True
+
+    def committed(self, partitions: Iterable[int]) -> dict[int, int | None]:
+        last: dict[int, int | None] = dict.fromkeys(partitions)
+        for commit in self.commits:
+            for partition, offset in commit.items():
+                if partition in last:
+                    last[partition] = offset
+        return last
+
+    def lag(self, partition: int) -> int | None:
+        return len(self.log[partition]) - self.positions[partition]
+
+    def close(self) -> None:
+        self.release()
+
+
+class FakeProducer:
+    """Keeps what is sent: `sent[topic]` is a list of (key, value, headers)."""
+
+    def __init__(self) -> None:
+        self.sent: dict[str, list[tuple[bytes | None, bytes, list[tuple[str, bytes]]]]] = {}
+
+    def send(
+        self, topic: str, key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]
+    ) -> None:
+        self.sent.setdefault(topic, []).append((key, value, list(headers)))
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def shares(self, topic: str) -> list[WindowShare]:
+        return [WindowShare.from_json(value) for _, value, _ in self.sent.get(topic, [])]
+
+
+class FakeWindowsTopic:
+    """The windows topic as the fake producer holds it."""
+
+    def __init__(self, producer: FakeProducer, topic: str) -> None:
+        self.producer = producer
+        self.topic = topic
+        self.reads = 0
+
+    def read(self, take: Callable[[WindowShare], None], needs: RestoreNeeds | None = None) -> None:
+        self.reads += 1
+        for share in self.producer.shares(self.topic):
+            take(share)
