@@ -37,6 +37,7 @@ from monitor.config_source import (
     read_yaml,
 )
 from monitor.config_values import Duration, Secret, duration_of_ms, parse_duration
+from monitor.segments import label_name_problem
 
 __all__ = [
     "Config",
@@ -262,12 +263,10 @@ def _read_segments(section: ConfigSection) -> SegmentsConfig:
         max_values=section.get("max_values", as_int(1, 100_000), 100),
     )
     section.finish()
-    reserved = {"k", "gain", "window", "outcome", "reason", "version", "instance", "job"}
     for key in keys:
-        if key in reserved:
-            raise section.error("keys", f"{key!r} is a label rankmon already uses")
-        if not key.isascii() or not key.isidentifier() or key.startswith("__"):
-            raise section.error("keys", f"{key!r} is not a valid Prometheus label name")
+        problem = label_name_problem(key)
+        if problem is not None:
+            raise section.error("keys", problem)
     if len(set(keys)) < len(keys):
         raise section.error("keys", "lists a key more than once")
     return config

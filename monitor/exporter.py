@@ -37,7 +37,6 @@ and `rankmon_consumer_lag_records` per `partition`, `rankmon_broker_up`, `rankmo
 from __future__ import annotations
 
 import platform
-import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from monitor import __version__
 from monitor.catalog import MeasureKey
 from monitor.clock import Clock
 from monitor.errors import MeasureError
+from monitor.segments import label_name_problem
 from monitor.summary import Segment, WindowSummary
 
 __all__ = ["EXPORTED_KINDS", "Exporter", "Liveness", "Readiness"]
@@ -63,8 +63,6 @@ EXPORTED_KINDS: dict[str, tuple[str, bool, bool]] = {
     "map": ("rankmon_map", False, False),
 }
 
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_RESERVED_LABELS = frozenset({"k", "gain", "window", "version", "partition", "job", "instance"})
 
 _HELP = {
     "ndcg": "nDCG@k of the latest finalized window: mean over queries of each query's mean.",
@@ -161,8 +159,9 @@ class Exporter:
         self.segment_keys = tuple(sorted(segment_keys))
         self.min_queries = min_queries
         for key in self.segment_keys:
-            if not _LABEL_NAME.fullmatch(key) or key.startswith("__") or key in _RESERVED_LABELS:
-                raise ValueError(f"segment key {key!r} cannot be a Prometheus label name")
+            problem = label_name_problem(key)
+            if problem is not None:
+                raise ValueError(f"segment key {problem}")
         self.readiness = Readiness()
         self.liveness = liveness
         self._lock = threading.Lock()

@@ -8,11 +8,59 @@ into `OVERFLOW`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from monitor.summary import Segment
 
-__all__ = ["MISSING", "OVERFLOW", "SegmentLabeler"]
+__all__ = ["MISSING", "OVERFLOW", "RESERVED_LABELS", "SegmentLabeler", "label_name_problem"]
+
+# Every label name rankmon's series and alerts carry besides the segment keys, in one place:
+# a segment key named like one of them would collide (`severity` made alerts of different
+# segments one Alertmanager alert; `partition` crashed the exporter at start). The
+# comparison label of configured comparisons is here as well.
+RESERVED_LABELS: Final = frozenset(
+    {
+        # quality and window series
+        "k",
+        "gain",
+        "window",
+        "version",
+        "measure",
+        "comparison",
+        # process series
+        "outcome",
+        "reason",
+        "partition",
+        "error",
+        "sink",
+        "result",
+        "python",
+        # alerts (Alertmanager labels and rankmon_alert_firing)
+        "alert",
+        "alertname",
+        "severity",
+        "alertstate",
+        # added by Prometheus
+        "job",
+        "instance",
+        "le",
+        "quantile",
+    }
+)
+_LABEL_NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+def label_name_problem(key: str) -> str | None:
+    """Why `key` cannot be a segment label name, or None if it can."""
+    if not _LABEL_NAME.fullmatch(key) or key.startswith("__"):
+        return f"{key!r} is not a valid Prometheus label name"
+    if key in RESERVED_LABELS:
+        reserved = ", ".join(sorted(RESERVED_LABELS))
+        return f"{key!r} is a label rankmon already uses; rename it (reserved: {reserved})"
+    return None
+
 
 OVERFLOW = "__other__"
 MISSING = ""

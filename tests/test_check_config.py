@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -261,3 +263,27 @@ def test_unreadable_file_is_one_line_and_exit_2(
     assert code == 2
     assert err.count("\n") == 1
     assert "missing.yaml" in err
+
+
+@pytest.mark.parametrize("key", ["partition", "severity", "alertname", "alert", "measure", "k"])
+def test_check_config_and_run_refuse_a_reserved_segment_key_the_same_way(
+    tmp_path: Path, key: str
+) -> None:
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    path = tmp_path / "rankmon.yaml"
+    path.write_text(yaml.safe_dump({**MINIMAL, "segments": {"keys": ["model", key]}}))
+    outputs = []
+    for command in (["check-config", str(path)], ["run", "--config", str(path)]):
+        done = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == ""
+        (line,) = done.stderr.splitlines()
+        outputs.append(line.split(": ", 1)[1])  # after "rankmon <command>: "
+    assert outputs[0] == outputs[1]
+    assert "segments.keys" in outputs[0] and f"'{key}'" in outputs[0]
