@@ -105,7 +105,18 @@ def restore_in_child(bootstrap: str, topic: str, committed: int, whole: bool) ->
     """The restore in a fresh process; its figures."""
     how = "whole" if whole else "tail"
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, bootstrap, topic, str(committed), how, json.dumps(DROP_RULE)],
+        # -P: the installed package, not a source tree in the working directory
+        [
+            sys.executable,
+            "-P",
+            "-c",
+            CHILD,
+            bootstrap,
+            topic,
+            str(committed),
+            how,
+            json.dumps(DROP_RULE),
+        ],
         capture_output=True,
         text=True,
         check=False,

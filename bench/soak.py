@@ -87,7 +87,8 @@ logging: {{format: json}}
 def start_service(config: Path, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "monitor.cli", "run", "--config", str(config)],
+            # -P: the installed package, not a source tree in the working directory
+            [sys.executable, "-P", "-m", "monitor.cli", "run", "--config", str(config)],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
