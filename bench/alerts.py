@@ -232,8 +232,6 @@ class DemoStream:
             query_ids=[f"q{q}" for q in queries],
             segments=[(("model", str(m)),) for m in models],
             measures=scores.reshape(-1, 1),
-            evaluation_set_version="demo",
-            evaluation_set_queries=200,
         )
 
 
@@ -253,7 +251,7 @@ def demo_run(config: AlertingConfig, seed: int) -> dict[str, float]:
     t0, drop_at = 1_700_000_000_000, 1_700_000_200_000
     clock = FakeClock(t0 + 900 + 100 * seed)  # ticks out of phase with window ends
     spec = WindowSpec(WINDOW_MS, WINDOW_MS, allowed_lateness_ms=LATENESS_MS, label="10s")
-    windows = EventWindows(spec, [MEASURE], clock)
+    windows = EventWindows(spec, [MEASURE], clock, version="demo", set_queries=200)
     engine = AlertEngine(config, start_ms=clock.now_ms())
     stream, last = DemoStream(seed, drop_at), t0
     fired: dict[str, float] = {}

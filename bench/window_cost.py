@@ -43,15 +43,13 @@ def batches(events: int, size: int = BATCH) -> list[EventBatch]:
                 query_ids=[queries[q] for q in picks.tolist()],
                 segments=[segments[q % 3] for q in picks.tolist()],
                 measures=rng.random((size, len(MEASURES))),
-                evaluation_set_version="sha256:bench",
-                evaluation_set_queries=len(queries),
             )
         )
     return out
 
 
 def measure(spec: WindowSpec, stream: list[EventBatch]) -> tuple[float, float, int]:
-    windows = EventWindows(spec, MEASURES, FakeClock())
+    windows = EventWindows(spec, MEASURES, FakeClock(), version="sha256:bench")
     adding = finalizing = 0.0
     summaries = 0
     for k, batch in enumerate(stream):

@@ -43,8 +43,6 @@ def batch(first: int, rng: np.random.Generator) -> EventBatch:
         query_ids=[f"query-{q:05d}" for q in picks],
         segments=[(("model", f"v{q % 3}"),) for q in picks],
         measures=rng.random((BATCH, len(MEASURES))),
-        evaluation_set_version="sha256:bench",
-        evaluation_set_queries=2_000,
     )
 
 
@@ -53,7 +51,9 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     args = parser.parse_args()
     rng = np.random.default_rng(3)
-    windows = EventWindows(WindowSpec.tumbling(HOUR), MEASURES, FakeClock())
+    windows = EventWindows(
+        WindowSpec.tumbling(HOUR), MEASURES, FakeClock(), version="sha256:bench", set_queries=2_000
+    )
     baseline = rss_mb()
     for first in range(0, args.events, BATCH):
         windows.add_batch(batch(first, rng))

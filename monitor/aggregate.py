@@ -1,6 +1,6 @@
 """Window aggregates: per query, the sum of measure vectors and the event count.
 
-A cell is one (query, segment, partition); `CellRegistry` numbers the cells once for the
+A cell is one (query, raw segment, partition); `CellRegistry` numbers the cells once for the
 whole run, so the per-event path hashes a cell's key once, not once per window. One
 `WindowAggregate` holds one window (its start) for one evaluation-set version, so a window
 never mixes two versions: a float64 row of measure sums and an event count per cell it saw.
@@ -8,7 +8,9 @@ State grows with queries x segments (x partitions a query arrives on: one when r
 keyed by query id) x open windows, never with events. Keying cells by partition lets a revoked
 partition's share be dropped exactly.
 
-On finalize, per segment (all sums NaN-aware, see below):
+On finalize, the raw segments are mapped to their labels for the window (`monitor.segments`):
+raw segments with one label (values folded into `__other__`) are merged, a query's events
+summed over them. Then per segment label (all sums NaN-aware, see below):
 
     query mean   m_q[j]   = sum of the query's events[j] / its event count
     means[j]              = (sum over queries q with m_q[j] defined of m_q[j]) / their number
@@ -24,7 +26,8 @@ every query and event of the segment.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -130,22 +133,38 @@ class WindowAggregate:
         """Whether no cell holds an event."""
         return not self.counts.any()
 
+    def raw_segments(self, registry: CellRegistry) -> set[Segment]:
+        """The raw segments of the events this window holds."""
+        held = np.flatnonzero(self.counts)
+        return {registry.keys[cell][1] for cell in self.cells[held].tolist()}
+
     def summaries(
-        self, spec: WindowSpec, measure_keys: Sequence[str], registry: CellRegistry
+        self,
+        spec: WindowSpec,
+        measure_keys: Sequence[str],
+        registry: CellRegistry,
+        labels: Mapping[Segment, Segment] | None = None,
+        segment_labels: Mapping[str, Any] | None = None,
     ) -> list[tuple[WindowSummary, frozenset[int]]]:
-        """One summary per segment, segments in sorted order, with the partitions it holds."""
+        """One summary per segment label (`labels`: raw segment -> label; default: the raw
+        segment itself), labels in sorted order, with the partitions each holds.
+        `segment_labels`: the label state the summaries carry."""
         by_segment: dict[Segment, dict[str, list[int]]] = {}
         partitions: dict[Segment, set[int]] = {}
         held = np.flatnonzero(self.counts)
-        # Sorted cells: a query on several partitions is merged in the same order every run.
+        # Sorted cells: a query on several partitions (or raw segments) is merged in the same
+        # order every run.
+        cells = []
         keys = [registry.keys[cell] for cell in self.cells[held]]
-        for key, row in sorted(zip(keys, held.tolist(), strict=True)):
-            query, segment, partition = key
-            by_segment.setdefault(segment, {}).setdefault(query, []).append(row)
-            partitions.setdefault(segment, set()).add(partition)
+        for (query, raw, partition), row in zip(keys, held.tolist(), strict=True):
+            label = raw if labels is None else labels[raw]
+            cells.append((label, query, raw, partition, row))
+        for label, query, _, partition, row in sorted(cells):
+            by_segment.setdefault(label, {}).setdefault(query, []).append(row)
+            partitions.setdefault(label, set()).add(partition)
         return [
             (
-                self._summary(spec, measure_keys, segment, by_segment[segment]),
+                self._summary(spec, measure_keys, segment, by_segment[segment], segment_labels),
                 frozenset(partitions[segment]),
             )
             for segment in sorted(by_segment)
@@ -157,6 +176,7 @@ class WindowAggregate:
         measure_keys: Sequence[str],
         segment: Segment,
         rows_by_query: dict[str, list[int]],
+        segment_labels: Mapping[str, Any] | None,
     ) -> WindowSummary:
         queries = sorted(rows_by_query)
         sums = np.stack([self.sums[rows_by_query[q]].sum(axis=0) for q in queries])
@@ -186,4 +206,6 @@ class WindowAggregate:
                 q: dict(zip(keys, row, strict=True))
                 for q, row in zip(queries, query_means.tolist(), strict=True)
             },
+            hop_ms=spec.hop_ms if spec.sliding else 0,
+            segment_labels=segment_labels or {},
         )

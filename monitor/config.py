@@ -63,6 +63,7 @@ LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _TEN_SECONDS: Final = parse_duration("10s")
 _FIFTEEN_SECONDS: Final = parse_duration("15s")
 _ONE_MINUTE: Final = parse_duration("1m")
+_ONE_DAY: Final = parse_duration("1d")
 _NO_KEYS: tuple[str, ...] = ()
 
 
@@ -112,14 +113,18 @@ class ScheduleConfig:
 
 @dataclass(frozen=True, slots=True)
 class SegmentsConfig:
-    """Segment keys that become labels, and the cap on distinct values per key.
+    """Segment keys that become labels, and the caps on what they may take.
 
-    Values past `max_values` distinct ones (per key, per process) are reported as
-    `monitor.segments.OVERFLOW`, so a producer cannot explode the label cardinality.
+    Each key takes at most `max_values` values, and the keys together at most
+    `max_combinations` combinations; the rest is reported as `monitor.segments.OVERFLOW`, so
+    a producer cannot explode the label cardinality. A value or combination not seen for
+    `retire_after` (event time) leaves, making room for new ones (a new model release).
     """
 
     keys: tuple[str, ...] = ()
     max_values: int = 100
+    max_combinations: int = 1000
+    retire_after: Duration = _ONE_DAY
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +266,8 @@ def _read_segments(section: ConfigSection) -> SegmentsConfig:
     config = SegmentsConfig(
         keys=keys,
         max_values=section.get("max_values", as_int(1, 100_000), 100),
+        max_combinations=section.get("max_combinations", as_int(1, 1_000_000), 1000),
+        retire_after=section.get("retire_after", _positive_duration, _ONE_DAY),
     )
     section.finish()
     for key in keys:

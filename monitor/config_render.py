@@ -53,6 +53,8 @@ def render_config(config: Config) -> dict[str, Any]:
         "segments": {
             "keys": list(config.segments.keys),
             "max_values": config.segments.max_values,
+            "max_combinations": config.segments.max_combinations,
+            "retire_after": config.segments.retire_after.text,
         },
         "judgments": {"inline": config.judgments.inline},
         "export": {

@@ -167,6 +167,8 @@ class Exporter:
         self._lock = threading.Lock()
         # segment -> the (gauge, label values) written for its latest window
         self._written: dict[Segment, set[tuple[Gauge, LabelValues]]] = {}
+        # segment -> the (alert, severity) of its alert series
+        self._alert_series: dict[Segment, set[tuple[str, str]]] = {}
         window_labels = ["window", "version", *self.segment_keys]
         self._means: dict[str, Gauge] = {}
         self._sums: dict[str, Gauge] = {}
@@ -297,6 +299,17 @@ class Exporter:
         for gauge, labels in stale:
             gauge.remove(*labels)
 
+    def retire_segment(self, segment: Segment) -> None:
+        """Remove a retired segment's series: its window gauges and its alerts' states."""
+        with self._lock:
+            written = self._written.pop(segment, set())
+        for gauge, labels in written:
+            gauge.remove(*labels)
+            alerts = self._alert_series.pop(segment, set())
+        for alert, severity in alerts:
+            for metric in (self._alert_firing, self._firings):
+                metric.remove(alert, severity, *self._segment_values(segment))
+
     def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None:
         """Count records by outcome (accepted, invalid, unknown_query, duplicate, late)."""
         self._outcomes.labels(outcome, reason).inc(amount)
@@ -329,10 +342,14 @@ class Exporter:
         """An alert rule's state for one segment."""
         values = self._segment_values(segment)
         self._alert_firing.labels(alert, severity, *values).set(float(firing))
+        with self._lock:
+            self._alert_series.setdefault(segment, set()).add((alert, severity))
 
     def count_alert_firing(self, alert: str, severity: str, segment: Segment) -> None:
         """An alert rule started firing for one segment."""
         self._firings.labels(alert, severity, *self._segment_values(segment)).inc()
+        with self._lock:
+            self._alert_series.setdefault(segment, set()).add((alert, severity))
 
     def count_unreadable(self, partition: int) -> None:
         """A partition was paused at a batch that could not be read."""

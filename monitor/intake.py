@@ -14,6 +14,11 @@ give the same events, outcomes and numbers (tests/test_native_intake.py).
 
 A record replayed after a restart into a window that was already published is neither
 counted nor dead-lettered: the run that published the window counted it.
+
+Each event is scored against the evaluation set of its epoch (`EventWindows.epochs`, by event
+time): after a reload, events of windows that were open at the reload keep the old set. While
+two epochs are live (about a window's length after a reload) a poll takes the reference path,
+which decodes each event before it picks its evaluation set.
 """
 
 from __future__ import annotations
@@ -71,14 +76,44 @@ class Intake:
         kept = decoder.segment_keys
         self._scannable = kept is None or kept.issuperset(labeler.keys)
 
-    def process(self, records: Sequence[SourceRecord], scorer: BatchScorer, now_ms: int) -> None:
-        """Take one poll's records (partition then offset order) to their outcomes."""
+    def process(
+        self, records: Sequence[SourceRecord], scorers: Mapping[str, BatchScorer], now_ms: int
+    ) -> None:
+        """Take one poll's records (partition then offset order) to their outcomes.
+
+        `scorers`: a scorer for each evaluation-set version an epoch of the windows uses."""
+        epochs = self.windows.epochs
+        if len(epochs) > 1:
+            self._process_epochs(records, scorers, now_ms)
+            return
+        scorer = scorers[epochs[0].version]
         if scorer.judgment_index is None or not self._scannable:
             accepted = self._decode(records, scorer, now_ms)
             if accepted:
-                self._window(accepted, scorer)
+                self._window(accepted, [scorer] * len(accepted))
             return
         self._process_scanned(records, scorer, now_ms)
+
+    def _process_epochs(
+        self, records: Sequence[SourceRecord], scorers: Mapping[str, BatchScorer], now_ms: int
+    ) -> None:
+        """The reference path, each event scored with its epoch's evaluation set."""
+        epochs = self.windows.epochs
+        accepted: list[tuple[SourceRecord, RankingEvent]] = []
+        chosen: list[BatchScorer] = []
+        for record in records:
+            result = self.decoder(record.value, record.timestamp_ms, now_ms)
+            if isinstance(result, Rejection):
+                self._reject(record, Outcome.INVALID, result.reason.value)
+                continue
+            scorer = scorers[epochs[self.windows.epoch_of(result.event_time_ms)].version]
+            if result.query_id not in scorer.evaluation_set:
+                self._reject(record, Outcome.UNKNOWN_QUERY)
+                continue
+            accepted.append((record, result))
+            chosen.append(scorer)
+        if accepted:
+            self._window(accepted, chosen)
 
     def _decode(
         self, records: Sequence[SourceRecord], scorer: BatchScorer, now_ms: int
@@ -176,8 +211,7 @@ class Intake:
             values_of = self.labeler.values_of
             segments = _merged(segments, [values_of(e.segment) for e in events], order)
             measures = np.concatenate([measures, slow_measures])[order]
-        label = self.labeler.label_values
-        evaluation_set = scorer.evaluation_set
+        label = self.labeler.raw
         batch = EventBatch(
             partitions=[record.partition for record in records],
             offsets=[record.offset for record in records],
@@ -186,8 +220,6 @@ class Intake:
             query_ids=query_ids,
             segments=[label(values) for values in segments],
             measures=measures,
-            evaluation_set_version=evaluation_set.version,
-            evaluation_set_queries=len(evaluation_set),
         )
         self._admit(batch, records)
 
@@ -199,16 +231,22 @@ class Intake:
         self.windows.record_consumed(record.partition, record.offset)
 
     def _window(
-        self, accepted: list[tuple[SourceRecord, RankingEvent]], scorer: BatchScorer
+        self, accepted: list[tuple[SourceRecord, RankingEvent]], scorers: Sequence[BatchScorer]
     ) -> None:
+        """Score the decoded events (event `i` with `scorers[i]`) and window them."""
         events = [event for _, event in accepted]
-        extra: list[Mapping[str, int] | None] | None = None
-        if self.inline_judgments:
-            extra = [event.judgments for event in events]
-        measures = scorer.score([e.query_id for e in events], [e.ranking for e in events], extra)
+        measures = np.empty((len(events), len(self.windows.measure_keys)))
+        for scorer in {id(s): s for s in scorers}.values():
+            rows = [i for i, s in enumerate(scorers) if s is scorer]
+            chosen = [events[i] for i in rows]
+            extra: list[Mapping[str, int] | None] | None = None
+            if self.inline_judgments:
+                extra = [event.judgments for event in chosen]
+            measures[rows] = scorer.score(
+                [e.query_id for e in chosen], [e.ranking for e in chosen], extra
+            )
         label = self.labeler.label
         segments: list[Segment] = [label(e.segment) for e in events]
-        evaluation_set = scorer.evaluation_set
         batch = EventBatch(
             partitions=[record.partition for record, _ in accepted],
             offsets=[record.offset for record, _ in accepted],
@@ -217,8 +255,6 @@ class Intake:
             query_ids=[e.query_id for e in events],
             segments=segments,
             measures=measures,
-            evaluation_set_version=evaluation_set.version,
-            evaluation_set_queries=len(evaluation_set),
         )
         self._admit(batch, [record for record, _ in accepted])
 

@@ -6,9 +6,14 @@ that commit may already have been published, in full or (a crash between two rec
 some segments only. The wiring reads the windows topic back and marks each record here; the
 replay then skips their events (neither counted nor late) and their summaries.
 
-A mark may name the partitions whose events the record covers (several instances in one
-group each publish their own partitions' share of a window); without them it covers every
-partition. Only the marked partitions' events are skipped.
+A mark is a window (its start and end: a window of another size, from before a resize, is
+another window), a segment label, and the partitions whose events it holds (several instances
+in one group each publish their own partitions' share of a window; a mark without them covers
+every partition). It does not depend on the evaluation-set version: a window published with
+one version is not published again when a replay scores its events with another.
+
+A replayed event's segment is raw (`monitor.segments`); a published window's label of it is
+what the window's labels said then (`label_of`, from the state its shares carry).
 
 Marks also restore part of the lost watermark. A finalize publishes its windows oldest first
 and commits after the last one, so every marked window older than the newest marked start was
@@ -30,111 +35,129 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from monitor.segments import LabelState, label_under
 from monitor.summary import Segment, WindowSummary
-from monitor.window_assigner import WindowSpec
+from monitor.window_assigner import Epoch
 
 __all__ = ["EVERY_PARTITION", "PublishedWindows"]
 
 EVERY_PARTITION = -1
 NO_FLOOR = -(1 << 62)
 
-_Mark = tuple[int, Segment, str, int]  # (window start, segment, version, partition)
+Window = tuple[int, int]  # (start, end) in epoch ms
+_Holder = tuple[Segment, int]  # (segment label, partition)
 
 
 class PublishedWindows:
-    """Marks of published (window start, segment, evaluation-set version[, partition])."""
+    """Marks of published (window, segment label[, partition]); `keys`: the segment keys."""
 
-    def __init__(self, spec: WindowSpec) -> None:
-        self._spec = spec
-        self._marks: dict[_Mark, int | None] = {}  # -> offset read through (None: unknown)
-        self._newest: dict[int, int] = {}  # partition -> newest marked start
+    def __init__(self, keys: Sequence[str] = ()) -> None:
+        self._keys = tuple(sorted(keys))
+        # window -> (label, partition) -> offset read through (None: unknown)
+        self._marks: dict[Window, dict[_Holder, int | None]] = {}
+        self._labels: dict[Window, LabelState] = {}  # the labels a window was published with
+        self._newest: dict[int, Window] = {}  # partition -> newest marked window
         self._floors: dict[int, int] = {}  # partition -> floor
 
     def mark(
         self,
-        start_ms: int,
+        window: Window,
         segment: Segment,
-        version: str,
         partitions: Collection[int] | None,
         through: Mapping[int, int] | None = None,
+        labels: LabelState | None = None,
     ) -> None:
         """Remember one published summary; raise the floor where it proves an older window
         complete."""
+        if labels is not None:
+            self._labels[window] = labels
+        holders = self._marks.setdefault(window, {})
         for partition in partitions if partitions is not None else (EVERY_PARTITION,):
-            key = (start_ms, segment, version, partition)
+            key = (segment, partition)
             offset = None if through is None else through.get(partition)
-            known = self._marks.get(key, offset)
-            self._marks[key] = None if offset is None or known is None else max(offset, known)
+            known = holders.get(key, offset)
+            holders[key] = None if offset is None or known is None else max(offset, known)
             newest = self._newest.get(partition)
-            if newest is None or start_ms > newest:
-                self._newest[partition] = start_ms
-                proven = None if newest is None else newest + self._spec.size_ms
+            if newest is None or window[0] > newest[0]:
+                self._newest[partition] = window
+                proven = None if newest is None else newest[1]
             else:
-                proven = start_ms + self._spec.size_ms if start_ms < newest else None
+                proven = window[1] if window[0] < newest[0] else None
             if proven is not None:
                 self._floors[partition] = max(self._floors.get(partition, NO_FLOOR), proven)
 
     def __len__(self) -> int:
-        return len(self._marks)
+        return sum(len(holders) for holders in self._marks.values())
+
+    def __bool__(self) -> bool:
+        return bool(self._marks)
 
     def floor_ms(self, partition: int) -> int:
         """Windows ending by this are closed for the partition's events."""
         floors = self._floors
         return max(floors.get(EVERY_PARTITION, NO_FLOOR), floors.get(partition, NO_FLOOR))
 
-    def covers(self, start_ms: int, segment: Segment, version: str, partition: int) -> bool:
-        """Whether the partition's events of this window, segment and version are published."""
-        marks = self._marks
-        return (start_ms, segment, version, EVERY_PARTITION) in marks or (
-            start_ms,
-            segment,
-            version,
-            partition,
-        ) in marks
+    def label_of(self, window: Window, raw: Segment) -> Segment:
+        """The label the window was published with for a raw segment (itself if unknown)."""
+        state = self._labels.get(window)
+        return raw if state is None or not self._keys else label_under(state, self._keys, raw)
+
+    def labels(self, window: Window) -> LabelState | None:
+        """The labels the window was published with, if it was."""
+        return self._labels.get(window)
+
+    def covers(self, window: Window, label: Segment, partition: int) -> bool:
+        """Whether the partition's events of this window and segment label are published."""
+        holders = self._marks.get(window)
+        return holders is not None and (
+            (label, EVERY_PARTITION) in holders or (label, partition) in holders
+        )
 
     def open_starts(
-        self, pane: int, watermark: int, segment: Segment, version: str, partition: int
+        self, pane: int, epoch: Epoch, watermark: int, raw: Segment, partition: int
     ) -> Sequence[int]:
-        """Starts of an event's windows that are open and not published for its partition."""
-        spec = self._spec
-        first = pane - spec.size_ms + spec.hop_ms
+        """Starts of an event's windows (in its epoch) that are open and not published for its
+        partition."""
+        spec = epoch.spec
+        first = epoch.first_start(pane)
         closed_up_to = max(watermark, self.floor_ms(partition))
         if closed_up_to > NO_FLOOR:
             first = max(first, spec.first_open_start(closed_up_to))
-        starts = range(first, pane + 1, spec.hop_ms)
-        return [s for s in starts if not self.covers(s, segment, version, partition)]
-
-    def covers_any(self, pane: int, segment: Segment, version: str, partition: int) -> bool:
-        """Whether any window holding an event of this pane was published for it."""
-        starts = self._spec.starts_of(pane)
-        return any(self.covers(s, segment, version, partition) for s in starts)
+        starts = []
+        for start in range(first, pane + 1, spec.hop_ms):
+            window = (start, start + spec.size_ms)
+            if not self.covers(window, self.label_of(window, raw), partition):
+                starts.append(start)
+        return starts
 
     def counted_before(
-        self, pane: int, segment: Segment, version: str, partition: int, offset: int
+        self, time_ms: int, raw: Segment, partition: int, offset: int
     ) -> bool | None:
-        """Whether the record at `offset` was counted in a published window of its pane:
-        None if a mark says nothing about offsets (then the replayed watermark decides)."""
+        """Whether the record at `offset` was counted in a published window holding its time
+        (of any size): None if a mark says nothing about offsets (then the replayed watermark
+        decides)."""
         unknown = False
-        for start in self._spec.starts_of(pane):
-            for key in (
-                (start, segment, version, partition),
-                (start, segment, version, EVERY_PARTITION),
-            ):
-                if key in self._marks:
-                    through = self._marks[key]
-                    if through is None:
-                        unknown = True
-                    elif offset < through:
-                        return True
+        for window, holders in self._marks.items():
+            if not window[0] <= time_ms < window[1]:
+                continue
+            label = self.label_of(window, raw)
+            for holder in ((label, partition), (label, EVERY_PARTITION)):
+                if holder not in holders:
+                    continue
+                through = holders[holder]
+                if through is None:
+                    unknown = True
+                elif offset < through:
+                    return True
         return None if unknown else False
 
     def covers_all(self, summary: WindowSummary, partitions: Collection[int]) -> bool:
         """Whether every partition of a finalized summary had it published already."""
-        start, segment, version = summary.start_ms, summary.segment, summary.evaluation_set_version
-        return all(self.covers(start, segment, version, p) for p in partitions)
+        window = (summary.start_ms, summary.end_ms)
+        return all(self.covers(window, summary.segment, p) for p in partitions)
 
     def prune(self, watermark_ms: int) -> None:
         """Forget marks of windows the replayed watermark has passed: their events are late
         again, as they were before the crash."""
-        size = self._spec.size_ms
-        self._marks = {m: t for m, t in self._marks.items() if m[0] + size > watermark_ms}
+        self._marks = {w: h for w, h in self._marks.items() if w[1] > watermark_ms}
+        self._labels = {w: s for w, s in self._labels.items() if w[1] > watermark_ms}

@@ -76,7 +76,9 @@ from monitor.config_kafka import KafkaConfig
 from monitor.kafka_options import consumer_options
 from monitor.logs import fields
 from monitor.producer import RecordSink
+from monitor.segments import LabelState
 from monitor.summary import Segment, WindowSummary
+from monitor.window_assigner import NO_BOUNDARY, Epoch, WindowSpec, align_up
 from monitor.windows import EventWindows
 
 __all__ = [
@@ -200,6 +202,13 @@ class WindowShare:
             raise ValueError("malformed window summary: partitions must be a list of integers")
         return cls(summary, frozenset(raw))
 
+    @classmethod
+    def from_record(cls, value: bytes, headers: Iterable[tuple[str, bytes]]) -> WindowShare:
+        """A windows-topic record: its value, and the through offsets of its header."""
+        share = cls.from_json(value)
+        through = dict(headers).get(THROUGH_HEADER)
+        return share if through is None else replace(share, through=_offsets(through.decode()))
+
     @property
     def headers(self) -> list[tuple[str, bytes]]:
         """The record headers: content type, and the through offsets if known."""
@@ -306,6 +315,10 @@ class ShareRestore:
     """Takes shares one by one as they are read back: marks each published and keeps, per
     segment, the newest `keep` owned ones for the alert restore.
 
+    It also learns, from the shares of partitions now owned, what the replay continues from:
+    the window spec they were published with (`epochs`: windows.size or hop changed across
+    the restart) and the segment labels of the newest one (`label_state`).
+
     A share with its per-query means weighs about 130 KB for 300 queries: holding the whole
     topic at once grew a restarted soak instance by 60 MB, in proportion to the topic's size.
     Alert baselines need only their last windows, and only the measures their rules watch:
@@ -328,18 +341,17 @@ class ShareRestore:
         # may come in any order)
         self._own: dict[Segment, list[tuple[int, int, WindowSummary]]] = {}
         self._arrival = itertools.count()
+        # (size, hop) -> (newest start, window label), over shares touching owned partitions
+        self._specs: dict[tuple[int, int], tuple[int, str]] = {}
+        self._newest: tuple[int, LabelState | None] | None = None
 
     def take(self, share: WindowShare) -> None:
         """Mark one share published; keep it for the alerts if this instance owns it."""
         summary = share.summary
-        self._windows.mark_published(
-            summary.start_ms,
-            summary.segment,
-            summary.evaluation_set_version,
-            share.partitions,
-            share.through,
-        )
+        self._windows.mark_published(summary, share.partitions, share.through)
         self.read += 1
+        if share.partitions is None or share.partitions & self._owned:
+            self._learn(summary)
         if self._keep and share.owned_by(self._owned):
             kept = self._own.setdefault(summary.segment, [])
             item = (summary.start_ms, next(self._arrival), self._cut(summary))
@@ -347,6 +359,36 @@ class ShareRestore:
                 heapq.heappush(kept, item)
             elif item[0] >= kept[0][0]:
                 heapq.heapreplace(kept, item)
+
+    def _learn(self, summary: WindowSummary) -> None:
+        spec = (summary.end_ms - summary.start_ms, summary.hop)
+        newest, _ = self._specs.get(spec, (summary.start_ms, ""))
+        self._specs[spec] = (max(newest, summary.start_ms), summary.window)
+        if self._newest is None or summary.start_ms > self._newest[0]:
+            labels = summary.segment_labels
+            self._newest = (summary.start_ms, LabelState.from_json(labels) if labels else None)
+
+    def label_state(self) -> LabelState | None:
+        """The segment labels after the newest window published for an owned partition."""
+        return None if self._newest is None else self._newest[1]
+
+    def epochs(self, current: Epoch) -> list[Epoch]:
+        """The epochs the replay windows events by: `current` alone, unless the newest window
+        published for an owned partition had another size or hop. Then that spec holds the
+        events until the first start of `current`'s spec after its newest window, and
+        `current` from there (`monitor.window_assigner.Epoch`)."""
+        if not self._specs:
+            return [current]
+        spec = current.spec
+        (size, hop), (start, label) = max(self._specs.items(), key=lambda item: item[1][0])
+        if (size, hop) == (spec.size_ms, spec.hop_ms):
+            return [current]
+        before = WindowSpec(size, hop, spec.allowed_lateness_ms, spec.idle_timeout_ms, label=label)
+        boundary = align_up(start + hop, spec.hop_ms)
+        return [
+            Epoch(NO_BOUNDARY, before, current.version, current.set_queries),
+            Epoch(boundary, spec, current.version, current.set_queries),
+        ]
 
     def _cut(self, summary: WindowSummary) -> WindowSummary:
         keep = self._measures
@@ -507,12 +549,8 @@ def _parsed(records: Iterable[Any]) -> list[WindowShare]:
     shares = []
     for record in records:
         try:
-            share = WindowShare.from_json(record.value or b"")
-            through = dict(record.headers or ()).get(THROUGH_HEADER)
-            if through is not None:
-                share = replace(share, through=_offsets(through.decode()))
-            shares.append(share)
-        except (ValueError, UnicodeDecodeError, orjson.JSONDecodeError) as error:
+            shares.append(WindowShare.from_record(record.value or b"", record.headers or ()))
+        except (ValueError, UnicodeDecodeError) as error:
             _log.warning(
                 "skipping record %s/%s of the windows topic: %s",
                 record.partition,

@@ -13,7 +13,7 @@ window containing the pane is finalized.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from monitor.watermark import PartitionProgress
 
@@ -31,12 +31,10 @@ class SafeOffsets:
     def __len__(self) -> int:
         return len(self.first_in_pane)
 
-    def close_panes(self, size_ms: int, watermark_ms: int) -> None:
-        """Release panes whose every window the watermark has closed (and finalize emitted)."""
+    def close_panes(self, closed: Callable[[int], bool]) -> None:
+        """Release panes whose every window is closed (and finalize emitted): `closed(pane)`."""
         self.first_in_pane = {
-            key: first
-            for key, first in self.first_in_pane.items()
-            if key[0] + size_ms > watermark_ms
+            key: first for key, first in self.first_in_pane.items() if not closed(key[0])
         }
 
     def drop_partitions(self, partitions: Collection[int]) -> None:

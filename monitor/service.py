@@ -77,8 +77,8 @@ from monitor.recovery import (
 )
 from monitor.segments import SegmentLabeler
 from monitor.share_publisher import SharePublisher
-from monitor.summary import Segment, WindowSummary
-from monitor.window_assigner import WindowSpec
+from monitor.summary import Segment, WindowSummary, segment_label
+from monitor.window_assigner import NO_BOUNDARY, Epoch, WindowSpec
 from monitor.window_log import WindowLog
 from monitor.windows import EventWindows
 
@@ -149,8 +149,16 @@ class Monitor:
         self.evaluation = EvaluationSetSource(config.evaluation_set, self.clock)
         self.keys = monitor_keys(config.metrics.cutoffs, config.metrics.gains)
         self._window_log = WindowLog(self.keys, config.metrics.min_queries, self.clock)
-        self._scorer = self._new_scorer(self.evaluation.current)
-        self.windows = EventWindows(_window_spec(config), [str(k) for k in self.keys], self.clock)
+        current = self.evaluation.current
+        self._scorers = {current.version: self._new_scorer(current)}
+        self.windows = EventWindows(
+            _window_spec(config),
+            [str(k) for k in self.keys],
+            self.clock,
+            version=current.version,
+            set_queries=len(current),
+            labeler=_labeler(config),
+        )
         self._tally = _Tally(self.exporter)
         self._producer = producer or RecordProducer(**producer_options(config.kafka))
         self.intake = _intake(config, self.windows, self._producer, self._tally)
@@ -201,7 +209,7 @@ class Monitor:
             outcomes,
             alerts,
             self.windows.watermark_ms,
-            self._scorer.evaluation_set.version,
+            self.evaluation.current.version,
         )
 
     def start(self) -> None:
@@ -241,7 +249,7 @@ class Monitor:
         if records is None:
             return  # stopping before the rebalance could be applied: take nothing in
         if records:
-            self.intake.process(records, self._scorer, self.clock.now_ms())
+            self.intake.process(records, self._scorers, self.clock.now_ms())
             self._read_through.update((r.partition, r.offset + 1) for r in records)
             self._crash.reach("after-intake")
         self._note_source_state()
@@ -318,9 +326,12 @@ class Monitor:
         self.shares.add(finalized, fence)
         published = self.shares.publish()
         summaries = [share.summary for share in finalized]
+        self._forget_unused_scorers()
         now, elapsed = self.clock.now_ms(), self._elapsed_ms()
         for summary in summaries:
             self._record(summary)
+        for segment in self.windows.take_retired():
+            self._retire(segment)
         self.alerts.observe(summaries, now, elapsed_ms=elapsed)
         self.alerts.tick(now, elapsed_ms=elapsed)
         self._export_progress()
@@ -341,6 +352,14 @@ class Monitor:
         readable = self._owned - set(self.source.unreadable)
         return all((self.source.lag(p) or 0) == 0 for p in readable)
 
+    def _retire(self, segment: Segment) -> None:
+        """A segment label unseen for `segments.retire_after`: its series leave /metrics."""
+        self.exporter.retire_segment(segment)
+        self.alerts.forget(segment)
+        with self._snapshot_lock:
+            self._history.pop(segment, None)
+        _log.info("segment retired", extra=fields(segment=segment_label(segment)))
+
     def _record(self, summary: WindowSummary) -> None:
         self.exporter.record_window(summary)
         with self._snapshot_lock:
@@ -359,13 +378,27 @@ class Monitor:
             if lag is not None:
                 self.exporter.set_consumer_lag(partition, lag)
 
+    @property
+    def _scorer(self) -> BatchScorer:
+        """The scorer of the newest evaluation set."""
+        return self._scorers[self.evaluation.current.version]
+
     def _maybe_reload(self) -> None:
         loaded = self.evaluation.poll()
         if loaded is not None:
-            # Events scored from now on carry the new version; open windows of the old one
-            # finalize on their own, so no window mixes two versions.
-            self._scorer = self._new_scorer(loaded)
+            # Windows open now finish with the version they started with; events of later
+            # windows are scored with the new one (`EventWindows.begin_version`).
+            self._scorers[loaded.version] = self._new_scorer(loaded)
+            boundary = self.windows.begin_version(loaded.version, len(loaded))
             self.exporter.set_evaluation_set(loaded.version, len(loaded))
+            _log.info(
+                "evaluation set takes effect",
+                extra=fields(version=loaded.version, from_event_time_ms=boundary),
+            )
+
+    def _forget_unused_scorers(self) -> None:
+        live = self.windows.live_versions()
+        self._scorers = {v: s for v, s in self._scorers.items() if v in live}
 
     def _new_scorer(self, evaluation_set: EvaluationSet) -> BatchScorer:
         metrics = self.config.metrics
@@ -397,6 +430,7 @@ class Monitor:
         # Replaying without the marks would publish windows twice: wait for the topic.
         if not self._retry(read, "read the windows topic"):
             return False
+        self._continue_after(restore)
         restored = restore.owned_summaries()
         self.alerts.restore(restored)
         _log.info(
@@ -404,6 +438,32 @@ class Monitor:
             extra=fields(shares=restore.read, restored=len(restored), partitions=sorted(owned)),
         )
         return True
+
+    def _continue_after(self, restore: ShareRestore) -> None:
+        """The replay goes on from what the windows topic says: the window spec of the
+        published windows until the configured one takes over (a resize across a restart),
+        the newest evaluation set for every epoch, the segment labels of the newest window."""
+        current = self.evaluation.current
+        newest = Epoch(NO_BOUNDARY, _window_spec(self.config), current.version, len(current))
+        epochs = restore.epochs(newest)
+        if self.windows.open_windows:  # cannot happen after a full revoke; keep what runs
+            epochs = list(self.windows.epochs)
+        self.windows.set_epochs(epochs)
+        self._forget_unused_scorers()
+        if len(epochs) > 1:
+            _log.warning(
+                "windows topic has windows of another size or hop: they go on until the "
+                "configured ones take over",
+                extra=fields(
+                    published_window=epochs[0].spec.label,
+                    published_hop_ms=epochs[0].spec.hop_ms,
+                    window=epochs[-1].spec.label,
+                    from_event_time_ms=epochs[-1].from_ms,
+                ),
+            )
+        labels = restore.label_state()
+        if labels is not None and self.windows.labeler is not None:
+            self.windows.labeler.restore(labels)
 
     def _retry(self, attempt: Callable[[], bool], what: str) -> bool:
         """Call `attempt` until it returns True, with backoff; False if `stop` came first."""
@@ -450,13 +510,24 @@ def _window_spec(config: Config) -> WindowSpec:
     )
 
 
+def _labeler(config: Config) -> SegmentLabeler:
+    segments = config.segments
+    return SegmentLabeler(
+        segments.keys,
+        segments.max_values,
+        max_combinations=segments.max_combinations,
+        retire_after_ms=segments.retire_after.ms,
+    )
+
+
 def _intake(config: Config, windows: EventWindows, producer: RecordSink, counter: _Tally) -> Intake:
     dead_letters = DeadLetterSink(
         producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
     )
+    assert windows.labeler is not None
     return Intake(
         EventDecoder.from_config(config),
-        SegmentLabeler(config.segments.keys, config.segments.max_values),
+        windows.labeler,
         windows,
         dead_letters,
         counter,

@@ -51,6 +51,15 @@ class WindowSummary:
     sums: Mapping[str, float]
     event_means: Mapping[str, float]
     query_means: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    hop_ms: int = 0  # the window spec's hop (0: tumbling, the window's own length)
+    # The segment labels admitted after this window (`monitor.segments.LabelState.to_json`):
+    # a restart continues from them, a replay labels this window's events by them.
+    segment_labels: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def hop(self) -> int:
+        """The spacing of window starts of the spec this window belongs to."""
+        return self.hop_ms or self.end_ms - self.start_ms
 
     @property
     def coverage(self) -> float:
@@ -66,8 +75,14 @@ class WindowSummary:
 
     def to_json(self) -> bytes:
         """The windows-topic record value."""
+        extra: dict[str, Any] = {}
+        if self.hop_ms:
+            extra["hop_ms"] = self.hop_ms
+        if self.segment_labels:
+            extra["segment_labels"] = self.segment_labels
         return orjson.dumps(
             {
+                **extra,
                 "schema_version": SCHEMA_VERSION,
                 "window": self.window,
                 "start_ms": self.start_ms,
@@ -114,6 +129,8 @@ class WindowSummary:
                 sums=_floats(raw["sums"]),
                 event_means=_floats(raw["event_means"]),
                 query_means={str(q): _floats(m) for q, m in raw["query_means"].items()},
+                hop_ms=int(raw.get("hop_ms", 0)),
+                segment_labels=dict(raw.get("segment_labels") or {}),
             )
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"malformed window summary: {error}") from error

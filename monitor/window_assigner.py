@@ -26,7 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["WindowSpec", "members_by_listed_start"]
+__all__ = ["NO_BOUNDARY", "Epoch", "WindowSpec", "align_up", "members_by_listed_start"]
+
+NO_BOUNDARY = -(1 << 62)  # the first epoch's start: every time before the next one
 
 Ints = npt.NDArray[np.intp]
 Times = npt.NDArray[np.int64]
@@ -94,15 +96,20 @@ class WindowSpec:
         oldest_closed = watermark_ms - self.size_ms
         return oldest_closed - oldest_closed % self.hop_ms + self.hop_ms
 
-    def members_by_start(self, panes: Times, watermarks: Times) -> list[tuple[int, Ints]]:
+    def members_by_start(
+        self, panes: Times, watermarks: Times, first_start_ms: int | None = None
+    ) -> list[tuple[int, Ints]]:
         """Which events go to which window, for a batch at once: `(start, event indices)`.
 
         Event `k` (pane `panes[k]`, admitted when the watermark was `watermarks[k]`) goes
-        to every start from `pane - size + hop` up to its pane that was still open then.
-        Indices keep batch order, which keeps sums independent of batch boundaries.
+        to every start from `pane - size + hop` (and from `first_start_ms`, the start of its
+        epoch) up to its pane that was still open then. Indices keep batch order, which keeps
+        sums independent of batch boundaries.
         """
         size, hop = self.size_ms, self.hop_ms
         firsts = panes - size + hop
+        if first_start_ms is not None:
+            firsts = np.maximum(firsts, first_start_ms)
         if self.sliding:
             closed = watermarks - size
             firsts = np.maximum(firsts, closed - closed % hop + hop)
@@ -116,6 +123,35 @@ class WindowSpec:
             if len(members):
                 groups.append((start, members))
         return groups
+
+
+def align_up(time_ms: int, hop_ms: int) -> int:
+    """The first multiple of `hop_ms` at or after `time_ms`."""
+    return -(-time_ms // hop_ms) * hop_ms
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """From `from_ms` on (until the next epoch), events are windowed by `spec` and scored
+    against the evaluation set `version` (of `set_queries` queries).
+
+    Epochs change at window boundaries: a resized window across a restart, a new evaluation
+    set (`monitor.windows`). An event goes to the windows of its epoch that contain it and
+    start in the epoch, so a window of the older epoch that overlaps the change (sliding
+    windows, or a new size) holds only the events before it, and no window holds events of
+    two epochs.
+    """
+
+    from_ms: int
+    spec: WindowSpec
+    version: str = ""
+    set_queries: int = 0
+
+    def first_start(self, pane_ms: int) -> int:
+        """The oldest start of the epoch's windows holding an event of this pane."""
+        return max(
+            pane_ms - self.spec.size_ms + self.spec.hop_ms, align_up(self.from_ms, self.spec.hop_ms)
+        )
 
 
 def members_by_listed_start(starts: Sequence[Sequence[int]]) -> list[tuple[int, Ints]]:

@@ -28,9 +28,9 @@ def int_list(column: IntColumn) -> Sequence[int]:
 class EventBatch:
     """One poll's accepted, scored events: row `i` of every column is event `i`.
 
-    `segments` are already reduced to the configured keys (`monitor.segments`). `measures`
-    has one column per measure key of the `EventWindows` it is added to. A batch is scored
-    against one evaluation set, whose version and number of queries it carries.
+    `segments` are raw segments, reduced to the configured keys (`monitor.segments`).
+    `measures` has one column per measure key of the `EventWindows` it is added to, each row
+    scored with the evaluation set of the event's epoch (`EventWindows.epochs`).
     """
 
     partitions: IntColumn
@@ -40,8 +40,6 @@ class EventBatch:
     query_ids: Sequence[str]
     segments: Sequence[Segment]
     measures: npt.NDArray[np.float64]
-    evaluation_set_version: str
-    evaluation_set_queries: int
 
     def __post_init__(self) -> None:
         n = len(self.event_ids)
@@ -82,6 +80,7 @@ class AcceptedRows:
 
     __slots__ = (
         "cells",
+        "epochs",
         "hashes",
         "in_batch",
         "known",
@@ -98,5 +97,6 @@ class AcceptedRows:
         self.rows: list[int] = []  # batch rows counted into windows
         self.cells: list[int] = []  # their cell ids
         self.watermarks: list[int] = []  # the watermark each was admitted under
+        self.epochs: list[int] = []  # the index of each one's epoch
         self.starts: list[Sequence[int]] = []  # their window starts, when replaying only
         self.remembered: list[int] = []  # rows not counted whose ids still dedupe

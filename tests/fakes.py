@@ -38,6 +38,14 @@ class FakeStream:
     def assignment(self) -> frozenset[int]:
         return frozenset(self.log)
 
+    def restart(self) -> None:
+        """A new consumer of the group (another life of the process): it is assigned every
+        partition and starts at the committed offsets."""
+        committed = self.committed(self.log)
+        self.positions = {p: committed[p] or 0 for p in self.log}
+        self._assigned_once = False
+        self.release()
+
     def append(self, partition: int, value: bytes, timestamp_ms: int = 0) -> SourceRecord:
         records = self.log[partition]
         record = SourceRecord(self.topic, partition, len(records), timestamp_ms, None, value)
@@ -110,7 +118,8 @@ class FakeProducer:
         pass
 
     def shares(self, topic: str) -> list[WindowShare]:
-        return [WindowShare.from_json(value) for _, value, _ in self.sent.get(topic, [])]
+        sent = self.sent.get(topic, [])
+        return [WindowShare.from_record(value, headers) for _, value, headers in sent]
 
 
 class FakeWindowsTopic:

@@ -33,8 +33,6 @@ def events(since_ms: int, until_ms: int, drop_at_ms: int, offset: int) -> EventB
         query_ids=[f"q{o % 20}" for o in offsets],
         segments=[()] * len(times),
         measures=scores,
-        evaluation_set_version="v1",
-        evaluation_set_queries=20,
     )
 
 
@@ -49,7 +47,7 @@ def test_floor_pages_at_the_first_tick_after_the_first_bad_window_closes() -> No
     )
     clock = FakeClock(T0 + 1_000)
     spec = WindowSpec(size_ms=10_000, hop_ms=10_000, allowed_lateness_ms=2_000, label="10s")
-    windows = EventWindows(spec, [MEASURE], clock)
+    windows = EventWindows(spec, [MEASURE], clock, version="v1", set_queries=20)
     engine = AlertEngine(config, start_ms=clock.now_ms())
     drop_at, last, offset, fired_at = T0 + 20_000, T0, 0, None
     while fired_at is None and clock.now_ms() < T0 + 60_000:

@@ -99,7 +99,7 @@ class Pipeline:
     summaries: list[str] = field(default_factory=list)
 
     def feed(self, poll: Sequence[SourceRecord]) -> None:
-        self.intake.process(poll, self.scorer, NOW)
+        self.intake.process(poll, {self.scorer.evaluation_set.version: self.scorer}, NOW)
         self.summaries.extend(map(repr, self.windows.finalize()))
 
     def state(self) -> tuple[object, ...]:
@@ -132,14 +132,20 @@ def pipeline(
         use_event_time=use_event_time,
     )
     clock = FakeClock(start_ms=NOW)
+    labeler = SegmentLabeler(SEGMENT_KEYS, max_values=3)
     windows = EventWindows(
-        WindowSpec(60_000, 60_000, 10_000, None, label="1m"), [str(k) for k in keys], clock
+        WindowSpec(60_000, 60_000, 10_000, None, label="1m"),
+        [str(k) for k in keys],
+        clock,
+        version=EVALUATION_SET.version,
+        set_queries=len(EVALUATION_SET),
+        labeler=labeler,
     )
     windows.assign([0, 1])
     rejects, outcomes = Rejects(), Outcomes()
     intake = Intake(
         decoder,
-        SegmentLabeler(SEGMENT_KEYS, max_values=3),
+        labeler,
         windows,
         rejects,
         outcomes,

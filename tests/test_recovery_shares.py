@@ -22,7 +22,7 @@ from monitor.recovery import THROUGH_HEADER, ShareRestore, WindowShare
 from monitor.share_publisher import SharePublisher
 from monitor.summary import WindowSummary
 from tests.recovery_support import read_topic
-from tests.test_windows import Ev, add, windows
+from tests.test_windows import Ev, add, mark, windows
 
 SUMMARY = WindowSummary(
     window="1s",
@@ -88,7 +88,7 @@ def test_replayed_record_of_a_published_window_is_late_at_or_past_the_through_of
     # watermark is still unknown, so only the through offset can tell f (counted) from h.
     monitor, _ = windows(size=10, lateness=10)
     monitor.assign([0, 1])
-    monitor.mark_published(0, (), "v1", [0, 1], {0: 4, 1: 2})
+    mark(monitor, 0, (), [0, 1], {0: 4, 1: 2})
     replay = [Ev(15, "b", offset=1), Ev(9, "f", offset=2), Ev(21, "g", offset=3)]
     admission = add(monitor, *replay, Ev(3, "h", offset=4))
     assert admission.already_published == [1]  # f
@@ -100,7 +100,7 @@ def test_without_through_offsets_a_replayed_record_of_a_published_window_counts_
 ):
     monitor, _ = windows(size=10, lateness=10)
     monitor.assign([0, 1])
-    monitor.mark_published(0, (), "v1", [0, 1])
+    mark(monitor, 0, (), [0, 1])
     admission = add(monitor, Ev(15, "b", offset=1), Ev(9, "f", offset=2))
     assert admission.already_published == [1]
 

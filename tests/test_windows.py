@@ -33,7 +33,7 @@ class Ev:
     segment: Segment = ()
 
 
-def batch(events: Sequence[Ev], version: str = "v1", set_queries: int = 10) -> EventBatch:
+def batch(events: Sequence[Ev]) -> EventBatch:
     return EventBatch(
         partitions=[e.partition for e in events],
         offsets=[e.offset for e in events],
@@ -44,8 +44,6 @@ def batch(events: Sequence[Ev], version: str = "v1", set_queries: int = 10) -> E
         measures=np.array([[e.score, e.score / 2] for e in events], dtype=np.float64).reshape(
             -1, len(KEYS)
         ),
-        evaluation_set_version=version,
-        evaluation_set_queries=set_queries,
     )
 
 
@@ -54,11 +52,37 @@ def windows(
 ) -> tuple[EventWindows, FakeClock]:
     clock = FakeClock(start_ms=1_000_000)
     spec = WindowSpec(size, hop or size, lateness, idle, label=f"{size}ms")
-    return EventWindows(spec, KEYS, clock), clock
+    return EventWindows(spec, KEYS, clock, version="v1", set_queries=10), clock
 
 
 def add(monitor: EventWindows, *events: Ev, version: str = "v1") -> Admission:
-    return monitor.add_batch(batch(events, version))
+    """Add events; a `version` other than the current one is a reload first."""
+    monitor.begin_version(version, 10)
+    return monitor.add_batch(batch(events))
+
+
+def mark(
+    monitor: EventWindows,
+    start: int,
+    segment: Segment = (),
+    partitions: Sequence[int] | None = None,
+    through: dict[int, int] | None = None,
+) -> None:
+    """Mark the window at `start` (of the monitor's spec) published for `segment`."""
+    summary = WindowSummary(
+        window=monitor.spec.label,
+        start_ms=start,
+        end_ms=start + monitor.spec.size_ms,
+        segment=segment,
+        evaluation_set_version="v1",
+        events=1,
+        queries=1,
+        evaluation_set_queries=10,
+        means={},
+        sums={},
+        event_means={},
+    )
+    monitor.mark_published(summary, partitions, through)
 
 
 def spans(summaries: Sequence[WindowSummary]) -> list[tuple[int, int, int]]:
@@ -216,8 +240,6 @@ def test_numpy_columns_give_the_same_result_as_lists() -> None:
             query_ids=plain.query_ids,
             segments=plain.segments,
             measures=plain.measures,
-            evaluation_set_version="v1",
-            evaluation_set_queries=10,
         )
     )
     assert as_lists.finalize() == as_arrays.finalize()
@@ -235,8 +257,6 @@ def test_batch_with_columns_of_different_lengths_is_refused() -> None:
             query_ids=good.query_ids,
             segments=good.segments,
             measures=good.measures,
-            evaluation_set_version="v1",
-            evaluation_set_queries=10,
         )
 
 
@@ -253,8 +273,6 @@ def test_batch_with_the_wrong_number_of_measures_is_refused() -> None:
                 query_ids=["q"],
                 segments=[()],
                 measures=np.hstack([wrong.measures, wrong.measures]),
-                evaluation_set_version="v1",
-                evaluation_set_queries=10,
             )
         )
 

@@ -15,7 +15,7 @@ import pytest
 
 from monitor.summary import WindowSummary
 from monitor.windows import EventWindows
-from tests.test_windows import Ev, add, windows
+from tests.test_windows import Ev, add, mark, windows
 
 PARTITIONS = (0, 1)
 POLL = 7  # records per partition per poll
@@ -62,7 +62,7 @@ def run(logs: dict[int, list[Ev]], broker: Broker, crash_at: tuple[int, str] | N
     """Consume from the committed offsets to the end (or the crash); True if it crashed."""
     monitor, _ = windows(size=60, hop=30, lateness=25)
     for summary in broker.published:
-        monitor.mark_published(summary.start_ms, summary.segment, summary.evaluation_set_version)
+        monitor.mark_published(summary)
     monitor.assign(logs)
     position = {p: broker.committed.get(p, 0) for p in logs}
     polls = 0
@@ -118,7 +118,7 @@ def test_stream_exercises_late_duplicate_and_sliding_paths() -> None:
 
 def test_replayed_events_of_a_published_window_are_neither_counted_nor_late() -> None:
     monitor, _ = windows(size=10)
-    monitor.mark_published(0, (), "v1")
+    mark(monitor, 0, ())
     admission = add(monitor, Ev(1, "a"), Ev(2, "b", offset=1), Ev(11, "c", offset=2))
     assert (admission.already_published, admission.late, admission.accepted) == ([0, 1], [], 1)
     add(monitor, Ev(20, "d", offset=3))
@@ -128,7 +128,7 @@ def test_replayed_events_of_a_published_window_are_neither_counted_nor_late() ->
 def test_partly_published_window_is_finished_for_the_missing_segments_only() -> None:
     a, b = (("model", "a"),), (("model", "b"),)
     monitor, _ = windows(size=10)
-    monitor.mark_published(0, a, "v1")
+    mark(monitor, 0, a)
     admission = add(monitor, Ev(1, "x", segment=a), Ev(2, "y", segment=b, offset=1))
     assert admission.already_published == [0]
     add(monitor, Ev(12, "z", offset=2))
@@ -139,8 +139,8 @@ def test_windows_older_than_the_newest_published_are_closed_on_restart() -> None
     # [0, 10) and [10, 20) were published: [0, 10) was complete, so a record of a segment
     # it never had is late again, while [10, 20) may still miss segments.
     monitor, _ = windows(size=10)
-    monitor.mark_published(0, (("model", "a"),), "v1")
-    monitor.mark_published(10, (("model", "a"),), "v1")
+    mark(monitor, 0, (("model", "a"),))
+    mark(monitor, 10, (("model", "a"),))
     other = (("model", "b"),)
     admission = add(monitor, Ev(5, "x", segment=other), Ev(15, "y", segment=other, offset=1))
     assert (admission.late, admission.accepted) == ([0], 1)
@@ -148,7 +148,7 @@ def test_windows_older_than_the_newest_published_are_closed_on_restart() -> None
 
 def test_replayed_event_of_a_published_window_still_dedupes_its_retry() -> None:
     monitor, _ = windows(size=10)
-    monitor.mark_published(0, (), "v1")
+    mark(monitor, 0, ())
     # Before the crash the retry at 12 was a duplicate of e, whose window was then open.
     admission = add(monitor, Ev(5, "e"), Ev(12, "e", offset=1))
     assert (admission.already_published, admission.duplicates) == ([0], [1])

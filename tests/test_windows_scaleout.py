@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tests.test_windows import Ev, add, windows
+from tests.test_windows import Ev, add, mark, windows
 from tests.test_windows_replay import PARTITIONS, Broker, run, stream
 
 
@@ -30,7 +30,7 @@ def test_instances_owning_different_partitions_combine_into_the_single_instance_
 def test_mark_naming_partitions_skips_only_their_replayed_events() -> None:
     # Instance A published [0, 10) for partition 0; B, owning partition 1, crashed first.
     monitor, _ = windows(size=10)
-    monitor.mark_published(0, (), "v1", partitions=[0])
+    mark(monitor, 0, (), [0])
     admission = add(
         monitor,
         Ev(1, "a", partition=0),
@@ -45,15 +45,15 @@ def test_mark_naming_partitions_skips_only_their_replayed_events() -> None:
 
 def test_mark_without_partitions_covers_every_partition() -> None:
     monitor, _ = windows(size=10)
-    monitor.mark_published(0, (), "v1")
+    mark(monitor, 0, ())
     admission = add(monitor, Ev(1, "a", partition=0), Ev(2, "b", partition=5))
     assert admission.already_published == [0, 1]
 
 
 def test_floor_from_marks_applies_to_the_marked_partitions_only() -> None:
     monitor, _ = windows(size=10)
-    monitor.mark_published(0, (), "v1", partitions=[0])
-    monitor.mark_published(10, (), "v1", partitions=[0])
+    mark(monitor, 0, (), [0])
+    mark(monitor, 10, (), [0])
     other = (("model", "b"),)
     admission = add(
         monitor, Ev(5, "x", segment=other, partition=0), Ev(5, "y", segment=other, partition=1)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-
 from monitor.windows import StateSize
 from tests.test_windows import Ev, add, spans, windows
 
@@ -46,16 +44,22 @@ def test_dedupe_memory_is_released_when_windows_finalize() -> None:
     assert add(monitor, Ev(11, "id3", offset=51)).accepted == 1
 
 
-def test_evaluation_set_change_mid_window_gives_one_summary_per_version() -> None:
-    #   0         10
-    #   a b  c d                     a, b scored with v1; c, d with v2 (reloaded mid-window)
+def test_an_evaluation_set_reloaded_mid_window_takes_effect_at_the_next_window() -> None:
+    #   0         10        20
+    #   a b  c d  z         y         a, b before the reload; c, d, z after it
+    #   [0 ---- 10) v1      [10 -- 20) v2: the open window finishes with its version
     monitor, _ = windows(size=10)
     add(monitor, Ev(1, "a", score=1.0), Ev(2, "b", score=0.5, offset=1), version="v1")
+    assert monitor.begin_version("v2", 10) == 10
+    assert monitor.epoch_of(6) == 0 and monitor.epoch_of(10) == 1
     add(monitor, Ev(5, "c", score=0.0, offset=2), Ev(6, "d", score=0.0, offset=3), version="v2")
-    add(monitor, Ev(10, "z", offset=4), version="v2")
+    add(monitor, Ev(10, "z", offset=4), Ev(20, "y", offset=5), version="v2")
     summaries = monitor.finalize()
-    assert [(s.evaluation_set_version, s.events) for s in summaries] == [("v1", 2), ("v2", 2)]
-    assert [s.means["ndcg@10:linear"] for s in summaries] == [0.75, 0.0]
+    assert [(s.start_ms, s.evaluation_set_version, s.events) for s in summaries] == [
+        (0, "v1", 4),
+        (10, "v2", 1),
+    ]
+    assert monitor.live_versions() == {"v2"}  # the v1 epoch ended with its last window
 
 
 def test_segments_get_separate_summaries_in_sorted_order() -> None:
@@ -158,31 +162,3 @@ def test_state_after_100k_events_of_the_same_queries_equals_state_after_1k() -> 
     small, large = state_after(1_000), state_after(100_000)
     assert large == small
     assert (large.windows, large.cells, large.event_ids) == (2, 100, 200)
-
-
-def test_poll_loop_and_scheduler_threads_can_share_the_windows() -> None:
-    monitor, _ = windows(size=50, hop=25)
-    published: list[int] = []
-    stop = threading.Event()
-
-    def scheduler() -> None:
-        while not stop.is_set():
-            published.extend(s.events for s in monitor.finalize())
-            monitor.safe_offsets()
-            monitor.state_size()
-
-    ticking = threading.Thread(target=scheduler)
-    ticking.start()
-    accepted = 0
-    try:
-        for first in range(0, 20_000, 200):
-            events = (Ev(n // 4, f"e{n}", f"q{n % 7}", n % 3, n) for n in range(first, first + 200))
-            accepted += add(monitor, *events).accepted
-    finally:
-        stop.set()
-        ticking.join()
-    add(monitor, *(Ev(10**6, f"end{p}", partition=p, offset=10**6) for p in range(3)))
-    published.extend(s.events for s in monitor.finalize())
-    # Every accepted event lies in two windows (size / hop); none is lost or counted twice.
-    assert accepted == 20_000
-    assert sum(published) == 2 * accepted

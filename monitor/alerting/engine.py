@@ -158,6 +158,14 @@ class AlertEngine:
         firing = [a for a in self._alerts.values() if a.status is Status.FIRING]
         self._publish([], firing, standing=firing)
 
+    def forget(self, segment: Segment) -> None:
+        """Drop what the rules keep about a retired segment (its firing alerts stay)."""
+        for key, alert in list(self._alerts.items()):
+            if alert.segment == segment and alert.status is not Status.FIRING:
+                del self._alerts[key]
+        self._latest_start.pop(segment, None)
+        self._arrivals.pop(segment, None)
+
     def active(self) -> list[ActiveAlert]:
         """Alerts that are pending or firing, in rule order."""
         alerts = [a for a in self._alerts.values() if a.status is not Status.INACTIVE]
