@@ -303,9 +303,9 @@ class Exporter:
         """Remove a retired segment's series: its window gauges and its alerts' states."""
         with self._lock:
             written = self._written.pop(segment, set())
+            alerts = self._alert_series.pop(segment, set())
         for gauge, labels in written:
             gauge.remove(*labels)
-            alerts = self._alert_series.pop(segment, set())
         for alert, severity in alerts:
             for metric in (self._alert_firing, self._firings):
                 metric.remove(alert, severity, *self._segment_values(segment))

@@ -213,8 +213,12 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
                 self.records_read += len(records)
                 self.bytes_read += batch.size_in_bytes
             if self._skipping and records:
-                records = list(dropwhile(self._maybe_skip_record, records))
-                self._skipping = not records
+                kept = list(dropwhile(self._maybe_skip_record, records))
+                if not kept:  # as kafka-python: each record read moves the position, skipped too
+                    self.next_fetch_offset = records[-1].offset + 1
+                records, self._skipping = kept, not kept
+            if not records and self._corrupt is not None:
+                raise self._corrupt  # nothing to hand out before it: it comes now
             self._ready = records
         return True
 

@@ -58,10 +58,18 @@ def write_config(
     *,
     interval: str = "200ms",
     session_timeout_ms: int = SESSION_TIMEOUT_MS,
+    window: str = "1s",
+    idle_timeout: str = "1h",
+    extra: str = "",
+    name: str | None = None,
+    segments: str = "{keys: [model]}",
 ) -> Path:
-    """A config for `rankmon run`; qrels from `CORPUS`; each process gets its own port."""
-    qrels = CORPUS.write_qrels(directory / "qrels.txt")
-    config = directory / f"{group}.yaml"
+    """A config for `rankmon run`; qrels from `CORPUS` (written once, so a test may edit
+    them); each process gets its own port; `extra` adds top-level sections."""
+    qrels = directory / "qrels.txt"
+    if not qrels.exists():
+        CORPUS.write_qrels(qrels)
+    config = directory / f"{name or group}.yaml"
     config.write_text(
         f"""
 kafka:
@@ -72,11 +80,11 @@ kafka:
   max_poll_records: 50
 evaluation_set: {{path: {qrels}}}
 metrics: {{cutoffs: [5, 10], gains: [linear]}}
-windows: {{size: 1s, allowed_lateness: 500ms, idle_timeout: 1h}}
+windows: {{size: {window}, allowed_lateness: 500ms, idle_timeout: {idle_timeout}}}
 schedule: {{interval: {interval}}}
-segments: {{keys: [model]}}
+segments: {segments}
 export: {{host: 127.0.0.1, port: 9464}}
-"""
+{extra}"""
     )
     return config
 

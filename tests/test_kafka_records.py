@@ -15,7 +15,7 @@ from typing import Any
 
 import kafka
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import Fetcher
@@ -199,6 +199,7 @@ def test_a_batch_that_fails_its_crc_is_refused_as_corrupt() -> None:
     ),
     takes=take_sizes,
 )
+@example(count=3, flips=[(3, 1), (9_688_696_016, 1)], takes=[None])  # every record skipped
 def test_damaged_records_give_the_same_records_then_the_same_corrupt_error(
     count: int, flips: list[tuple[int, int]], takes: list[int | None]
 ) -> None:
