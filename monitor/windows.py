@@ -309,7 +309,8 @@ class EventWindows:
             rows.append(i)
             cells.append(registry.register(key) if cell is None else cell)
             marks.append(watermark)
-            accepted.epochs.append(index)
+            if row_epochs is not None:
+                accepted.epochs.append(index)
             if replaying:
                 accepted.starts.append(starts)
         admission.accepted = len(rows)
@@ -357,10 +358,12 @@ class EventWindows:
     def _count(self, batch: EventBatch, accepted: AcceptedRows) -> None:
         """Remember the new ids and add the accepted events into their windows."""
         times = np.asarray(batch.event_times_ms, dtype=np.int64)
-        hops = np.array([e.spec.hop_ms for e in self._epochs], dtype=np.int64)
-        row_epochs = self._row_epochs(int_list(batch.event_times_ms))
-        all_hops = hops[0] if row_epochs is None else hops[np.asarray(row_epochs, dtype=np.intp)]
-        all_panes = times - times % all_hops
+        if len(self._epochs) == 1:
+            all_panes = times - times % self._epochs[0].spec.hop_ms
+        else:
+            hops = np.array([e.spec.hop_ms for e in self._epochs], dtype=np.int64)
+            row_epochs = self._row_epochs(int_list(batch.event_times_ms))
+            all_panes = times - times % hops[np.asarray(row_epochs, dtype=np.intp)]
         remember = np.array(accepted.rows + accepted.remembered, dtype=np.intp)
         partitions = np.asarray(batch.partitions, dtype=np.int64)[remember]
         self._ids.add(accepted.hashes[remember], all_panes[remember], partitions)
@@ -369,10 +372,13 @@ class EventWindows:
         rows = np.array(accepted.rows, dtype=np.intp)
         cells = np.array(accepted.cells, dtype=np.intp)
         marks = np.asarray(accepted.watermarks, dtype=np.int64)
-        epochs_of_rows = np.asarray(accepted.epochs, dtype=np.intp)
-        for index in np.unique(epochs_of_rows).tolist():
+        if accepted.epochs:
+            epochs_of_rows = np.asarray(accepted.epochs, dtype=np.intp)
+            by_epoch = [(i, np.flatnonzero(epochs_of_rows == i)) for i in set(accepted.epochs)]
+        else:  # one epoch
+            by_epoch = [(0, np.arange(len(rows), dtype=np.intp))]
+        for index, members in sorted(by_epoch, key=lambda item: item[0]):
             epoch = self._epochs[index]
-            members = np.flatnonzero(epochs_of_rows == index)
             if accepted.starts:
                 listed = members_by_listed_start([accepted.starts[k] for k in members.tolist()])
                 groups = [(start, members[inner]) for start, inner in listed]
