@@ -21,7 +21,10 @@ exactly:
     produced = events in published windows + dead letters, one per source record, by outcome
 
 A record dead-lettered twice (before and after the crash) counts once; a window published
-twice, or a record with two outcomes, is reported as a failure.
+twice, a record with two outcomes, or an event id accepted twice (a double count) is reported
+as a failure. Each record carries the outcome the traffic meant for it in a header, and the
+records whose outcome differs are counted by (intended, actual), so a duplicate that ended up
+counted shows as `duplicate->accepted`.
 """
 
 from __future__ import annotations
@@ -121,7 +124,12 @@ def produce_in_bursts(
         while tally.produced < due:
             record = next(records)
             producer = producers[tally.produced % len(producers)]
-            producer.send("soak", key=record.key, value=record.value)
+            producer.send(
+                "soak",
+                key=record.key,
+                value=record.value,
+                headers=[("soak-intended", record.intended.encode())],
+            )
             tally.produced += 1
             tally.intended[record.intended] += 1
             tally.last_event_ms = max(tally.last_event_ms, record.event_time_ms)
@@ -204,12 +212,35 @@ def reconcile(bootstrap: str, produced: int) -> bool:
     both = [source for source, seen in outcomes.items() if len(seen) > 1]
     rejected = Counter(next(iter(seen)) for seen in outcomes.values())
     total = accepted + sum(rejected.values())
+    # Each source record's fate, against what the traffic meant it to be: a record with no
+    # dead letter was accepted, and an event id accepted twice would be a double count.
+    moved: Counter[tuple[str, str]] = Counter()
+    accepted_ids: Counter[str] = Counter()
+    for record in read_all(bootstrap, "soak"):
+        intended = dict(record.headers)["soak-intended"].decode()
+        seen = outcomes.get((record.partition, record.offset))
+        outcome = next(iter(seen)) if seen else "accepted"
+        if outcome != intended:
+            moved[(intended, outcome)] += 1
+        if outcome == "accepted":
+            accepted_ids[str(orjson.loads(record.value).get("event_id"))] += 1
+    counted_twice = sum(1 for n in accepted_ids.values() if n > 1)
     print(f"windows published: {len(windows)} (published twice: {len(twice)})")
     print(f"accepted in published windows: {accepted}")
     print("dead letters by outcome: " + ", ".join(f"{k}={v}" for k, v in sorted(rejected.items())))
     print(f"records with two outcomes: {len(both)}")
+    print(
+        "outcome other than intended: "
+        + (", ".join(f"{a}->{b}={n}" for (a, b), n in sorted(moved.items())) or "none")
+    )
+    print(f"event ids accepted twice: {counted_twice}")
     print(f"produced {produced} = accounted {total}: {produced == total}")
-    return not twice and not both and produced == total
+    return (
+        not twice
+        and not both
+        and not counted_twice
+        and produced == total == sum(accepted_ids.values()) + len(outcomes)
+    )
 
 
 def main() -> int:
