@@ -58,6 +58,7 @@ def measure_codes(
 
 _Record = TypeVar("_Record", bound=tuple[Any, ...])
 
+def set_hash_seed(key: bytes) -> None: ...
 def parse_records(
     buffer: bytes | bytearray,
     pos: int,

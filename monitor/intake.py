@@ -147,19 +147,31 @@ class Intake:
         assert index is not None
         decoder = self.decoder
         depth = scorer.lookup_depth
-        decoded = decode_events(
-            index,
-            [record.value for record in records],
-            [record.timestamp_ms for record in records],
-            now_ms=now_ms,
-            max_depth=decoder.max_depth,
-            max_bytes=decoder.max_bytes,
-            max_future_ms=decoder.max_future_ms,
-            segment_keys=self.labeler.keys,
-            use_event_time=decoder.use_event_time,
-            depth=-1 if depth is None else depth,
-            punt_judgments=self.inline_judgments,
-        )
+        timestamps = [record.timestamp_ms for record in records]
+
+        def scan() -> DecodedEvents:
+            return decode_events(
+                index,
+                [record.value for record in records],
+                timestamps,
+                now_ms=now_ms,
+                max_depth=decoder.max_depth,
+                max_bytes=decoder.max_bytes,
+                max_future_ms=decoder.max_future_ms,
+                segment_keys=self.labeler.keys,
+                use_event_time=decoder.use_event_time,
+                depth=-1 if depth is None else depth,
+                punt_judgments=self.inline_judgments,
+            )
+
+        try:
+            decoded = scan()
+        except OverflowError:
+            # A crafted batch's record timestamp past int64 (kafka-python reads it as a big
+            # int): no timestamp for the scanner, which leaves such records to the reference
+            # decoder; it rejects them (too far in the future, or no event time).
+            timestamps = [t if _INT64_MIN <= t <= _INT64_MAX else -1 for t in timestamps]
+            decoded = scan()
         status = decoded[0]
         if records and status.count(_SCANNED) == len(records):  # most polls: all in C
             self._window_scanned(list(records), decoded, [], [], scorer)
@@ -275,6 +287,8 @@ class Intake:
 
 
 _T = TypeVar("_T")
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 # decode_events' status per record.
 _SCANNED = 0

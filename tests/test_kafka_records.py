@@ -35,6 +35,7 @@ GZIP, LZ4 = 1, 3
 # A v2 batch header: base offset (8), length (4), leader epoch (4), magic (1), crc (4), then
 # attributes (2), which the crc covers to the end.
 CRC_AT, ATTRIBUTES_AT, RECORDS_AT = 17, 21, 61
+FIRST_TIMESTAMP_AT = 27  # v2 batch header: firstTimestamp (int64)
 
 Step = tuple[Any, ...]
 
@@ -212,6 +213,19 @@ def test_damaged_records_give_the_same_records_then_the_same_corrupt_error(
     for at, mask in flips:
         data[RECORDS_AT + at % (len(data) - RECORDS_AT)] ^= mask
     assert_same_reading(bytes(data), 9, takes, check_crcs=False)
+
+
+def test_offsets_and_timestamps_past_int64_come_out_as_kafka_python_gives_them() -> None:
+    # A crafted batch: a first timestamp and a base offset at the int64 limit, so that the
+    # records' deltas carry them past it. kafka-python's Python ints just grow; the C reader
+    # must give the same numbers (it used to wrap around, undefined behaviour in C).
+    data = bytearray(batch_bytes([(None, b"a", []), (None, b"b", [])], base_offset=0, timestamp=0))
+    struct.pack_into(">q", data, 0, 2**63 - 1)  # base offset
+    struct.pack_into(">q", data, FIRST_TIMESTAMP_AT, 2**63 - 1)
+    struct.pack_into(">I", data, CRC_AT, calc_crc32c(memoryview(data)[ATTRIBUTES_AT:]))
+    steps = assert_same_reading(bytes(data), 0, [None])
+    [_, second] = records_in(steps)
+    assert (second.offset, second.timestamp_ms) == (2**63, 2**63 - 1 + 7)
 
 
 def test_the_reader_survives_arbitrary_bytes_after_a_valid_batch_header() -> None:

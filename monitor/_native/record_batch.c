@@ -37,6 +37,21 @@ static int64_t read_varint(rb_reader *r) {
     return (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
 }
 
+/* a + b as a Python int, exactly: a delta read from the wire may push an offset or a
+   timestamp past int64 (kafka-python's Python ints then just grow; C must not overflow). */
+static PyObject *exact_sum(long long a, int64_t b) {
+    long long sum;
+    if (!__builtin_add_overflow(a, (long long)b, &sum)) {
+        return PyLong_FromLongLong(sum);
+    }
+    PyObject *x = PyLong_FromLongLong(a);
+    PyObject *y = PyLong_FromLongLong((long long)b);
+    PyObject *exact = (x && y) ? PyNumber_Add(x, y) : NULL;
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return exact;
+}
+
 /* `length` bytes from the reader as a new bytes object; None-for-negative is the caller's. */
 static PyObject *read_bytes(rb_reader *r, int64_t length) {
     if (length > (int64_t)(r->size - r->pos)) {
@@ -137,9 +152,9 @@ static PyObject *read_record(rb_reader *r, long long base_offset, long long firs
         r->error = "record fields do not fill its length";
         goto fail;
     }
-    offset = PyLong_FromLongLong(base_offset + offset_delta);
-    timestamp = PyLong_FromLongLong(log_append_time ? max_timestamp
-                                                    : first_timestamp + timestamp_delta);
+    offset = exact_sum(base_offset, offset_delta);
+    timestamp = log_append_time ? PyLong_FromLongLong(max_timestamp)
+                                : exact_sum(first_timestamp, timestamp_delta);
     if (offset == NULL || timestamp == NULL) {
         goto fail;
     }

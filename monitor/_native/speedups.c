@@ -410,7 +410,13 @@ typedef struct {
     size_t capacity;
 } rm_docset;
 
-/* 1 if the ranking lists a document twice. Also fills set->hashes[0..n). */
+/* Probes past which the duplicate check gives up on an event (the reference path, with
+   Python's SipHash set, decides it): with keyed hashes at half load a chain this long does
+   not happen by chance, so only ids crafted against a known seed get there. */
+#define RM_MAX_PROBES 48
+
+/* 1 if the ranking lists a document twice (or its ids collide too much: let the reference
+   path decide). Also fills set->hashes[0..n). */
 static int has_duplicate(rm_docset *set, const char *buf, const rm_span *docs, uint32_t n) {
     uint32_t slots = rm_slots_for(n);
     uint32_t mask = slots - 1;
@@ -421,7 +427,10 @@ static int has_duplicate(rm_docset *set, const char *buf, const rm_span *docs, u
         set->hashes[d] = h;
         uint64_t tag = (uint64_t)rm_tag(h) << 32;
         uint32_t i = (uint32_t)h & mask;
-        for (;;) {
+        for (uint32_t probes = 0;; probes++) {
+            if (probes > RM_MAX_PROBES) {
+                return 1;
+            }
             uint64_t s = set->slots[i];
             if (s == 0) {
                 set->slots[i] = tag | (uint64_t)(d + 1);
@@ -903,6 +912,37 @@ done:
     return result;
 }
 
+/* Key the hash tables with 16 bytes from os.urandom. */
+static int seed_hashes(void) {
+    PyObject *os = PyImport_ImportModule("os");
+    if (os == NULL) {
+        return -1;
+    }
+    PyObject *key = PyObject_CallMethod(os, "urandom", "n", (Py_ssize_t)16);
+    Py_DECREF(os);
+    if (key == NULL) {
+        return -1;
+    }
+    if (!PyBytes_Check(key) || PyBytes_GET_SIZE(key) != 16) {
+        Py_DECREF(key);
+        PyErr_SetString(PyExc_RuntimeError, "os.urandom(16) did not give 16 bytes");
+        return -1;
+    }
+    rm_seed_hash((const unsigned char *)PyBytes_AS_STRING(key));
+    Py_DECREF(key);
+    return 0;
+}
+
+static PyObject *set_hash_seed(PyObject *self, PyObject *arg) {
+    (void)self;
+    if (!PyBytes_Check(arg) || PyBytes_GET_SIZE(arg) != 16) {
+        PyErr_SetString(PyExc_ValueError, "the seed is 16 bytes");
+        return NULL;
+    }
+    rm_seed_hash((const unsigned char *)PyBytes_AS_STRING(arg));
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"decode_events", (PyCFunction)(void (*)(void))decode_events, METH_VARARGS | METH_KEYWORDS,
      "decode_events(index, values, timestamps_ms, now_ms, max_depth, max_bytes, max_future_ms, "
@@ -917,6 +957,10 @@ static PyMethodDef module_methods[] = {
      "relevant, judged, discounts, ideals, n_ideals, num_rel, when_zero, out): fill `out` "
      "(rankings x columns, float64) with the measures of rankings given as grade codes; "
      "see monitor/measure_plan.py."},
+    {"set_hash_seed", (PyCFunction)set_hash_seed, METH_O,
+     "set_hash_seed(key: bytes) -> None: key the hash tables with these 16 bytes (random at "
+     "import). For benchmarks that craft colliding ids; indexes built before keep their "
+     "layout and must not be used after."},
     {"parse_records", (PyCFunction)rb_parse_records, METH_VARARGS,
      "parse_records(buffer, pos, count, base_offset, first_timestamp, max_timestamp, "
      "log_append_time, topic, partition, record_type) -> (records, error): the records of "
@@ -935,6 +979,9 @@ static struct PyModuleDef speedups_module = {
 
 PyMODINIT_FUNC PyInit__speedups(void) {
     if (PyType_Ready(&JudgmentIndexType) < 0) {
+        return NULL;
+    }
+    if (seed_hashes() < 0) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&speedups_module);

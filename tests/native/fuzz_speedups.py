@@ -56,11 +56,15 @@ def varint(value: int) -> bytes:
             return bytes(out)
 
 
-def kafka_record(rng: random.Random, delta: int) -> bytes:
+INT64_MAX = 2**63 - 1
+EXTREMES = (INT64_MAX, -(2**63), INT64_MAX - 1, -(2**62), 2**62)
+
+
+def kafka_record(rng: random.Random, delta: int, time_delta: int) -> bytes:
     """One Kafka v2 record (as in a record batch), sometimes with headers."""
     key = rng.choice((None, b"", b"q17"))
     value = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 60)))
-    body = b"\x00" + varint(rng.randrange(-5, 10**6)) + varint(delta)
+    body = b"\x00" + varint(time_delta) + varint(delta)
     body += varint(-1) if key is None else varint(len(key)) + key
     body += varint(len(value)) + value
     headers = rng.randrange(3)
@@ -95,23 +99,41 @@ def main() -> None:
     accepted = punted = records = corrupt = 0
     for _ in range(rounds):
         count = rng.randrange(0, 30)
-        batch = bytearray(b"".join(kafka_record(rng, n) for n in range(count)))
-        for _ in range(rng.randrange(0, 3)):
+        # Crafted batches too: deltas and bases at the int64 limits, whose sums overflow int64
+        # (kafka-python's Python ints just grow; C must give the same numbers, without UB).
+        crafted = rng.random() < 0.3
+        deltas = [
+            (
+                rng.choice(EXTREMES) if crafted else n,
+                rng.choice(EXTREMES) if crafted else rng.randrange(-5, 10**6),
+            )
+            for n in range(count)
+        ]
+        batch = bytearray(b"".join(kafka_record(rng, d, t) for d, t in deltas))
+        intact = rng.random() < 0.5
+        for _ in range(0 if intact else rng.randrange(0, 3)):
             if batch:
                 batch[rng.randrange(len(batch))] = rng.randrange(256)
-        cut = rng.randrange(len(batch) + 1) if rng.random() < 0.2 else len(batch)
+        cut = len(batch) if intact or rng.random() >= 0.2 else rng.randrange(len(batch) + 1)
+        base = rng.choice(EXTREMES) if crafted else rng.randrange(0, 10**12)
+        first = rng.choice(EXTREMES) if crafted else rng.randrange(0, 10**13)
         read, error = speedups.parse_records(
             bytes(batch[:cut]),
             0,
-            count + rng.randrange(-1, 2),
-            rng.randrange(0, 10**12),
-            rng.randrange(0, 10**13),
+            count if intact else count + rng.randrange(-1, 2),
+            base,
+            first,
             10**13,
-            rng.random() < 0.1,
+            False if intact else rng.random() < 0.1,
             "events",
             rng.randrange(8),
             Record,
         )
+        if intact:  # every record read up to a non-UTF-8 header key, the one corruption left
+            assert error in (None, "header key is not UTF-8"), error
+            assert error is not None or len(read) == count, (len(read), count)
+            want = [(base + d, first + t) for d, t in deltas][: len(read)]
+            assert [(r[2], r[3]) for r in read] == want, "offsets or timestamps not exact"
         records += len(read)
         corrupt += error is not None
         values = [damaged(v, rng) for v in rng.sample(events, 50)]
