@@ -2,7 +2,11 @@
 
 Each log call passes its fields as `extra={"fields": {...}}`; the JSON formatter writes them
 as top-level keys, the text formatter as `key=value` after the message. Secrets never reach a
-log line: config objects hold them as `Secret`, whose text form is masked.
+log line: config objects hold them as `Secret` or `SecretUrl`, whose text forms are masked.
+
+Fields carry what events say (segment values, ids), and events come from a shared topic: the
+text formatter escapes control characters in the message and in every field, so a value with
+a newline cannot forge a log line (JSON lines escape them by construction).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["configure_logging", "fields"]
+__all__ = ["configure_logging", "escaped", "fields"]
 
 
 def fields(**values: Any) -> dict[str, Any]:
@@ -39,14 +43,27 @@ class JsonLinesFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """`time level logger: message key=value ...`."""
+    """`time level logger: message key=value ...`, one line whatever the values hold."""
 
     def format(self, record: logging.LogRecord) -> str:
-        line = super().format(record)
+        line = escaped(super().format(record), keep_newlines=bool(record.exc_info))
         extra = getattr(record, "fields", {})
         if extra:
-            line += " " + " ".join(f"{key}={value}" for key, value in extra.items())
+            line += " " + " ".join(f"{escaped(str(k))}={escaped(str(v))}" for k, v in extra.items())
         return line
+
+
+def escaped(text: str, *, keep_newlines: bool = False) -> str:
+    """`text` with control characters (newlines included, unless `keep_newlines` for a
+    traceback's own lines) written as escapes: `\\n`, `\\x1b`."""
+    if text.isprintable():
+        return text
+    return "".join(
+        c
+        if c.isprintable() or (keep_newlines and c == "\n")
+        else c.encode("unicode_escape").decode()
+        for c in text
+    )
 
 
 def configure_logging(level: str = "info", fmt: str = "text") -> None:
