@@ -26,7 +26,7 @@ system-deps:
 test: $(STAMP) system-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy monitor
+	$(BIN)/mypy monitor tests bench
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -34,7 +34,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy monitor
+	$(BIN)/mypy monitor tests bench
 
 # The checked-in dashboards, each set from its config (tests check both are up to date).
 dashboards: $(STAMP)

@@ -67,9 +67,13 @@ def _events(start_s: int, good: bool) -> list[tuple[bytes, bytes]]:
 
 
 def _closer(seconds: int) -> tuple[bytes, bytes]:
-    event = {"event_id": f"closer-{seconds}", "query_id": "q0", "ranking": ["q0-d0"]}
-    event["event_time"] = T0 + seconds * 1000
-    event["segment"] = {"model": "other"}
+    event: dict[str, object] = {
+        "event_id": f"closer-{seconds}",
+        "query_id": "q0",
+        "ranking": ["q0-d0"],
+        "event_time": T0 + seconds * 1000,
+        "segment": {"model": "other"},
+    }
     return b"q0", orjson.dumps(event)
 
 

@@ -181,7 +181,7 @@ alerts:
         wait_until(lambda: "evaluation set takes effect" in service.log(), 20, "the reload")
         produce(bootstrap, topic, events(6, 1, "b"))  # one event, same window, after the reload
         produce(bootstrap, topic, events(25, 1, "c"))  # closes [T0, T0 + 10 s)
-        wait_until(lambda: shares(bootstrap, topic), 30, "the window's share")
+        wait_until(lambda: bool(shares(bootstrap, topic)), 30, "the window's share")
         time.sleep(1.0)  # a few more ticks: a second share of the window would show now
         log = service.log()
         assert service.terminate() == 0, log
