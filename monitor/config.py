@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from monitor.alerting.config import AlertingConfig, parse_alerting_config, read_alerts
 from monitor.config_kafka import (
     KafkaConfig,
     KafkaSecurity,
@@ -32,6 +33,7 @@ from monitor.config_source import (
     as_duration,
     as_int,
     as_path,
+    as_positive_duration,
     as_str,
     as_str_list,
     read_yaml,
@@ -155,9 +157,14 @@ class LoggingConfig:
     format: str = "text"
 
 
+def _no_alerts() -> AlertingConfig:
+    return parse_alerting_config({}, cutoffs=(), gains=(), segment_keys=(), window="5m")
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
-    """Everything rankmon reads at start. `alerts` stays raw: the alerting stage parses it."""
+    """Everything rankmon reads at start, every section checked (the alert rules against the
+    cutoffs, gains and segment keys the rest of it sets)."""
 
     kafka: KafkaConfig
     evaluation_set: EvaluationSetConfig
@@ -168,7 +175,7 @@ class Config:
     judgments: JudgmentsConfig = JudgmentsConfig()
     export: ExportConfig = ExportConfig()
     logging: LoggingConfig = LoggingConfig()
-    alerts: Mapping[str, Any] = field(default_factory=dict)
+    alerts: AlertingConfig = field(default_factory=_no_alerts)
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:
@@ -190,17 +197,28 @@ def config_from_tree(
 ) -> Config:
     """Build a `Config` from an already overridden tree (see `load_config`)."""
     root = ConfigSection(tree, "", origins)
+    metrics = read_metrics(root.section("metrics"))
+    windows = _read_windows(root.section("windows"))
+    segments = _read_segments(root.section("segments"))
     config = Config(
         kafka=read_kafka(root.section("kafka"), environ, base),
         evaluation_set=_read_evaluation_set(root.section("evaluation_set"), base),
-        metrics=read_metrics(root.section("metrics")),
-        windows=_read_windows(root.section("windows")),
+        metrics=metrics,
+        windows=windows,
         schedule=_read_schedule(root.section("schedule")),
-        segments=_read_segments(root.section("segments")),
+        segments=segments,
         judgments=_read_judgments(root.section("judgments")),
         export=_read_export(root.section("export"), base),
         logging=_read_logging(root.section("logging")),
-        alerts=dict(root.mapping("alerts")),
+        alerts=read_alerts(
+            root.section("alerts"),
+            cutoffs=metrics.cutoffs,
+            gains=metrics.gain_names,
+            segment_keys=segments.keys,
+            window=windows.size,
+            environ=environ,
+            base=base,
+        ),
     )
     root.finish()
     return config
@@ -212,27 +230,20 @@ def _read_evaluation_set(section: ConfigSection, base: Path) -> EvaluationSetCon
     config = EvaluationSetConfig(
         path=path,
         watch=reload.get("watch", as_bool, True),
-        poll_interval=reload.get("poll_interval", _positive_duration, parse_duration("10s")),
+        poll_interval=reload.get("poll_interval", as_positive_duration, parse_duration("10s")),
     )
     reload.finish()
     section.finish()
     return config
 
 
-def _positive_duration(value: Any) -> Duration:
-    duration = as_duration(value)
-    if duration.ms <= 0:
-        raise ValueError(f"must be longer than zero, got {duration.text}")
-    return duration
-
-
 def _read_windows(section: ConfigSection) -> WindowsConfig:
-    size = section.get("size", _positive_duration, parse_duration("5m"))
+    size = section.get("size", as_positive_duration, parse_duration("5m"))
     config = WindowsConfig(
         size=size,
-        hop=section.get("hop", _positive_duration, size),
+        hop=section.get("hop", as_positive_duration, size),
         allowed_lateness=section.get("allowed_lateness", as_duration, parse_duration("1m")),
-        idle_timeout=section.get("idle_timeout", _positive_duration, parse_duration("5m")),
+        idle_timeout=section.get("idle_timeout", as_positive_duration, parse_duration("5m")),
         max_future=section.get("max_future", as_duration, parse_duration("5m")),
         time_source=section.get("time_source", as_choice("event", "record"), "event"),
     )
@@ -245,11 +256,11 @@ def _read_windows(section: ConfigSection) -> WindowsConfig:
 
 
 def _read_schedule(section: ConfigSection) -> ScheduleConfig:
-    interval = section.get("interval", _positive_duration, parse_duration("15s"))
+    interval = section.get("interval", as_positive_duration, parse_duration("15s"))
     derived = duration_of_ms(max(60_000, 4 * interval.ms))
     config = ScheduleConfig(
         interval=interval,
-        liveness_timeout=section.get("liveness_timeout", _positive_duration, derived),
+        liveness_timeout=section.get("liveness_timeout", as_positive_duration, derived),
     )
     section.finish()
     if config.liveness_timeout.ms < 2 * interval.ms:
@@ -267,7 +278,7 @@ def _read_segments(section: ConfigSection) -> SegmentsConfig:
         keys=keys,
         max_values=section.get("max_values", as_int(1, 100_000), 100),
         max_combinations=section.get("max_combinations", as_int(1, 1_000_000), 1000),
-        retire_after=section.get("retire_after", _positive_duration, _ONE_DAY),
+        retire_after=section.get("retire_after", as_positive_duration, _ONE_DAY),
     )
     section.finish()
     for key in keys:

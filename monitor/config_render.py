@@ -1,9 +1,10 @@
 """The effective configuration as plain data, in the shape of the YAML file.
 
 `render_config(config)` fills in every default and applies the overrides, and is itself a
-valid config file: loading it gives back an equal `Config`. Secrets appear only as where they
-come from (`password_env: KAFKA_PASSWORD`), never as values; `rankmon check-config` prints it,
-and the service may log it at start.
+valid config file: loading it gives back an equal `Config` (but for URLs written inline with
+credentials, which print masked). Secrets appear only as where they come from
+(`password_env: KAFKA_PASSWORD`), never as values; `rankmon check-config` prints it, and the
+service may log it at start.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from monitor.alerting.config import render_alerts
 from monitor.config import Config
 from monitor.config_kafka import KafkaConfig, SslConfig
 from monitor.config_values import Secret
@@ -63,7 +65,7 @@ def render_config(config: Config) -> dict[str, Any]:
             "tls": {"certfile": _path(export.tls_certfile), "keyfile": _path(export.tls_keyfile)},
         },
         "logging": {"level": config.logging.level, "format": config.logging.format},
-        "alerts": dict(config.alerts),
+        "alerts": render_alerts(config.alerts),
     }
 
 

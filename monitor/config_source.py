@@ -14,6 +14,8 @@ rejects the keys nobody asked for, suggesting the closest valid one.
 from __future__ import annotations
 
 import difflib
+import math
+import reprlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -25,6 +27,7 @@ from monitor.errors import ConfigError, InputError
 
 __all__ = [
     "ENV_PREFIX",
+    "MAX_CONFIG_VALUES",
     "REQUIRED",
     "ConfigSection",
     "apply_environment",
@@ -33,14 +36,22 @@ __all__ = [
     "as_duration",
     "as_int",
     "as_int_list",
+    "as_number",
     "as_path",
+    "as_positive_duration",
     "as_str",
     "as_str_list",
+    "describe",
+    "expansion_problem",
     "read_yaml",
 ]
 
 ENV_PREFIX: Final = "RANKMON_"
 _LEVEL_SEPARATOR: Final = "__"
+# The most values a config may hold once its YAML aliases are expanded. A config is a few
+# hundred; a "billion laughs" file of 1 KB expands to 10^9 (describing one of its values in
+# an error took 23 s and ended in a MemoryError).
+MAX_CONFIG_VALUES: Final = 100_000
 
 T = TypeVar("T")
 
@@ -73,9 +84,42 @@ def read_yaml(path: Path) -> dict[str, Any]:
         raise InputError(str(path), f"not valid YAML: {error}") from error
     if data is None:
         return {}
+    problem = expansion_problem(data)
+    if problem is not None:
+        raise InputError(str(path), problem)
     if not isinstance(data, dict):
         raise InputError(str(path), "the top level must be a mapping of sections (kafka, ...)")
     return data
+
+
+def expansion_problem(data: Any, limit: int = MAX_CONFIG_VALUES) -> str | None:
+    """Why `data` (parsed YAML) is refused: more than `limit` values once its aliases are
+    expanded, or an alias inside itself. None if it is fine. Linear in the distinct nodes:
+    a shared node is sized once."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not isinstance(node, dict | list) or (id(node) in sizes and not children_done):
+            continue
+        children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
+        if children_done:
+            open_nodes.discard(id(node))
+            size = 1 + sum(sizes.get(id(c), 1) for c in children)
+            if size > limit:
+                return (
+                    f"not accepted: its aliases expand to more than {limit:,} values "
+                    "(a YAML alias bomb?)"
+                )
+            sizes[id(node)] = size
+            continue
+        if id(node) in open_nodes:
+            return "not accepted: a YAML alias refers to a value inside itself"
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if isinstance(child, dict | list))
+    return None
 
 
 def apply_environment(tree: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
@@ -92,6 +136,9 @@ def apply_environment(tree: dict[str, Any], environ: Mapping[str, str]) -> dict[
             value = yaml.safe_load(environ[name])
         except (yaml.YAMLError, ValueError) as error:  # ValueError: impossible dates
             raise ConfigError(dotted, f"{name} is not a valid YAML value") from error
+        problem = expansion_problem(value)
+        if problem is not None:
+            raise ConfigError(dotted, f"{name} is {problem}")
         _set_path(tree, parts, value, name)
         origins[dotted] = name
     return origins
@@ -113,14 +160,23 @@ def _set_path(tree: dict[str, Any], parts: list[str], value: Any, variable: str)
 class ConfigSection:
     """One mapping of the config tree, read key by key with typed parsers."""
 
-    def __init__(self, data: Mapping[str, Any], prefix: str, origins: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        prefix: str,
+        origins: Mapping[str, str],
+        label: str = "",
+    ) -> None:
         self._data = data
         self._prefix = prefix
         self._origins = origins
         self._asked: set[str] = set()
+        self.label = label  # starts every problem of this section and those below it
 
     def key(self, name: str) -> str:
-        """The dotted key of `name` in this section."""
+        """The dotted key of `name` in this section (`""`: the section itself)."""
+        if not name:
+            return self._prefix
         return f"{self._prefix}.{name}" if self._prefix else name
 
     def error(self, name: str, problem: str) -> ConfigError:
@@ -130,7 +186,7 @@ class ConfigSection:
             if dotted == key or dotted.startswith(key + ".") or key.startswith(dotted + "."):
                 problem = f"{problem} (set by {variable})"
                 break
-        return ConfigError(dotted, problem)
+        return ConfigError(dotted, self.label + problem)
 
     def get(self, name: str, parse: Callable[[Any], T], default: T | _Required = REQUIRED) -> T:
         """The parsed value of `name`; a missing or null value gives `default`."""
@@ -151,7 +207,30 @@ class ConfigSection:
 
     def section(self, name: str) -> ConfigSection:
         """The sub-mapping `name` (missing or null: empty)."""
-        return ConfigSection(self.mapping(name), self.key(name), self._origins)
+        return ConfigSection(self.mapping(name), self.key(name), self._origins, self.label)
+
+    def sections(self, name: str) -> list[ConfigSection]:
+        """The list of mappings `name` (missing or null: none), `name[i]` each."""
+        none: list[Mapping[str, Any]] = []
+        items = self.get(name, _as_list_of_mappings, none)
+        return [
+            ConfigSection(item, f"{self.key(name)}[{index}]", self._origins, self.label)
+            for index, item in enumerate(items)
+        ]
+
+    def labelled(self, label: str) -> ConfigSection:
+        """This section with its problems (and its sub-sections') starting with `label`."""
+        section = ConfigSection(self._data, self._prefix, self._origins, label)
+        section._asked = self._asked
+        return section
+
+    def present(self, name: str) -> bool:
+        """Whether `name` is written in this section (even as null)."""
+        return name in self._data
+
+    def names(self) -> list[str]:
+        """The keys written in this section, in order."""
+        return [str(name) for name in self._data]
 
     def mapping(self, name: str) -> Mapping[str, Any]:
         """The sub-mapping `name` as it is, for parts that parse their own keys."""
@@ -171,8 +250,29 @@ class ConfigSection:
             raise self.error(name, f"unknown key{hint} (valid here: {valid})")
 
 
+def _short_repr() -> reprlib.Repr:
+    short = reprlib.Repr()  # keyword arguments only from Python 3.12 on
+    short.maxlevel, short.maxdict, short.maxlist = 2, 4, 4
+    short.maxstring = short.maxother = 60
+    return short
+
+
+_SHORT = _short_repr()
+
+
+def describe(value: Any) -> str:
+    """A short text of a value for an error message: bounded however large the value."""
+    return _SHORT.repr(value)
+
+
 def _kind(value: Any) -> str:
-    return f"{value!r} ({type(value).__name__})"
+    return f"{describe(value)} ({type(value).__name__})"
+
+
+def _as_list_of_mappings(value: Any) -> list[Mapping[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+        raise ValueError(f"expected a list of mappings, got {_kind(value)}")
+    return value
 
 
 def _as_mapping(value: Any) -> Mapping[str, Any]:
@@ -206,6 +306,21 @@ def as_bool(value: Any) -> bool:
     return value
 
 
+def as_number(minimum: float | None = None, maximum: float | None = None) -> Callable[[Any], float]:
+    """A number (integer or float) in [minimum, maximum]."""
+
+    def parse(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise ValueError(f"expected a number, got {_kind(value)}")
+        if minimum is not None and value < minimum:
+            raise ValueError(f"must be at least {minimum:g}, got {describe(value)}")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"must be at most {maximum:g}, got {describe(value)}")
+        return float(value)
+
+    return parse
+
+
 def as_int(minimum: int, maximum: int | None = None) -> Callable[[Any], int]:
     """An integer in [minimum, maximum] (booleans are not integers here)."""
 
@@ -236,6 +351,14 @@ def as_duration(value: Any) -> Duration:
     if not isinstance(value, str):
         raise ValueError(f"expected a duration with a unit such as 15s or 5m, got {_kind(value)}")
     return parse_duration(value)
+
+
+def as_positive_duration(value: Any) -> Duration:
+    """`as_duration`, longer than zero (an interval, a timeout, a window)."""
+    duration = as_duration(value)
+    if duration.ms <= 0:
+        raise ValueError(f"must be longer than zero, got {duration.text}")
+    return duration
 
 
 def _as_list(value: Any) -> list[Any]:

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 import hmac
 import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["MASK", "Duration", "Secret", "duration_of_ms", "parse_duration"]
+__all__ = [
+    "MASK",
+    "Duration",
+    "Secret",
+    "SecretUrl",
+    "duration_of_ms",
+    "mask_url",
+    "parse_duration",
+]
 
 _UNIT_MS: Final = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 _DURATION: Final = re.compile(r"(\d+)(ms|s|m|h|d)")
@@ -104,3 +113,82 @@ class Secret:
     def __reduce__(self) -> tuple[object, ...]:
         # Pickling would carry the value into places (process pools, caches) it should not go.
         raise TypeError("a Secret cannot be pickled")
+
+
+def mask_url(url: str, *, keep_path: bool = True) -> str:
+    """A URL as it may be printed: user info, query and fragment masked, and the path too
+    unless `keep_path` (a webhook's path often is its token: Slack's /services/T/B/secret)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return MASK  # not a URL anyone can read safely
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = (f"{MASK}@" if parts.username or parts.password else "") + host
+    if port is not None:
+        netloc += f":{port}"
+    path = parts.path if keep_path else ("/" + MASK if parts.path.strip("/") else parts.path)
+    query = f"?{MASK}" if parts.query else ""
+    fragment = f"#{MASK}" if parts.fragment else ""
+    return f"{parts.scheme}://{netloc}{path}{query}{fragment}"
+
+
+class SecretUrl:
+    """A URL that may carry credentials (user info, a token in its path or query): printed,
+    logged or put in an error, it shows `mask_url` of itself.
+
+    Inline in the config, or from an environment variable (`env`) or a file (`file`), like
+    the other secrets. Call `reveal()` only where the request is made.
+    """
+
+    __slots__ = ("_value", "env", "file", "keep_path")
+
+    def __init__(
+        self,
+        value: str,
+        *,
+        keep_path: bool = True,
+        env: str | None = None,
+        file: Path | None = None,
+    ) -> None:
+        if env is not None and file is not None:
+            raise ValueError("a URL comes from one place at most")
+        self._value = value
+        self.keep_path = keep_path
+        self.env = env
+        self.file = file
+
+    @property
+    def source(self) -> str:
+        """Where the URL was read: inline, or the variable or file named."""
+        if self.env is not None:
+            return f"environment variable {self.env}"
+        return "inline" if self.file is None else f"file {self.file}"
+
+    def reveal(self) -> str:
+        """The plain URL."""
+        return self._value
+
+    def __str__(self) -> str:
+        return mask_url(self._value, keep_path=self.keep_path)
+
+    def __repr__(self) -> str:
+        return f"SecretUrl({str(self)!r}, source={self.source!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SecretUrl):
+            return NotImplemented
+        same = hmac.compare_digest(self._value.encode(), other._value.encode())
+        return same and (self.env, self.file, self.keep_path) == (
+            other.env,
+            other.file,
+            other.keep_path,
+        )
+
+    def __hash__(self) -> int:
+        return hash((SecretUrl, self.env, self.file, self.keep_path))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        raise TypeError("a SecretUrl cannot be pickled")

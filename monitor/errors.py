@@ -7,12 +7,32 @@ RankmonError
  └── MeasureError      an unknown or unsupported measure name
 ```
 
-The command line turns any `RankmonError` into one line on stderr and exit code 2.
+The command line turns any `RankmonError` into one line on stderr and exit code 2. A problem
+quotes what it found, so its text is bounded (`MAX_PROBLEM_CHARS`) and kept on one line: a
+value of a megabyte, or with newlines, must not make an error of a megabyte or forge lines.
 """
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "InputError", "MeasureError", "RankmonError"]
+from typing import Final
+
+__all__ = [
+    "MAX_PROBLEM_CHARS",
+    "ConfigError",
+    "InputError",
+    "MeasureError",
+    "RankmonError",
+    "one_line",
+]
+
+MAX_PROBLEM_CHARS: Final = 400
+
+
+def one_line(text: str, limit: int = MAX_PROBLEM_CHARS) -> str:
+    """`text` with control characters escaped, cut to `limit` characters (marked ...)."""
+    if not text.isprintable():
+        text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class RankmonError(Exception):
@@ -25,9 +45,9 @@ class InputError(RankmonError):
     def __init__(self, path: str, problem: str, line: int | None = None) -> None:
         self.path = path
         self.line = line
-        self.problem = problem
+        self.problem = one_line(problem)
         where = f"{path}:{line}" if line is not None else path
-        super().__init__(f"{where}: {problem}")
+        super().__init__(f"{one_line(where)}: {self.problem}")
 
 
 class ConfigError(RankmonError):
@@ -35,10 +55,10 @@ class ConfigError(RankmonError):
 
     def __init__(self, key: str, problem: str) -> None:
         self.key = key
-        self.problem = problem
+        self.problem = one_line(problem)
         # A key from YAML can hold any character; the message stays on one line.
-        shown = key if key.isprintable() else key.encode("unicode_escape").decode("ascii")
-        super().__init__(f"config key '{shown}': {problem}")
+        shown = one_line(key, 120)
+        super().__init__(f"config key '{shown}': {self.problem}")
 
 
 class MeasureError(RankmonError):

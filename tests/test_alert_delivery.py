@@ -240,7 +240,7 @@ def test_a_failing_webhook_never_logs_its_token(caplog: pytest.LogCaptureFixture
     with caplog.at_level(logging.WARNING, logger="monitor.alerting"):
         channel.deliver(T0)
     logged = " ".join(f"{r.getMessage()} {getattr(r, 'fields', {})}" for r in caplog.records)
-    assert f"http://127.0.0.1:{port}/..." in logged
+    assert f"http://***@127.0.0.1:{port}/***" in logged
     assert "s3cr3t" not in logged and "hunter2" not in logged
 
 

@@ -214,11 +214,33 @@ def test_a_bad_alert_rule_is_named_with_its_key_as_rankmon_run_would_refuse_it(
     )
 
 
-def test_valid_alert_rules_pass_and_are_printed_as_written(check_config: CheckConfig) -> None:
+def test_valid_alert_rules_pass_and_are_printed_with_every_default(
+    check_config: CheckConfig,
+) -> None:
     tree = with_alert_rule(measure="ndcg@10", drop={"relative": 0.05, "significance": 0.01})
     code, out, err = check_config(yaml.safe_dump(tree))
     assert (code, err) == (0, "")
-    assert yaml.safe_load(out)["alerts"] == tree["alerts"]
+    alerts = yaml.safe_load(out)["alerts"]
+    floor, drop = alerts["rules"]
+    assert floor == {
+        "name": "ndcg10-floor",
+        "measure": "ndcg@10",
+        "gain": "linear",
+        "severity": "warning",
+        "below": 0.5,
+        "for": 1,
+        "keep_firing_for": 0,
+        "runbook_url": None,
+    }
+    assert drop["drop"] == {
+        "relative": 0.05,
+        "baseline_windows": 12,
+        "significance": 0.01,
+        "min_queries": 30,
+        "pinned": None,
+    }
+    assert alerts["log"] is True and alerts["delivery"]["resend_interval"] == "1m"
+    assert alerts["alertmanager"]["min_firing"] == "1m"
 
 
 def test_valid_config_prints_the_effective_config_and_exits_0(check_config: CheckConfig) -> None:

@@ -81,7 +81,8 @@ def test_minimal_config_takes_the_documented_defaults(tmp_path: Path) -> None:
     assert not config.windows.sliding
     assert config.windows.allowed_lateness.ms == 60_000
     assert config.schedule.interval.seconds == 15.0
-    assert config.alerts == {}
+    assert config.alerts.rules == ()
+    assert config.alerts.delivery.alertmanager is None and config.alerts.delivery.log
 
 
 def test_relative_evaluation_set_path_is_taken_from_the_config_directory(tmp_path: Path) -> None:
@@ -213,7 +214,7 @@ def test_rendered_config_loads_back_to_an_equal_config(tmp_path: Path) -> None:
     tree = {
         **MINIMAL,
         "kafka": {"topic": "t", "security": {"protocol": "SASL_PLAINTEXT", "sasl": sasl}},
-        "metrics": {"gains": ["exp", {0: 0, 1: 2.5}], "cutoffs": [3]},
+        "metrics": {"gains": ["exp", {0: 0, 1: 2.5}], "cutoffs": [3, 10]},
         "windows": {"size": "1h", "hop": "15m"},
         "segments": {"keys": ["model", "market"]},
         "alerts": {"rules": [{"name": "floor", "measure": "ndcg@10", "below": 0.5}]},
@@ -238,11 +239,13 @@ def test_yaml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
         load_config(path, {})
 
 
-def test_alerts_stay_a_raw_mapping_that_overrides_reach(tmp_path: Path) -> None:
-    tree = {**MINIMAL, "alerts": {"rules": [{"name": "floor"}], "alertmanager": {"url": "x"}}}
+def test_the_alerts_section_is_read_with_the_rest_and_overrides_reach_it(tmp_path: Path) -> None:
+    rule = {"name": "floor", "measure": "ndcg@10", "below": 0.5}
+    tree = {**MINIMAL, "alerts": {"rules": [rule], "alertmanager": {"url": "x"}}}
     env = {"RANKMON_ALERTS__ALERTMANAGER__URL": "http://am:9093"}
     alerts = load(tmp_path, tree, env).alerts
-    assert alerts == {"rules": [{"name": "floor"}], "alertmanager": {"url": "http://am:9093"}}
+    assert alerts.delivery.alertmanager_url == "http://am:9093"
+    assert [r.measure for r in alerts.rules] == ["ndcg@10:linear"]
 
 
 def test_config_cannot_be_changed_after_start(tmp_path: Path) -> None:

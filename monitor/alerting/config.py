@@ -1,7 +1,10 @@
-"""The `alerts:` config section: rules and delivery, parsed and checked once at start.
+"""The `alerts:` config section: rules and delivery, read once into the frozen `Config`.
 
-Every problem raises `ConfigError` with the exact key (`alerts.rules[2].drop.significance`)
-and the rule's name, so a bad rule stops the service before it consumes anything.
+Read like every other section (`monitor.config_source.ConfigSection`): null or an empty
+environment variable takes the default, unknown keys are refused with the closest valid one
+suggested, durations take a unit (`30s`, `5m`). Every problem raises `ConfigError` with the
+exact key (`alerts.rules[2].drop.significance`) and the rule's name, so a bad rule stops the
+service (and `rankmon check-config`) before it consumes anything.
 
 A rule names one measure and exactly one condition:
 
@@ -16,6 +19,11 @@ A rule names one measure and exactly one condition:
   keep_firing_for: 0       # good windows it stays firing through before resolving
 ```
 
+The Alertmanager and webhook URLs may carry credentials (user info, a token in the path or
+query): written inline, or read from an environment variable (`url_env`) or a file
+(`url_file`), they are `SecretUrl`s that print masked. A bearer token (`token_env`,
+`token_file`, never inline) is sent as `Authorization: Bearer`.
+
 `instance` (default: the host name) labels every alert this instance sends: several
 instances of one consumer group each judge their own partitions' share, and alerts with one
 label set whose states disagree would flap in Alertmanager.
@@ -26,48 +34,91 @@ from __future__ import annotations
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from monitor.alerting.durations import parse_duration
-from monitor.alerting.rule_parsing import RuleContext, parse_rule
+from monitor.alerting.rule_parsing import RuleContext, read_rule, render_rule
 from monitor.alerting.rules import AlertRule
-from monitor.config import Config
+from monitor.config_kafka import read_path, read_secret
+from monitor.config_source import ConfigSection, as_bool, as_positive_duration, as_str
+from monitor.config_values import Duration, Secret, SecretUrl, parse_duration
 from monitor.errors import ConfigError
 from monitor.summary import Segment
+
+if TYPE_CHECKING:
+    from monitor.config import Config
 
 __all__ = [
     "AlertingConfig",
     "DeliveryConfig",
+    "Endpoint",
     "alerting_config_from",
     "default_instance",
     "parse_alerting_config",
+    "read_alerts",
+    "render_alerts",
 ]
 
-TOP_KEYS = {
-    "rules",
-    "alertmanager",
-    "webhook",
-    "log",
-    "runbook_url",
-    "delivery",
-    "prometheus",
-    "instance",
+_DEFAULTS = {
+    "timeout": parse_duration("5s"),
+    "min_firing": parse_duration("1m"),
+    "resend_interval": parse_duration("1m"),
+    "backoff_initial": parse_duration("1s"),
+    "backoff_max": parse_duration("1m"),
 }
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a sink posts: its URL (masked when printed) and an optional bearer token."""
+
+    url: SecretUrl
+    token: Secret | None = None
 
 
 @dataclass(frozen=True)
 class DeliveryConfig:
     """Where alerts go and how hard rankmon tries."""
 
-    alertmanager_url: str | None
-    webhook_url: str | None
+    alertmanager: Endpoint | None
+    webhook: Endpoint | None
     log: bool
-    resend_interval_ms: int
-    backoff_initial_ms: int
-    backoff_max_ms: int
+    resend_interval: Duration
+    backoff_initial: Duration
+    backoff_max: Duration
     max_alerts: int
-    timeout_s: float
-    min_firing_ms: int = 60_000  # how long a firing stands at Alertmanager before its resolution
+    timeout: Duration
+    min_firing: Duration  # how long a firing stands at Alertmanager before its resolution
+
+    @property
+    def alertmanager_url(self) -> str | None:
+        """The Alertmanager URL as requests use it (never print it: `alertmanager.url`)."""
+        return None if self.alertmanager is None else self.alertmanager.url.reveal()
+
+    @property
+    def webhook_url(self) -> str | None:
+        """The webhook URL as requests use it (never print it: `webhook.url`)."""
+        return None if self.webhook is None else self.webhook.url.reveal()
+
+    @property
+    def resend_interval_ms(self) -> int:
+        return self.resend_interval.ms
+
+    @property
+    def backoff_initial_ms(self) -> int:
+        return self.backoff_initial.ms
+
+    @property
+    def backoff_max_ms(self) -> int:
+        return self.backoff_max.ms
+
+    @property
+    def min_firing_ms(self) -> int:
+        return self.min_firing.ms
+
+    @property
+    def timeout_s(self) -> float:
+        return self.timeout.seconds
 
 
 @dataclass(frozen=True)
@@ -80,6 +131,43 @@ class AlertingConfig:
     window_ms: int
     prometheus_job: str
     instance: str  # the `instance` label of this instance's alerts
+    instance_set: bool = False  # `instance` was configured (not the host name)
+    runbook_url: str | None = None
+
+
+def read_alerts(
+    section: ConfigSection,
+    *,
+    cutoffs: Sequence[int],
+    gains: Sequence[str],
+    segment_keys: Sequence[str],
+    window: Duration,
+    environ: Mapping[str, str],
+    base: Path,
+) -> AlertingConfig:
+    """Read and check the `alerts:` section against what the monitor computes."""
+    runbook = section.get("runbook_url", as_str, None)
+    context = RuleContext(tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook)
+    rules = tuple(
+        read_rule(rule, index, context) for index, rule in enumerate(section.sections("rules"))
+    )
+    _check_unique_names(rules)
+    prometheus = section.section("prometheus")
+    job = prometheus.get("job", as_str, "rankmon")
+    prometheus.finish()
+    instance = section.get("instance", as_str, None)
+    delivery = _read_delivery(section, environ, base)
+    section.finish()
+    return AlertingConfig(
+        rules=rules,
+        delivery=delivery,
+        window=window.text,
+        window_ms=window.ms,
+        prometheus_job=job,
+        instance=instance or default_instance(),
+        instance_set=instance is not None,
+        runbook_url=runbook,
+    )
 
 
 def parse_alerting_config(
@@ -89,32 +177,20 @@ def parse_alerting_config(
     gains: Sequence[str],
     segment_keys: Sequence[str],
     window: str,
+    environ: Mapping[str, str] | None = None,
+    base: Path | None = None,
 ) -> AlertingConfig:
-    """Parse and check the `alerts:` mapping against what the monitor computes."""
+    """`read_alerts` on a mapping of its own (tools and tests that alert without a config)."""
     if not isinstance(raw, Mapping):
         raise ConfigError("alerts", "must be a mapping")
-    unknown = sorted(set(raw) - TOP_KEYS)
-    if unknown:
-        raise ConfigError(f"alerts.{unknown[0]}", f"unknown key (allowed: {sorted(TOP_KEYS)})")
-    runbook = _optional_str(raw, "runbook_url", "alerts.runbook_url")
-    context = RuleContext(tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook)
-    rules_raw = raw.get("rules", [])
-    if not isinstance(rules_raw, Sequence) or isinstance(rules_raw, str):
-        raise ConfigError("alerts.rules", "must be a list of rules")
-    rules = tuple(parse_rule(rule, index, context) for index, rule in enumerate(rules_raw))
-    _check_unique_names(rules)
-    prometheus = _section(raw, "prometheus", {"job"})
-    job = prometheus.get("job", "rankmon")
-    if not isinstance(job, str) or not job:
-        raise ConfigError("alerts.prometheus.job", "must be a non-empty string")
-    instance = _optional_str(raw, "instance", "alerts.instance")
-    return AlertingConfig(
-        rules=rules,
-        delivery=_parse_delivery(raw),
-        window=window,
-        window_ms=parse_duration(window, "windows.size"),
-        prometheus_job=job,
-        instance=instance or default_instance(),
+    return read_alerts(
+        ConfigSection(raw, "alerts", {}),
+        cutoffs=cutoffs,
+        gains=gains,
+        segment_keys=segment_keys,
+        window=parse_duration(window),
+        environ={} if environ is None else environ,
+        base=Path.cwd() if base is None else base,
     )
 
 
@@ -124,14 +200,8 @@ def default_instance() -> str:
 
 
 def alerting_config_from(config: Config) -> AlertingConfig:
-    """The parsed `alerts:` section of a loaded `Config`, checked against what it computes."""
-    return parse_alerting_config(
-        config.alerts,
-        cutoffs=config.metrics.cutoffs,
-        gains=config.metrics.gain_names,
-        segment_keys=config.segments.keys,
-        window=config.windows.size.text,
-    )
+    """The `alerts:` section of a loaded `Config` (read and checked when it loaded)."""
+    return config.alerts
 
 
 def _check_unique_names(rules: Sequence[AlertRule]) -> None:
@@ -148,45 +218,101 @@ def _check_unique_names(rules: Sequence[AlertRule]) -> None:
         seen.add(identity)
 
 
-def _section(raw: Mapping[str, Any], key: str, allowed: set[str]) -> Mapping[str, Any]:
-    value = raw.get(key) or {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"alerts.{key}", "must be a mapping")
-    unknown = sorted(set(value) - allowed)
-    if unknown:
-        raise ConfigError(f"alerts.{key}.{unknown[0]}", f"unknown key (allowed: {sorted(allowed)})")
-    return value
-
-
-def _optional_str(raw: Mapping[str, Any], key: str, name: str) -> str | None:
-    value = raw.get(key)
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ConfigError(name, f"must be a non-empty string or null, got {value!r}")
-    return value
-
-
-def _parse_delivery(raw: Mapping[str, Any]) -> DeliveryConfig:
-    alertmanager = _section(raw, "alertmanager", {"url", "timeout", "min_firing"})
-    webhook = _section(raw, "webhook", {"url"})
-    tuning = _section(raw, "delivery", {"resend_interval", "backoff_initial", "backoff_max"})
-    log = raw.get("log", True)
-    if not isinstance(log, bool):
-        raise ConfigError("alerts.log", f"must be true or false, got {log!r}")
-    timeout = alertmanager.get("timeout", "5s")
-    return DeliveryConfig(
-        alertmanager_url=_optional_str(alertmanager, "url", "alerts.alertmanager.url"),
-        webhook_url=_optional_str(webhook, "url", "alerts.webhook.url"),
-        log=log,
-        resend_interval_ms=_duration(tuning, "resend_interval", "1m"),
-        backoff_initial_ms=_duration(tuning, "backoff_initial", "1s"),
-        backoff_max_ms=_duration(tuning, "backoff_max", "1m"),
-        max_alerts=10_000,
-        timeout_s=parse_duration(timeout, "alerts.alertmanager.timeout") / 1000,
-        min_firing_ms=parse_duration(
-            alertmanager.get("min_firing", "1m"), "alerts.alertmanager.min_firing"
+def _read_delivery(
+    section: ConfigSection, environ: Mapping[str, str], base: Path
+) -> DeliveryConfig:
+    alertmanager = section.section("alertmanager")
+    webhook = section.section("webhook")
+    tuning = section.section("delivery")
+    timeout = alertmanager.get("timeout", as_positive_duration, _DEFAULTS["timeout"])
+    min_firing = alertmanager.get("min_firing", as_positive_duration, _DEFAULTS["min_firing"])
+    config = DeliveryConfig(
+        alertmanager=_endpoint(alertmanager, environ, base, keep_path=True),
+        webhook=_endpoint(webhook, environ, base, keep_path=False),
+        log=section.get("log", as_bool, True),
+        resend_interval=tuning.get(
+            "resend_interval", as_positive_duration, _DEFAULTS["resend_interval"]
         ),
+        backoff_initial=tuning.get(
+            "backoff_initial", as_positive_duration, _DEFAULTS["backoff_initial"]
+        ),
+        backoff_max=tuning.get("backoff_max", as_positive_duration, _DEFAULTS["backoff_max"]),
+        max_alerts=10_000,
+        timeout=timeout,
+        min_firing=min_firing,
     )
+    for part in (alertmanager, webhook, tuning):
+        part.finish()
+    return config
 
 
-def _duration(section: Mapping[str, Any], key: str, default: str) -> int:
-    return parse_duration(section.get(key, default), f"alerts.delivery.{key}")
+def _endpoint(
+    section: ConfigSection, environ: Mapping[str, str], base: Path, *, keep_path: bool
+) -> Endpoint | None:
+    """A sink's URL (inline, `url_env` or `url_file`) and optional bearer token."""
+    inline = section.get("url", as_str, None)
+    variable = section.get("url_env", as_str, None)
+    file = read_path(section, "url_file", base)
+    token = read_secret(section, "token", environ, base)
+    sources = (("url", inline), ("url_env", variable), ("url_file", file))
+    given = [name for name, value in sources if value is not None]
+    if len(given) > 1:
+        raise section.error(given[1], f"set one of url, url_env and url_file, not {given}")
+    if variable is not None:
+        url = environ.get(variable, "")
+        if not url:
+            raise section.error("url_env", f"environment variable {variable} is not set")
+        return Endpoint(SecretUrl(url, keep_path=keep_path, env=variable), token)
+    if file is not None:
+        try:
+            url = file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as error:
+            raise section.error("url_file", f"cannot read {file}: {error}") from error
+        if not url:
+            raise section.error("url_file", f"{file} is empty")
+        return Endpoint(SecretUrl(url, keep_path=keep_path, file=file), token)
+    if inline is None:
+        if token is not None:
+            raise section.error("token_env", "a token is set but no url")
+        return None
+    return Endpoint(SecretUrl(inline, keep_path=keep_path), token)
+
+
+def render_alerts(alerts: AlertingConfig) -> dict[str, Any]:
+    """The section as config data with every default filled in: URLs masked (their user
+    info, query and, for the webhook, path) and secrets as where they come from."""
+    delivery = alerts.delivery
+    return {
+        "runbook_url": alerts.runbook_url,
+        "rules": [render_rule(rule) for rule in alerts.rules],
+        "alertmanager": {
+            **_render_endpoint(delivery.alertmanager),
+            "timeout": delivery.timeout.text,
+            "min_firing": delivery.min_firing.text,
+        },
+        "webhook": _render_endpoint(delivery.webhook),
+        "log": delivery.log,
+        "delivery": {
+            "resend_interval": delivery.resend_interval.text,
+            "backoff_initial": delivery.backoff_initial.text,
+            "backoff_max": delivery.backoff_max.text,
+        },
+        "prometheus": {"job": alerts.prometheus_job},
+        "instance": alerts.instance if alerts.instance_set else None,
+    }
+
+
+def _render_endpoint(endpoint: Endpoint | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"url": None, "url_env": None, "url_file": None}
+    if endpoint is not None:
+        url = endpoint.url
+        if url.env is not None:
+            out["url_env"] = url.env
+        elif url.file is not None:
+            out["url_file"] = str(url.file)
+        else:
+            out["url"] = str(url)  # masked
+    token = None if endpoint is None else endpoint.token
+    out["token_env"] = None if token is None else token.env
+    out["token_file"] = None if token is None or token.file is None else str(token.file)
+    return out

@@ -233,15 +233,25 @@ class AlertDelivery:
             max_alerts=config.max_alerts,
         )
         sinks: list[tuple[Sink, RetryPolicy]] = []
-        if config.alertmanager_url:
+        if config.alertmanager is not None:
             # Four resend intervals, as Prometheus does: a missed resend or two is harmless.
             ttl = 4 * config.resend_interval_ms
+            token = config.alertmanager.token
             sink = AlertmanagerSink(
-                config.alertmanager_url, firing_ttl_ms=ttl, timeout_s=config.timeout_s
+                config.alertmanager.url.reveal(),
+                firing_ttl_ms=ttl,
+                timeout_s=config.timeout_s,
+                token=None if token is None else token.reveal(),
             )
             sinks.append((sink, replace(policy, min_firing_ms=config.min_firing_ms)))
-        if config.webhook_url:
-            sinks.append((WebhookSink(config.webhook_url, timeout_s=config.timeout_s), policy))
+        if config.webhook is not None:
+            token = config.webhook.token
+            webhook = WebhookSink(
+                config.webhook.url.reveal(),
+                timeout_s=config.timeout_s,
+                token=None if token is None else token.reveal(),
+            )
+            sinks.append((webhook, policy))
         if config.log:
             sinks.append((LogSink(), policy))
         delivery = cls([], policy, clock, metrics)

@@ -1,4 +1,9 @@
-"""Reading one rule of `alerts.rules` from the raw config, with errors that name the rule."""
+"""Reading one rule of `alerts.rules`, with errors that name the rule and its key.
+
+Read like every other section (`monitor.config_source.ConfigSection`): a null or missing key
+takes its default, an unknown key is refused with the closest valid one suggested, durations
+take a unit.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +11,30 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from monitor.alerting.durations import parse_duration
 from monitor.alerting.rules import AlertRule, Below, Condition, Coverage, Drop, Judged, Stale, Trend
-from monitor.errors import ConfigError
+from monitor.config_source import (
+    ConfigSection,
+    as_choice,
+    as_duration,
+    as_int,
+    as_number,
+    as_str,
+    describe,
+)
+from monitor.config_values import duration_of_ms
 from monitor.summary import Segment
 
-__all__ = ["RuleContext", "parse_rule"]
+__all__ = [
+    "CONDITION_PARSERS",
+    "RULE_KEYS",
+    "SEVERITIES",
+    "RuleContext",
+    "read_rule",
+    "render_rule",
+]
 
-RULE_KEYS = {"name", "measure", "gain", "segment", "severity", "for", "keep_firing_for"}
-RULE_KEYS |= {"runbook_url"}
+RULE_KEYS: tuple[str, ...] = ("name", "measure", "gain", "segment", "severity", "for")
+RULE_KEYS += ("keep_firing_for", "runbook_url")
 SEVERITIES = ("critical", "warning", "info", "page", "ticket")
 RANKED_MEASURES = ("ndcg", "precision", "recall")
 UNRANKED_MEASURES = ("mrr", "map")
@@ -30,197 +50,195 @@ class RuleContext:
     runbook_url: str | None
 
 
-class _RuleReader:
-    """Reads one rule's fields, raising errors that name the rule and the key."""
-
-    def __init__(self, raw: Mapping[str, Any], index: int) -> None:
-        self.raw = raw
-        self.index = index
-        name = raw.get("name")
-        self.name = name if isinstance(name, str) and name else f"#{index}"
-
-    def fail(self, key: str, problem: str) -> ConfigError:
-        suffix = f".{key}" if key else ""
-        return ConfigError(f"alerts.rules[{self.index}]{suffix}", f"rule '{self.name}': {problem}")
-
-    def number(self, key: str, value: Any, *, minimum: float = 0.0) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, f"must be a number, got {value!r}")
-        if value < minimum:
-            raise self.fail(key, f"must be at least {minimum:g}, got {value!r}")
-        return float(value)
-
-    def integer(self, key: str, value: Any, *, minimum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise self.fail(key, f"must be an integer of at least {minimum}, got {value!r}")
-        return value
-
-    def mapping(self, key: str, allowed: set[str]) -> Mapping[str, Any]:
-        value = self.raw[key]
-        if not isinstance(value, Mapping):
-            raise self.fail(key, f"must be a mapping, got {value!r}")
-        unknown = sorted(set(value) - allowed)
-        if unknown:
-            raise self.fail(f"{key}.{unknown[0]}", f"unknown key (allowed: {sorted(allowed)})")
-        return value
-
-
-def parse_rule(raw: Any, index: int, context: RuleContext) -> AlertRule:
-    if not isinstance(raw, Mapping):
-        raise ConfigError(f"alerts.rules[{index}]", "must be a mapping")
-    reader = _RuleReader(raw, index)
-    if not isinstance(raw.get("name"), str) or not raw["name"]:
-        raise reader.fail("name", "every rule needs a name (it becomes the alertname)")
-    conditions = [key for key in raw if key in CONDITION_PARSERS]
-    unknown = sorted(set(raw) - RULE_KEYS - set(CONDITION_PARSERS))
-    if unknown:
-        raise reader.fail(unknown[0], f"unknown key or condition (conditions: {_CONDITIONS})")
+def read_rule(section: ConfigSection, index: int, context: RuleContext) -> AlertRule:
+    """One rule; its problems read `config key 'alerts.rules[i].key': rule 'name': ...`."""
+    name = section.get("name", as_str, None)
+    if name is None:
+        raise section.error("name", "every rule needs a name (it becomes the alertname)")
+    rule = section.labelled(f"rule '{name}': ")
+    conditions = [key for key in CONDITION_PARSERS if rule.present(key)]
     if len(conditions) != 1:
-        raise reader.fail("", f"needs exactly one condition of {_CONDITIONS}, got {conditions}")
-    condition = CONDITION_PARSERS[conditions[0]](reader, conditions[0], context)
-    severity = raw.get("severity", "warning")
-    if severity not in SEVERITIES:
-        raise reader.fail("severity", f"must be one of {list(SEVERITIES)}, got {severity!r}")
-    if isinstance(condition, Stale) and ({"for", "keep_firing_for"} & set(raw)):
-        raise reader.fail("for", "stale rules take no for/keep_firing_for: `after` is the delay")
-    runbook = raw.get("runbook_url", context.runbook_url)
-    if runbook is not None and not isinstance(runbook, str):
-        raise reader.fail("runbook_url", f"must be a string, got {runbook!r}")
+        unknown = [n for n in rule.names() if n not in RULE_KEYS and n not in CONDITION_PARSERS]
+        if unknown:  # a misspelt condition: say which key, with a suggestion
+            for key in (*RULE_KEYS, *CONDITION_PARSERS):
+                rule.get(key, _anything, None)
+            rule.finish()
+        raise rule.error("", f"needs exactly one condition of {_CONDITIONS}, got {conditions}")
+    condition = CONDITION_PARSERS[conditions[0]](rule, conditions[0], context)
+    severity = rule.get("severity", as_choice(*SEVERITIES), "warning")
+    stale = isinstance(condition, Stale)
+    if stale and (rule.has("for") or rule.has("keep_firing_for")):
+        raise rule.error("for", "stale rules take no for/keep_firing_for: `after` is the delay")
+    for_windows = rule.get("for", as_int(1), 1)
+    keep_firing_for = rule.get("keep_firing_for", as_int(0), 0)
+    measure = _measure_key(rule, condition, context)
+    segment = _segment_filter(rule, context)
+    runbook = rule.get("runbook_url", as_str, context.runbook_url)
+    rule.finish()
     return AlertRule(
-        name=raw["name"],
+        name=name,
         index=index,
         severity=severity,
-        measure=_measure_key(reader, condition, context),
+        measure=measure,
         condition=condition,
-        segment=_segment_filter(reader, context),
-        for_windows=reader.integer("for", raw.get("for", 1), minimum=1),
-        keep_firing_for=reader.integer("keep_firing_for", raw.get("keep_firing_for", 0), minimum=0),
+        segment=segment,
+        for_windows=for_windows,
+        keep_firing_for=keep_firing_for,
         runbook_url=runbook,
     )
 
 
-def _measure_key(reader: _RuleReader, condition: Condition, context: RuleContext) -> str:
+def _anything(value: Any) -> Any:
+    return value
+
+
+def _measure_key(rule: ConfigSection, condition: Condition, context: RuleContext) -> str:
     """The catalog key of the rule's measure: `ndcg@10` + gain `linear` -> `ndcg@10:linear`."""
-    raw = reader.raw
     if isinstance(condition, Coverage | Judged | Stale):
-        if "measure" in raw or "gain" in raw:
-            raise reader.fail("measure", "coverage, judged and stale rules take no measure")
+        if rule.has("measure") or rule.has("gain"):
+            raise rule.error("measure", "coverage, judged and stale rules take no measure")
+        rule.get("measure", _anything, None)
+        rule.get("gain", _anything, None)
         if isinstance(condition, Judged):
             return f"judged@{condition.k}"
         return "coverage" if isinstance(condition, Coverage) else "window"
-    measure = raw.get("measure")
-    if not isinstance(measure, str):
-        raise reader.fail("measure", "is required: one of ndcg@k, precision@k, recall@k, mrr, map")
+    measure = rule.get("measure", as_str, None)
+    if measure is None:
+        raise rule.error("measure", "is required: one of ndcg@k, precision@k, recall@k, mrr, map")
     name, _, cutoff = measure.partition("@")
     if name in UNRANKED_MEASURES and not cutoff:
         key = name
     elif name in RANKED_MEASURES and cutoff:
-        key = f"{name}@{_cutoff(reader, cutoff, context)}"
+        key = f"{name}@{_cutoff(rule, cutoff, context)}"
     else:
-        raise reader.fail("measure", f"unknown measure {measure!r} (ndcg@k, precision@k, ...)")
+        raise rule.error(
+            "measure", f"unknown measure {describe(measure)} (ndcg@k, precision@k, ...)"
+        )
     if name != "ndcg":
-        if "gain" in raw:
-            raise reader.fail("gain", "only nDCG rules take a gain")
+        if rule.has("gain"):
+            raise rule.error("gain", "only nDCG rules take a gain")
+        rule.get("gain", _anything, None)
         return key
-    gain = raw.get("gain", context.gains[0] if context.gains else "linear")
+    gain = rule.get("gain", as_str, context.gains[0] if context.gains else "linear")
     if gain not in context.gains:
-        raise reader.fail("gain", f"the monitor computes gains {list(context.gains)}, not {gain!r}")
+        raise rule.error(
+            "gain", f"the monitor computes gains {list(context.gains)}, not {describe(gain)}"
+        )
     return f"{key}:{gain}"
 
 
-def _cutoff(reader: _RuleReader, text: str, context: RuleContext) -> int:
+def _cutoff(rule: ConfigSection, text: str, context: RuleContext) -> int:
     if not text.isdigit() or int(text) not in context.cutoffs:
-        raise reader.fail(
-            "measure", f"cutoff {text!r} is not one the monitor computes {list(context.cutoffs)}"
+        raise rule.error(
+            "measure",
+            f"cutoff {describe(text)} is not one the monitor computes {list(context.cutoffs)}",
         )
     return int(text)
 
 
-def _segment_filter(reader: _RuleReader, context: RuleContext) -> Segment | None:
-    raw = reader.raw.get("segment")
+def _segment_filter(rule: ConfigSection, context: RuleContext) -> Segment | None:
+    raw = rule.get("segment", _segment_mapping, None)
     if raw is None:
         return None
-    if not isinstance(raw, Mapping) or not raw:
-        raise reader.fail("segment", "must be a mapping of segment key to value")
     for key, value in raw.items():
         if key not in context.segment_keys:
-            raise reader.fail(
+            raise rule.error(
                 f"segment.{key}", f"is not a configured segment key {list(context.segment_keys)}"
             )
         if not isinstance(value, str):
-            raise reader.fail(f"segment.{key}", f"must be a string, got {value!r}")
+            raise rule.error(f"segment.{key}", f"must be a string, got {describe(value)}")
     # A filter names a subset of the keys; windows carry all of them, so matching is by subset.
     return tuple(sorted((str(k), str(v)) for k, v in raw.items()))
 
 
-def _below(reader: _RuleReader, key: str, context: RuleContext) -> Below:
-    return Below(threshold=reader.number(key, reader.raw[key]))
+def _segment_mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping) or not value:
+        raise ValueError("must be a mapping of segment key to value")
+    return value
 
 
-def _drop(reader: _RuleReader, key: str, context: RuleContext) -> Drop:
-    allowed = {"relative", "absolute", "baseline_windows", "significance", "min_queries"}
-    raw = reader.mapping(key, allowed | {"pinned"})
-    amounts = [name for name in ("relative", "absolute") if name in raw]
+def _below(rule: ConfigSection, key: str, context: RuleContext) -> Below:
+    return Below(threshold=rule.get(key, as_number(0.0)))
+
+
+def _drop(rule: ConfigSection, key: str, context: RuleContext) -> Drop:
+    drop = rule.section(key)
+    amounts = [name for name in ("relative", "absolute") if drop.has(name)]
     if len(amounts) != 1:
-        raise reader.fail(key, "needs exactly one of relative or absolute")
-    amount = reader.number(f"{key}.{amounts[0]}", raw[amounts[0]])
-    significance = reader.number(f"{key}.significance", raw.get("significance", 0.01))
-    if not 0.0 < significance < 1.0:
-        raise reader.fail(f"{key}.significance", f"must be in (0, 1), got {significance!r}")
-    pinned = raw.get("pinned")
-    return Drop(
-        relative=amount if amounts[0] == "relative" else None,
-        absolute=amount if amounts[0] == "absolute" else None,
-        baseline_windows=reader.integer(
-            f"{key}.baseline_windows", raw.get("baseline_windows", 12), minimum=2
-        ),
+        raise rule.error(key, "needs exactly one of relative or absolute")
+    relative = drop.get("relative", as_number(0.0), None)
+    absolute = drop.get("absolute", as_number(0.0), None)
+    significance = drop.get("significance", _fraction, 0.01)
+    config = Drop(
+        relative=relative,
+        absolute=absolute,
+        baseline_windows=drop.get("baseline_windows", as_int(2), 12),
         significance=significance,
-        min_queries=reader.integer(f"{key}.min_queries", raw.get("min_queries", 30), minimum=2),
-        pinned=None if pinned is None else reader.number(f"{key}.pinned", pinned),
+        min_queries=drop.get("min_queries", as_int(2), 30),
+        pinned=drop.get("pinned", as_number(0.0), None),
     )
+    drop.finish()
+    return config
 
 
-def _trend(reader: _RuleReader, key: str, context: RuleContext) -> Trend:
-    raw = reader.mapping(key, {"delta", "threshold", "min_windows"})
-    threshold = reader.number(f"{key}.threshold", raw.get("threshold", 0.05))
+def _fraction(value: Any) -> float:
+    number = as_number()(value)
+    if not 0.0 < number < 1.0:
+        raise ValueError(f"must be in (0, 1), got {describe(value)}")
+    return number
+
+
+def _trend(rule: ConfigSection, key: str, context: RuleContext) -> Trend:
+    trend = rule.section(key)
+    threshold = trend.get("threshold", as_number(0.0), 0.05)
     if threshold <= 0:
-        raise reader.fail(f"{key}.threshold", "must be positive")
-    return Trend(
-        delta=reader.number(f"{key}.delta", raw.get("delta", 0.005)),
+        raise trend.error("threshold", "must be positive")
+    config = Trend(
+        delta=trend.get("delta", as_number(0.0), 0.005),
         threshold=threshold,
-        min_windows=reader.integer(f"{key}.min_windows", raw.get("min_windows", 6), minimum=1),
+        min_windows=trend.get("min_windows", as_int(1), 6),
     )
+    trend.finish()
+    return config
 
 
-def _coverage(reader: _RuleReader, key: str, context: RuleContext) -> Coverage:
-    raw = reader.mapping(key, {"min"})
-    minimum = reader.number(f"{key}.min", raw.get("min"))
-    if minimum > 1:
-        raise reader.fail(f"{key}.min", f"is a share of the evaluation set, at most 1: {minimum}")
+def _coverage(rule: ConfigSection, key: str, context: RuleContext) -> Coverage:
+    coverage = rule.section(key)
+    minimum = coverage.get("min", _share("a share of the evaluation set"))
+    coverage.finish()
     return Coverage(minimum=minimum)
 
 
-def _judged(reader: _RuleReader, key: str, context: RuleContext) -> Judged:
-    raw = reader.mapping(key, {"k", "min"})
-    k = reader.integer(f"{key}.k", raw.get("k"), minimum=1)
+def _share(what: str) -> Callable[[Any], float]:
+    def parse(value: Any) -> float:
+        share = as_number(0.0)(value)
+        if share > 1:
+            raise ValueError(f"is {what}, at most 1: {describe(value)}")
+        return share
+
+    return parse
+
+
+def _judged(rule: ConfigSection, key: str, context: RuleContext) -> Judged:
+    judged = rule.section(key)
+    k = judged.get("k", as_int(1))
     if k not in context.cutoffs:
-        raise reader.fail(f"{key}.k", f"cutoff {k} is not one the monitor computes")
-    minimum = reader.number(f"{key}.min", raw.get("min"))
-    if minimum > 1:
-        raise reader.fail(f"{key}.min", f"is a share of the top k, at most 1: {minimum}")
+        raise judged.error("k", f"cutoff {k} is not one the monitor computes")
+    minimum = judged.get("min", _share("a share of the top k"))
+    judged.finish()
     return Judged(k=k, minimum=minimum)
 
 
-def _stale(reader: _RuleReader, key: str, context: RuleContext) -> Stale:
-    raw = reader.mapping(key, {"after"})
-    try:
-        after = parse_duration(raw.get("after"), f"alerts.rules[{reader.index}].{key}.after")
-    except ConfigError as error:
-        raise reader.fail(f"{key}.after", error.problem) from error
-    return Stale(after_ms=after)
+def _stale(rule: ConfigSection, key: str, context: RuleContext) -> Stale:
+    stale = rule.section(key)
+    after = stale.get("after", as_duration)
+    stale.finish()
+    if after.ms <= 0:
+        raise stale.error("after", f"must be longer than zero, got {after}")
+    return Stale(after_ms=after.ms)
 
 
-CONDITION_PARSERS: dict[str, Callable[[_RuleReader, str, RuleContext], Condition]] = {
+CONDITION_PARSERS: dict[str, Callable[[ConfigSection, str, RuleContext], Condition]] = {
     "below": _below,
     "drop": _drop,
     "trend": _trend,
@@ -229,3 +247,49 @@ CONDITION_PARSERS: dict[str, Callable[[_RuleReader, str, RuleContext], Condition
     "stale": _stale,
 }
 _CONDITIONS = sorted(CONDITION_PARSERS)
+
+
+def render_rule(rule: AlertRule) -> dict[str, Any]:
+    """The rule as config data, every default filled in (`read_rule` reads it back)."""
+    condition = rule.condition
+    out: dict[str, Any] = {"name": rule.name}
+    if not isinstance(condition, Coverage | Judged | Stale):
+        measure, _, gain = rule.measure.partition(":")
+        out["measure"] = measure
+        if gain:
+            out["gain"] = gain
+    if rule.segment is not None:
+        out["segment"] = dict(rule.segment)
+    out["severity"] = rule.severity
+    if isinstance(condition, Below):
+        out["below"] = condition.threshold
+    elif isinstance(condition, Drop):
+        amount = "relative" if condition.relative is not None else "absolute"
+        out["drop"] = {
+            amount: condition.relative if condition.relative is not None else condition.absolute,
+            "baseline_windows": condition.baseline_windows,
+            "significance": condition.significance,
+            "min_queries": condition.min_queries,
+            "pinned": condition.pinned,
+        }
+    elif isinstance(condition, Trend):
+        out["trend"] = {
+            "delta": condition.delta,
+            "threshold": condition.threshold,
+            "min_windows": condition.min_windows,
+        }
+    elif isinstance(condition, Coverage):
+        out["coverage"] = {"min": condition.minimum}
+    elif isinstance(condition, Judged):
+        out["judged"] = {"k": condition.k, "min": condition.minimum}
+    else:
+        out["stale"] = {"after": _duration_text(condition.after_ms)}
+    if not isinstance(condition, Stale):
+        out["for"] = rule.for_windows
+        out["keep_firing_for"] = rule.keep_firing_for
+    out["runbook_url"] = rule.runbook_url
+    return out
+
+
+def _duration_text(ms: int) -> str:
+    return duration_of_ms(ms).text

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import urllib.error
-import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -16,9 +15,10 @@ from typing import Any, Protocol
 import orjson
 
 from monitor.alerting.messages import AlertMessage
+from monitor.config_values import mask_url
 from monitor.logs import fields
 
-__all__ = ["AlertmanagerSink", "DeliveryError", "LogSink", "Sink", "WebhookSink", "redacted"]
+__all__ = ["AlertmanagerSink", "DeliveryError", "LogSink", "Sink", "WebhookSink"]
 
 _LOG = logging.getLogger("monitor.alerting")
 
@@ -38,29 +38,18 @@ class Sink(Protocol):
     def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None: ...
 
 
-def redacted(url: str) -> str:
-    """`scheme://host:port` of a URL: webhook paths and user info often carry tokens, and
-    error messages end up in logs."""
-    parts = urllib.parse.urlsplit(url)
-    host = parts.hostname or "?"
-    port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{host}{port}/..."
-
-
-def _post_json(url: str, body: Any, timeout_s: float) -> None:
-    request = urllib.request.Request(
-        url,
-        data=orjson.dumps(body),
-        headers={"Content-Type": "application/json"},
-        method="POST",
-    )
+def _post_json(url: str, body: Any, timeout_s: float, token: str | None = None) -> None:
+    headers = {"Content-Type": "application/json"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(url, data=orjson.dumps(body), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             response.read()
     except (urllib.error.URLError, OSError, ValueError) as error:
         # HTTPError (4xx/5xx) is a URLError: Alertmanager refusing a batch is a failure too.
-        # Only the host goes into the message, which is logged: see `redacted`.
-        raise DeliveryError(f"POST {redacted(url)}: {_reason(error)}") from error
+        # The message is logged: user info, path (a webhook's token) and query masked.
+        raise DeliveryError(f"POST {mask_url(url, keep_path=False)}: {_reason(error)}") from error
 
 
 def _reason(error: Exception) -> str:
@@ -77,14 +66,22 @@ class AlertmanagerSink:
     name = "alertmanager"
     resends_firing = True
 
-    def __init__(self, url: str, *, firing_ttl_ms: int, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        firing_ttl_ms: int,
+        timeout_s: float = 5.0,
+        token: str | None = None,
+    ) -> None:
         self.url = url.rstrip("/") + "/api/v2/alerts"
         self.firing_ttl_ms = firing_ttl_ms
         self.timeout_s = timeout_s
+        self._token = token
 
     def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
         body = [alert.to_alertmanager(now_ms, self.firing_ttl_ms) for alert in alerts]
-        _post_json(self.url, body, self.timeout_s)
+        _post_json(self.url, body, self.timeout_s, self._token)
 
 
 class WebhookSink:
@@ -93,13 +90,14 @@ class WebhookSink:
     name = "webhook"
     resends_firing = False
 
-    def __init__(self, url: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, *, timeout_s: float = 5.0, token: str | None = None) -> None:
         self.url = url
         self.timeout_s = timeout_s
+        self._token = token
 
     def send(self, alerts: Sequence[AlertMessage], now_ms: int) -> None:
         body = {"receiver": "rankmon", "alerts": [alert.to_webhook() for alert in alerts]}
-        _post_json(self.url, body, self.timeout_s)
+        _post_json(self.url, body, self.timeout_s, self._token)
 
 
 class LogSink:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from monitor.dashboards import DEFAULT_SPEC, DashboardSpec, build_dashboards, load_spec
-from monitor.dashboards.grafana import GrafanaTarget
 from monitor.errors import InputError, RankmonError
 
 __all__ = ["register"]
@@ -85,6 +84,8 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
+    from monitor.dashboards.grafana import GrafanaTarget  # the HTTP client only to push
+
     target = GrafanaTarget(args.url, _token(args))
     for path in target.push(build_dashboards(_spec(args)), args.folder):
         print(f"pushed {path}")

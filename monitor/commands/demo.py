@@ -13,8 +13,6 @@ import signal
 import sys
 from types import FrameType
 
-from monitor.demo.run import DemoOptions, run_demo
-
 __all__ = ["register", "run"]
 
 
@@ -71,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the demo; it stops everything it started before returning."""
     previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
     try:
+        from monitor.demo.run import DemoOptions, run_demo  # the demo's imports when it runs
+
         options = DemoOptions(
             duration_s=args.duration, seed=args.seed, metrics_port=args.port, live=args.live
         )

@@ -23,7 +23,6 @@ from monitor.config import load_config
 from monitor.crashpoints import CrashPoints
 from monitor.errors import ConfigError
 from monitor.logs import configure_logging
-from monitor.service import Monitor
 
 __all__ = ["SHUTDOWN_TIMEOUT_S", "register"]
 
@@ -59,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         crash_points = CrashPoints.from_environ(os.environ)
     except ValueError as error:
         raise ConfigError("RANKMON_TEST_CRASH_AT", str(error)) from error
+    from monitor.service import Monitor  # the service's imports only when it runs
+
     monitor = Monitor(config, crash_points=crash_points)
     stop = threading.Event()
     watchdog = threading.Timer(SHUTDOWN_TIMEOUT_S, _give_up)

@@ -12,14 +12,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import niquests
 from grafana_client.api import GrafanaApi
 from grafana_client.client import GrafanaException
 
+from monitor.config_values import mask_url
 from monitor.dashboards.model import Dashboard
-from monitor.errors import RankmonError
+from monitor.errors import RankmonError, one_line
 
 __all__ = ["GrafanaTarget", "folder_uid"]
 
@@ -39,7 +39,7 @@ class GrafanaTarget:
     def __init__(self, url: str, token: str) -> None:
         if not token:
             raise RankmonError("the Grafana token is empty")
-        self.url = _without_credentials(url)
+        self.url = mask_url(url)
         # grafana-client's methods are unannotated; `Any` keeps mypy's strict mode honest
         # about that instead of pretending they are typed.
         self._api: Any = GrafanaApi.from_url(url, credential=token, timeout=TIMEOUT_SECONDS)
@@ -73,14 +73,6 @@ class GrafanaTarget:
             raise RankmonError(f"cannot reach Grafana at {self.url}: {_one_line(error)}") from error
 
 
-def _without_credentials(url: str) -> str:
-    # A URL with user:password@ must not end up in an error message.
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
 def _one_line(error: Exception) -> str:
     message = getattr(error, "message", None) or str(error) or type(error).__name__
-    return " ".join(str(message).split())
+    return one_line(" ".join(str(message).split()))
