@@ -335,6 +335,7 @@ def test_active_alerts_panels_show_prometheus_alerts_of_rankmons_rendered_rules_
         ('up{job="other",instance="b"}', "0x10"),  # OtherDown at once
         (f"rankmon_mrr_sum_of_query_means{{{segment}}}", "0.4x10"),  # 2 queries: MRR 0.2
         (f"rankmon_window_queries{{{segment}}}", "2x10"),  # mrr-floor: under 0.3
+        ('rankmon_evaluation_set_queries{job="rankmon",instance="a"}', "2x10"),  # all seen
     ]
     names = [{"labels": f'{{alertname="{n}"}}', "value": 1} for n in ("RankmonDown", "mrr-floor")]
     checks = [  # at 6m: RankmonDown fired after its 5m, the two others at once

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from monitor.alerting.rule_parsing import RuleContext, read_rule, render_rule
 from monitor.alerting.rules import AlertRule
 from monitor.config_kafka import read_path, read_secret
-from monitor.config_source import ConfigSection, as_bool, as_positive_duration, as_str
+from monitor.config_source import ConfigSection, as_bool, as_int, as_positive_duration, as_str
 from monitor.config_values import Duration, Secret, SecretUrl, parse_duration
 from monitor.errors import ConfigError
 from monitor.summary import Segment
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from monitor.config import Config
 
 __all__ = [
+    "DEFAULT_MIN_QUERIES",
     "AlertingConfig",
     "DeliveryConfig",
     "Endpoint",
@@ -59,6 +60,7 @@ __all__ = [
     "render_alerts",
 ]
 
+DEFAULT_MIN_QUERIES = 10
 _DEFAULTS = {
     "timeout": parse_duration("5s"),
     "min_firing": parse_duration("1m"),
@@ -133,6 +135,15 @@ class AlertingConfig:
     instance: str  # the `instance` label of this instance's alerts
     instance_set: bool = False  # `instance` was configured (not the host name)
     runbook_url: str | None = None
+    # A window with fewer queries (and fewer than the whole evaluation set) is not judged by
+    # the below, drop, trend and judged rules: one stray record must not page anyone.
+    min_queries: int = DEFAULT_MIN_QUERIES
+
+    def too_few_queries(self, queries: int, evaluation_set_queries: int) -> bool:
+        """Whether a window of `queries` is too small to judge quality on: under
+        `min_queries`, unless it saw every query of a smaller evaluation set."""
+        needed = min(self.min_queries, evaluation_set_queries or self.min_queries)
+        return queries < needed
 
 
 def read_alerts(
@@ -156,6 +167,7 @@ def read_alerts(
     job = prometheus.get("job", as_str, "rankmon")
     prometheus.finish()
     instance = section.get("instance", as_str, None)
+    min_queries = section.get("min_queries", as_int(1), DEFAULT_MIN_QUERIES)
     delivery = _read_delivery(section, environ, base)
     section.finish()
     return AlertingConfig(
@@ -167,6 +179,7 @@ def read_alerts(
         instance=instance or default_instance(),
         instance_set=instance is not None,
         runbook_url=runbook,
+        min_queries=min_queries,
     )
 
 
@@ -284,6 +297,7 @@ def render_alerts(alerts: AlertingConfig) -> dict[str, Any]:
     delivery = alerts.delivery
     return {
         "runbook_url": alerts.runbook_url,
+        "min_queries": alerts.min_queries,
         "rules": [render_rule(rule) for rule in alerts.rules],
         "alertmanager": {
             **_render_endpoint(delivery.alertmanager),

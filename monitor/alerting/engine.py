@@ -39,7 +39,7 @@ from monitor.alerting.delivery import AlertDelivery
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.metrics import AlertSignals
 from monitor.alerting.restore import merge_window_shares
-from monitor.alerting.rules import AlertRule, Stale
+from monitor.alerting.rules import AlertRule, Judged, Stale
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
 from monitor.summary import Segment, WindowSummary
 
@@ -75,6 +75,12 @@ class ActiveAlert:
     @property
     def status(self) -> Status:
         return self.state.status
+
+
+def _judges_quality(rule: AlertRule) -> bool:
+    """The rules `alerts.min_queries` holds on small windows: every rule on a mean over the
+    window's queries (below, drop, trend, judged), not coverage (which counts them) or stale."""
+    return rule.is_quality or isinstance(rule.condition, Judged)
 
 
 def _applies(rule: AlertRule, segment: Segment) -> bool:
@@ -222,6 +228,16 @@ class AlertEngine:
         if rule.is_quality and distrust:
             value = measure_value(summary, rule.measure)
             return Verdict(Evidence.UNKNOWN, value, note="held: " + "; ".join(distrust))
+        if _judges_quality(rule) and self.config.too_few_queries(
+            summary.queries, summary.evaluation_set_queries
+        ):
+            value = measure_value(summary, rule.measure)
+            note = (
+                f"held: only {summary.queries} of {summary.evaluation_set_queries} "
+                f"evaluation-set queries in this window (alerts.min_queries: "
+                f"{self.config.min_queries})"
+            )
+            return Verdict(Evidence.UNKNOWN, value, note=note)
         alert.track.follow_version(rule, summary.evaluation_set_version)
         verdict = evaluate_window(rule, summary, alert.track, quick=quick)
         alert.track.remember(rule, summary, verdict)

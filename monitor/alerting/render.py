@@ -18,6 +18,8 @@ one instance, so only Prometheus sees the global numbers):
   alerts itself), and the file's header says so;
 - `stale`: no window end timestamp changed over `after` (processing-time silence, like the
   engine's);
+- `below` and `judged` hold on windows with fewer than `alerts.min_queries` queries (unless
+  the window saw the whole, smaller evaluation set), as rankmon's engine does;
 - `coverage` and `judged` as floors on the combined series; `trend` is not expressible and
   is left to rankmon's engine;
 - `RankmonDown` (`up == 0`) and `RankmonAbsent` (`absent(up)`) for the scrape job.
@@ -126,9 +128,9 @@ def _expression(rule: AlertRule, config: AlertingConfig) -> str:
         metric, matchers = _measure_matchers(rule.measure)
         value = _selector(metric, matchers, rule.segment)
         if isinstance(condition, Below):
-            return f"{value} < {condition.threshold:g}"
+            return f"({value} < {condition.threshold:g}){_enough_queries(rule, config)}"
         if isinstance(condition, Judged):
-            return f"{value} < {condition.minimum:g}"
+            return f"({value} < {condition.minimum:g}){_enough_queries(rule, config)}"
         return _drop_expression(value, condition, rule, config)
     if isinstance(condition, Coverage):
         coverage = _selector("job:rankmon_coverage_ratio:sum", {}, rule.segment)
@@ -147,6 +149,15 @@ def _expression(rule: AlertRule, config: AlertingConfig) -> str:
             f" and on(job) sum by (job) (present_over_time({ends}[1m] offset {after}))"
         )
     raise TypeError(f"no PromQL form for {condition!r}")  # trend: `_left_out` keeps it out
+
+
+def _enough_queries(rule: AlertRule, config: AlertingConfig) -> str:
+    """`alerts.min_queries` in PromQL: at least that many queries in the window, or every
+    query of a smaller evaluation set."""
+    queries = _selector("job:rankmon_window_queries:sum", {}, rule.segment)
+    size = f'max(rankmon_evaluation_set_queries{{job="{config.prometheus_job}"}})'
+    needed = f"scalar(clamp_max({size}, {config.min_queries}))"
+    return f" and ignoring(k, gain) ({queries} >= {needed})"
 
 
 def _drop_expression(value: str, condition: Drop, rule: AlertRule, config: AlertingConfig) -> str:
