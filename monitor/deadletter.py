@@ -7,6 +7,7 @@ UTF-8 or not JSON) and says why in its headers:
 |---|---|
 | `rankmon-outcome` | the `rankmon_events_total` outcome: invalid, unknown_query, duplicate, late |
 | `rankmon-reason` | the reason within the outcome, e.g. `invalid_json` (may be empty) |
+| `rankmon-detail` | on an invalid record: what is wrong, one line of at most 400 characters |
 | `rankmon-source-topic` | the topic the record was read from |
 | `rankmon-source-partition` | its partition, decimal |
 | `rankmon-source-offset` | its offset, decimal |
@@ -23,6 +24,7 @@ Sends are asynchronous: `flush()` before committing offsets past the rejected re
 from __future__ import annotations
 
 from monitor.consumer import SourceRecord
+from monitor.errors import one_line
 from monitor.producer import RecordSink
 
 __all__ = ["DeadLetterSink", "dead_letter_headers"]
@@ -53,9 +55,13 @@ class DeadLetterSink:
         self.topic = topic
         self.max_record_bytes = max_record_bytes
 
-    def reject(self, record: SourceRecord, outcome: str, reason: str = "") -> None:
+    def reject(
+        self, record: SourceRecord, outcome: str, reason: str = "", detail: str = ""
+    ) -> None:
         """Queue the record's original key and value with the reason headers; never raises."""
         headers = dead_letter_headers(record, outcome, reason)
+        if detail:
+            headers.append(("rankmon-detail", one_line(detail).encode()))
         key = record.key[: self.max_record_bytes // 2] if record.key is not None else None
         room = self.max_record_bytes - len(key or b"")
         value = record.value

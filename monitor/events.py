@@ -7,9 +7,10 @@ stages decide the other outcomes (`Outcome`): unknown_query, duplicate, late.
 
 Schema version 1 (DESIGN.md): `event_id`, `query_id` (non-empty strings), `ranking` (1 to
 max_depth distinct non-empty document ids, rank 1 first), `event_time` (RFC 3339 with an
-offset, or epoch milliseconds; default: the record timestamp), `judgments` (doc id ->
-integer grade 0..1000), `segment` (string -> string), `schema_version` (1). Unknown fields
-are ignored, so producers can add some before rankmon reads them.
+offset, or epoch milliseconds from `MIN_EPOCH_MS` on; default: the record timestamp),
+`judgments` (doc id -> integer grade 0..1000), `segment` (string -> string),
+`schema_version` (1). Unknown fields are ignored, so producers can add some before rankmon
+reads them.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_GRADE",
+    "MIN_EPOCH_MS",
     "SCHEMA_VERSION",
     "EventDecoder",
     "Outcome",
@@ -42,6 +44,10 @@ SCHEMA_VERSION: Final = 1
 # Inline grades are 0..MAX_GRADE: a negative one (trec_eval's "unjudged") says nothing an
 # absent one does not, and a huge one overflows the exp gain 2^g - 1 past float range.
 MAX_GRADE: Final = 1000
+# An integer event_time is epoch milliseconds. One under 10^11 (1973-03-03T09:46:40Z) is
+# almost surely epoch seconds, a common producer mistake read as a 1970 time: refused, with
+# the reason, rather than counted in a window of 1970. (The C scanner punts such values.)
+MIN_EPOCH_MS: Final = 100_000_000_000
 _RFC3339: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})"
 )
@@ -285,6 +291,12 @@ def _event_time(raw: dict[str, Any], record_timestamp_ms: int, use_event_time: b
     if type(value) is int:
         if value < 0:
             raise _RejectedError(Reason.BAD_EVENT_TIME, "event_time is a negative epoch")
+        if value < MIN_EPOCH_MS:
+            raise _RejectedError(
+                Reason.BAD_EVENT_TIME,
+                f"event_time {value} is before 1973 as epoch milliseconds: epoch seconds? "
+                "(send milliseconds or RFC 3339)",
+            )
         return value
     if type(value) is str and _RFC3339.fullmatch(value):
         try:

@@ -43,7 +43,9 @@ __all__ = ["Intake", "OutcomeCounter", "RejectSink"]
 class RejectSink(Protocol):
     """Where rejected records go (the dead-letter topic)."""
 
-    def reject(self, record: SourceRecord, outcome: str, reason: str = "") -> None: ...
+    def reject(
+        self, record: SourceRecord, outcome: str, reason: str = "", detail: str = ""
+    ) -> None: ...
 
 
 class OutcomeCounter(Protocol):
@@ -104,7 +106,7 @@ class Intake:
         for record in records:
             result = self.decoder(record.value, record.timestamp_ms, now_ms)
             if isinstance(result, Rejection):
-                self._reject(record, Outcome.INVALID, result.reason.value)
+                self._reject(record, Outcome.INVALID, result.reason.value, result.detail)
                 continue
             scorer = scorers[epochs[self.windows.epoch_of(result.event_time_ms)].version]
             if result.query_id not in scorer.evaluation_set:
@@ -132,7 +134,7 @@ class Intake:
         """One record through `monitor.events`: its event, or None once it is rejected."""
         result = self.decoder(record.value, record.timestamp_ms, now_ms)
         if isinstance(result, Rejection):
-            self._reject(record, Outcome.INVALID, result.reason.value)
+            self._reject(record, Outcome.INVALID, result.reason.value, result.detail)
             return None
         if result.query_id not in scorer.evaluation_set:
             self._reject(record, Outcome.UNKNOWN_QUERY)
@@ -235,8 +237,10 @@ class Intake:
         )
         self._admit(batch, records)
 
-    def _reject(self, record: SourceRecord, outcome: Outcome, reason: str = "") -> None:
-        self.rejects.reject(record, outcome.value, reason)
+    def _reject(
+        self, record: SourceRecord, outcome: Outcome, reason: str = "", detail: str = ""
+    ) -> None:
+        self.rejects.reject(record, outcome.value, reason, detail)
         self.counter.count_outcome(outcome.value, reason)
         # The windows never see this record: tell them, so the partition's safe offset can
         # move past it when no window is open there.

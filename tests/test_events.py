@@ -11,6 +11,7 @@ import yaml
 
 from monitor.config import load_config
 from monitor.events import (
+    MIN_EPOCH_MS,
     EventDecoder,
     Outcome,
     RankingEvent,
@@ -87,9 +88,17 @@ def test_rfc3339_event_time_with_offsets_becomes_exact_epoch_ms(text: str, epoch
 
 
 def test_epoch_ms_event_time_is_taken_as_is() -> None:
-    result = decode(event(event_time=1_234))
+    result = decode(event(event_time=NOW_MS - 123))
     assert isinstance(result, RankingEvent)
-    assert result.event_time_ms == 1_234
+    assert result.event_time_ms == NOW_MS - 123
+
+
+def test_an_event_time_in_epoch_seconds_is_refused_saying_so_not_read_as_1970() -> None:
+    result = decode(event(event_time=1_796_120_000))
+    assert isinstance(result, Rejection)
+    assert result.reason is Reason.BAD_EVENT_TIME and "epoch seconds" in result.detail
+    earliest = decode(event(event_time=MIN_EPOCH_MS))
+    assert isinstance(earliest, RankingEvent) and earliest.event_time_ms == MIN_EPOCH_MS
 
 
 def test_record_time_source_ignores_the_event_time_field() -> None:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from monitor.events import (
     MAX_GRADE,
+    MIN_EPOCH_MS,
     Outcome,
     RankingEvent,
     Rejection,
@@ -50,7 +51,7 @@ valid_events = st.fixed_dictionaries(
         "ranking": st.lists(ids, min_size=1, max_size=MAX_DEPTH, unique=True),
     },
     optional={
-        "event_time": st.integers(0, NOW_MS + MAX_FUTURE_MS),
+        "event_time": st.integers(MIN_EPOCH_MS, NOW_MS + MAX_FUTURE_MS),
         "judgments": st.dictionaries(ids, st.integers(0, MAX_GRADE), max_size=10),
         "segment": st.dictionaries(ids, st.text(max_size=10), max_size=4),
         "schema_version": st.just(1),
@@ -72,7 +73,7 @@ def assert_one_outcome_and_schema_kept(result: RankingEvent | Rejection) -> None
     assert 1 <= len(result.ranking) <= MAX_DEPTH
     assert len(set(result.ranking)) == len(result.ranking)
     assert all(type(doc) is str and doc for doc in result.ranking)
-    assert 0 <= result.event_time_ms <= NOW_MS + MAX_FUTURE_MS
+    assert 0 <= result.event_time_ms <= NOW_MS + MAX_FUTURE_MS  # RFC 3339 may be 1970
     for grade in (result.judgments or {}).values():
         assert type(grade) is int and 0 <= grade <= MAX_GRADE
     assert all(type(v) is str for v in result.segment.values())

@@ -89,7 +89,9 @@ def _intake(
             outcomes.extend([(outcome, reason)] * amount)
 
     class Sink:
-        def reject(self, record: SourceRecord, outcome: str, reason: str = "") -> None:
+        def reject(
+            self, record: SourceRecord, outcome: str, reason: str = "", detail: str = ""
+        ) -> None:
             pass
 
     return Intake(EventDecoder(), labeler, windows, Sink(), Counts()), scorer, outcomes
@@ -311,12 +313,14 @@ def test_a_record_timestamp_past_int64_is_rejected_not_a_crash(speedups: bool) -
     evaluation_set = EvaluationSet({"q1": {"d1": 1}}, None)
     intake, scorer, outcomes = _intake(evaluation_set, speedups=speedups)
     value = orjson.dumps({"event_id": "e1", "query_id": "q1", "ranking": ["d1"]})
-    good = orjson.dumps({"event_id": "e2", "query_id": "q1", "ranking": ["d1"], "event_time": 5})
+    good = orjson.dumps(
+        {"event_id": "e2", "query_id": "q1", "ranking": ["d1"], "event_time": 500_000_000_000}
+    )
     records = [
         SourceRecord("events", 0, 0, 2**63 + 6, None, value),  # what kafka-python reads
         SourceRecord("events", 0, 1, 0, None, good),
     ]
-    intake.process(records, {evaluation_set.version: scorer}, 1_000_000)
+    intake.process(records, {evaluation_set.version: scorer}, 500_000_060_000)
     assert outcomes == [("invalid", "too_far_in_future"), ("accepted", "")]
 
 

@@ -74,7 +74,9 @@ class Rejects:
 
     seen: list[tuple[int, int, str, str]] = field(default_factory=list)
 
-    def reject(self, record: SourceRecord, outcome: str, reason: str = "") -> None:
+    def reject(
+        self, record: SourceRecord, outcome: str, reason: str = "", detail: str = ""
+    ) -> None:
         self.seen.append((record.partition, record.offset, outcome, reason))
 
 

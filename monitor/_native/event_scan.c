@@ -17,6 +17,7 @@ typedef unsigned char u8;
 #define RM_MAX_NESTING 32
 /* Numbers with more digits than this punt (orjson's big-int / float-rounding edges). */
 #define RM_MAX_NUMBER_DIGITS 15
+#define RM_MIN_EPOCH_MS 100000000000LL /* events.py MIN_EPOCH_MS */
 /* Top-level keys besides the known ones; more punt (duplicate checks stay small). */
 #define RM_MAX_UNKNOWN_KEYS 32
 
@@ -476,9 +477,10 @@ static int parse_event_time(const u8 *s, size_t n, int64_t *ms)
     return 1;
 }
 
-/* events.py `_event_time`: None -> the record timestamp (has_event_time = 0); an int >= 0 as
- * is; an RFC 3339 string. Narrowed: the int is a plain token of 1..15 digits ("-0" punts);
- * bool, float, and other types punt (Python rejects them). */
+/* events.py `_event_time`: None -> the record timestamp (has_event_time = 0); an int from
+ * MIN_EPOCH_MS on as is; an RFC 3339 string. Narrowed: the int is a plain token of 1..15
+ * digits ("-0" punts); a smaller int (epoch seconds, refused with a reason), bool, float,
+ * and other types punt (Python rejects them). */
 static const u8 *scan_event_time(const u8 *p, const u8 *end, rm_event *out)
 {
     if (p >= end) {
@@ -504,6 +506,9 @@ static const u8 *scan_event_time(const u8 *p, const u8 *end, rm_event *out)
     }
     size_t n = (size_t)(p - start);
     if (n == 0 || n > RM_MAX_NUMBER_DIGITS || (*start == '0' && n > 1)) {
+        return NULL;
+    }
+    if (value < RM_MIN_EPOCH_MS) {
         return NULL;
     }
     /* A "." or "e" next (a float) fails the caller's separator check. */

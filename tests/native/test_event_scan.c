@@ -292,8 +292,11 @@ static void test_schema_version(void)
 static void test_event_time(void)
 {
     OK(WITH("\"event_time\":null"), BASE_OUT " t=- j=0 s=");
-    TIME("0", "0");
+    TIME("100000000000", "100000000000"); /* MIN_EPOCH_MS, 1973-03-03 */
     TIME("1700000000000", "1700000000000");
+    BAD_TIME("0");                        /* under MIN_EPOCH_MS: epoch seconds? Python says */
+    BAD_TIME("1796120000");
+    BAD_TIME("99999999999");
     TIME("999999999999999", "999999999999999"); /* 15 digits */
     BAD_TIME("1000000000000000");               /* 16 digits */
     BAD_TIME("-1");
