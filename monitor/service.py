@@ -42,7 +42,10 @@ closes; `rankmon run` bounds it with a watchdog.
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import socket
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -59,12 +62,14 @@ from monitor.config import Config
 from monitor.consumer import Batch, EventSource, EventStream, SourceRecord
 from monitor.crashpoints import CrashPoints
 from monitor.deadletter import DeadLetterSink
+from monitor.errors import ConfigError
 from monitor.evalset import EvaluationSet
 from monitor.evalset_reload import EvaluationSetSource
 from monitor.events import EventDecoder
 from monitor.exporter import Exporter, Liveness
 from monitor.intake import Intake
 from monitor.kafka_options import consumer_options, producer_options
+from monitor.kafka_reachability import Reachability
 from monitor.logs import fields
 from monitor.metrics_http import MetricsServer
 from monitor.producer import RecordProducer, RecordSink
@@ -182,6 +187,7 @@ class Monitor:
         self.server = _metrics_server(config, self.registry, self.exporter)
         self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)
         self._errors_counted: dict[str, int] = {}
+        self._reachability = Reachability(config.kafka.bootstrap_servers, self.clock)
         self._history: dict[Segment, deque[WindowSummary]] = {}
         self._snapshot_lock = threading.Lock()
         self.exporter.set_evaluation_set(
@@ -214,8 +220,16 @@ class Monitor:
 
     def start(self) -> None:
         """Serve `/metrics` and start alert delivery (the windows topic is read at the first
-        assignment; the first tick comes one interval after the schedule was made)."""
-        self.server.start()
+        assignment; the first tick comes one interval after the schedule was made).
+
+        Raises `ConfigError` naming `export.host` or `export.port` when the endpoint cannot be
+        bound (a port in use or privileged, a host that does not resolve or is not local)."""
+        try:
+            self.server.start()
+        except OSError as error:
+            self.source.close()
+            self._producer.close()
+            raise _bind_error(self.config.export.host, self.config.export.port, error) from error
         self._delivery.start()
         self.liveness.progressed()
         _log.info(
@@ -261,8 +275,7 @@ class Monitor:
         """Broker, group and unreadable partitions as the source sees them, for `/readyz`."""
         source, readiness = self.source, self.exporter.readiness
         up = source.broker_up
-        if up != readiness.broker_up:
-            _log.log(logging.INFO if up else logging.WARNING, "Kafka %s", "up" if up else "down")
+        self._reachability.note(up)
         readiness.group_joined = source.group_joined
         self.exporter.set_broker_up(up)
         for batch in source.take_unreadable():
@@ -497,6 +510,18 @@ class Monitor:
         self._delivery.stop()
         self.server.stop()
         _log.info("rankmon stopped")
+
+
+def _bind_error(host: str, port: int, error: OSError) -> ConfigError:
+    """The user's to fix: which key, and what the system said."""
+    # asyncio rewords the system's message ("error while attempting to bind on ..."): say
+    # what the errno says.
+    if isinstance(error, socket.gaierror):
+        return ConfigError("export.host", f"cannot resolve {host!r}: {error.strerror}")
+    reason = os.strerror(error.errno) if error.errno else str(error)
+    if error.errno == errno.EADDRNOTAVAIL:
+        return ConfigError("export.host", f"{host!r} is not an address of this machine: {reason}")
+    return ConfigError("export.port", f"cannot listen on {host}:{port}: {reason}")
 
 
 def _window_spec(config: Config) -> WindowSpec:
