@@ -126,24 +126,27 @@ class MeasureKey:
         return self.kind.startswith("num_")
 
 
-def parse_trec_names(names: Iterable[str], gain: Gain = LINEAR) -> list[MeasureKey]:
+def parse_trec_names(
+    names: Iterable[str], gain: Gain = LINEAR, also_known: Sequence[str] = ()
+) -> list[MeasureKey]:
     """trec_eval `-m` names -> keys, in order, without repeats; unknown names raise MeasureError.
 
-    `gain` applies to the nDCG keys (trec_eval itself only knows linear gain).
+    `gain` applies to the nDCG keys (trec_eval itself only knows linear gain). `also_known`:
+    the other names the caller takes (`num_q`, a group), listed in the error too.
     """
     keys: list[MeasureKey] = []
     for name in names:
-        for key in _parse_trec_name(name, gain):
+        for key in _parse_trec_name(name, gain, also_known):
             if key not in keys:
                 keys.append(key)
     return keys
 
 
-def _parse_trec_name(name: str, gain: Gain) -> list[MeasureKey]:
+def _parse_trec_name(name: str, gain: Gain, also_known: Sequence[str]) -> list[MeasureKey]:
     match = _TREC_NAME.fullmatch(name.strip())
     family = None if match is None else _TREC_FAMILIES.get(match["family"])
     if match is None or family is None:
-        known = ", ".join(_TREC_FAMILIES)
+        known = ", ".join([*_TREC_FAMILIES, *also_known])
         raise MeasureError(f"unknown trec_eval measure {name!r}: known are {known}")
     kind, takes_cutoffs = family
     params = match["params"]

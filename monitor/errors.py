@@ -49,6 +49,15 @@ class InputError(RankmonError):
         where = f"{path}:{line}" if line is not None else path
         super().__init__(f"{one_line(where)}: {self.problem}")
 
+    @classmethod
+    def unreadable(cls, path: str, what: str, error: OSError | UnicodeDecodeError) -> InputError:
+        """`PATH: cannot read the WHAT: <what the system said>`, the same for every file."""
+        if isinstance(error, UnicodeDecodeError):
+            reason = f"not UTF-8 text (byte {error.start})"
+        else:
+            reason = error.strerror or str(error)
+        return cls(path, f"cannot read the {what}: {reason}")
+
 
 class ConfigError(RankmonError):
     """A configuration key has a bad or missing value."""

@@ -151,10 +151,8 @@ def load_evaluation_set(path: str | Path) -> EvaluationSet:
 def _read_text(name: str) -> str:
     try:
         return Path(name).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(name, "no such file") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise InputError(name, f"cannot read: {error}") from None
+        raise InputError.unreadable(name, "judgments", error) from None
 
 
 def _trec_line(line: str) -> tuple[str, str, int]:

@@ -14,6 +14,8 @@ from typing import Any, TypeVar
 
 import numpy.typing as npt
 
+from monitor.errors import ConfigError
+
 try:
     from monitor import _speedups
 except ImportError:  # built without a C compiler: the pure-Python path only
@@ -35,10 +37,21 @@ def speedups_built() -> bool:
     return _speedups is not None
 
 
+_ON = ("", "on", "1", "true", "yes")
+_OFF = ("off", "0", "false", "no")
+
+
 def speedups_active() -> bool:
-    """Built, and not turned off by RANKMON_SPEEDUPS (off, 0, false, no)."""
+    """Built, and not turned off by RANKMON_SPEEDUPS (off, 0, false, no; on, 1, true, yes or
+    unset: on). Any other value raises `ConfigError`: a typo must not pass for "on"."""
     setting = os.environ.get("RANKMON_SPEEDUPS", "on").strip().lower()
-    return speedups_built() and setting not in ("off", "0", "false", "no")
+    if setting in _OFF:
+        return False
+    if setting not in _ON:
+        raise ConfigError(
+            "RANKMON_SPEEDUPS", f"must be on or off (or 1/0, true/false, yes/no), got {setting!r}"
+        )
+    return speedups_built()
 
 
 def judgment_index(

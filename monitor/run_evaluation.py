@@ -90,7 +90,8 @@ def select_measures(names: Sequence[str], gain: Gain = LINEAR) -> MeasureSelecti
     """
     expanded = [part for name in names for part in _expand_group(name)]
     measure_names = [name for name in expanded if name not in (RUN_ID, NUM_Q)]
-    keys = sorted(parse_trec_names(measure_names, gain), key=_print_position)
+    others = (NUM_Q, RUN_ID, ALL_RANKMON)
+    keys = sorted(parse_trec_names(measure_names, gain, others), key=_print_position)
     return MeasureSelection(tuple(keys), run_id=RUN_ID in expanded, num_q=NUM_Q in expanded)
 
 

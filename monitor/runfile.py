@@ -91,7 +91,7 @@ def load_run(
     try:
         data = Path(path).read_bytes()
     except OSError as error:
-        raise InputError(str(path), f"cannot read the run: {error.strerror or error}") from error
+        raise InputError.unreadable(str(path), "run", error) from error
     return parse_run(data, str(path), score_precision=score_precision, max_retrieved=max_retrieved)
 
 

@@ -278,8 +278,13 @@ def test_any_run_file_gives_a_report_or_one_error_line_never_a_traceback(
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(["eval", "-q", str(folder / "qrels"), str(folder / "run")])
-    if code == 0:
-        assert err.getvalue() == ""
+    if code == 0:  # a report, and at most a warning that it scores nothing
+        warned = err.getvalue()
+        assert warned == "" or (
+            warned.startswith("rankmon eval: warning: ")
+            and str(folder / "run") in warned
+            and len(warned.splitlines()) == 1
+        )
     else:
         assert code == 2
         assert out.getvalue() == ""

@@ -110,7 +110,7 @@ def test_bad_json_line_names_file_line_and_problem(tmp_path: Path, text: str, pr
 
 def test_missing_file_is_an_input_error_naming_it(tmp_path: Path) -> None:
     path = tmp_path / "nowhere.txt"
-    with pytest.raises(InputError, match=r"nowhere\.txt: no such file"):
+    with pytest.raises(InputError, match=r"nowhere\.txt: cannot read the judgments: No such file"):
         load_evaluation_set(path)
 
 

@@ -35,6 +35,13 @@ def register(subparsers: Any) -> None:
         metavar="DIR",
         help="directory to write <uid>.json into, created if missing (default: %(default)s)",
     )
+    render.add_argument(
+        "--force",
+        action="store_true",
+        help="replace files in DIR that differ from what is rendered (without it, a file "
+        "that differs, e.g. one checked in with thresholds, is left alone and the command "
+        "exits 2 naming it)",
+    )
     push = actions.add_parser("push", help="provision a folder and the dashboards in Grafana")
     push.add_argument("--url", required=True, help="Grafana's base URL, e.g. http://grafana:3000")
     token = push.add_mutually_exclusive_group()
@@ -75,12 +82,31 @@ def _spec(args: argparse.Namespace) -> DashboardSpec:
 
 def _render(args: argparse.Namespace) -> int:
     out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    for dashboard in build_dashboards(_spec(args)):
-        path = out / f"{dashboard.uid}.json"
-        path.write_text(dashboard.to_json(), encoding="utf-8")
-        print(path)
+    rendered = {out / f"{d.uid}.json": d.to_json() for d in build_dashboards(_spec(args))}
+    differing = [path for path, text in rendered.items() if _differs(path, text)]
+    if differing and not args.force:
+        names = ", ".join(str(path) for path in differing)
+        raise RankmonError(
+            f"{names}: exists and differs from what this config renders; left alone "
+            "(--force replaces, --out writes elsewhere)"
+        )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for path, text in rendered.items():
+            path.write_text(text, encoding="utf-8")
+            print(path)
+    except OSError as error:
+        raise InputError(str(out), f"cannot write the dashboards: {error.strerror}") from error
     return 0
+
+
+def _differs(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") != text
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError):
+        return True
 
 
 def _push(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from monitor.errors import MeasureError
@@ -116,6 +117,23 @@ def _add_rankmon_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _warn_when_nothing_is_scored(
+    path: str, run_queries: frozenset[str], qrels_queries: Iterable[str]
+) -> None:
+    """The report of a run that scores nothing is all zeros, as trec_eval prints it; say why
+    on stderr, so a wrong file does not pass for a very bad ranker."""
+    if not run_queries:
+        print(
+            f"rankmon eval: warning: {path} holds no rankings: every measure is 0", file=sys.stderr
+        )
+    elif run_queries.isdisjoint(qrels_queries):
+        print(
+            f"rankmon eval: warning: no query of {path} is in the qrels (wrong file?): "
+            "every measure is 0",
+            file=sys.stderr,
+        )
+
+
 def run_eval(args: argparse.Namespace) -> int:
     """The `eval` handler: load, score, print; returns the exit code."""
     selection = select_measures(args.measures or [ALL_RANKMON], Gain.parse(args.gain))
@@ -123,6 +141,7 @@ def run_eval(args: argparse.Namespace) -> int:
     max_retrieved = _whole_number(args.max_retrieved, "-M DEPTH (documents per query)")
     evaluation_set = load_evaluation_set(args.qrels)
     run = load_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
+    _warn_when_nothing_is_scored(args.run, run.query_ids, evaluation_set.query_ids)
     report = evaluate_run(
         evaluation_set,
         run,

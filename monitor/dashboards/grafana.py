@@ -10,6 +10,7 @@ the `Authorization: Bearer` header: no message, log line or error carries it.
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Sequence
 from typing import Any
 
@@ -70,9 +71,32 @@ class GrafanaTarget:
             status = f"HTTP {error.status_code}: " if error.status_code else ""
             raise RankmonError(f"Grafana at {self.url}: {status}{_one_line(error)}") from error
         except niquests.exceptions.RequestException as error:
-            raise RankmonError(f"cannot reach Grafana at {self.url}: {_one_line(error)}") from error
+            reason = _network_reason(error)
+            raise RankmonError(f"cannot reach Grafana at {self.url}: {reason}") from error
 
 
-def _one_line(error: Exception) -> str:
+def _one_line(error: BaseException) -> str:
     message = getattr(error, "message", None) or str(error) or type(error).__name__
     return one_line(" ".join(str(message).split()))
+
+
+def _network_reason(error: BaseException) -> str:
+    """What the system said, from the bottom of the HTTP client's chain of wrapped errors
+    (`ConnectionError(MaxRetryError(NewConnectionError(<object at 0x...>: ...)))`)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and not any(current is s for s in seen):
+        seen.append(current)
+        reason = getattr(current, "reason", None)
+        wrapped = [a for a in current.args if isinstance(a, BaseException)]
+        current = current.__cause__ or (
+            reason if isinstance(reason, BaseException) else (wrapped[0] if wrapped else None)
+        )
+    for cause in reversed(seen):
+        if isinstance(cause, socket.gaierror):
+            return f"cannot resolve the host ({cause.strerror or cause})"
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror.lower()
+        if isinstance(cause, TimeoutError | niquests.exceptions.Timeout):
+            return f"no answer within {TIMEOUT_SECONDS:g} s"
+    return _one_line(seen[-1])
