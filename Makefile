@@ -4,19 +4,28 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck check bench clean system-deps dashboards
-
+# What running rankmon needs (the demo): the package and its runtime dependencies only.
 # The C accelerators (monitor/_native) are compiled by the install: rebuild when they change.
-$(STAMP): pyproject.toml setup.py $(wildcard monitor/_native/*.c monitor/_native/*.h)
+$(RUN_STAMP): pyproject.toml setup.py $(wildcard monitor/_native/*.c monitor/_native/*.h)
+	@echo "[1/3] $(VENV): a virtual environment for rankmon"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@scripts/ensure-build-deps $(BIN)/python
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "[2/3] pip: upgrading pip"
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "[3/3] pip: rankmon, its runtime dependencies and its C accelerators (about a minute the first time)"
+	@$(BIN)/python -m pip install --progress-bar on --disable-pip-version-check -e .
+	@touch $(RUN_STAMP)
+
+# Tests, type checks and benchmarks add the dev extras.
+$(STAMP): $(RUN_STAMP)
+	@echo "pip: the dev extras (pytest, hypothesis, mypy, ruff, the reference evaluators, ...)"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	@touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(RUN_STAMP)
 	$(BIN)/rankmon demo $(DEMO_ARGS)
 
 # The real Prometheus, promtool and Alertmanager come from Debian packages.
@@ -38,8 +47,8 @@ typecheck: $(STAMP)
 
 # The checked-in dashboards, each set from its config (tests check both are up to date).
 dashboards: $(STAMP)
-	$(BIN)/rankmon dashboards render --config dashboards/rankmon.yaml --out dashboards
-	$(BIN)/rankmon dashboards render --config deploy/rankmon/config.yaml --out deploy/grafana/dashboards
+	$(BIN)/rankmon dashboards render --config dashboards/rankmon.yaml --out dashboards --force
+	$(BIN)/rankmon dashboards render --config deploy/rankmon/config.yaml --out deploy/grafana/dashboards --force
 
 bench: $(STAMP)
 	$(BIN)/python bench/metrics.py

@@ -7,6 +7,7 @@ after it exits, none of them may be alive.
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,17 @@ from monitor.demo.scenario import ALERT_NAME
 from tests.realparts import missing_part
 
 DURATION_S = 70
+ELAPSED = re.compile(r"\+(\d+\.\d)s ")
+
+
+def _entries(lines: list[str]) -> list[tuple[float, str]]:
+    """The transcript's entries: seconds since start (the `+36.3s` prefix) and the text."""
+    entries = []
+    for line in lines:
+        match = ELAPSED.match(line)
+        if match:
+            entries.append((float(match[1]), line[match.end() :].strip()))
+    return entries
 
 
 def _children() -> dict[int, list[int]]:
@@ -82,7 +94,7 @@ def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str]
     while demo.poll() is None:
         for pid in _descendants(demo.pid) - set(started):
             started[pid] = _command(pid)
-        firing = any(line.startswith(f"alert {ALERT_NAME}") for line in lines)
+        firing = any(text.startswith(f"alert {ALERT_NAME}") for _, text in _entries(lines))
         metrics = [line.split()[-1] for line in lines if line.startswith("metrics at ")]
         if firing and metrics and not metrics_page:
             with urllib.request.urlopen(metrics[0], timeout=5) as response:
@@ -109,12 +121,20 @@ def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind()
         stderr = demo.stderr.read() if demo.stderr else ""
     assert demo.returncode == 0, stderr
 
-    alert_lines = [line.strip() for line in lines if line.startswith("alert ")]
-    assert f"alert {ALERT_NAME} model=v1 firing" in " ".join(alert_lines), (lines, stderr)
+    entries = _entries(lines)
+    alert_lines = [text for _, text in entries if text.startswith("alert ")]
+    assert any(text.startswith(f"alert {ALERT_NAME} model=v1 firing") for text in alert_lines), (
+        lines,
+        stderr,
+    )
     assert not [line for line in alert_lines if "model=v2" in line]
-    assert any(line.startswith("window ") and "model=v2" in line for line in lines)
+    windows = [text for _, text in entries if text.startswith("window ")]
+    assert any("model=v2" in text for text in windows)
+    # The firing line says when, after the drop at 20 s (the README: about 32-37 s).
+    fired_at = next(t for t, text in entries if text.startswith(f"alert {ALERT_NAME} model=v1"))
+    assert 20 < fired_at < DURATION_S, lines
     # Windows before the drop were good for v1: the alert is the drop, not a bad start.
-    first_v1 = next(line for line in lines if line.startswith("window ") and "model=v1" in line)
+    first_v1 = next(text for text in windows if "model=v1" in text)
     assert float(first_v1.split("ndcg@10:linear=")[1].split()[0]) > 0.7
     assert 'model="v1"' in metrics_page
     assert "rankmon_ndcg{" in metrics_page

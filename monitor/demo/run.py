@@ -82,6 +82,7 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         monitor = Monitor(scenario.config(broker.bootstrap_servers, qrels, port), clock=clock)
         stages = [stack.enter_context(_Stage("monitor", monitor.run))]
         start_ms = clock.now_ms()
+        transcript.started_ms = start_ms
         versions = scenario.versions(start_ms)
         ranker = SyntheticRanker(corpus, versions, seed=options.seed)
         producing, sent = stack.enter_context(_ranker_thread(ranker, broker, scenario, clock))

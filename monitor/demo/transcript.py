@@ -44,6 +44,9 @@ class Transcript:
 
     def __init__(self, write: Callable[[str], None] | None = None) -> None:
         self._write = write
+        # When the demo started: printed lines then begin with the seconds since (`+37.1s`),
+        # so "the alert fires about 35 s after start" can be read off the output.
+        self.started_ms: int | None = None
         self.windows: dict[str, dict[int, WindowSummary]] = {}
         self.alert_changes: list[AlertChange] = []
         self._alerts: dict[tuple[str, str], str] = {}
@@ -55,7 +58,7 @@ class Transcript:
             for window in state.windows[label]:
                 if window.start_ms not in seen:
                     seen[window.start_ms] = window
-                    self._print_window(label, window, state.measure)
+                    self._print_window(label, window, state.measure, now_ms)
         current = {(a.name, a.segment): a for a in state.alerts}
         for key in sorted(set(current) | set(self._alerts)):
             alert = current.get(key)
@@ -66,15 +69,19 @@ class Transcript:
             value = alert.value if alert is not None else None
             self.alert_changes.append(AlertChange(key[0], key[1], status, now_ms, value))
             shown = f" value={value:.3f}" if value is not None else ""
-            self._print(f"alert {key[0]} {key[1]} {status}{shown}")
+            self._print(f"alert {key[0]} {key[1]} {status}{shown}", now_ms)
 
-    def _print_window(self, label: str, window: WindowSummary, measure: str) -> None:
+    def _print_window(self, label: str, window: WindowSummary, measure: str, now_ms: int) -> None:
         value = window.means.get(measure, float("nan"))
         self._print(
             f"window {_clock_time(window.start_ms)}-{_clock_time(window.end_ms)} "
-            f"{label} {measure}={value:.3f} queries={window.queries} events={window.events}"
+            f"{label} {measure}={value:.3f} queries={window.queries} events={window.events}",
+            now_ms,
         )
 
-    def _print(self, line: str) -> None:
-        if self._write is not None:
-            self._write(line)
+    def _print(self, line: str, now_ms: int) -> None:
+        if self._write is None:
+            return
+        if self.started_ms is not None:
+            line = f"+{(now_ms - self.started_ms) / 1000:.1f}s {line}"
+        self._write(line)
