@@ -29,20 +29,21 @@ from typing import Any
 
 import numpy as np
 
-from monitor.alerting import AlertEngine, AlertingConfig, Status, parse_alerting_config
+from monitor.alerting import AlertEngine, AlertingConfig, Status
 from monitor.alerting.rules import AlertRule, Drop
-from monitor.alerting.simulation import (
+from monitor.alerting.state import Evidence
+from monitor.clock import FakeClock
+from monitor.config.alerts import parse_alerting_config
+from monitor.testing.alert_simulation import (
     StreamModel,
     drop_verdicts,
     false_alarm_bound,
     simulate_windows,
     windows_to_detection,
 )
-from monitor.alerting.state import Evidence
-from monitor.clock import FakeClock
-from monitor.window_assigner import WindowSpec
-from monitor.window_batch import EventBatch
-from monitor.windows import EventWindows
+from monitor.windows.batch import EventBatch
+from monitor.windows.engine import EventWindows
+from monitor.windows.spec import WindowSpec
 
 MODEL = StreamModel(queries=200, events_per_query=3.0, noise=0.15)
 MEASURE = "ndcg@10:linear"

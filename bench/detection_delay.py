@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 
-from monitor.config_values import parse_duration
 from monitor.demo.run import DemoOptions, run_demo
 from monitor.demo.scenario import Scenario
+from monitor.values import parse_duration
 
 
 def one_run(seed: int, duration_s: float) -> tuple[float, float, float, float] | None:

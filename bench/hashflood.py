@@ -31,7 +31,7 @@ from typing import Any
 import orjson
 
 from monitor import _speedups
-from monitor.events import EventDecoder
+from monitor.ingest.events import EventDecoder
 from monitor.native import decode_events, judgment_index
 
 PUNTED = 1  # decode_events' status of a record left to the reference decoder

@@ -28,10 +28,10 @@ import orjson
 import pytrec_eval
 import ranx
 
-from monitor.batch import BatchScorer
-from monitor.catalog import MeasureKey, monitor_keys, parse_trec_names
-from monitor.evalset import EvaluationSet
-from monitor.runfile import trec_order
+from monitor.scoring.batch import BatchScorer
+from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.evalset import EvaluationSet
+from monitor.trec.runfile import trec_order
 
 TREC_NAMES = ["ndcg_cut.5,10,20", "P.5,10,20", "recall.5,10,20", "recip_rank", "map"]
 RANX_NAMES = {
@@ -175,7 +175,7 @@ def streaming_cost(
     for start in range(0, min(rankings, len(data.rankings)), STREAM_BATCH):
         stop = start + STREAM_BATCH
         # Decoded like Kafka records (new str objects), then checked for duplicate docs the
-        # way monitor/events.py does (`set(ranking)`), which computes and caches each hash.
+        # way monitor/ingest/events.py does (`set(ranking)`), which computes and caches each hash.
         fresh = orjson.loads(orjson.dumps(data.rankings[start:stop]))
         for ranking in fresh:
             set(ranking)

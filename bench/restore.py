@@ -27,11 +27,11 @@ import subprocess
 import sys
 import time
 
-from monitor.broker import EmbeddedBroker
-from monitor.catalog import monitor_keys
-from monitor.producer import RecordProducer
-from monitor.recovery import WindowShare, publish_shares
-from monitor.summary import WindowSummary
+from monitor.checkpoint.shares import WindowShare, publish_shares
+from monitor.demo.broker import EmbeddedBroker
+from monitor.kafka.producer import RecordProducer
+from monitor.scoring.catalog import monitor_keys
+from monitor.windows.summary import WindowSummary
 
 WINDOW_MS = 300_000
 SEGMENTS = 10
@@ -77,11 +77,12 @@ def seed(broker: EmbeddedBroker, topic: str, windows: int) -> int:
 CHILD = """
 import json, resource, sys, time, warnings
 warnings.simplefilter("ignore")
-from monitor.alerting import AlertEngine, parse_alerting_config
+from monitor.alerting import AlertEngine
+from monitor.config.alerts import parse_alerting_config
 from monitor.clock import SystemClock
-from monitor.recovery import RestoreNeeds, ShareRestore, read_shares
-from monitor.window_assigner import WindowSpec
-from monitor.windows import EventWindows
+from monitor.checkpoint.shares import RestoreNeeds, ShareRestore, read_shares
+from monitor.windows.spec import WindowSpec
+from monitor.windows.engine import EventWindows
 bootstrap, topic, committed, how, rule = sys.argv[1:6]
 committed, whole, rule = int(committed), how == "whole", json.loads(rule)
 alerting = parse_alerting_config({"rules": [rule]}, cutoffs=(5, 10, 20), gains=("linear", "exp"),

@@ -5,8 +5,8 @@
 
 An embedded Tansu broker (memory storage), a topic of three partitions, one `rankmon run`
 child process (10 s tumbling windows, 2 s lateness, 20 s idle timeout, a tick every second).
-Producers send mixed traffic (`monitor.mixed_traffic`: about 3% invalid, 2% unknown query, 3%
-duplicates, 2% late) with event times that follow the wall clock, in bursts (`--burst`
+Producers send mixed traffic (`monitor.testing.mixed_traffic`: about 3% invalid, 2% unknown
+query, 3% duplicates, 2% late) with event times that follow the wall clock, in bursts (`--burst`
 seconds) with quiet periods between them (`--quiet` seconds, longer than the idle timeout,
 as a scheduled replay of an evaluation set does), each record through one of four producers
 compressing with gzip, lz4, zstd and snappy. Half-way through, the service is killed with
@@ -45,9 +45,9 @@ from typing import Any
 import orjson
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from monitor.broker import EmbeddedBroker, free_port
+from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.demo.synthetic import generate_corpus
-from monitor.mixed_traffic import MixedTraffic
+from monitor.testing.mixed_traffic import MixedTraffic
 
 PARTITIONS = 3
 WINDOW_S = 10

@@ -12,7 +12,7 @@ one 1-hour window):
    (linear and exp), precision/recall/judged@5/10/20, MRR and MAP, windows every event,
    then finalizes and publishes the window; events/s counts from the first poll to the
    published window. rankmon's consumer reads the fetched record batches in C
-   (monitor/kafka_records.py); the baseline is kafka-python as shipped, its own reader.
+   (monitor/kafka/records.py); the baseline is kafka-python as shipped, its own reader.
 
 Both are measured `--rounds` times (default 3), alternating, each rankmon round with its own
 consumer group and output topics; the raw rate on this shared 2-core machine varies by a
@@ -36,8 +36,8 @@ from pathlib import Path
 import orjson
 from kafka import KafkaConsumer, KafkaProducer
 
-from monitor.broker import EmbeddedBroker
-from monitor.config import load_config
+from monitor.config.loader import load_config
+from monitor.demo.broker import EmbeddedBroker
 from monitor.service import Monitor
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z, a window start

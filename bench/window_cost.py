@@ -16,8 +16,8 @@ import time
 import numpy as np
 
 from monitor.clock import FakeClock
-from monitor.window_assigner import WindowSpec
-from monitor.windows import EventBatch, EventWindows
+from monitor.windows.engine import EventBatch, EventWindows
+from monitor.windows.spec import WindowSpec
 
 BATCH = 500
 RATE_PER_MS = 45

@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from monitor.clock import FakeClock
-from monitor.window_assigner import WindowSpec
-from monitor.windows import EventBatch, EventWindows
+from monitor.windows.engine import EventBatch, EventWindows
+from monitor.windows.spec import WindowSpec
 
 BATCH = 500
 MEASURES = tuple(f"m{j}" for j in range(20))

@@ -121,7 +121,7 @@ def measure_codes(
     when_zero: float,
     out: npt.NDArray[Any],
 ) -> None:
-    """Fill `out` with the measures of coded rankings (see monitor/measure_plan.py)."""
+    """Fill `out` with the measures of coded rankings (see monitor/scoring/plan.py)."""
     _speedups.measure_codes(
         codes,
         taken,

@@ -6,20 +6,21 @@ owner needs no locks. The loop runs the tick between two polls when the schedule
 due (`monitor.clock.TickSchedule`, on the monotonic clock: a wall clock stepped back neither
 stops nor bursts the ticks); a poll waits at most `POLL_TIMEOUT_MS`, so a tick is late by at
 most that much. Each completed iteration counts as progress for `/healthz`
-(`monitor.exporter.Liveness`).
+(`monitor.export.exporter.Liveness`).
 
-A tick, in this order (DESIGN.md "Not losing data"):
+A tick, in this order (docs/recovery.md, "The rules"):
 
 1. finalize the windows the watermark has closed;
-2. publish their summaries (one share per window and segment, `monitor.recovery`) and flush
+2. publish their summaries (one share per window and segment, `monitor.checkpoint.shares`) and flush
    the dead letters, waiting for the broker's ack, behind a commit fence
-   (`monitor.share_publisher`);
+   (`monitor.checkpoint.publisher`);
 3. set the gauges, log one line per window, evaluate the alert rules;
 4. commit the offsets that are safe: up to the first record of the oldest open window.
 
 Step 1 also closes windows on processing time when the stream is quiet: every owned partition
 idle for `windows.idle_timeout`, the broker answering and nothing left to fetch
-(`monitor.watermark`), so a scheduled replay's last window does not wait for the next replay.
+(`monitor.windows.watermark`), so a scheduled replay's last window does not wait for the next
+replay.
 
 If step 2 fails (broker down, group moved on, a flush not acknowledged) nothing is committed;
 the shares stay held, those already handed to the producer too, until a publish acknowledges
@@ -53,41 +54,41 @@ from dataclasses import dataclass, field, replace
 
 from prometheus_client import CollectorRegistry
 
-from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine, alerting_config_from
-from monitor.batch import BatchScorer
-from monitor.bootstrap import Backoff, KafkaUnavailableError
-from monitor.catalog import monitor_keys
-from monitor.clock import Clock, SystemClock, TickSchedule
-from monitor.config import Config
-from monitor.consumer import Batch, EventSource, EventStream, SourceRecord
-from monitor.crashpoints import CrashPoints
-from monitor.deadletter import DeadLetterSink
-from monitor.errors import ConfigError
-from monitor.evalset import EvaluationSet
-from monitor.evalset_reload import EvaluationSetSource
-from monitor.events import EventDecoder
-from monitor.exporter import Exporter, Liveness
-from monitor.intake import Intake
-from monitor.kafka_options import consumer_options, producer_options
-from monitor.kafka_reachability import Reachability
-from monitor.logs import fields
-from monitor.metrics_http import MetricsServer
-from monitor.producer import RecordProducer, RecordSink
-from monitor.recovery import (
+from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine
+from monitor.checkpoint.publisher import SharePublisher
+from monitor.checkpoint.shares import (
     RestoreNeeds,
     ShareReader,
     ShareRestore,
     WindowShare,
     WindowsTopic,
 )
-from monitor.segments import SegmentLabeler
-from monitor.share_publisher import SharePublisher
-from monitor.summary import Segment, WindowSummary, segment_label
-from monitor.window_assigner import NO_BOUNDARY, Epoch, WindowSpec
-from monitor.window_log import WindowLog
-from monitor.windows import EventWindows
+from monitor.clock import Clock, SystemClock, TickSchedule
+from monitor.config.loader import Config
+from monitor.errors import ConfigError
+from monitor.export.exporter import Exporter, Liveness
+from monitor.export.http import MetricsServer
+from monitor.export.window_log import WindowLog
+from monitor.ingest.deadletter import DeadLetterSink
+from monitor.ingest.events import EventDecoder
+from monitor.ingest.intake import Intake
+from monitor.kafka.bootstrap import Backoff, KafkaUnavailableError
+from monitor.kafka.consumer import Batch, EventSource, EventStream, SourceRecord
+from monitor.kafka.options import consumer_options, producer_options
+from monitor.kafka.producer import RecordProducer, RecordSink
+from monitor.kafka.reachability import Reachability
+from monitor.logs import fields
+from monitor.scoring.batch import BatchScorer
+from monitor.scoring.catalog import monitor_keys
+from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.reload import EvaluationSetSource
+from monitor.testing.crashpoints import CrashPoints
+from monitor.windows.engine import EventWindows
+from monitor.windows.segments import SegmentLabeler
+from monitor.windows.spec import NO_BOUNDARY, Epoch, WindowSpec
+from monitor.windows.summary import Segment, WindowSummary, segment_label
 
-__all__ = ["Monitor", "MonitorSnapshot"]
+__all__ = ["Monitor", "MonitorSnapshot", "event_decoder"]
 
 _log = logging.getLogger(__name__)
 
@@ -545,13 +546,25 @@ def _labeler(config: Config) -> SegmentLabeler:
     )
 
 
+def event_decoder(config: Config) -> EventDecoder:
+    """The decoder with the limits `config` sets (metrics.max_depth, kafka.max_record_bytes,
+    windows.max_future and time_source, segments.keys)."""
+    return EventDecoder(
+        max_depth=config.metrics.max_depth,
+        max_bytes=config.kafka.max_record_bytes,
+        max_future_ms=config.windows.max_future.ms,
+        segment_keys=frozenset(config.segments.keys),
+        use_event_time=config.windows.time_source == "event",
+    )
+
+
 def _intake(config: Config, windows: EventWindows, producer: RecordSink, counter: _Tally) -> Intake:
     dead_letters = DeadLetterSink(
         producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
     )
     assert windows.labeler is not None
     return Intake(
-        EventDecoder.from_config(config),
+        event_decoder(config),
         windows.labeler,
         windows,
         dead_letters,
@@ -565,7 +578,7 @@ def _alerts(
 ) -> tuple[AlertDelivery, AlertEngine, int, frozenset[str]]:
     """The alert engine, its delivery, and what its restore needs: how many windows per
     segment (`AlertRule.restore_windows`, the largest over the rules) and of which measures."""
-    alerting = alerting_config_from(config)
+    alerting = config.alerts
     delivery = AlertDelivery.from_config(alerting.delivery, clock, exporter)
     start = int(clock.monotonic() * 1000)  # stale rules measure silence on this clock
     engine = AlertEngine(alerting, start_ms=start, delivery=delivery, metrics=exporter)

@@ -22,7 +22,7 @@ UNCLOSED_SOCKET = "unclosed <socket.socket"
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", KAFKA_SCHEMA_WARNING, DeprecationWarning)
-    from monitor.broker import BrokerStartError, EmbeddedBroker
+    from monitor.demo.broker import BrokerStartError, EmbeddedBroker
     from tests.realparts import (
         AlertmanagerServer,
         MotoS3,

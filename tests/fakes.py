@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from monitor.consumer import Batch, SourceRecord, UnreadableBatch
-from monitor.recovery import RestoreNeeds, WindowShare
+from monitor.checkpoint.shares import RestoreNeeds, WindowShare
+from monitor.kafka.consumer import Batch, SourceRecord, UnreadableBatch
 
 
 class FakeStream:

@@ -23,6 +23,11 @@ Fixtures (registered in `tests/conftest.py`):
   `.url`, `.bodies`, `.wait_for(predicate, timeout_s)`.
 - `promtool -> Promtool`: `.check_metrics(text)`, `.check_rules(*paths)`,
   `.test_rules(*paths)`; each returns a `ToolResult(ok, output)`.
+
+Tansu, measured here: a consumer-group join waits half the session timeout (tests set
+`session_timeout_ms` to about 6000; production keeps Kafka's default); `end_offsets()`,
+`offsets_for_times()` and commit metadata answer wrongly, so nothing may depend on them; TLS
+and SASL cannot be exercised against it.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ import pytest
 import yaml
 from kafka import KafkaProducer
 
-from monitor.broker import EmbeddedBroker, free_port
+from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.service import Monitor
 
 READY_TIMEOUT_S = 20.0

@@ -22,9 +22,9 @@ from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from monitor.broker import EmbeddedBroker, free_port
+from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.demo.synthetic import generate_corpus
-from monitor.mixed_traffic import MixedTraffic, TrafficRecord
+from monitor.testing.mixed_traffic import MixedTraffic, TrafficRecord
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 STEP_MS = 40

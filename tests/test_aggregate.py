@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from monitor.aggregate import CellRegistry, WindowAggregate
-from monitor.summary import WindowSummary
-from monitor.window_assigner import WindowSpec
+from monitor.windows.aggregate import CellRegistry, WindowAggregate
+from monitor.windows.spec import WindowSpec
+from monitor.windows.summary import WindowSummary
 from tests.test_windows import KEYS, Ev, add, windows
 
 SPEC = WindowSpec.tumbling(10, label="10ms")

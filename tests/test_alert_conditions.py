@@ -9,7 +9,7 @@ import pytest
 from monitor.alerting.conditions import WindowTrack, evaluate_window
 from monitor.alerting.rules import AlertRule, Below, Condition, Coverage, Drop, Judged
 from monitor.alerting.state import Evidence
-from monitor.summary import WindowSummary
+from monitor.windows.summary import WindowSummary
 
 NDCG = "ndcg@10:linear"
 

@@ -9,11 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from monitor.alerting import parse_alerting_config
-from monitor.alerting.config import render_alerts
-from monitor.alerting.rule_parsing import CONDITION_PARSERS, RULE_KEYS, SEVERITIES
 from monitor.alerting.rules import Below, Drop, Stale, Trend
-from monitor.config import load_config
+from monitor.config.alert_rules import CONDITION_PARSERS, RULE_KEYS, SEVERITIES
+from monitor.config.alerts import parse_alerting_config, render_alerts
+from monitor.config.loader import load_config
 from monitor.errors import ConfigError
 from monitor.service import Monitor
 

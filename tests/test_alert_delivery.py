@@ -10,11 +10,11 @@ from dataclasses import replace
 import pytest
 from prometheus_client import CollectorRegistry
 
-from monitor.alerting import register_alert_metrics
 from monitor.alerting.delivery import AlertDelivery, DeliveryChannel, RetryPolicy
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.sinks import DeliveryError, LogSink, WebhookSink
 from monitor.clock import FakeClock, SystemClock
+from monitor.export.exporter import AlertSeries
 from tests.realparts import WebhookReceiver
 
 T0 = 1_700_000_000_000
@@ -55,7 +55,7 @@ class FlakySink:
 def test_failed_sends_back_off_doubling_up_to_the_cap_then_deliver() -> None:
     sink = FlakySink(failures=4)
     registry = CollectorRegistry()
-    channel = DeliveryChannel(sink, POLICY, register_alert_metrics(registry))
+    channel = DeliveryChannel(sink, POLICY, AlertSeries(registry))
     channel.offer([message("a")])
     now, waits = T0, []
     for _ in range(5):
@@ -162,7 +162,7 @@ def test_a_newer_state_of_the_same_kind_replaces_the_queued_one() -> None:
 
 def test_the_queue_is_bounded_dropping_resolved_alerts_first() -> None:
     registry = CollectorRegistry()
-    channel = DeliveryChannel(FlakySink(failures=99), POLICY, register_alert_metrics(registry))
+    channel = DeliveryChannel(FlakySink(failures=99), POLICY, AlertSeries(registry))
     channel.offer([message("old", resolved_at=T0), message("a"), message("b")])
     channel.offer([message("c")])
     assert channel.outstanding() == 3

@@ -9,19 +9,15 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from monitor.alerting import (
-    AlertEngine,
-    Status,
-    parse_alerting_config,
-    register_alert_metrics,
-)
+from monitor.alerting import AlertEngine, Status
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.render import render_rule_groups
-from monitor.alerting.simulation import StreamModel, simulate_windows
 from monitor.clock import FakeClock
-from monitor.exporter import Exporter
-from monitor.summary import Segment, WindowSummary
+from monitor.config.alerts import parse_alerting_config
+from monitor.export.exporter import AlertSeries, Exporter
+from monitor.testing.alert_simulation import StreamModel, simulate_windows
+from monitor.windows.summary import Segment, WindowSummary
 
 WINDOW_MS = 300_000
 T0 = 1_700_000_000_000
@@ -176,7 +172,7 @@ def test_a_window_seen_before_is_not_evaluated_twice() -> None:
 
 def test_firing_gauge_follows_each_rule_in_each_segment() -> None:
     registry = CollectorRegistry()
-    metrics = register_alert_metrics(registry, segment_keys=["model"])
+    metrics = AlertSeries(registry, segment_keys=["model"])
     engine = AlertEngine(config(FLOOR), start_ms=T0, metrics=metrics)
     v42 = {"alert": "floor", "severity": "critical", "model": "v42"}
     v43 = {**v42, "model": "v43"}

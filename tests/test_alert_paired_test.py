@@ -6,13 +6,13 @@ import pytest
 
 from monitor.alerting.paired_test import paired_drop_test
 from monitor.alerting.rules import AlertRule, Drop
-from monitor.alerting.simulation import (
+from monitor.alerting.state import Evidence
+from monitor.testing.alert_simulation import (
     StreamModel,
     drop_verdicts,
     false_alarm_bound,
     windows_to_detection,
 )
-from monitor.alerting.state import Evidence
 
 
 def test_three_equal_drops_give_the_exact_p_value_one_eighth() -> None:

@@ -8,18 +8,19 @@ from typing import Any
 
 import pytest
 
-from monitor.alerting import AlertEngine, Status, parse_alerting_config
+from monitor.alerting import AlertEngine, Status
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.rules import AlertRule, Drop
-from monitor.alerting.simulation import (
+from monitor.alerting.state import Evidence
+from monitor.clock import FakeClock
+from monitor.config.alerts import parse_alerting_config
+from monitor.testing.alert_simulation import (
     StreamModel,
     drop_verdicts,
     false_alarm_bound,
     simulate_windows,
 )
-from monitor.alerting.state import Evidence
-from monitor.clock import FakeClock
-from monitor.summary import WindowSummary
+from monitor.windows.summary import WindowSummary
 from tests.test_alert_engine import V42, RecordingSink
 
 NDCG = "ndcg@10:linear"

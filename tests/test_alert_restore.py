@@ -7,10 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from monitor.alerting import AlertEngine, parse_alerting_config
-from monitor.alerting.restore import merge_window_shares
-from monitor.alerting.simulation import StreamModel, simulate_windows
-from monitor.summary import WindowSummary
+from monitor.alerting import AlertEngine
+from monitor.checkpoint.merge import merge_window_shares
+from monitor.config.alerts import parse_alerting_config
+from monitor.testing.alert_simulation import StreamModel, simulate_windows
+from monitor.windows.summary import WindowSummary
 
 NDCG = "ndcg@10:linear"
 MODEL = StreamModel(queries=80, events_per_query=2.0, segment=(("model", "v42"),))

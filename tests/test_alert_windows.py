@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from monitor.alerting import AlertEngine, Status, parse_alerting_config
+from monitor.alerting import AlertEngine, Status
 from monitor.clock import FakeClock
-from monitor.window_assigner import WindowSpec
-from monitor.window_batch import EventBatch
-from monitor.windows import EventWindows
+from monitor.config.alerts import parse_alerting_config
+from monitor.windows.batch import EventBatch
+from monitor.windows.engine import EventWindows
+from monitor.windows.spec import WindowSpec
 
 T0 = 1_700_000_000_000  # a multiple of 10 s: windows start at T0 + 10 s x n
 MEASURE = "ndcg@10:linear"

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from monitor.alerting import AlertEngine, parse_alerting_config
+from monitor.alerting import AlertEngine
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.sinks import AlertmanagerSink
 from monitor.clock import SystemClock
-from monitor.summary import WindowSummary
+from monitor.config.alerts import parse_alerting_config
+from monitor.windows.summary import WindowSummary
 from tests.realparts import AlertmanagerServer, WebhookReceiver
 
 pytestmark = pytest.mark.alertmanager

@@ -1,4 +1,5 @@
-"""The batch engine gives the numbers of the per-ranking reference measures (monitor.measures)."""
+"""The batch engine gives the numbers of the per-ranking reference measures
+(monitor.scoring.measures)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor import measures
-from monitor.batch import BatchScorer
-from monitor.catalog import MeasureKey, monitor_keys, parse_trec_names
-from monitor.evalset import EvaluationSet
-from monitor.gain import EXP, LINEAR, Gain
+from monitor.scoring import measures
+from monitor.scoring.batch import BatchScorer
+from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.gain import EXP, LINEAR, Gain
 
 CUSTOM = Gain.parse({0: 0.5, 1: 1, 2: 10, 3: 5})
 CUTOFFS = (1, 3, 5, 20)
@@ -29,7 +30,7 @@ DOCS = [f"d{i}" for i in range(14)]
 
 
 class Reference:
-    """One ranking scored by `monitor.measures`, the way the batch engine must score it."""
+    """One ranking scored by `monitor.scoring.measures`, the way the batch engine must score it."""
 
     def __init__(self, known: Mapping[str, int], extra: Mapping[str, int | None] | None) -> None:
         new = {d: g for d, g in (extra or {}).items() if g is not None and d not in known}

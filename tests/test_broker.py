@@ -13,7 +13,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import TopicAlreadyExistsError
 
-from monitor.broker import EmbeddedBroker
+from monitor.demo.broker import EmbeddedBroker
 from tests.realparts import MotoS3
 
 
@@ -103,7 +103,7 @@ def test_stop_leaves_no_process_behind_and_is_idempotent() -> None:
 def test_broker_dies_with_its_parent_even_when_the_parent_is_killed(tmp_path: Path) -> None:
     script = (
         "import sys, time\n"
-        "from monitor.broker import EmbeddedBroker\n"
+        "from monitor.demo.broker import EmbeddedBroker\n"
         "broker = EmbeddedBroker().start()\n"
         "print(broker._process.pid, flush=True)\n"
         "time.sleep(60)\n"

@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from monitor.broker import EmbeddedBroker, free_port
+from monitor.demo.broker import EmbeddedBroker, free_port
 from tests.realparts import MotoS3
 from tests.recovery_support import (
     Published,

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from monitor.cli import main
-from monitor.config import load_config
+from monitor.config.loader import load_config
 
 MINIMAL: dict[str, Any] = {"kafka": {"topic": "events"}, "evaluation_set": {"path": "q.txt"}}
 

@@ -14,9 +14,16 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.config import Config, Duration, Secret, config_from_tree, load_config, parse_duration
-from monitor.config_render import render_config
-from monitor.config_source import apply_environment
+from monitor.config.loader import (
+    Config,
+    Duration,
+    Secret,
+    config_from_tree,
+    load_config,
+    parse_duration,
+)
+from monitor.config.render import render_config
+from monitor.config.source import apply_environment
 from monitor.errors import ConfigError, InputError
 from monitor.logs import JsonLinesFormatter, TextFormatter, fields
 

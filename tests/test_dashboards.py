@@ -19,14 +19,14 @@ from monitor.cli import main
 from monitor.dashboards import EXPORTED_SERIES, PROMETHEUS_SERIES, build_dashboards, load_spec
 from monitor.dashboards.queries import merged_mean
 from monitor.dashboards.series import label_values_selector, series_names
-from monitor.exporter import Exporter
+from monitor.export.exporter import Exporter
 from tests.realparts import Promtool
-from tests.shared import shared_path
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECKED_IN = ROOT / "dashboards"
 CHECKED_IN_CONFIG = CHECKED_IN / "rankmon.yaml"  # what the checked-in files are rendered from
 DEPLOYED = ROOT / "deploy" / "grafana" / "dashboards"
+GRAFANA_SCHEMAS = ROOT / "tests" / "data" / "grafana-schema"  # copied from the SDK, see SOURCE.md
 
 CONFIG = """
 kafka: {topic: ranking-events}
@@ -121,7 +121,7 @@ def test_dashboards_keep_their_uids_whatever_the_config(tmp_path: Path, config_f
 
 def schema(name: str) -> dict[str, Any]:
     loaded: dict[str, Any] = json.loads(
-        shared_path("grafana-schema", f"{name}.jsonschema.json").read_text(encoding="utf-8")
+        (GRAFANA_SCHEMAS / f"{name}.jsonschema.json").read_text(encoding="utf-8")
     )
     return loaded
 

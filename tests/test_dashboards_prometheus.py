@@ -21,9 +21,9 @@ from typing import Any
 import orjson
 import pytest
 
-from monitor.broker import EmbeddedBroker
-from monitor.config import load_config
+from monitor.config.loader import load_config
 from monitor.dashboards import build_dashboards, load_spec
+from monitor.demo.broker import EmbeddedBroker
 from monitor.service import Monitor
 from tests.realparts import (
     PrometheusServer,

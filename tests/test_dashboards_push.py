@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from monitor.broker import free_port
 from monitor.cli import build_parser, main
+from monitor.demo.broker import free_port
 
 TOKEN = "glsa_s3cr3t-token-value"
 CHECKED_IN = Path(__file__).resolve().parent.parent / "dashboards"

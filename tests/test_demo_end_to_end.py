@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.broker import BrokerStartError, tansu_binary
+from monitor.demo.broker import BrokerStartError, tansu_binary
 from monitor.demo.scenario import ALERT_NAME
 from tests.realparts import missing_part
 

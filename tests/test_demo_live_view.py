@@ -7,7 +7,7 @@ import math
 from rich.console import Console
 
 from monitor.demo.live_view import AlertView, DemoState, render, sparkline
-from monitor.summary import WindowSummary
+from monitor.windows.summary import WindowSummary
 
 MEASURE = "ndcg@10:linear"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.alerting import alerting_config_from
 from monitor.demo.scenario import ALERT_NAME, MEASURE, Scenario
 
 START_MS = 1_800_000_000_000
@@ -16,7 +15,7 @@ def test_demo_config_passes_the_monitors_validation_with_its_alert_rule(tmp_path
     assert config.schedule.interval.ms == 2000
     assert config.segments.keys == ("model",)
     assert config.export.port == 9500
-    alerting = alerting_config_from(config)
+    alerting = config.alerts
     (rule,) = alerting.rules
     assert (rule.name, rule.measure, rule.for_windows) == (ALERT_NAME, MEASURE, 1)
     assert rule.segment is None  # applies to each model; only the data singles out v1

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from monitor.alerting import AlertEngine, alerting_config_from
+from monitor.alerting import AlertEngine
 from monitor.demo.live_view import AlertView
 from monitor.demo.scenario import ALERT_NAME, MEASURE, Scenario
 from monitor.demo.snapshot_view import demo_state
 from monitor.service import MonitorSnapshot
-from monitor.summary import WindowSummary
+from monitor.windows.summary import WindowSummary
 
 START_MS = 1_800_000_000_000
 
@@ -35,7 +35,7 @@ def test_a_window_below_the_floor_fires_for_its_model_only_and_the_view_shows_it
     tmp_path: Path,
 ) -> None:
     config = Scenario().config("127.0.0.1:9092", tmp_path / "qrels.txt", 9500)
-    alerting = alerting_config_from(config)
+    alerting = config.alerts
     engine = AlertEngine(alerting, start_ms=START_MS)
     before = [_window("v1", START_MS, 0.81), _window("v2", START_MS, 0.72)]
     after = [_window("v1", START_MS + 10_000, 0.47), _window("v2", START_MS + 10_000, 0.70)]

@@ -6,7 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from monitor.demo.synthetic import GRADE_SHARES, generate_corpus
-from monitor.evalset import EvaluationSet, load_evaluation_set
+from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 
 
 def test_same_seed_gives_the_same_evaluation_set() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from monitor.demo.live_view import AlertView, DemoState
 from monitor.demo.transcript import Transcript
-from monitor.summary import WindowSummary
+from monitor.windows.summary import WindowSummary
 
 MEASURE = "ndcg@10:linear"
 START_MS = 1_800_000_000_000  # 2027-01-15 08:00:00 UTC

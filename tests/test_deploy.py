@@ -17,11 +17,10 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from monitor.alerting import alerting_config_from
 from monitor.alerting.rules import Drop
-from monitor.broker import free_port
 from monitor.cli import main
-from monitor.config import load_config
+from monitor.config.loader import load_config
+from monitor.demo.broker import free_port
 from tests.realparts import AlertmanagerServer, ServerProcess, require_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,7 +192,7 @@ def test_prometheus_rules_are_rendered_from_the_deployed_config(tmp_path: Path) 
 def test_drop_alerts_of_the_stack_come_only_from_rankmons_significance_gated_rule() -> None:
     # Prometheus cannot run the paired test: a rendered drop alert would page on the noisy
     # swings rankmon's own alert rejects (and inhibit it, carrying `job`).
-    config = alerting_config_from(load_config(DEPLOY / "rankmon" / "config.yaml", environ={}))
+    config = (load_config(DEPLOY / "rankmon" / "config.yaml", environ={})).alerts
     drops = {rule.name for rule in config.rules if isinstance(rule.condition, Drop)}
     assert drops, "the stack's config should show a drop rule"
     rules = yaml.safe_load((DEPLOY / "prometheus" / "rules" / "rankmon.yml").read_text())

@@ -19,10 +19,10 @@ import pytrec_eval  # a pinned dev dependency: missing, this test fails rather t
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.batch import BatchScorer
-from monitor.catalog import parse_trec_names
-from monitor.evalset import EvaluationSet
-from monitor.runfile import trec_order
+from monitor.scoring.batch import BatchScorer
+from monitor.scoring.catalog import parse_trec_names
+from monitor.scoring.evalset import EvaluationSet
+from monitor.trec.runfile import trec_order
 
 TREC_NAMES = [
     "ndcg_cut.1,3,5,10", "ndcg", "P.1,3,5,10", "recall.1,3,5,10", "recip_rank", "map",

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from monitor.errors import InputError
-from monitor.evalset import EvaluationSet, load_evaluation_set
+from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 
 QRELS = """\
 # a comment, then a blank line

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from monitor.clock import FakeClock
-from monitor.config import EvaluationSetConfig, parse_duration
 from monitor.errors import InputError
-from monitor.evalset_reload import EvaluationSetSource
+from monitor.scoring.reload import EvaluationSetConfig, EvaluationSetSource
+from monitor.values import parse_duration
 
 
 def _source(path: Path, clock: FakeClock, watch: bool = True) -> EvaluationSetSource:

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pytest
 
-from monitor.events import RankingEvent, Reason, Rejection, decode_event
+from monitor.ingest.events import RankingEvent, Reason, Rejection, decode_event
 
 ROOT = Path(__file__).resolve().parent.parent
 NATIVE = ROOT / "monitor" / "_native"

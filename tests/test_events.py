@@ -9,10 +9,9 @@ import orjson
 import pytest
 import yaml
 
-from monitor.config import load_config
-from monitor.events import (
+from monitor.config.loader import load_config
+from monitor.ingest.events import (
     MIN_EPOCH_MS,
-    EventDecoder,
     Outcome,
     RankingEvent,
     Reason,
@@ -20,6 +19,7 @@ from monitor.events import (
     decode_event,
     outcome_of,
 )
+from monitor.service import event_decoder
 
 NOW_MS = 1_796_039_108_000  # 2026-12-01T... (any fixed instant: the tests' clock)
 RECORD_MS = NOW_MS - 5_000
@@ -227,7 +227,7 @@ def test_label_values_of_outcomes_and_reasons_are_the_documented_ones() -> None:
     assert all(reason.value == reason.name.lower() for reason in Reason)
 
 
-def test_decoder_from_config_applies_the_configured_limits(tmp_path: Path) -> None:
+def test_the_services_decoder_applies_the_configured_limits(tmp_path: Path) -> None:
     tree = {
         "kafka": {"topic": "t", "max_record_bytes": 400},
         "evaluation_set": {"path": "q"},
@@ -236,7 +236,7 @@ def test_decoder_from_config_applies_the_configured_limits(tmp_path: Path) -> No
         "segments": {"keys": ["market"]},
     }
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(tree), encoding="utf-8")
-    decoder = EventDecoder.from_config(load_config(tmp_path / "c.yaml", {}))
+    decoder = event_decoder(load_config(tmp_path / "c.yaml", {}))
     accepted = decoder(event(event_time=NOW_MS + 1_000), RECORD_MS, NOW_MS)
     assert isinstance(accepted, RankingEvent)
     assert dict(accepted.segment) == {"market": "de"}
@@ -249,11 +249,11 @@ def test_decoder_from_config_applies_the_configured_limits(tmp_path: Path) -> No
     assert reasons == [Reason.TOO_DEEP, Reason.TOO_FAR_IN_FUTURE, Reason.TOO_LARGE]
 
 
-def test_decoder_from_config_can_take_the_record_timestamp_only(tmp_path: Path) -> None:
+def test_the_services_decoder_can_take_the_record_timestamp_only(tmp_path: Path) -> None:
     tree = {"kafka": {"topic": "t"}, "evaluation_set": {"path": "q"}}
     tree["windows"] = {"time_source": "record"}
     (tmp_path / "c.yaml").write_text(yaml.safe_dump(tree), encoding="utf-8")
-    decoder = EventDecoder.from_config(load_config(tmp_path / "c.yaml", {}))
+    decoder = event_decoder(load_config(tmp_path / "c.yaml", {}))
     result = decoder(event(), RECORD_MS, NOW_MS)
     assert isinstance(result, RankingEvent)
     assert result.event_time_ms == RECORD_MS

@@ -14,7 +14,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from monitor.events import (
+from monitor.ingest.events import (
     MAX_GRADE,
     MIN_EPOCH_MS,
     Outcome,

@@ -18,9 +18,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from prometheus_client import CollectorRegistry
 
-from monitor.exporter import Exporter
-from monitor.metrics_http import MetricsServer
-from monitor.summary import WindowSummary
+from monitor.export.exporter import Exporter
+from monitor.export.http import MetricsServer
+from monitor.windows.summary import WindowSummary
 from tests.realparts import Promtool
 
 

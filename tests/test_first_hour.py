@@ -26,11 +26,11 @@ import pytest
 import yaml
 from kafka import KafkaProducer
 
-from monitor.broker import EmbeddedBroker, free_port
 from monitor.cli import build_parser
 from monitor.clock import FakeClock
-from monitor.config import load_config
-from monitor.kafka_reachability import Reachability
+from monitor.config.loader import load_config
+from monitor.demo.broker import EmbeddedBroker, free_port
+from monitor.kafka.reachability import Reachability
 from monitor.service import Monitor
 from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
 from tests.recovery_support import (

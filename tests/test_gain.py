@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from monitor.gain import EXP, LINEAR, Gain
+from monitor.scoring.gain import EXP, LINEAR, Gain
 
 
 def test_linear_gain_is_the_grade_and_zero_for_negative_or_unjudged() -> None:

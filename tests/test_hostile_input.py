@@ -32,26 +32,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-import monitor.metrics_http as http
 from monitor import native
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.sinks import WebhookSink
-from monitor.batch import BatchScorer
-from monitor.catalog import monitor_keys
 from monitor.clock import FakeClock
-from monitor.config import load_config
-from monitor.config_source import expansion_problem
-from monitor.consumer import SourceRecord
+from monitor.config.loader import load_config
+from monitor.config.source import expansion_problem
 from monitor.errors import ConfigError, InputError
-from monitor.evalset import EvaluationSet
-from monitor.events import EventDecoder
-from monitor.exporter import Exporter
-from monitor.intake import Intake
+from monitor.export import http
+from monitor.export.exporter import Exporter
+from monitor.export.http import MetricsServer
+from monitor.ingest.events import EventDecoder
+from monitor.ingest.intake import Intake
+from monitor.kafka.consumer import SourceRecord
 from monitor.logs import TextFormatter, fields
-from monitor.metrics_http import MetricsServer
-from monitor.segments import SegmentLabeler
-from monitor.window_assigner import WindowSpec
-from monitor.windows import EventWindows
+from monitor.scoring.batch import BatchScorer
+from monitor.scoring.catalog import monitor_keys
+from monitor.scoring.evalset import EvaluationSet
+from monitor.windows.engine import EventWindows
+from monitor.windows.segments import SegmentLabeler
+from monitor.windows.spec import WindowSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 MINIMAL = "kafka: {topic: events}\nevaluation_set: {path: q.txt}\n"

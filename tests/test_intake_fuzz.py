@@ -18,11 +18,11 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import monitor.intake
+import monitor.ingest.intake
 from monitor import native
-from monitor.consumer import SourceRecord
-from monitor.events import Outcome
-from monitor.window_batch import Admission, EventBatch
+from monitor.ingest.events import Outcome
+from monitor.kafka.consumer import SourceRecord
+from monitor.windows.batch import Admission, EventBatch
 from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 from tests.test_native_intake import (
     KEY_SETS,
@@ -109,8 +109,11 @@ def outcomes_of(
     fast = pipeline(KEY_SETS["cutoffs only"], speedups=True, inline=inline)
     accepted: list[tuple[int, int]] = []
     statuses = Statuses()
-    spy = statuses.wrap(native.decode_events)  # what monitor.intake imported
-    with mock.patch.object(monitor.intake, "decode_events", spy), accepted_rows(fast, accepted):
+    spy = statuses.wrap(native.decode_events)  # what monitor.ingest.intake imported
+    with (
+        mock.patch.object(monitor.ingest.intake, "decode_events", spy),
+        accepted_rows(fast, accepted),
+    ):
         for poll in polls:
             fast.feed(poll)
     return fast, accepted, statuses

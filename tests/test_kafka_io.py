@@ -14,20 +14,20 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from monitor import recovery
-from monitor.bootstrap import Backoff, KafkaUnavailableError, parse_servers
-from monitor.broker import EmbeddedBroker, free_port
-from monitor.catalog import monitor_keys
-from monitor.config import load_config
-from monitor.consumer import Batch, EventSource, SourceRecord
-from monitor.deadletter import DeadLetterSink
-from monitor.kafka_options import producer_options
-from monitor.producer import RecordProducer
-from monitor.recovery import WindowShare, publish_shares, read_shares
-from monitor.summary import WindowSummary
+from monitor.checkpoint import shares as recovery
+from monitor.checkpoint.shares import WindowShare, publish_shares, read_shares
+from monitor.config.loader import load_config
+from monitor.demo.broker import EmbeddedBroker, free_port
+from monitor.ingest.deadletter import DeadLetterSink
+from monitor.kafka.bootstrap import Backoff, KafkaUnavailableError, parse_servers
+from monitor.kafka.consumer import Batch, EventSource, SourceRecord
+from monitor.kafka.options import producer_options
+from monitor.kafka.producer import RecordProducer
+from monitor.scoring.catalog import monitor_keys
+from monitor.windows.summary import WindowSummary
 from tests.realparts import MotoS3, write_service_config
 
-# Tansu's group join waits half the session timeout (DESIGN.md): keep it short in tests.
+# Tansu's group join waits half the session timeout (tests/realparts.py): keep it short in tests.
 SESSION_TIMEOUT_MS = 6000
 WAIT_S = 20.0
 

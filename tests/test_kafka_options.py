@@ -18,10 +18,11 @@ import pytest
 import yaml
 from kafka import KafkaConsumer, KafkaProducer
 
-from monitor.config import KafkaConfig, load_config
-from monitor.kafka_options import consumer_options, producer_options
+from monitor.checkpoint.shares import WindowsTopic
+from monitor.config.loader import load_config
+from monitor.kafka.options import consumer_options, producer_options
+from monitor.kafka.settings import KafkaConfig
 from monitor.logs import JsonLinesFormatter, fields
-from monitor.recovery import WindowsTopic
 
 SECRETS = {"KAFKA_PASSWORD": "pw-very-secret", "KEY_PASSWORD": "key-phrase-secret"}
 
@@ -75,8 +76,8 @@ def test_the_windows_topic_reader_gets_the_same_security_options_as_the_consumer
     consumer_class = mock.MagicMock()
     consumer_class.return_value.partitions_for_topic.return_value = set()  # nothing to read
     with (
-        mock.patch("monitor.recovery.bootstrap_reachable", return_value=True),
-        mock.patch("monitor.recovery.KafkaConsumer", consumer_class),
+        mock.patch("monitor.checkpoint.shares.bootstrap_reachable", return_value=True),
+        mock.patch("monitor.checkpoint.shares.KafkaConsumer", consumer_class),
     ):
         WindowsTopic(mtls_scram).read(lambda share: None)
 

@@ -1,6 +1,6 @@
 """The C reader of fetched record batches hands out what kafka-python's own reader does.
 
-`FastPartitionRecords` (monitor/kafka_records.py) replaces kafka-python's per-record Python
+`FastPartitionRecords` (monitor/kafka/records.py) replaces kafka-python's per-record Python
 reader for rankmon's consumer. These tests take the same fetched bytes through both readers,
 `take()` by `take()`, and compare what a consumer sees: the records (as SourceRecords), the
 fetch position and leader epoch after each take, when the partition is drained, and where a
@@ -24,9 +24,9 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 from kafka.record.util import calc_crc32c
 from kafka.serializer import Deserializer
 
-from monitor.broker import EmbeddedBroker
-from monitor.consumer import _RECORD_FIELDS, EventSource, _source_record
-from monitor.kafka_records import FastPartitionRecords, SourceRecord, read_records_in_c
+from monitor.demo.broker import EmbeddedBroker
+from monitor.kafka.consumer import _RECORD_FIELDS, EventSource, _source_record
+from monitor.kafka.records import FastPartitionRecords, SourceRecord, read_records_in_c
 from monitor.native import speedups_built
 from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 

@@ -1,4 +1,6 @@
-"""The per-ranking reference measures, on hand-derived values (METRICS-SPEC sections 3-5).
+"""The per-ranking reference measures, on hand-derived values.
+
+The conventions are docs/metric-conventions.md sections 3-5.
 
 Each expected value is written out from the formula: discount 1/log2(rank + 1), so rank 1 has
 discount 1, rank 2 has 1/log2(3), rank 3 has 1/2, rank 4 has 1/log2(5).
@@ -10,10 +12,10 @@ import math
 
 import pytest
 
-from monitor.catalog import MeasureKey, monitor_keys, parse_trec_names
 from monitor.errors import MeasureError
-from monitor.gain import EXP, LINEAR, Gain
-from monitor.measures import (
+from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.gain import EXP, LINEAR, Gain
+from monitor.scoring.measures import (
     average_precision,
     dcg,
     ideal_dcg,
@@ -128,7 +130,7 @@ def test_cutoff_below_one_is_rejected() -> None:
         precision([1], 0)
 
 
-# Measure keys and trec_eval names (monitor.catalog).
+# Measure keys and trec_eval names (monitor.scoring.catalog).
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
 """Intake takes the same records to the same outcomes and windows with or without the C path.
 
 Two real Intakes over one evaluation set, one whose scorer has the C judgment index (records
-scanned by `decode_events`, doubtful ones punted to `monitor.events`), one without (every
-record through `monitor.events`), are fed the same polls. Rejects, outcome counts, window
+scanned by `decode_events`, doubtful ones punted to `monitor.ingest.events`), one without (every
+record through `monitor.ingest.events`), are fed the same polls. Rejects, outcome counts, window
 state and finalized summaries must be identical.
 """
 
@@ -21,18 +21,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import monitor.intake
+import monitor.ingest.intake
 from monitor import native
-from monitor.batch import BatchScorer
-from monitor.catalog import MeasureKey, monitor_keys, parse_trec_names
 from monitor.clock import FakeClock
-from monitor.consumer import SourceRecord
-from monitor.evalset import EvaluationSet
-from monitor.events import EventDecoder
-from monitor.intake import Intake
-from monitor.segments import SegmentLabeler
-from monitor.window_assigner import WindowSpec
-from monitor.windows import EventWindows
+from monitor.ingest.events import EventDecoder
+from monitor.ingest.intake import Intake
+from monitor.kafka.consumer import SourceRecord
+from monitor.scoring.batch import BatchScorer
+from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.evalset import EvaluationSet
+from monitor.windows.engine import EventWindows
+from monitor.windows.segments import SegmentLabeler
+from monitor.windows.spec import WindowSpec
 from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 
 require_speedups()
@@ -160,7 +160,7 @@ def pipeline(
 
 @dataclass
 class Statuses:
-    """A spy on `monitor.intake.decode_events`: how many records each status got."""
+    """A spy on `monitor.ingest.intake.decode_events`: how many records each status got."""
 
     counts: Counter[int] = field(default_factory=Counter)
 
@@ -179,8 +179,8 @@ def run_both(
     reference = pipeline(keys, speedups=False, **options)
     fast = pipeline(keys, speedups=True, **options)
     statuses = Statuses()
-    spy = statuses.wrap(native.decode_events)  # what monitor.intake imported
-    with mock.patch.object(monitor.intake, "decode_events", spy):
+    spy = statuses.wrap(native.decode_events)  # what monitor.ingest.intake imported
+    with mock.patch.object(monitor.ingest.intake, "decode_events", spy):
         for poll in polls:
             reference.feed(poll)
             fast.feed(poll)

@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor import native
-from monitor.batch import BatchScorer
-from monitor.catalog import MeasureKey, monitor_keys, parse_trec_names
-from monitor.evalset import EvaluationSet
-from monitor.gain import Gain
-from monitor.measure_columns import CHUNK_ROWS
+from monitor.scoring.batch import BatchScorer
+from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.columns import CHUNK_ROWS
+from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.gain import Gain
 from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 
 if TYPE_CHECKING:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from monitor.exporter import Exporter
-from monitor.metrics_http import MetricsServer
+from monitor.export.exporter import Exporter
+from monitor.export.http import MetricsServer
 from tests.realparts import AlertmanagerServer, PrometheusServer, Promtool, WebhookReceiver
 from tests.test_exporter import summary
 

@@ -9,8 +9,8 @@ kills land between commits with windows open, published and unpublished:
     service    run ........ X (kill -9)     restart ............ SIGTERM
     compare    windows topic == the uninterrupted run's; dead letters: none lost
 
-The crash points (`monitor.crashpoints`) hit the moments an outside kill rarely hits: half-way
-through publishing a tick's windows, and between the publish and the commit.
+The crash points (`monitor.testing.crashpoints`) hit the moments an outside kill rarely hits:
+half-way through publishing a tick's windows, and between the publish and the commit.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor.broker import EmbeddedBroker
-from monitor.crashpoints import CRASH_ENV
-from monitor.mixed_traffic import TrafficRecord
+from monitor.demo.broker import EmbeddedBroker
+from monitor.testing.crashpoints import CRASH_ENV
+from monitor.testing.mixed_traffic import TrafficRecord
 from tests.recovery_support import (
     Published,
     ServiceProcess,

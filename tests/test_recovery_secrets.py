@@ -2,8 +2,8 @@
 debug level, and the warnings and errors kafka-python prints, while every connection attempt
 fails and is retried), not in `/metrics`, not in the shutdown's output.
 
-Tansu cannot authenticate (DESIGN.md), which is the point here: failing handshakes are where
-clients are tempted to print what they sent. The config's own masking is tested in
+Tansu cannot authenticate (tests/realparts.py), which is the point here: failing handshakes are
+where clients are tempted to print what they sent. The config's own masking is tested in
 test_config.py, test_kafka_options.py and test_check_config.py.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.broker import EmbeddedBroker
+from monitor.demo.broker import EmbeddedBroker
 from tests.recovery_support import SERVICE_STOP_S, ServiceProcess, wait_until, write_config
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]

@@ -14,13 +14,13 @@ from dataclasses import replace
 import orjson
 import pytest
 
-from monitor.bootstrap import KafkaUnavailableError
-from monitor.broker import EmbeddedBroker
-from monitor.crashpoints import CRASH_ENV, CrashPoints
-from monitor.producer import Headers, RecordProducer
-from monitor.recovery import THROUGH_HEADER, ShareRestore, WindowShare
-from monitor.share_publisher import SharePublisher
-from monitor.summary import WindowSummary
+from monitor.checkpoint.publisher import SharePublisher
+from monitor.checkpoint.shares import THROUGH_HEADER, ShareRestore, WindowShare
+from monitor.demo.broker import EmbeddedBroker
+from monitor.kafka.bootstrap import KafkaUnavailableError
+from monitor.kafka.producer import Headers, RecordProducer
+from monitor.testing.crashpoints import CRASH_ENV, CrashPoints
+from monitor.windows.summary import WindowSummary
 from tests.recovery_support import read_topic
 from tests.test_windows import Ev, add, mark, windows
 
@@ -119,7 +119,7 @@ def test_an_unknown_crash_point_is_refused_with_the_known_ones_named() -> None:
 
 def test_an_armed_crash_point_kills_the_process_at_its_nth_passage() -> None:
     program = (
-        "from monitor.crashpoints import CrashPoints\n"
+        "from monitor.testing.crashpoints import CrashPoints\n"
         "points = CrashPoints.from_environ({'RANKMON_TEST_CRASH_AT': 'after-commit:2'})\n"
         "for n in range(3):\n"
         "    print(n, points.armed('after-commit'), flush=True)\n"

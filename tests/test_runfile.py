@@ -10,9 +10,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from monitor.errors import InputError
-from monitor.evalset import EvaluationSet
-from monitor.run_evaluation import evaluate_run, select_measures
-from monitor.runfile import load_run, parse_run, trec_order
+from monitor.scoring.evalset import EvaluationSet
+from monitor.trec.evaluate import evaluate_run, select_measures
+from monitor.trec.runfile import load_run, parse_run, trec_order
 
 
 def run_text(*lines: str) -> bytes:

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from monitor.broker import EmbeddedBroker
-from monitor.mixed_traffic import MixedTraffic, TrafficRecord
-from monitor.recovery import WindowShare
-from monitor.summary import Segment
+from monitor.checkpoint.shares import WindowShare
+from monitor.demo.broker import EmbeddedBroker
+from monitor.testing.mixed_traffic import MixedTraffic, TrafficRecord
+from monitor.windows.summary import Segment
 from tests.recovery_support import (
     CORPUS,
     STEP_MS,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitor.segments import OVERFLOW, LabelState, SegmentLabeler, label_under
+from monitor.windows.segments import OVERFLOW, LabelState, SegmentLabeler, label_under
 
 
 def test_only_configured_keys_become_labels_in_sorted_order() -> None:

@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 import pytest
 
-from monitor.broker import EmbeddedBroker
-from monitor.config import load_config
+from monitor.config.loader import load_config
+from monitor.demo.broker import EmbeddedBroker
 from monitor.service import Monitor
 from tests.realparts import (
     AlertmanagerServer,

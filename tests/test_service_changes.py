@@ -24,10 +24,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from monitor.broker import EmbeddedBroker
-from monitor.crashpoints import CRASH_ENV
-from monitor.mixed_traffic import TrafficRecord
-from monitor.recovery import WindowShare
+from monitor.checkpoint.shares import WindowShare
+from monitor.demo.broker import EmbeddedBroker
+from monitor.testing.crashpoints import CRASH_ENV
+from monitor.testing.mixed_traffic import TrafficRecord
 from tests.recovery_support import (
     CORPUS,
     T0,

@@ -2,7 +2,7 @@
 
 Known ranking events go to a topic; `Monitor` runs as in production (its own consumer group,
 scheduler, producer and HTTP endpoint); what it publishes and serves on `/metrics` must equal
-an independent computation with the reference measures of `monitor.measures`.
+an independent computation with the reference measures of `monitor.scoring.measures`.
 
     tumbling 10s, lateness 1s, one partition          T = 2026-01-01T00:00:00Z
     time (s)    0 ......... 10 ......... 20 ... 25
@@ -26,12 +26,12 @@ import pytest
 from kafka import KafkaConsumer
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor import measures
-from monitor.broker import EmbeddedBroker
-from monitor.config import load_config
-from monitor.gain import EXP, LINEAR
+from monitor.config.loader import load_config
+from monitor.demo.broker import EmbeddedBroker
+from monitor.scoring import measures
+from monitor.scoring.gain import EXP, LINEAR
 from monitor.service import Monitor
-from monitor.summary import WindowSummary
+from monitor.windows.summary import WindowSummary
 from tests.realparts import (
     PrometheusServer,
     Promtool,

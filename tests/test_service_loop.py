@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from monitor.clock import FakeClock, TickSchedule
-from monitor.config import Config, load_config
+from monitor.config.loader import Config, load_config
 from monitor.service import Monitor
 from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from monitor.alerting.simulation import StreamModel, simulate_windows
-from monitor.broker import EmbeddedBroker
-from monitor.config import load_config
-from monitor.recovery import WindowShare
+from monitor.checkpoint.shares import WindowShare
+from monitor.config.loader import load_config
+from monitor.demo.broker import EmbeddedBroker
 from monitor.service import Monitor
+from monitor.testing.alert_simulation import StreamModel, simulate_windows
 from tests.realparts import monitor_thread, produce_records, write_service_config
 
 pytestmark = [pytest.mark.broker]

@@ -25,9 +25,9 @@ import pytest
 from kafka import KafkaProducer
 
 from monitor.alerting.messages import rfc3339
-from monitor.broker import EmbeddedBroker
-from monitor.config import load_config
-from monitor.recovery import WindowShare, read_shares
+from monitor.checkpoint.shares import WindowShare, read_shares
+from monitor.config.loader import load_config
+from monitor.demo.broker import EmbeddedBroker
 from monitor.service import Monitor
 from tests.realparts import (
     AlertmanagerServer,

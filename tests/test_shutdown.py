@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor.broker import EmbeddedBroker
 from monitor.commands.run import SHUTDOWN_TIMEOUT_S
-from monitor.mixed_traffic import INVALID_VALUES, TrafficRecord
+from monitor.demo.broker import EmbeddedBroker
+from monitor.testing.mixed_traffic import INVALID_VALUES, TrafficRecord
 from tests.recovery_support import (
     TRAFFIC,
     Published,

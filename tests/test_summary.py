@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from monitor.summary import WindowSummary, segment_label
+from monitor.windows.summary import WindowSummary, segment_label
 
 
 def _summary() -> WindowSummary:

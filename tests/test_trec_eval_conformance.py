@@ -1,10 +1,10 @@
 """`rankmon eval` reproduces trec_eval 10.0's own expected outputs, line for line.
 
-The inputs and outputs are trec_eval's test suite (`../shared/conformance/trec_eval/`, see its
-README for the command behind each file). trec_eval printed every measure it has
-(`-m all_trec`); these tests keep the lines of the measures rankmon implements, in trec_eval's
-order, and require rankmon's lines to be exactly those: the same queries, the same measure
-order, the same values at trec_eval's printed precision.
+The inputs and outputs are trec_eval's test suite (`tests/data/trec_eval/`, copied unmodified with
+NIST's notice; its README gives the command behind each file). trec_eval printed every measure it
+has (`-m all_trec`); these tests keep the lines of the measures rankmon implements, in trec_eval's
+order, and require rankmon's lines to be exactly those: the same queries, the same measure order,
+the same values at trec_eval's printed precision.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from monitor.cli import main
-from tests.shared import shared_path
 
 # The trec_eval measures rankmon implements (the group all_rankmon).
 IMPLEMENTED = re.compile(
@@ -35,7 +34,7 @@ CASES = {
 
 
 def conformance_dir() -> Path:
-    return shared_path("conformance", "trec_eval")
+    return Path(__file__).resolve().parent / "data" / "trec_eval"
 
 
 def expected_lines(name: str, measures: re.Pattern[str] = IMPLEMENTED) -> list[str]:

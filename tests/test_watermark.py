@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from monitor.clock import FakeClock
-from monitor.watermark import NO_WATERMARK, Watermarks
+from monitor.windows.watermark import NO_WATERMARK, Watermarks
 
 
 def tracker(lateness: int = 5, idle: int | None = 1_000) -> tuple[Watermarks, FakeClock]:

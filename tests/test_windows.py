@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from monitor.clock import FakeClock
-from monitor.summary import Segment, WindowSummary
-from monitor.window_assigner import WindowSpec
-from monitor.windows import Admission, EventBatch, EventWindows
+from monitor.windows.engine import Admission, EventBatch, EventWindows
+from monitor.windows.spec import WindowSpec
+from monitor.windows.summary import Segment, WindowSummary
 
 KEYS = ("ndcg@10:linear", "precision@5")
 

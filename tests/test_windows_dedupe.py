@@ -8,10 +8,10 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from monitor.dedupe import EventIdSet, Ints, id_hashes
+from monitor.windows.dedupe import EventIdSet, Int64s, id_hashes
 
 
-def closed_before(limit: int) -> Callable[[Ints], npt.NDArray[np.bool_]]:
+def closed_before(limit: int) -> Callable[[Int64s], npt.NDArray[np.bool_]]:
     return lambda panes: panes < limit
 
 

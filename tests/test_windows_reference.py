@@ -14,8 +14,8 @@ from collections import defaultdict
 
 import pytest
 
-from monitor.watermark import NO_WATERMARK
-from monitor.window_assigner import WindowSpec
+from monitor.windows.spec import WindowSpec
+from monitor.windows.watermark import NO_WATERMARK
 from tests.test_windows import Ev, add, windows
 
 Cell = tuple[str, tuple[tuple[str, str], ...], str]  # (version, segment, query)

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from monitor.summary import WindowSummary
-from monitor.windows import EventWindows
+from monitor.windows.engine import EventWindows
+from monitor.windows.summary import WindowSummary
 from tests.test_windows import Ev, add, mark, windows
 
 PARTITIONS = (0, 1)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from monitor.windows import StateSize
+from monitor.windows.engine import StateSize
 from tests.test_windows import Ev, add, spans, windows
 
 

@@ -2,7 +2,7 @@
  *
  * One forward pass over the bytes, no backtracking, no allocation, no globals. Every helper
  * returns the position just past what it read, or NULL for "punt": the caller then runs
- * monitor/events.py `decode_event`, the reference, which decides the outcome. So each rule
+ * monitor/ingest/events.py `decode_event`, the reference, which decides the outcome. So each rule
  * below either mirrors what events.py accepts (and then must agree with it exactly) or is a
  * narrowing of it (a punt where Python might accept, which only costs speed).
  */

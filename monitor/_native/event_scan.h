@@ -2,7 +2,7 @@
  *
  * rm_scan_event reads one record value without creating any Python object and reports the
  * fields as byte spans into the buffer. It answers RM_SCAN_OK only when it is sure that
- * monitor/events.py `decode_event` accepts the record with exactly the fields reported (up to
+ * monitor/ingest/events.py `decode_event` accepts the record with exactly the fields reported (up to
  * the checks the caller still owes, below); for anything else, including every record Python
  * would reject, it answers RM_SCAN_PUNT and the caller runs the Python reference decoder,
  * which decides the outcome and names the reason. Punting is always safe.

@@ -1,5 +1,5 @@
 /* The measures of rankings given as one-byte grade codes: the C twin of
- * monitor/measure_columns.py, which is the reference and stays the pure-Python path.
+ * monitor/scoring/columns.py, which is the reference and stays the pure-Python path.
  *
  * Every value is computed with the same floating-point operations, in the same order, as the
  * numpy columns (division, then a running sum in rank order), so the two agree bit for bit:

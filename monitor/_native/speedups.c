@@ -7,7 +7,7 @@
  * - decode_events(index, values, ...): a poll's record values -> accepted events with their
  *   grade codes, scanned from the bytes (event_scan.c) without building a Python string per
  *   document. A record the scanner is not sure about is "punted": the caller decodes it with
- *   monitor.events, which decides every rejection and its reason.
+ *   monitor.ingest.events, which decides every rejection and its reason.
  * - measure_codes(...): the measures of rankings given as grade codes (measure_kernel.c).
  * - parse_records(...): the records of a fetched Kafka record batch as rankmon's
  *   SourceRecords (record_batch.c), in place of kafka-python's per-record Python reader.
@@ -949,14 +949,14 @@ static PyMethodDef module_methods[] = {
      "segment_keys, use_event_time, depth, punt_judgments) -> (status, event_ids, query_ids, "
      "rows, event_times_ms, segments, codes, lengths). segments[i] is the tuple of the event's "
      "values of segment_keys (a sequence of str), in that order, '' for a key it lacks. "
-     "status[i]: 0 accepted, 1 punted (decode it with monitor.events), 2 unknown query; the "
+     "status[i]: 0 accepted, 1 punted (decode it with monitor.ingest.events), 2 unknown query; the "
      "other lists hold the accepted events in "
      "order, codes their first `depth` grade codes (all if depth < 0) concatenated."},
     {"measure_codes", (PyCFunction)measure_codes, METH_VARARGS,
      "measure_codes(codes, taken, lengths, rows, kinds, gain_of, cutoffs, ideal_of, gains, "
      "relevant, judged, discounts, ideals, n_ideals, num_rel, when_zero, out): fill `out` "
      "(rankings x columns, float64) with the measures of rankings given as grade codes; "
-     "see monitor/measure_plan.py."},
+     "see monitor/scoring/plan.py."},
     {"set_hash_seed", (PyCFunction)set_hash_seed, METH_O,
      "set_hash_seed(key: bytes) -> None: key the hash tables with these 16 bytes (random at "
      "import). For benchmarks that craft colliding ids; indexes built before keep their "

@@ -1,6 +1,7 @@
 """Alerting: rules on finalized windows, baselines, a paired test, drift, states, delivery.
 
-The service parses the `alerts:` section once (`parse_alerting_config`), builds delivery
+The config reads the `alerts:` section once into `AlertingConfig` (`monitor.config.alerts`);
+the service builds delivery
 (`AlertDelivery.from_config`, started in the background) and one `AlertEngine`, restores it
 from the windows topic, then calls `observe` and `tick` on every scheduler tick. `rankmon rules
 render` writes the same conditions as Prometheus rules (`render_prometheus_rules`).
@@ -8,24 +9,19 @@ render` writes the same conditions as Prometheus rules (`render_prometheus_rules
 
 from __future__ import annotations
 
-from monitor.alerting.config import (
-    AlertingConfig,
-    DeliveryConfig,
-    alerting_config_from,
-    parse_alerting_config,
-)
+from monitor.alerting.active import ActiveAlert
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
-from monitor.alerting.engine import ActiveAlert, AlertEngine, AlertTransition
-from monitor.alerting.metrics import AlertMetrics, AlertSignals, register_alert_metrics
+from monitor.alerting.engine import AlertEngine, AlertTransition
+from monitor.alerting.metrics import AlertSignals
 from monitor.alerting.render import render_prometheus_rules
 from monitor.alerting.rules import AlertRule
+from monitor.alerting.settings import AlertingConfig, DeliveryConfig
 from monitor.alerting.state import Status
 
 __all__ = [
     "ActiveAlert",
     "AlertDelivery",
     "AlertEngine",
-    "AlertMetrics",
     "AlertRule",
     "AlertSignals",
     "AlertTransition",
@@ -33,8 +29,5 @@ __all__ = [
     "DeliveryConfig",
     "RetryPolicy",
     "Status",
-    "alerting_config_from",
-    "parse_alerting_config",
-    "register_alert_metrics",
     "render_prometheus_rules",
 ]

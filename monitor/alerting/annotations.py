@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from monitor.alerting.config import AlertingConfig
-from monitor.alerting.durations import format_duration
 from monitor.alerting.messages import AlertMessage, rfc3339
 from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale, Trend
+from monitor.alerting.settings import AlertingConfig
+from monitor.values import format_duration
 
 if TYPE_CHECKING:
-    from monitor.alerting.engine import ActiveAlert
+    from monitor.alerting.active import ActiveAlert
 
 __all__ = ["alert_labels", "alert_message", "condition_summary", "drop_summary"]
 

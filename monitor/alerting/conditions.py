@@ -25,7 +25,7 @@ from monitor.alerting.drift import PageHinkley
 from monitor.alerting.paired_test import paired_drop_test
 from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Trend
 from monitor.alerting.state import Evidence
-from monitor.summary import WindowSummary
+from monitor.windows.summary import WindowSummary
 
 __all__ = ["MIN_BASELINE_WINDOWS", "Verdict", "WindowTrack", "evaluate_window"]
 

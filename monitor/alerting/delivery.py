@@ -30,9 +30,9 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from monitor.alerting.config import DeliveryConfig
 from monitor.alerting.messages import AlertMessage, Fingerprint
 from monitor.alerting.metrics import AlertSignals
+from monitor.alerting.settings import DeliveryConfig
 from monitor.alerting.sinks import AlertmanagerSink, DeliveryError, LogSink, Sink, WebhookSink
 from monitor.clock import Clock
 from monitor.logs import fields

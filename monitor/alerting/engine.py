@@ -32,16 +32,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from monitor.alerting.active import ActiveAlert
 from monitor.alerting.annotations import alert_message
 from monitor.alerting.conditions import Verdict, WindowTrack, evaluate_window, measure_value
-from monitor.alerting.config import AlertingConfig
 from monitor.alerting.delivery import AlertDelivery
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.metrics import AlertSignals
-from monitor.alerting.restore import merge_window_shares
 from monitor.alerting.rules import AlertRule, Judged, Stale
+from monitor.alerting.settings import AlertingConfig
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
-from monitor.summary import Segment, WindowSummary
+from monitor.checkpoint.merge import merge_window_shares
+from monitor.windows.summary import Segment, WindowSummary
 
 __all__ = ["ActiveAlert", "AlertEngine", "AlertTransition"]
 
@@ -58,23 +59,6 @@ class AlertTransition:
     verdict: Verdict
     window: tuple[int, int] | None
     message: AlertMessage | None = None
-
-
-@dataclass
-class ActiveAlert:
-    """A rule's state in one segment, with the verdict of the last window that had evidence."""
-
-    rule: AlertRule
-    segment: Segment
-    state: AlertState
-    track: WindowTrack
-    verdict: Verdict | None = None
-    window: tuple[int, int] | None = None
-    fired_at_ms: int | None = None
-
-    @property
-    def status(self) -> Status:
-        return self.state.status
 
 
 def _judges_quality(rule: AlertRule) -> bool:

@@ -35,10 +35,10 @@ from typing import Any
 import yaml
 
 from monitor.alerting.annotations import alert_labels, condition_summary, drop_summary
-from monitor.alerting.config import AlertingConfig
-from monitor.alerting.durations import format_duration
 from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale, Trend
-from monitor.summary import Segment
+from monitor.alerting.settings import AlertingConfig
+from monitor.values import format_duration
+from monitor.windows.summary import Segment
 
 __all__ = ["render_prometheus_rules", "render_rule_groups"]
 

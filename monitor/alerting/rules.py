@@ -1,6 +1,6 @@
 """Alert rules as data: one measure, one condition, and how many windows fire and resolve.
 
-Parsed from the config by `monitor.alerting.rule_parsing`; evaluated by
+Parsed from the config by `monitor.config.alert_rules`; evaluated by
 `monitor.alerting.conditions`.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.summary import Segment
+from monitor.windows.summary import Segment
 
 __all__ = [
     "AlertRule",

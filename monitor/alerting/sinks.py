@@ -15,8 +15,8 @@ from typing import Any, Protocol
 import orjson
 
 from monitor.alerting.messages import AlertMessage
-from monitor.config_values import mask_url
 from monitor.logs import fields
+from monitor.values import mask_url
 
 __all__ = ["AlertmanagerSink", "DeliveryError", "LogSink", "Sink", "WebhookSink"]
 

@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from monitor.errors import MeasureError
-from monitor.evalset import load_evaluation_set
-from monitor.gain import Gain
-from monitor.run_evaluation import ALL_RANKMON, evaluate_run, select_measures
-from monitor.runfile import TREC_EVAL_MAX_RETRIEVED, load_run
+from monitor.scoring.evalset import load_evaluation_set
+from monitor.scoring.gain import Gain
+from monitor.trec.evaluate import ALL_RANKMON, evaluate_run, select_measures
+from monitor.trec.runfile import TREC_EVAL_MAX_RETRIEVED, load_run
 
 __all__ = ["register"]
 

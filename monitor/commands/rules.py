@@ -15,9 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from monitor.alerting.config import alerting_config_from
 from monitor.alerting.render import render_prometheus_rules
-from monitor.config import load_config
+from monitor.config.loader import load_config
 
 __all__ = ["register", "run"]
 
@@ -46,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Load the config, parse its alerts and print the rules."""
-    alerting = alerting_config_from(load_config(args.config))
+    alerting = (load_config(args.config)).alerts
     text = render_prometheus_rules(alerting, ungated_drop=args.ungated_drop)
     if args.output:
         Path(args.output).write_text(text, encoding="utf-8")

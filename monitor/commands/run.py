@@ -19,10 +19,10 @@ import threading
 from types import FrameType
 from typing import Any, Final
 
-from monitor.config import load_config
-from monitor.crashpoints import CrashPoints
+from monitor.config.loader import load_config
 from monitor.errors import ConfigError
 from monitor.logs import configure_logging
+from monitor.testing.crashpoints import CrashPoints
 
 __all__ = ["SHUTDOWN_TIMEOUT_S", "register"]
 

@@ -18,9 +18,9 @@ import niquests
 from grafana_client.api import GrafanaApi
 from grafana_client.client import GrafanaException
 
-from monitor.config_values import mask_url
 from monitor.dashboards.model import Dashboard
 from monitor.errors import RankmonError, one_line
+from monitor.values import mask_url
 
 __all__ = ["GrafanaTarget", "folder_uid"]
 

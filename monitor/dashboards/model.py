@@ -32,7 +32,7 @@ PanelKind = Literal["timeseries", "stat", "table"]
 # Every query goes through the `datasource` variable, so the dashboards work with whatever
 # Prometheus datasource the Grafana instance has (its uid differs from one install to the next).
 DATASOURCE: Final[JSON] = {"type": "prometheus", "uid": "${datasource}"}
-SCHEMA_VERSION: Final = 39
+GRAFANA_SCHEMA_VERSION: Final = 39
 ALL: Final = "$__all"  # Grafana's value for "All" in a multi-select variable
 GRID_WIDTH: Final = 24
 
@@ -186,7 +186,7 @@ class Dashboard:
             "links": [],
             "panels": list(_layout(self.rows)),
             "refresh": self.refresh,
-            "schemaVersion": SCHEMA_VERSION,
+            "schemaVersion": GRAFANA_SCHEMA_VERSION,
             "tags": list(self.tags),
             "templating": {"list": [v.to_json() for v in self.variables]},
             "time": {"from": self.time_from, "to": "now"},

@@ -1,7 +1,7 @@
 """The Prometheus series rankmon exports, and the series a PromQL expression names.
 
 `EXPORTED_SERIES` is the one list, in this package, of what rankmon exports: the names in
-docs/ARCHITECTURE.md "Exported series" and `monitor.exporter` (the tests check it against the
+docs/ARCHITECTURE.md "Exported series" and `monitor.export.exporter` (the tests check it against the
 series a real `Exporter` registers). The dashboards may query those and `PROMETHEUS_SERIES`
 (`ALERTS`, for the rules `rankmon rules render` writes). A dashboard that names anything else
 would show "No data" forever, so rendering refuses it (`unknown_series`).

@@ -1,9 +1,9 @@
 """What the dashboards are built from: segment keys, window size and the alert rules to draw.
 
-Without a config the dashboards carry no thresholds, the segment key of DESIGN.md's example
+Without a config the dashboards carry no thresholds, the segment key of the example config
 (`model`) and the default scrape job `rankmon`. With `--config FILE` the file is loaded and
-checked exactly as `rankmon run` loads it (`monitor.config.load_config`, `RANKMON_`
-overrides included; the alerting stage's `alerting_config_from` for the rules and the job),
+checked exactly as `rankmon run` loads it (`monitor.config.loader.load_config`, `RANKMON_`
+overrides included; the config's `alerts` for the rules and the job),
 so a dashboard never draws a rule the service would refuse, and a bad key fails with the
 same one-line `ConfigError`.
 """
@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from monitor.alerting.config import alerting_config_from
 from monitor.alerting.rules import AlertRule, Below, Drop
-from monitor.config import load_config
+from monitor.config.loader import load_config
 from monitor.errors import ConfigError
 
 __all__ = ["DEFAULT_SPEC", "DashboardSpec", "DropRule", "FloorRule", "RuleSeries", "load_spec"]
@@ -97,7 +96,7 @@ def load_spec(path: Path) -> DashboardSpec:
     quality series and are not drawn.
     """
     config = load_config(path)
-    alerting = alerting_config_from(config)
+    alerting = config.alerts
     floors: list[FloorRule] = []
     drops: list[DropRule] = []
     for rule in alerting.rules:

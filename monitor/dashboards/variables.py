@@ -4,23 +4,14 @@ from __future__ import annotations
 
 from typing import Final
 
-from monitor.config_values import parse_duration
 from monitor.dashboards.model import ALL, Variable
 from monitor.dashboards.spec import DashboardSpec
+from monitor.values import format_duration, parse_duration
 
-__all__ = ["baseline_span", "datasource_variable", "format_duration", "quality_variables"]
+__all__ = ["baseline_span", "datasource_variable", "quality_variables"]
 
-_UNITS: Final = (("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1_000))
 _BASELINE_CHOICES: Final = ("30m", "1h", "2h", "6h", "1d")
 _DEFAULT_BASELINE_WINDOWS: Final = 12  # the alerting stage's default baseline_windows
-
-
-def format_duration(ms: int) -> str:
-    """A PromQL duration in the largest unit that divides `ms` exactly (`3600000` -> `1h`)."""
-    for unit, size in _UNITS:
-        if ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
 
 
 def baseline_span(spec: DashboardSpec, windows: int) -> str:

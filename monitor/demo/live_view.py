@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from monitor.summary import WindowSummary
+from monitor.windows.summary import WindowSummary
 
 __all__ = ["AlertView", "DemoState", "LiveView", "render", "sparkline"]
 

@@ -5,7 +5,7 @@ ranking is the candidates sorted by score: at quality 0 the order is random, and
 the quality the more often relevant documents come first. A version may switch to a lower
 quality at a known time, which is the drop the demo's alert catches.
 
-Events follow the ranking-event schema (DESIGN.md): JSON, keyed by query id, `event_time` the
+Events follow the ranking-event schema (README.md): JSON, keyed by query id, `event_time` the
 moment the ranking was served (epoch milliseconds), the version as segment `model`. A small
 share of events is deliberately bad (malformed JSON, an unknown query, an empty ranking) or a
 byte-for-byte resend of an earlier event, so every outcome counter has something to count.

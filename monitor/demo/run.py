@@ -21,8 +21,8 @@ from pathlib import Path
 
 from kafka import KafkaProducer
 
-from monitor.broker import EmbeddedBroker, free_port
 from monitor.clock import Clock, SystemClock
+from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.demo.live_view import DemoState, LiveView
 from monitor.demo.ranker import SyntheticRanker, serve
 from monitor.demo.scenario import ALERT_FLOOR, ALERT_NAME, MEASURE, TOPIC, Scenario

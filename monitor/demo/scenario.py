@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from monitor.config import Config, config_from_tree
+from monitor.config.loader import Config, config_from_tree
 from monitor.demo.ranker import ModelVersion
 
 __all__ = ["ALERT_FLOOR", "ALERT_NAME", "MEASURE", "TOPIC", "Scenario"]

@@ -6,7 +6,7 @@ import math
 
 from monitor.demo.live_view import AlertView, DemoState
 from monitor.service import MonitorSnapshot
-from monitor.summary import segment_label
+from monitor.windows.summary import segment_label
 
 __all__ = ["demo_state"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from monitor.demo.live_view import DemoState
-from monitor.summary import WindowSummary
+from monitor.windows.summary import WindowSummary
 
 __all__ = ["AlertChange", "Transcript"]
 

@@ -1,0 +1,117 @@
+"""`SharePublisher`: finalized window shares on their way to the windows topic.
+
+Shares wait here until the broker acknowledged them, so that the offsets commit that passes
+their windows can follow (docs/recovery.md). Two rules keep a share from being
+published where it should not:
+
+- while the consumer sees no broker, nothing is tried (a flush would block for its whole
+  timeout); the shares stay held for the next tick;
+- a fence comes first: committing offsets that pass no held window (the safe offsets from
+  before the finalize) fails if the group has moved on, a rebalance running or this member's
+  generation gone. A new owner may then be counting the same partitions, so the shares stay
+  held until the rebalance reaches this member, which drops them and replays its partitions.
+
+A share handed to the producer stays with it (the producer resends what was not acknowledged),
+and it stays held here too, with the fence of the oldest held share, until a flush acknowledges
+it: a window finalized meanwhile must not bring a fence that passes it. Held shares are
+therefore either still to send or sent and waiting for an ack; the next `publish()` sends the
+first and flushes again for the second, so no share is sent twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Protocol
+
+from monitor.checkpoint.shares import WindowShare, publish_shares
+from monitor.kafka.bootstrap import KafkaUnavailableError
+from monitor.kafka.producer import RecordSink
+from monitor.logs import fields
+from monitor.testing.crashpoints import CrashPoints
+
+__all__ = ["GroupMember", "SharePublisher"]
+
+_log = logging.getLogger(__name__)
+
+
+class GroupMember(Protocol):
+    """What the publisher needs of the consumer (`EventSource`): its view of the broker and
+    a commit that fails when the group has moved on."""
+
+    @property
+    def broker_up(self) -> bool: ...
+
+    def commit(self, offsets: Mapping[int, int]) -> bool: ...
+
+
+class SharePublisher:
+    """Holds finalized shares and publishes them behind the commit fence."""
+
+    def __init__(
+        self,
+        producer: RecordSink,
+        topic: str,
+        source: GroupMember,
+        crash: CrashPoints,
+        max_record_bytes: int = 1_048_576,
+    ) -> None:
+        self._producer = producer
+        self._max_record_bytes = max_record_bytes
+        self._topic = topic
+        self._source = source
+        self._crash = crash
+        self._unsent: list[WindowShare] = []
+        self._unacked: list[WindowShare] = []  # handed to the producer, not acknowledged yet
+        self._fence: Mapping[int, int] = {}
+
+    @property
+    def held(self) -> list[WindowShare]:
+        """The shares not acknowledged yet, oldest first: nothing is committed past them."""
+        return self._unacked + self._unsent
+
+    def add(self, shares: Iterable[WindowShare], fence: Mapping[int, int]) -> None:
+        """Hold shares until `publish()` succeeds; `fence`: offsets that pass none of them
+        (the safe offsets from before their finalize), kept from the oldest held share."""
+        shares = list(shares)
+        if shares and not self.held:
+            self._fence = fence
+        self._unsent.extend(shares)
+
+    def holds_any(self, partitions: frozenset[int]) -> bool:
+        """Whether a held share has events of these partitions (shares cannot be split)."""
+        return any(s.partitions is None or s.partitions & partitions for s in self.held)
+
+    def drop(self) -> None:
+        """Forget the held shares: their windows are being replayed."""
+        self._unsent, self._unacked = [], []
+
+    def publish(self) -> bool:
+        """Publish the held shares and flush the dead letters; True once all are acked.
+
+        False: nothing may be committed past the held shares (they stay held, and so does
+        the fence of the oldest)."""
+        if not self._source.broker_up:
+            return False
+        if self.held and not self._source.commit(self._fence):
+            return False
+        shares, self._unsent = self._unsent, []
+        # A test's crash point may cut the finalize in two (`monitor.testing.crashpoints`).
+        first = len(shares) // 2 if self._crash.armed("mid-finalize") else len(shares)
+        parts = [shares[:first], shares[first:]]  # the second is empty unless cut
+        for index, part in enumerate(parts):
+            self._unacked.extend(part)
+            try:
+                # An empty part still flushes: what an earlier publish sent, the dead letters.
+                publish_shares(self._producer, self._topic, part, self._max_record_bytes)
+            except KafkaUnavailableError as error:
+                self._unsent = [share for later in parts[index + 1 :] for share in later]
+                _log.warning(
+                    "publish failed; nothing committed until it succeeds",
+                    extra=fields(error=str(error), windows=len(self.held)),
+                )
+                return False
+            self._unacked = []  # the flush acknowledged everything sent so far
+            if shares:
+                self._crash.reach(("mid-finalize", "after-publish")[index])
+        return True

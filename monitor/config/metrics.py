@@ -1,0 +1,84 @@
+"""The `metrics` section: cutoffs, gains, relevance level and the limits on rankings.
+
+Each gain is a `monitor.scoring.gain.Gain` and its name is the `gain` label value: `linear`
+(trec_eval: gain = grade), `exp` (2^grade - 1), or a grade -> gain map, written as a
+mapping or as text; its label is the text form:
+
+    gains: [linear, {1: 1, 2: 5, 3: 10}]     # labels "linear" and "1=1,2=5,3=10"
+
+A grade the map does not name gains its linear value, as in trec_eval's gain_init.c.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from monitor.config.source import ConfigSection, as_choice, as_int, as_int_list
+from monitor.ingest.events import MAX_GRADE
+from monitor.scoring.gain import EXP, LINEAR, Gain
+
+__all__ = ["MetricsConfig", "read_metrics"]
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """What is measured on each ranking.
+
+    `relevance_level`: the grade from which a document counts as relevant for precision,
+    recall, MRR and MAP (not nDCG; docs/metric-conventions.md N7). `idcg_zero`: a query whose ideal
+    DCG is 0 scores 0 ("zero", trec_eval) or is left out of the means ("exclude").
+    `max_depth`: longer rankings are rejected. `min_queries`: a window with fewer queries
+    reports that instead of a mean.
+    """
+
+    cutoffs: tuple[int, ...] = (5, 10, 20)
+    gains: tuple[Gain, ...] = (LINEAR, EXP)
+    relevance_level: int = 1
+    idcg_zero: str = "zero"
+    max_depth: int = 1000
+    min_queries: int = 1
+    gain_names: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gain_names", tuple(gain.name for gain in self.gains))
+
+
+def read_metrics(section: ConfigSection) -> MetricsConfig:
+    """Build the `metrics` section."""
+    defaults = MetricsConfig()
+    config = MetricsConfig(
+        cutoffs=section.get("cutoffs", as_int_list(1, 1_000_000), defaults.cutoffs),
+        gains=section.get("gains", _gains, defaults.gains),
+        relevance_level=section.get("relevance_level", as_int(1, MAX_GRADE), 1),
+        idcg_zero=section.get("idcg_zero", as_choice("zero", "exclude"), "zero"),
+        max_depth=section.get("max_depth", as_int(1, 1_000_000), 1000),
+        min_queries=section.get("min_queries", as_int(1, 10_000_000), 1),
+    )
+    section.finish()
+    return config
+
+
+def _gains(value: Any) -> tuple[Gain, ...]:
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"expected a non-empty list of gains, got {value!r}")
+    gains = tuple(_gain(item) for item in value)
+    names = [gain.name for gain in gains]
+    for name in names:
+        if names.count(name) > 1:
+            raise ValueError(f"lists the gain {name!r} more than once")
+    return gains
+
+
+def _gain(item: Any) -> Gain:
+    if isinstance(item, Mapping):
+        for grade, gain in item.items():
+            if isinstance(grade, bool) or not isinstance(grade, int):
+                raise ValueError(f"a gain map's grades are integers, got {grade!r}")
+            if isinstance(gain, bool) or not isinstance(gain, int | float):
+                raise ValueError(f"the gain of grade {grade} must be a number, got {gain!r}")
+        return Gain.parse(item)
+    if isinstance(item, str):
+        return Gain.parse(item)  # ValueError names the gain and the valid forms
+    raise ValueError(f"unknown gain {item!r}: use linear, exp or a grade->gain map")

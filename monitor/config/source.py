@@ -1,0 +1,398 @@
+"""Where configuration values come from: the YAML file, `RANKMON_` variables, typed reading.
+
+The file gives a tree of mappings; each environment variable `RANKMON_A__B__C=value` then sets
+`a.b.c` in that tree, its value parsed as a YAML scalar or flow list (`9500` is a number,
+`[5, 10]` a list, `a:9092,b:9092` a string that list-valued keys split on commas). Only
+variables with `__` in their name are overrides, so a password variable such as
+`RANKMON_SASL_PASSWORD` (named by `password_env`) is never mistaken for one.
+
+`ConfigSection` reads one mapping of that tree: every read names the dotted key, every problem
+becomes a `ConfigError` naming it (and the variable that set it, if one did), and `finish()`
+rejects the keys nobody asked for, suggesting the closest valid one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import reprlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import yaml
+
+from monitor.errors import ConfigError, InputError
+from monitor.values import Duration, parse_duration
+
+__all__ = [
+    "ENV_PREFIX",
+    "MAX_CONFIG_VALUES",
+    "REQUIRED",
+    "ConfigSection",
+    "apply_environment",
+    "as_bool",
+    "as_choice",
+    "as_duration",
+    "as_int",
+    "as_int_list",
+    "as_number",
+    "as_path",
+    "as_positive_duration",
+    "as_str",
+    "as_str_list",
+    "describe",
+    "expansion_problem",
+    "read_yaml",
+]
+
+ENV_PREFIX: Final = "RANKMON_"
+_LEVEL_SEPARATOR: Final = "__"
+# The most values a config may hold once its YAML aliases are expanded. A config is a few
+# hundred; a "billion laughs" file of 1 KB expands to 10^9 (describing one of its values in
+# an error took 23 s and ended in a MemoryError).
+MAX_CONFIG_VALUES: Final = 100_000
+
+T = TypeVar("T")
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Final = _Required()
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """The file's top-level mapping; `InputError` ("path:line: problem") if it is not one."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise InputError(str(path), error.strerror or str(error)) from error
+    except UnicodeDecodeError as error:
+        raise InputError(str(path), "not UTF-8 text") from error
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or "malformed"
+        line = mark.line + 1 if mark is not None else None
+        raise InputError(str(path), f"not valid YAML: {problem}", line) from error
+    except ValueError as error:
+        # PyYAML raises a bare ValueError for impossible dates such as 2026-13-45.
+        raise InputError(str(path), f"not valid YAML: {error}") from error
+    if data is None:
+        return {}
+    problem = expansion_problem(data)
+    if problem is not None:
+        raise InputError(str(path), problem)
+    if not isinstance(data, dict):
+        raise InputError(str(path), "the top level must be a mapping of sections (kafka, ...)")
+    return data
+
+
+def expansion_problem(data: Any, limit: int = MAX_CONFIG_VALUES) -> str | None:
+    """Why `data` (parsed YAML) is refused: more than `limit` values once its aliases are
+    expanded, or an alias inside itself. None if it is fine. Linear in the distinct nodes:
+    a shared node is sized once."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(data, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not isinstance(node, dict | list) or (id(node) in sizes and not children_done):
+            continue
+        children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
+        if children_done:
+            open_nodes.discard(id(node))
+            size = 1 + sum(sizes.get(id(c), 1) for c in children)
+            if size > limit:
+                return (
+                    f"not accepted: its aliases expand to more than {limit:,} values "
+                    "(a YAML alias bomb?)"
+                )
+            sizes[id(node)] = size
+            continue
+        if id(node) in open_nodes:
+            return "not accepted: a YAML alias refers to a value inside itself"
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children if isinstance(child, dict | list))
+    return None
+
+
+def apply_environment(tree: dict[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
+    """Set each `RANKMON_A__B=value` override in `tree`; return dotted key -> variable name."""
+    origins: dict[str, str] = {}
+    for name in sorted(environ):
+        if not name.startswith(ENV_PREFIX) or _LEVEL_SEPARATOR not in name:
+            continue
+        parts = name[len(ENV_PREFIX) :].lower().split(_LEVEL_SEPARATOR)
+        dotted = ".".join(parts)
+        if not all(parts):
+            raise ConfigError(dotted, f"{name} has an empty level (use one '__' between keys)")
+        try:
+            value = yaml.safe_load(environ[name])
+        except (yaml.YAMLError, ValueError) as error:  # ValueError: impossible dates
+            raise ConfigError(dotted, f"{name} is not a valid YAML value") from error
+        problem = expansion_problem(value)
+        if problem is not None:
+            raise ConfigError(dotted, f"{name} is {problem}")
+        _set_path(tree, parts, value, name)
+        origins[dotted] = name
+    return origins
+
+
+def _set_path(tree: dict[str, Any], parts: list[str], value: Any, variable: str) -> None:
+    node = tree
+    for depth, part in enumerate(parts[:-1]):
+        child = node.get(part)
+        if child is None:
+            child = node[part] = {}
+        if not isinstance(child, dict):
+            where = ".".join(parts[: depth + 1])
+            raise ConfigError(where, f"is not a section, so {variable} cannot set a key in it")
+        node = child
+    node[parts[-1]] = value
+
+
+class ConfigSection:
+    """One mapping of the config tree, read key by key with typed parsers."""
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        prefix: str,
+        origins: Mapping[str, str],
+        label: str = "",
+    ) -> None:
+        self._data = data
+        self._prefix = prefix
+        self._origins = origins
+        self._asked: set[str] = set()
+        self.label = label  # starts every problem of this section and those below it
+
+    def key(self, name: str) -> str:
+        """The dotted key of `name` in this section (`""`: the section itself)."""
+        if not name:
+            return self._prefix
+        return f"{self._prefix}.{name}" if self._prefix else name
+
+    def error(self, name: str, problem: str) -> ConfigError:
+        """A `ConfigError` for `name`, saying which environment variable set it, if one did."""
+        dotted = self.key(name)
+        for key, variable in self._origins.items():
+            if dotted == key or dotted.startswith(key + ".") or key.startswith(dotted + "."):
+                problem = f"{problem} (set by {variable})"
+                break
+        return ConfigError(dotted, self.label + problem)
+
+    def get(self, name: str, parse: Callable[[Any], T], default: T | _Required = REQUIRED) -> T:
+        """The parsed value of `name`; a missing or null value gives `default`."""
+        self._asked.add(name)
+        raw = self._data.get(name)
+        if raw is None:
+            if isinstance(default, _Required):
+                raise self.error(name, "is required")
+            return default
+        try:
+            return parse(raw)
+        except ValueError as error:
+            raise self.error(name, str(error)) from error
+
+    def has(self, name: str) -> bool:
+        """Whether `name` is set to something other than null."""
+        return self._data.get(name) is not None
+
+    def section(self, name: str) -> ConfigSection:
+        """The sub-mapping `name` (missing or null: empty)."""
+        return ConfigSection(self.mapping(name), self.key(name), self._origins, self.label)
+
+    def sections(self, name: str) -> list[ConfigSection]:
+        """The list of mappings `name` (missing or null: none), `name[i]` each."""
+        none: list[Mapping[str, Any]] = []
+        items = self.get(name, _as_list_of_mappings, none)
+        return [
+            ConfigSection(item, f"{self.key(name)}[{index}]", self._origins, self.label)
+            for index, item in enumerate(items)
+        ]
+
+    def labelled(self, label: str) -> ConfigSection:
+        """This section with its problems (and its sub-sections') starting with `label`."""
+        section = ConfigSection(self._data, self._prefix, self._origins, label)
+        section._asked = self._asked
+        return section
+
+    def present(self, name: str) -> bool:
+        """Whether `name` is written in this section (even as null)."""
+        return name in self._data
+
+    def names(self) -> list[str]:
+        """The keys written in this section, in order."""
+        return [str(name) for name in self._data]
+
+    def mapping(self, name: str) -> Mapping[str, Any]:
+        """The sub-mapping `name` as it is, for parts that parse their own keys."""
+        empty: Mapping[str, Any] = {}
+        return self.get(name, _as_mapping, empty)
+
+    def finish(self) -> None:
+        """Reject keys nobody asked for, naming the closest valid key."""
+        for name in self._data:
+            if name in self._asked:
+                continue
+            if not isinstance(name, str):
+                raise self.error(str(name), "keys must be strings")
+            close = difflib.get_close_matches(name, sorted(self._asked), n=1, cutoff=0.6)
+            hint = f"; did you mean '{self.key(close[0])}'?" if close else ""
+            valid = ", ".join(sorted(self._asked))
+            raise self.error(name, f"unknown key{hint} (valid here: {valid})")
+
+
+def _short_repr() -> reprlib.Repr:
+    short = reprlib.Repr()  # keyword arguments only from Python 3.12 on
+    short.maxlevel, short.maxdict, short.maxlist = 2, 4, 4
+    short.maxstring = short.maxother = 60
+    return short
+
+
+_SHORT = _short_repr()
+
+
+def describe(value: Any) -> str:
+    """A short text of a value for an error message: bounded however large the value."""
+    return _SHORT.repr(value)
+
+
+def _kind(value: Any) -> str:
+    return f"{describe(value)} ({type(value).__name__})"
+
+
+def _as_list_of_mappings(value: Any) -> list[Mapping[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+        raise ValueError(f"expected a list of mappings, got {_kind(value)}")
+    return value
+
+
+def _as_mapping(value: Any) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a mapping of keys, got {_kind(value)}")
+    return value
+
+
+def as_str(value: Any) -> str:
+    """A non-empty string."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"expected a non-empty string, got {_kind(value)}")
+    return value
+
+
+def as_path(value: Any) -> Path:
+    """A file path; `~` and `~user` expand to home directories."""
+    text = as_str(value)
+    if "\0" in text:
+        raise ValueError("a path cannot contain a NUL character")
+    try:
+        return Path(text).expanduser()
+    except RuntimeError as error:  # ~user of an unknown user
+        raise ValueError(f"cannot expand {text!r}: {error}") from error
+
+
+def as_bool(value: Any) -> bool:
+    """`true` or `false`."""
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {_kind(value)}")
+    return value
+
+
+def as_number(minimum: float | None = None, maximum: float | None = None) -> Callable[[Any], float]:
+    """A number (integer or float) in [minimum, maximum]."""
+
+    def parse(value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            raise ValueError(f"expected a number, got {_kind(value)}")
+        if minimum is not None and value < minimum:
+            raise ValueError(f"must be at least {minimum:g}, got {describe(value)}")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"must be at most {maximum:g}, got {describe(value)}")
+        return float(value)
+
+    return parse
+
+
+def as_int(minimum: int, maximum: int | None = None) -> Callable[[Any], int]:
+    """An integer in [minimum, maximum] (booleans are not integers here)."""
+
+    def parse(value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"expected an integer, got {_kind(value)}")
+        if value < minimum or (maximum is not None and value > maximum):
+            upper = f" and at most {maximum}" if maximum is not None else ""
+            raise ValueError(f"must be at least {minimum}{upper}, got {value}")
+        return value
+
+    return parse
+
+
+def as_choice(*choices: str) -> Callable[[Any], str]:
+    """One of `choices`, spelled exactly."""
+
+    def parse(value: Any) -> str:
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, got {_kind(value)}")
+        return str(value)
+
+    return parse
+
+
+def as_duration(value: Any) -> Duration:
+    """A duration with its unit (`15s`); a bare number is refused, its unit is ambiguous."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a duration with a unit such as 15s or 5m, got {_kind(value)}")
+    return parse_duration(value)
+
+
+def as_positive_duration(value: Any) -> Duration:
+    """`as_duration`, longer than zero (an interval, a timeout, a window)."""
+    duration = as_duration(value)
+    if duration.ms <= 0:
+        raise ValueError(f"must be longer than zero, got {duration.text}")
+    return duration
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, str):
+        # An environment override such as `a:9092,b:9092` arrives as one string.
+        try:
+            return [yaml.safe_load(item) for item in value.split(",")]
+        except (yaml.YAMLError, ValueError) as error:
+            raise ValueError(f"cannot split {value!r} into a list") from error
+    if not isinstance(value, list):
+        raise ValueError(f"expected a list, got {_kind(value)}")
+    return value
+
+
+def as_str_list(value: Any) -> tuple[str, ...]:
+    """A list of non-empty strings (or one comma-separated string)."""
+    items = _as_list(value)
+    for item in items:
+        if not isinstance(item, str) or not item.strip():
+            raise ValueError(f"expected a list of non-empty strings, found {_kind(item)}")
+    return tuple(items)
+
+
+def as_int_list(minimum: int, maximum: int | None = None) -> Callable[[Any], tuple[int, ...]]:
+    """A non-empty list of distinct integers in [minimum, maximum] (or a comma-separated string)."""
+    item_parse = as_int(minimum, maximum)
+
+    def parse(value: Any) -> tuple[int, ...]:
+        items = tuple(item_parse(item) for item in _as_list(value))
+        if not items:
+            raise ValueError("must not be empty")
+        duplicates = sorted({item for item in items if items.count(item) > 1})
+        if duplicates:
+            raise ValueError(f"lists {duplicates[0]} more than once")
+        return items
+
+    return parse

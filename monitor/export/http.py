@@ -1,0 +1,304 @@
+"""`MetricsServer`: `/metrics`, `/healthz`, `/readyz` (and routes added by others) over HTTP(S).
+
+- `GET /metrics`: the registry, in Prometheus text or OpenMetrics as the scraper asks
+  (`Accept`), gzipped when it accepts that (`Accept-Encoding`), `name[]` filters as
+  prometheus-client's own server reads them.
+- `GET /healthz`: 200 `ok` while the service makes progress; 503 with the reason when the
+  `stalled` check says it does not (the poll loop stuck: `monitor.export.exporter.Liveness`).
+- `GET /readyz`: 200 `ready`, or 503 with the conditions not met, one per line.
+- other routes a caller registers (`routes`), and 404 for the rest.
+
+The network is hostile: the server is one asyncio event loop in a thread of its own, so a
+client that connects and drips one byte at a time holds a few hundred bytes, not a thread.
+What one client can hold is bounded: a request (line and headers) must arrive within
+`REQUEST_DEADLINE_S` whole, not per read; a request line over `MAX_LINE_BYTES` is refused
+(414), headers over `MAX_HEADER_BYTES` or `MAX_HEADERS` (431), a body or a method other than
+GET and HEAD (413, 405); each connection serves one request and closes; at most
+`MAX_CONNECTIONS` are open at once, more are closed at once. With `certfile` and `keyfile`
+the listener speaks TLS only, the handshake bounded by the same deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import logging
+import socket
+import ssl
+import threading
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Final
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+__all__ = ["MAX_CONNECTIONS", "REQUEST_DEADLINE_S", "MetricsServer", "Response", "Route"]
+
+ReadinessCheck = Callable[[], list[str]]
+StallCheck = Callable[[], str | None]
+
+REQUEST_DEADLINE_S: Final = 10.0
+MAX_CONNECTIONS: Final = 1024
+MAX_LINE_BYTES: Final = 8192
+MAX_HEADER_BYTES: Final = 16_384
+MAX_HEADERS: Final = 64
+WRITE_DEADLINE_S: Final = 30.0
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a route answers: status line text, content type, body, extra headers."""
+
+    status: str
+    content_type: str
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+# A route gets the query parameters (name -> values) and the request headers (lower case).
+Route = Callable[[Mapping[str, list[str]], Mapping[str, str]], Response]
+
+
+def _plain(status: str, text: str) -> Response:
+    return Response(status, "text/plain; charset=utf-8", text.encode())
+
+
+class _RequestError(Exception):
+    def __init__(self, status: str, text: str) -> None:
+        super().__init__(text)
+        self.response = _plain(status, text + "\n")
+
+
+class MetricsServer:
+    """Serves a registry plus health and readiness; `port=0` binds a free port."""
+
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        not_ready: ReadinessCheck,
+        *,
+        host: str = "0.0.0.0",
+        port: int = 9464,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        stalled: StallCheck | None = None,
+        routes: Mapping[str, Route] | None = None,
+    ) -> None:
+        if (certfile is None) != (keyfile is None):
+            raise ValueError("TLS needs both certfile and keyfile")
+        self.host = host
+        self.port = port
+        self._registry = registry
+        self._not_ready = not_ready
+        self._stalled = stalled
+        self._routes: dict[str, Route] = {
+            "/metrics": self._metrics,
+            "/healthz": self._healthz,
+            "/readyz": self._readyz,
+            **(routes or {}),
+        }
+        self._tls: ssl.SSLContext | None = None
+        if certfile is not None and keyfile is not None:
+            self._tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self._tls.load_cert_chain(certfile, keyfile)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._open = 0  # connections being served now
+        self.refused = 0  # connections closed at once: MAX_CONNECTIONS were open
+
+    @property
+    def url(self) -> str:
+        """Base URL of the listener (after `start()`, with the bound port)."""
+        scheme = "https" if self._tls is not None else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
+
+    def add_route(self, path: str, route: Route) -> None:
+        """Serve `route` at `path` (before `start()`)."""
+        self._routes[path] = route
+
+    def start(self) -> MetricsServer:
+        """Bind and serve in a daemon thread; `port` becomes the bound port.
+
+        Raises `OSError` when the address cannot be bound (in use, unknown host)."""
+        loop = asyncio.new_event_loop()
+        try:
+            server = loop.run_until_complete(self._listen())
+        except BaseException:
+            loop.close()
+            raise
+        self._loop, self._server = loop, server
+        self.port = server.sockets[0].getsockname()[1]
+        self._thread = threading.Thread(
+            target=loop.run_forever, name="rankmon-metrics-http", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    async def _listen(self) -> asyncio.Server:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        return await asyncio.start_server(
+            self._serve,
+            self.host,
+            self.port,
+            family=family,
+            ssl=self._tls,
+            ssl_handshake_timeout=REQUEST_DEADLINE_S if self._tls else None,
+            limit=MAX_LINE_BYTES,
+            backlog=512,
+            reuse_address=True,
+        )
+
+    def stop(self) -> None:
+        """Stop serving and close the socket; idempotent."""
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        server = self._server
+
+        async def shut() -> None:
+            if server is not None:
+                server.close()
+            for task in [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]:
+                task.cancel()
+
+        asyncio.run_coroutine_threadsafe(shut(), loop).result(timeout=5)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        loop.close()
+
+    def __enter__(self) -> MetricsServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- one connection -----------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._open >= MAX_CONNECTIONS:
+            self.refused += 1
+            writer.close()
+            return
+        self._open += 1
+        try:
+            try:
+                async with asyncio.timeout(REQUEST_DEADLINE_S):
+                    method, target, headers = await self._read_request(reader)
+                response = self._answer(method, target, headers)
+                head_only = method == "HEAD"
+            except _RequestError as error:
+                response, head_only = error.response, False
+            except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
+                return  # too slow, or gone: nothing to answer
+            async with asyncio.timeout(WRITE_DEADLINE_S):
+                await self._write(writer, response, head_only)
+        except (TimeoutError, ConnectionError, ssl.SSLError):
+            pass  # a client that stops reading, or breaks TLS, is not our error
+        finally:
+            self._open -= 1
+            writer.close()
+
+    async def _read_request(self, reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str]]:
+        line = await _read_line(reader, "414 URI Too Long", "request line too long")
+        parts = line.split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise _RequestError("400 Bad Request", "not an HTTP/1.x request line")
+        method, target, _ = parts
+        headers: dict[str, str] = {}
+        size = count = 0
+        while True:
+            header = await _read_line(
+                reader, "431 Request Header Fields Too Large", "header too long"
+            )
+            if not header:
+                break
+            size += len(header)
+            count += 1
+            if size > MAX_HEADER_BYTES or count > MAX_HEADERS:
+                raise _RequestError("431 Request Header Fields Too Large", "headers too large")
+            name, colon, value = header.partition(":")
+            if not colon or not name or name != name.strip():
+                raise _RequestError("400 Bad Request", "malformed header")
+            headers[name.lower()] = value.strip()
+        if method not in ("GET", "HEAD"):
+            raise _RequestError("405 Method Not Allowed", "only GET and HEAD")
+        if headers.get("content-length", "0") != "0" or "transfer-encoding" in headers:
+            raise _RequestError("413 Content Too Large", "requests take no body")
+        return method, target, headers
+
+    def _answer(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        parsed = urllib.parse.urlsplit(target)
+        route = self._routes.get(parsed.path)
+        if route is None:
+            known = ", ".join(sorted(self._routes))
+            return _plain("404 Not Found", f"rankmon serves {known}\n")
+        query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
+        try:
+            return route(query, headers)
+        except Exception:
+            _log.exception("HTTP route %s failed", parsed.path)
+            return _plain("500 Internal Server Error", "internal error\n")
+
+    @staticmethod
+    async def _write(writer: asyncio.StreamWriter, response: Response, head_only: bool) -> None:
+        lines = [
+            f"HTTP/1.1 {response.status}",
+            f"Content-Type: {response.content_type}",
+            f"Content-Length: {len(response.body)}",
+            "Connection: close",
+            "X-Content-Type-Options: nosniff",
+            *(f"{name}: {value}" for name, value in response.headers.items()),
+        ]
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        if not head_only:
+            writer.write(response.body)
+        await writer.drain()
+
+    # -- routes -------------------------------------------------------------------------
+
+    def _metrics(self, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> Response:
+        registry = self._registry
+        names = query.get("name[]")
+        if names:
+            registry = registry.restricted_registry(names)  # type: ignore[assignment]
+        encoder, content_type = choose_encoder(headers.get("accept", ""))
+        body = encoder(registry)
+        extra: dict[str, str] = {}
+        if "gzip" in headers.get("accept-encoding", ""):
+            body, extra = gzip.compress(body, compresslevel=6), {"Content-Encoding": "gzip"}
+        return Response("200 OK", content_type, body, extra)
+
+    def _healthz(self, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> Response:
+        stalled = None if self._stalled is None else self._stalled()
+        if stalled is not None:
+            return _plain("503 Service Unavailable", f"stalled: {stalled}\n")
+        return _plain("200 OK", "ok\n")
+
+    def _readyz(self, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> Response:
+        missing = self._not_ready()
+        if missing:
+            text = "".join(f"not ready: {name}\n" for name in missing)
+            return _plain("503 Service Unavailable", text)
+        return _plain("200 OK", "ready\n")
+
+
+async def _read_line(reader: asyncio.StreamReader, status: str, problem: str) -> str:
+    """One CRLF-terminated line; `_RequestError(status)` past `MAX_LINE_BYTES`."""
+    try:
+        raw = await reader.readuntil(b"\n")
+    except asyncio.LimitOverrunError as error:
+        raise _RequestError(status, problem) from error
+    return raw.decode("latin-1").rstrip("\r\n")  # latin-1: every byte decodes

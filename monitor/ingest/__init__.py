@@ -1,0 +1,15 @@
+"""Ingest: one poll's records through decoding, scoring and windowing, rejects as data.
+
+Enters: `SourceRecord`s from `monitor.kafka`. Leaves: each record's one outcome, accepted
+events in their windows (scored by `monitor.scoring`, windowed by `monitor.windows`), and
+every other record with its reason to the dead-letter topic. The event schema and its
+decoder (`events`) live here; the C scanner is checked against it.
+"""
+
+from __future__ import annotations
+
+from monitor.ingest.deadletter import DeadLetterSink
+from monitor.ingest.events import EventDecoder, RankingEvent, Rejection
+from monitor.ingest.intake import Intake
+
+__all__ = ["DeadLetterSink", "EventDecoder", "Intake", "RankingEvent", "Rejection"]

@@ -1,0 +1,299 @@
+"""Ranking events: Kafka record bytes -> a validated `RankingEvent`, or a `Rejection` saying why.
+
+`decode_event` never raises on any input: every record ends as exactly one of the two, and
+a rejection carries a `Reason` from a fixed set, the `reason` label of
+`rankmon_events_total{outcome="invalid"}` and the reason header of its dead letter. The later
+stages decide the other outcomes (`Outcome`): unknown_query, duplicate, late.
+
+Schema version 1 (README.md, "The ranking event"): `event_id`, `query_id` (non-empty strings),
+`ranking` (1 to max_depth distinct non-empty document ids, rank 1 first), `event_time` (RFC 3339
+with an offset, or epoch milliseconds from `MIN_EPOCH_MS` on; default: the record timestamp),
+`judgments` (doc id -> integer grade 0..1000), `segment` (string -> string),
+`schema_version` (1). Unknown fields are ignored, so producers can add some before rankmon
+reads them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any, Final
+
+import orjson
+
+__all__ = [
+    "EVENT_SCHEMA_VERSION",
+    "MAX_GRADE",
+    "MIN_EPOCH_MS",
+    "EventDecoder",
+    "Outcome",
+    "RankingEvent",
+    "Reason",
+    "Rejection",
+    "decode_event",
+    "outcome_of",
+]
+
+EVENT_SCHEMA_VERSION: Final = 1
+# Inline grades are 0..MAX_GRADE: a negative one (trec_eval's "unjudged") says nothing an
+# absent one does not, and a huge one overflows the exp gain 2^g - 1 past float range.
+MAX_GRADE: Final = 1000
+# An integer event_time is epoch milliseconds. One under 10^11 (1973-03-03T09:46:40Z) is
+# almost surely epoch seconds, a common producer mistake read as a 1970 time: refused, with
+# the reason, rather than counted in a window of 1970. (The C scanner punts such values.)
+MIN_EPOCH_MS: Final = 100_000_000_000
+_RFC3339: Final = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})"
+)
+_EMPTY: Final[Mapping[str, str]] = {}
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class Outcome(Enum):
+    """What became of a record: the `outcome` label of `rankmon_events_total`."""
+
+    ACCEPTED = "accepted"
+    INVALID = "invalid"
+    UNKNOWN_QUERY = "unknown_query"
+    DUPLICATE = "duplicate"
+    LATE = "late"
+
+
+class Reason(Enum):
+    """Why a record is invalid: the `reason` label (with outcome="invalid")."""
+
+    INVALID_UTF8 = "invalid_utf8"
+    INVALID_JSON = "invalid_json"
+    NOT_AN_OBJECT = "not_an_object"
+    MISSING_FIELD = "missing_field"
+    WRONG_TYPE = "wrong_type"
+    EMPTY_RANKING = "empty_ranking"
+    DUPLICATE_DOC = "duplicate_doc"
+    TOO_DEEP = "too_deep"
+    TOO_LARGE = "too_large"
+    BAD_GRADE = "bad_grade"
+    BAD_EVENT_TIME = "bad_event_time"
+    TOO_FAR_IN_FUTURE = "too_far_in_future"
+    UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
+
+
+@dataclass(frozen=True, slots=True)
+class RankingEvent:
+    """One valid ranking as served: `ranking[0]` is rank 1.
+
+    `judgments` is None when the event carries none; `segment` holds every string pair the
+    event carried, or only the allowed keys when `decode_event` was given them.
+    """
+
+    event_id: str
+    query_id: str
+    ranking: tuple[str, ...]
+    event_time_ms: int
+    judgments: Mapping[str, int] | None
+    segment: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """An invalid record: the reason, and a short detail for logs and the dead-letter header.
+
+    The detail names the field at fault, never echoes the record's content.
+    """
+
+    reason: Reason
+    detail: str
+
+    @property
+    def outcome(self) -> Outcome:
+        """Always `Outcome.INVALID`."""
+        return Outcome.INVALID
+
+
+class _RejectedError(Exception):
+    # Internal only: turned into a Rejection before decode_event returns.
+    def __init__(self, reason: Reason, detail: str) -> None:
+        super().__init__(detail)
+        self.rejection = Rejection(reason, detail)
+
+
+def outcome_of(result: RankingEvent | Rejection) -> Outcome:
+    """The outcome decoding alone decides: accepted or invalid."""
+    return Outcome.ACCEPTED if isinstance(result, RankingEvent) else Outcome.INVALID
+
+
+def decode_event(
+    value: bytes | None,
+    record_timestamp_ms: int,
+    *,
+    now_ms: int,
+    max_depth: int = 1000,
+    max_bytes: int = 1_048_576,
+    max_future_ms: int = 300_000,
+    segment_keys: frozenset[str] | None = None,
+    use_event_time: bool = True,
+) -> RankingEvent | Rejection:
+    """Decode and validate one record value; never raises.
+
+    `record_timestamp_ms` is the Kafka record timestamp (the event time when the event has
+    none, or when `use_event_time` is false); an event time more than `max_future_ms` past
+    `now_ms` is rejected. `segment_keys`, if given, keeps only those segment keys.
+    Config: max_depth = metrics.max_depth, max_bytes = kafka.max_record_bytes,
+    max_future_ms = windows.max_future.ms, segment_keys = segments.keys,
+    use_event_time = windows.time_source == "event".
+    """
+    try:
+        raw = _parse(value, max_bytes)
+        event_id = _identifier(raw, "event_id")
+        query_id = _identifier(raw, "query_id")
+        ranking = _ranking(raw.get("ranking"), max_depth)
+        judgments = _judgments(raw.get("judgments"))
+        segment = _segment(raw.get("segment"), segment_keys)
+        event_time_ms = _event_time(raw, record_timestamp_ms, use_event_time)
+    except _RejectedError as invalid:
+        return invalid.rejection
+    if event_time_ms > now_ms + max_future_ms:
+        return Rejection(Reason.TOO_FAR_IN_FUTURE, "event_time is past the allowed future")
+    return RankingEvent(event_id, query_id, ranking, event_time_ms, judgments, segment)
+
+
+@dataclass(frozen=True, slots=True)
+class EventDecoder:
+    """`decode_event` with the limits of a config bound: `decoder(value, timestamp, now_ms)`."""
+
+    max_depth: int = 1000
+    max_bytes: int = 1_048_576
+    max_future_ms: int = 300_000
+    segment_keys: frozenset[str] | None = None
+    use_event_time: bool = True
+
+    def __call__(
+        self, value: bytes | None, record_timestamp_ms: int, now_ms: int
+    ) -> RankingEvent | Rejection:
+        """Decode one record value; never raises (see `decode_event`)."""
+        return decode_event(
+            value,
+            record_timestamp_ms,
+            now_ms=now_ms,
+            max_depth=self.max_depth,
+            max_bytes=self.max_bytes,
+            max_future_ms=self.max_future_ms,
+            segment_keys=self.segment_keys,
+            use_event_time=self.use_event_time,
+        )
+
+
+def _parse(value: bytes | None, max_bytes: int) -> dict[str, Any]:
+    if not value:
+        raise _RejectedError(Reason.INVALID_JSON, "empty record value")
+    if len(value) > max_bytes:
+        raise _RejectedError(Reason.TOO_LARGE, f"{len(value)} bytes > max_record_bytes {max_bytes}")
+    try:
+        raw = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        # orjson reports bad UTF-8 as a JSON error; tell them apart only on this slow path.
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _RejectedError(Reason.INVALID_UTF8, "record value is not UTF-8") from None
+        raise _RejectedError(Reason.INVALID_JSON, "record value is not JSON") from None
+    if type(raw) is not dict:
+        raise _RejectedError(Reason.NOT_AN_OBJECT, f"JSON {type(raw).__name__}, not an object")
+    version = raw.get("schema_version", EVENT_SCHEMA_VERSION)
+    if type(version) is not int or version != EVENT_SCHEMA_VERSION:
+        raise _RejectedError(Reason.UNSUPPORTED_SCHEMA_VERSION, "schema_version is not 1")
+    return raw
+
+
+def _identifier(raw: dict[str, Any], field: str) -> str:
+    value = raw.get(field)
+    if value is None:
+        raise _RejectedError(Reason.MISSING_FIELD, f"{field} is missing")
+    if type(value) is not str:
+        raise _RejectedError(Reason.WRONG_TYPE, f"{field} is not a string")
+    if not value:
+        raise _RejectedError(Reason.MISSING_FIELD, f"{field} is empty")
+    return value
+
+
+def _ranking(value: Any, max_depth: int) -> tuple[str, ...]:
+    if value is None:
+        raise _RejectedError(Reason.MISSING_FIELD, "ranking is missing")
+    if type(value) is not list:
+        raise _RejectedError(Reason.WRONG_TYPE, "ranking is not an array")
+    if not value:
+        raise _RejectedError(Reason.EMPTY_RANKING, "ranking is empty")
+    if len(value) > max_depth:
+        raise _RejectedError(Reason.TOO_DEEP, f"ranking has {len(value)} documents > {max_depth}")
+    try:
+        # join raises TypeError on any non-string, and is several times faster than
+        # testing each document's type in Python: this runs on every event.
+        "".join(value)
+    except TypeError:
+        raise _RejectedError(
+            Reason.WRONG_TYPE, "ranking has a document id that is not a string"
+        ) from None
+    unique = set(value)
+    if len(unique) != len(value):
+        raise _RejectedError(Reason.DUPLICATE_DOC, "ranking lists a document more than once")
+    if "" in unique:
+        raise _RejectedError(Reason.WRONG_TYPE, "ranking has an empty document id")
+    return tuple(value)
+
+
+def _judgments(value: Any) -> dict[str, int] | None:
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise _RejectedError(Reason.WRONG_TYPE, "judgments is not an object")
+    for grade in value.values():
+        # type() rather than isinstance(): JSON true is a bool, and bool is an int.
+        if type(grade) is not int or not 0 <= grade <= MAX_GRADE:
+            raise _RejectedError(Reason.BAD_GRADE, f"a grade is not an integer 0..{MAX_GRADE}")
+    return value or None
+
+
+def _segment(value: Any, keys: frozenset[str] | None) -> Mapping[str, str]:
+    if value is None:
+        return _EMPTY
+    if type(value) is not dict:
+        raise _RejectedError(Reason.WRONG_TYPE, "segment is not an object")
+    for item in value.values():
+        if type(item) is not str:
+            raise _RejectedError(Reason.WRONG_TYPE, "a segment value is not a string")
+    if keys is None:
+        return value
+    return {key: item for key, item in value.items() if key in keys}
+
+
+def _event_time(raw: dict[str, Any], record_timestamp_ms: int, use_event_time: bool) -> int:
+    value = raw.get("event_time") if use_event_time else None
+    if value is None:
+        if record_timestamp_ms < 0:  # Kafka's "no timestamp"
+            raise _RejectedError(Reason.BAD_EVENT_TIME, "no event_time and no record timestamp")
+        return record_timestamp_ms
+    if type(value) is int:
+        if value < 0:
+            raise _RejectedError(Reason.BAD_EVENT_TIME, "event_time is a negative epoch")
+        if value < MIN_EPOCH_MS:
+            raise _RejectedError(
+                Reason.BAD_EVENT_TIME,
+                f"event_time {value} is before 1973 as epoch milliseconds: epoch seconds? "
+                "(send milliseconds or RFC 3339)",
+            )
+        return value
+    if type(value) is str and _RFC3339.fullmatch(value):
+        try:
+            moment = datetime.fromisoformat(value.upper())
+        except ValueError:
+            raise _RejectedError(Reason.BAD_EVENT_TIME, "event_time is not a valid date") from None
+        # The pattern demands an offset, so `moment` is aware. Integer arithmetic gives
+        # exact milliseconds, where float seconds would round some instants.
+        delta = moment - _EPOCH
+        epoch_ms = (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+        if epoch_ms < 0:
+            raise _RejectedError(Reason.BAD_EVENT_TIME, "event_time is before 1970")
+        return epoch_ms
+    raise _RejectedError(Reason.BAD_EVENT_TIME, "event_time is neither RFC 3339 nor epoch ms")

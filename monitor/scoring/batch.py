@@ -1,0 +1,260 @@
+"""The vectorised engine: many rankings at once, the same numbers as `monitor.scoring.measures`.
+
+`BatchScorer(evaluation_set, keys).score(query_ids, rankings)` returns one row per ranking and
+one column per measure key (float64). Conventions are those of `monitor.scoring.measures` (trec_eval
+10.0): rankings are already in rank order, IDCG comes from every judged document of the query,
+a document not in the evaluation set gains 0 and is not relevant.
+
+How it is fast. The doc id -> grade lookup is the only per-document Python work: each query's
+judgments are kept as a dict doc -> grade code (1..255; 0: not judged), so a ranking becomes
+`bytes(map(codes.get, ranking, repeat(0)))`, a loop that runs in C, and a whole batch becomes
+one uint8 matrix. Gains, relevance and judged flags are then tiny per-code tables, and every
+measure is a cumulative sum along the ranks. Only the first max(k) documents are looked up
+unless a key needs the whole ranking (mrr, map, nDCG without cutoff, num_rel_ret). The ideal
+DCG at every (gain, cutoff) the keys use is computed once per query at construction.
+With the C accelerators (`monitor.native`) the lookup is a per-query hash table in C
+(`JudgmentIndex`) and the columns come from the C kernel (`monitor.scoring.plan`), bit for bit
+the numpy ones; the dicts and numpy columns above are then the reference they are tested on.
+
+A ranking with inline `extra_judgments` (grades for documents the evaluation set has not
+judged) takes a slower, per-ranking path: its ideal DCG and num_rel are recomputed from the
+evaluation set's judgments plus those grades.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain, repeat
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from monitor.native import judgment_index
+from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.columns import (
+    CHUNK_ROWS,
+    NO_GRADE,
+    CodeTables,
+    IdealSpec,
+    QueryIdeals,
+    RankedCodes,
+    measure_matrix,
+)
+from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.measures import IdcgZero
+from monitor.scoring.plan import MeasurePlan
+
+if TYPE_CHECKING:
+    from monitor._speedups import JudgmentIndex
+
+__all__ = ["BatchScorer"]
+
+Floats = npt.NDArray[np.float64]
+CodeLookup = Callable[[str, int], int]
+ExtraJudgments = Sequence[Mapping[str, int | None] | None]
+
+_FULL_RANKING_KINDS: Final = frozenset({"mrr", "map", "num_rel_ret"})
+# One shared infinite iterator: `map` stops at the ranking's end, so every call can use it.
+_NO_CODES: Final = repeat(0)
+_MAX_CODES: Final = 255  # one byte per document; more distinct grades take the general path
+
+
+class BatchScorer:
+    """Scores batches of rankings of one evaluation set for a fixed list of measure keys.
+
+    `relevance_level` applies to the binary measures (precision, recall, mrr, map, num_rel,
+    num_rel_ret), never to nDCG/DCG. `idcg_zero="nan"` gives NaN nDCG for a query whose ideal
+    DCG is 0, so that callers can leave it out of means; "zero" (trec_eval) gives 0.
+    """
+
+    def __init__(
+        self,
+        evaluation_set: EvaluationSet,
+        keys: Sequence[MeasureKey],
+        relevance_level: int = 1,
+        idcg_zero: IdcgZero = "zero",
+        *,
+        speedups: bool = True,
+    ) -> None:
+        if idcg_zero not in ("zero", "nan"):
+            raise ValueError(f"idcg_zero must be 'zero' or 'nan', got {idcg_zero!r}")
+        if relevance_level < 0:
+            raise ValueError(f"relevance_level must be >= 0, got {relevance_level}")
+        self.evaluation_set = evaluation_set
+        self.keys = tuple(keys)
+        self.relevance_level = relevance_level
+        self.idcg_zero: IdcgZero = idcg_zero
+        self._specs = _ideal_specs(self.keys)
+        self._gains = tuple(dict.fromkeys(k.gain for k in self.keys if k.gain is not None))
+        self._depth = _lookup_depth(self.keys)
+        self._qids = evaluation_set.query_ids
+        self._rows = {qid: row for row, qid in enumerate(self._qids)}
+        self._queries = QueryIdeals.of(
+            [evaluation_set.ideal_grades(qid) for qid in self._qids], self._specs, relevance_level
+        )
+        self._code_lookups: list[CodeLookup] = []
+        self._tables, self.judgment_index = self._grade_codes(speedups)
+        # The C index comes only with code tables, so the C kernel's plan comes with it.
+        self._plan: MeasurePlan | None = None
+        if self.judgment_index is not None and self._tables is not None:
+            self._plan = MeasurePlan.of(self.keys, self._tables, self._queries, idcg_zero)
+
+    @property
+    def lookup_depth(self) -> int | None:
+        """How many leading documents of a ranking the keys read; None: all of them."""
+        return self._depth
+
+    def _grade_codes(self, speedups: bool) -> tuple[CodeTables | None, JudgmentIndex | None]:
+        """Each query's doc -> grade code (1..255), in C or as dict lookups; the codes' tables."""
+        judgments = [self.evaluation_set.grade_dict(qid) for qid in self._qids]
+        grades = sorted(set(chain.from_iterable(docs.values() for docs in judgments)))
+        if len(grades) > _MAX_CODES:
+            return None, None
+        code_of = {grade: code for code, grade in enumerate(grades, start=1)}
+        coded = [{doc: code_of[g] for doc, g in docs.items()} for docs in judgments]
+        index = judgment_index(self._qids, coded) if speedups else None
+        if index is None:
+            self._code_lookups = [codes.get for codes in coded]
+        table = np.array([NO_GRADE, *grades], dtype=np.int64)
+        return CodeTables.of(table, self._gains, self.relevance_level), index
+
+    def score(
+        self,
+        query_ids: Sequence[str],
+        rankings: Sequence[Sequence[str]],
+        extra_judgments: ExtraJudgments | None = None,
+    ) -> Floats:
+        """One row per ranking, one column per key, in the order of `self.keys`.
+
+        Every query id must be in the evaluation set (`ValueError` otherwise); doc ids within
+        a ranking must be unique (not checked here: events and run files check it). An empty
+        ranking scores 0 on every measure while num_rel still counts: `rankmon eval -c` can
+        score queries missing from the run that way. `extra_judgments[i]` (doc -> grade, or
+        None for no grade) adds grades for documents the evaluation set has not judged.
+        """
+        if len(query_ids) != len(rankings):
+            raise ValueError("query_ids and rankings differ in length")
+        if extra_judgments is not None and len(extra_judgments) != len(rankings):
+            raise ValueError("extra_judgments and rankings differ in length")
+        out = np.empty((len(rankings), len(self.keys)), dtype=np.float64)
+        for start in range(0, len(rankings), CHUNK_ROWS):
+            stop = start + CHUNK_ROWS
+            extra = None if extra_judgments is None else extra_judgments[start:stop]
+            out[start:stop] = self._score_chunk(query_ids[start:stop], rankings[start:stop], extra)
+        return out
+
+    def _score_chunk(
+        self,
+        query_ids: Sequence[str],
+        rankings: Sequence[Sequence[str]],
+        extra_judgments: ExtraJudgments | None,
+    ) -> Floats:
+        rows = self._query_rows(query_ids)
+        extra = self._new_judgments(rows, extra_judgments)
+        if not extra:
+            return self._score_known(rows, rankings)
+        out = np.empty((len(rankings), len(self.keys)), dtype=np.float64)
+        known = [i for i in range(len(rankings)) if i not in extra]
+        if known:
+            out[known] = self._score_known([rows[i] for i in known], [rankings[i] for i in known])
+        merged = [{**extra[i], **self._judgments(rows[i])} for i in extra]
+        ideals = QueryIdeals.of(
+            [[g for g in m.values() if g >= 0] for m in merged], self._specs, self.relevance_level
+        )
+        out[list(extra)] = self._score_grades(merged, [rankings[i] for i in extra], ideals)
+        return out
+
+    def _query_rows(self, query_ids: Sequence[str]) -> list[int]:
+        try:
+            return [self._rows[qid] for qid in query_ids]
+        except KeyError as error:
+            raise ValueError(f"query {error.args[0]!r} is not in the evaluation set") from None
+
+    def _judgments(self, row: int) -> dict[str, int]:
+        return self.evaluation_set.grade_dict(self._qids[row])
+
+    def _new_judgments(
+        self, rows: Sequence[int], extra_judgments: ExtraJudgments | None
+    ) -> dict[int, dict[str, int]]:
+        """Per ranking index: the inline grades of documents the evaluation set has not judged."""
+        found: dict[int, dict[str, int]] = {}
+        for i, extra in enumerate(extra_judgments or ()):
+            if extra:
+                known = self._judgments(rows[i])
+                new = {d: g for d, g in extra.items() if g is not None and d not in known}
+                if new:
+                    found[i] = new
+        return found
+
+    def _width(self, rankings: Sequence[Sequence[str]]) -> int:
+        longest = max(map(len, rankings), default=0)
+        return longest if self._depth is None else min(longest, self._depth)
+
+    def _score_known(self, rows: Sequence[int], rankings: Sequence[Sequence[str]]) -> Floats:
+        """Rankings judged by the evaluation set alone: the one-byte-code fast path."""
+        ideals = self._queries.take(np.asarray(rows, dtype=np.int64))
+        if self._tables is None:
+            return self._score_grades([self._judgments(r) for r in rows], rankings, ideals)
+        if self.judgment_index is not None:
+            depth = -1 if self._depth is None else self._depth
+            flat, lengths = self.judgment_index.codes(rows, rankings, depth)
+            return self.score_coded(rows, flat, lengths)
+        width = self._width(rankings)
+        code_of = self._code_lookups
+        # bytes(map(dict.get, ...)) runs in C; codes are small ints, 0 for an unjudged doc.
+        if self._depth is None:
+            parts = [
+                bytes(map(code_of[q], r, _NO_CODES)) for q, r in zip(rows, rankings, strict=True)
+            ]
+        else:
+            parts = [
+                bytes(map(code_of[q], r[:width], _NO_CODES))
+                for q, r in zip(rows, rankings, strict=True)
+            ]
+        codes = RankedCodes.from_parts(parts, width, rankings)
+        return measure_matrix(self.keys, codes, self._tables, ideals, self.idcg_zero)
+
+    def score_coded(self, rows: Sequence[int], codes: bytes, lengths: Sequence[int]) -> Floats:
+        """Rankings the C decoder already turned into grade codes (`monitor.native`).
+
+        `rows` are evaluation-set rows (`judgment_index.row_of`), `codes` the codes of each
+        ranking's first `lookup_depth` documents (all when None) concatenated, `lengths` the
+        full ranking lengths. Same rows and columns as `score`.
+        """
+        if self._plan is None:
+            raise ValueError(
+                "coded rankings need the C accelerators and an evaluation set of at most 255 grades"
+            )
+        full = np.asarray(lengths, dtype=np.int64)
+        taken = full if self._depth is None else np.minimum(full, self._depth)
+        return self._plan.measure(codes, taken, full, np.asarray(rows, dtype=np.int64))
+
+    def _score_grades(
+        self,
+        grade_dicts: Sequence[Mapping[str, int]],
+        rankings: Sequence[Sequence[str]],
+        ideals: QueryIdeals,
+    ) -> Floats:
+        """Any grades (inline judgments, many distinct grades): codes made per batch."""
+        width = self._width(rankings)
+        flat = [
+            grade
+            for grades, r in zip(grade_dicts, rankings, strict=True)
+            for grade in map(grades.get, r[:width], repeat(NO_GRADE))
+        ]
+        codes, table = RankedCodes.from_grades(flat, width, rankings)
+        tables = CodeTables.of(table, self._gains, self.relevance_level)
+        return measure_matrix(self.keys, codes, tables, ideals, self.idcg_zero)
+
+
+def _ideal_specs(keys: Sequence[MeasureKey]) -> tuple[IdealSpec, ...]:
+    specs = [(k.gain, k.k) for k in keys if k.kind == "ndcg" and k.gain is not None]
+    return tuple(dict.fromkeys(specs))
+
+
+def _lookup_depth(keys: Sequence[MeasureKey]) -> int | None:
+    """How many leading documents the keys look at; None: all of them."""
+    if any(k.kind in _FULL_RANKING_KINDS or (k.k is None and k.gain) for k in keys):
+        return None
+    return max((k.k for k in keys if k.k is not None), default=0)

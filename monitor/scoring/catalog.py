@@ -1,0 +1,183 @@
+"""Measure keys, and trec_eval's names for them.
+
+A `MeasureKey` names one measure as rankmon computes it; its `str()` is the key used in window
+summaries, alert rules and Prometheus labels:
+
+| key              | trec_eval      | meaning                                      |
+|------------------|----------------|----------------------------------------------|
+| `ndcg@10:linear` | `ndcg_cut_10`  | nDCG cut at 10 with the named gain           |
+| `ndcg:exp`       | `ndcg`         | nDCG without cutoff                          |
+| `dcg@10:linear`  | -              | DCG cut at 10                                |
+| `precision@5`    | `P_5`          | precision at 5                               |
+| `recall@10`      | `recall_10`    | recall at 10                                 |
+| `judged@10`      | -              | share of the top 10 that is judged           |
+| `mrr`            | `recip_rank`   | reciprocal rank (its mean is the MRR)        |
+| `map`            | `map`          | average precision (its mean is the MAP)      |
+| `num_ret`, `num_rel`, `num_rel_ret` | same | counts; trec_eval sums them over queries |
+
+trec_eval's `-m` names parse into keys through the `_TREC_FAMILIES` table: `ndcg_cut.5,10`,
+`ndcg_cut_10`, `P.5,10`, `P_5`, `recall.10`, `ndcg`, `recip_rank`, `map`, `num_ret`, ...; a
+family without parameters takes trec_eval's default cutoffs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from monitor.errors import MeasureError
+from monitor.scoring.gain import LINEAR, Gain
+
+__all__ = ["KINDS", "TREC_DEFAULT_CUTOFFS", "MeasureKey", "monitor_keys", "parse_trec_names"]
+
+# kind -> (takes a cutoff, takes a gain, trec_eval family or None)
+KINDS: Final[dict[str, tuple[bool | None, bool, str | None]]] = {
+    # None: cutoff optional (nDCG with and without cutoff are both trec_eval measures).
+    "ndcg": (None, True, "ndcg_cut"),
+    "dcg": (True, True, None),
+    "precision": (True, False, "P"),
+    "recall": (True, False, "recall"),
+    "judged": (True, False, None),
+    "mrr": (False, False, "recip_rank"),
+    "map": (False, False, "map"),
+    "num_ret": (False, False, "num_ret"),
+    "num_rel": (False, False, "num_rel"),
+    "num_rel_ret": (False, False, "num_rel_ret"),
+}
+
+# trec_eval's defaults for `-m ndcg_cut`, `-m P`, `-m recall` without parameters.
+TREC_DEFAULT_CUTOFFS: Final = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+
+# trec_eval family -> (rankmon kind, takes cutoffs)
+_TREC_FAMILIES: Final[dict[str, tuple[str, bool]]] = {
+    "ndcg_cut": ("ndcg", True),
+    "ndcg": ("ndcg", False),
+    "P": ("precision", True),
+    "recall": ("recall", True),
+    "recip_rank": ("mrr", False),
+    "map": ("map", False),
+    "num_ret": ("num_ret", False),
+    "num_rel": ("num_rel", False),
+    "num_rel_ret": ("num_rel_ret", False),
+}
+
+_KEY = re.compile(r"(?P<kind>[a-z_]+)(?:@(?P<k>[0-9]+))?(?::(?P<gain>.+))?")
+_TREC_NAME = re.compile(r"(?P<family>[A-Za-z_]+?)(?:[._](?P<params>[0-9][0-9,]*))?")
+
+
+@dataclass(frozen=True)
+class MeasureKey:
+    """One measure: its kind, its cutoff (None: none) and its gain (nDCG and DCG only)."""
+
+    kind: str
+    k: int | None = None
+    gain: Gain | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise MeasureError(f"unknown measure {self.kind!r}: known are {', '.join(KINDS)}")
+        takes_cutoff, takes_gain, _ = KINDS[self.kind]
+        if self.k is not None and takes_cutoff is False:
+            raise MeasureError(f"measure {self.kind!r} takes no cutoff (got @{self.k})")
+        if self.k is not None and self.k < 1:
+            raise MeasureError(f"measure {self.kind!r}: the cutoff must be >= 1, got {self.k}")
+        if self.k is None and takes_cutoff is True:
+            raise MeasureError(f"measure {self.kind!r} needs a cutoff, e.g. {self.kind}@10")
+        if takes_gain and self.gain is None:
+            object.__setattr__(self, "gain", LINEAR)
+        if not takes_gain and self.gain is not None:
+            raise MeasureError(f"measure {self.kind!r} takes no gain")
+
+    def __str__(self) -> str:
+        text = self.kind if self.k is None else f"{self.kind}@{self.k}"
+        return text if self.gain is None else f"{text}:{self.gain}"
+
+    @classmethod
+    def parse(cls, text: str) -> MeasureKey:
+        """Parse `ndcg@10:linear`, `ndcg@10` (linear gain), `precision@5`, `mrr`, ..."""
+        match = _KEY.fullmatch(text.strip())
+        if match is None:
+            raise MeasureError(f"cannot parse measure key {text!r}: expected e.g. ndcg@10:exp")
+        k = match["k"]
+        try:
+            gain = None if match["gain"] is None else Gain.parse(match["gain"])
+        except ValueError as error:
+            raise MeasureError(f"measure key {text!r}: {error}") from None
+        return cls(match["kind"], None if k is None else int(k), gain)
+
+    @property
+    def trec_name(self) -> str | None:
+        """trec_eval's name (`ndcg_cut_10`, `P_5`, `recip_rank`, ...), None if it has none.
+
+        The gain is not part of it: `rankmon eval --gain exp` reports `ndcg_cut_10` too.
+        """
+        family = KINDS[self.kind][2]
+        if self.kind == "ndcg" and self.k is None:
+            return "ndcg"
+        if family is None or self.k is None:
+            return family
+        return f"{family}_{self.k}"
+
+    @property
+    def is_count(self) -> bool:
+        """True for num_ret, num_rel, num_rel_ret: trec_eval sums these over queries."""
+        return self.kind.startswith("num_")
+
+
+def parse_trec_names(
+    names: Iterable[str], gain: Gain = LINEAR, also_known: Sequence[str] = ()
+) -> list[MeasureKey]:
+    """trec_eval `-m` names -> keys, in order, without repeats; unknown names raise MeasureError.
+
+    `gain` applies to the nDCG keys (trec_eval itself only knows linear gain). `also_known`:
+    the other names the caller takes (`num_q`, a group), listed in the error too.
+    """
+    keys: list[MeasureKey] = []
+    for name in names:
+        for key in _parse_trec_name(name, gain, also_known):
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+def _parse_trec_name(name: str, gain: Gain, also_known: Sequence[str]) -> list[MeasureKey]:
+    match = _TREC_NAME.fullmatch(name.strip())
+    family = None if match is None else _TREC_FAMILIES.get(match["family"])
+    if match is None or family is None:
+        known = ", ".join([*_TREC_FAMILIES, *also_known])
+        raise MeasureError(f"unknown trec_eval measure {name!r}: known are {known}")
+    kind, takes_cutoffs = family
+    params = match["params"]
+    if params is not None and not takes_cutoffs:
+        raise MeasureError(f"trec_eval measure {match['family']!r} takes no parameters")
+    gain_of_kind = gain if KINDS[kind][1] else None
+    if not takes_cutoffs:
+        return [MeasureKey(kind, None, gain_of_kind)]
+    cutoffs = TREC_DEFAULT_CUTOFFS if params is None else _cutoffs(name, params)
+    return [MeasureKey(kind, k, gain_of_kind) for k in cutoffs]
+
+
+def _cutoffs(name: str, params: str) -> list[int]:
+    try:
+        cutoffs = [int(part) for part in params.split(",")]
+    except ValueError:
+        raise MeasureError(f"trec_eval measure {name!r}: cutoffs must be integers") from None
+    if any(k < 1 for k in cutoffs):
+        raise MeasureError(f"trec_eval measure {name!r}: cutoffs must be >= 1")
+    return cutoffs
+
+
+def monitor_keys(cutoffs: Sequence[int], gains: Sequence[Gain | str]) -> list[MeasureKey]:
+    """The keys the streaming monitor computes for each event.
+
+    nDCG@k for each gain and cutoff, then precision@k, recall@k, judged@k for each cutoff,
+    then mrr and map.
+    """
+    parsed = [Gain.parse(g) for g in gains]
+    keys = [MeasureKey("ndcg", k, g) for g in parsed for k in cutoffs]
+    for kind in ("precision", "recall", "judged"):
+        keys.extend(MeasureKey(kind, k) for k in cutoffs)
+    keys.extend([MeasureKey("mrr"), MeasureKey("map")])
+    return keys

@@ -1,0 +1,330 @@
+"""The numeric core of the batch engine: measure columns from a matrix of grade codes.
+
+A batch of rankings arrives here as a (rankings, width) matrix of small integer grade codes
+(`RankedCodes`; code 0 = a document not in the evaluation set, and the right padding of short
+rankings). `CodeTables` turn codes into gains, relevance and judged flags by indexing; every
+measure is then read off a cumulative sum along the ranks, so each column costs a few numpy
+passes over the matrix. Formulas and conventions are those of `monitor.scoring.measures`, whose
+per-ranking functions are the reference these columns are tested against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from itertools import chain
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.gain import LINEAR, Gain
+from monitor.scoring.measures import IdcgZero
+
+__all__ = [
+    "NO_GRADE",
+    "CodeTables",
+    "IdealSpec",
+    "QueryIdeals",
+    "RankedCodes",
+    "discounts",
+    "head_depth",
+    "measure_matrix",
+]
+
+Floats = npt.NDArray[np.float64]
+Int64s = npt.NDArray[np.int64]
+Flags = npt.NDArray[np.bool_]
+Codes = npt.NDArray[Any]  # uint8 on the fast path, intp on the general one
+
+NO_GRADE: Final = -(2**62)  # the grade of "not in the evaluation set" (and of padding)
+IdealSpec = tuple[Gain, int | None]  # (gain, cutoff or None: whole list) of one IDCG column
+
+CHUNK_ROWS: Final = 2048  # bounds temporary matrices when a large run is scored
+
+
+@dataclass(frozen=True)
+class CodeTables:
+    """Per grade code: its grade, its gain under each gain rule, relevant and judged flags."""
+
+    grades: Int64s
+    gains: dict[Gain, Floats]
+    relevant: Flags
+    judged: Flags
+
+    @classmethod
+    def of(cls, grades: Int64s, gains: Sequence[Gain], relevance_level: int) -> CodeTables:
+        """Tables for the code -> grade array `grades` (NO_GRADE: not in the evaluation set)."""
+        return cls(
+            grades=grades,
+            gains={gain: gain.of_array(grades) for gain in gains},
+            # max(.., 0): a negative grade is never relevant (docs/metric-conventions.md V1).
+            relevant=grades >= max(relevance_level, 0),
+            judged=grades != NO_GRADE,
+        )
+
+
+def _pad(flat: Codes, lengths: Int64s, width: int, dtype: type[np.integer[Any]]) -> Codes:
+    matrix = np.zeros((len(lengths), width), dtype=dtype)
+    matrix[np.arange(width) < np.minimum(lengths, width)[:, None]] = flat
+    return matrix
+
+
+@dataclass(frozen=True)
+class RankedCodes:
+    """A batch of rankings as a (rankings, width) code matrix, 0-padded on the right.
+
+    `lengths` are the full ranking lengths (num_ret); they may exceed `width`, when the keys
+    only look at the first `width` documents.
+    """
+
+    codes: Codes
+    lengths: Int64s
+
+    @classmethod
+    def from_parts(
+        cls, parts: Sequence[bytes], width: int, rankings: Sequence[Sequence[str]]
+    ) -> RankedCodes:
+        """From one bytes object of one-byte codes per ranking (each at most `width` long)."""
+        flat = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
+        if flat.size == width * len(parts):  # every ranking fills the width: no padding
+            return cls(flat.reshape(len(parts), width), lengths)
+        return cls(_pad(flat, lengths, width, np.uint8), lengths)
+
+    @classmethod
+    def from_grades(
+        cls, flat_grades: Sequence[int], width: int, rankings: Sequence[Sequence[str]]
+    ) -> tuple[RankedCodes, Int64s]:
+        """From the grades of the first `width` documents of each ranking, concatenated.
+
+        Returns the codes and their code -> grade table (code 0 is NO_GRADE).
+        """
+        grades = np.array(flat_grades, dtype=np.int64)
+        table = np.unique(np.append(grades, NO_GRADE))
+        codes = np.searchsorted(table, grades)
+        lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
+        return cls(_pad(codes, lengths, width, np.intp), lengths), table
+
+
+def discounts(width: int) -> Floats:
+    """log2(rank + 1) for ranks 1..width; DCG divides by it, as trec_eval does."""
+    return np.log2(np.arange(2, width + 2, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class QueryIdeals:
+    """Per query (one row each): IDCG for each (gain, cutoff) spec, and num_rel."""
+
+    specs: tuple[IdealSpec, ...]
+    ideal: Floats  # (queries, len(specs))
+    num_rel: Int64s
+
+    @classmethod
+    def of(
+        cls,
+        grade_lists: Sequence[Sequence[int]],
+        specs: tuple[IdealSpec, ...],
+        relevance_level: int,
+    ) -> QueryIdeals:
+        """From each query's judged grades (all of them, retrieved or not;
+        docs/metric-conventions.md N4, V3).
+
+        num_rel counts grades >= relevance_level (never negative grades, V2).
+        """
+        rows = len(grade_lists)
+        ideal = np.zeros((rows, len(specs)), dtype=np.float64)
+        num_rel = np.zeros(rows, dtype=np.int64)
+        for start in range(0, rows, CHUNK_ROWS):
+            stop = min(start + CHUNK_ROWS, rows)
+            grades = _padded_grades(grade_lists[start:stop])
+            # NO_GRADE padding is below every level; max(.., 0): negative grades never count.
+            num_rel[start:stop] = np.count_nonzero(grades >= max(relevance_level, 0), axis=1)
+            ideal[start:stop] = _ideal_dcg_columns(grades, specs)
+        return cls(specs, ideal, num_rel)
+
+    def take(self, rows: Int64s) -> QueryIdeals:
+        """The rows of the given queries, in that order."""
+        return QueryIdeals(self.specs, self.ideal[rows], self.num_rel[rows])
+
+
+def _padded_grades(grade_lists: Sequence[Sequence[int]]) -> Int64s:
+    """One row per list, padded on the right with NO_GRADE (gain 0, never relevant)."""
+    lengths = np.fromiter(map(len, grade_lists), dtype=np.int64, count=len(grade_lists))
+    width = int(lengths.max(initial=0))
+    flat = np.fromiter(chain.from_iterable(grade_lists), dtype=np.int64, count=int(lengths.sum()))
+    matrix = np.full((len(grade_lists), width), NO_GRADE, dtype=np.int64)
+    matrix[np.arange(width) < lengths[:, None]] = flat
+    return matrix
+
+
+def _ideal_dcg_columns(grades: Int64s, specs: Sequence[IdealSpec]) -> Floats:
+    """IDCG@k per row of judged grades: gains sorted highest first, their DCG cut at k."""
+    width = grades.shape[1]
+    out = np.zeros((len(grades), len(specs)), dtype=np.float64)
+    if width == 0:
+        return out
+    for gain in dict.fromkeys(gain for gain, _ in specs):
+        ideal = -np.sort(-gain.of_array(grades), axis=1)
+        cumulative = np.cumsum(ideal / discounts(width), axis=1)
+        for column, (spec_gain, k) in enumerate(specs):
+            if spec_gain == gain:
+                out[:, column] = cumulative[:, min(k or width, width) - 1]
+    return out
+
+
+class _RankedBatch:
+    """What every measure column is read from.
+
+    Cutoff measures read cumulative sums over the `head` (the first max(k) ranks), all their
+    cutoffs at once; measures of the whole ranking (mrr, map, num_rel_ret) read the positions
+    of the relevant documents, which are few, instead of a full-width matrix.
+    """
+
+    def __init__(
+        self, codes: RankedCodes, tables: CodeTables, queries: QueryIdeals, head: int | None
+    ) -> None:
+        self.codes = codes.codes
+        self.lengths = codes.lengths
+        self.rows = len(self.lengths)
+        width = int(self.codes.shape[1])
+        self.head = width if head is None else min(head, width)
+        self.tables = tables
+        self.queries = queries
+        self._dcg: dict[Gain, Floats] = {}
+
+    def at(self, cumulative: npt.NDArray[Any], cutoffs: Sequence[int | None]) -> npt.NDArray[Any]:
+        """Ranks k (1-based; None: the head's end) of a head cumulative sum, one column each.
+
+        A ranking shorter than k reads its last rank: the padding adds 0.
+        """
+        if self.head == 0:
+            return np.zeros((self.rows, len(cutoffs)), dtype=cumulative.dtype)
+        return cumulative[:, [min(k or self.head, self.head) - 1 for k in cutoffs]]
+
+    @cached_property
+    def head_codes(self) -> Codes:
+        return self.codes[:, : self.head]
+
+    def dcg(self, gain: Gain, cutoffs: Sequence[int | None]) -> Floats:
+        if gain not in self._dcg:
+            gains = self.tables.gains[gain][self.head_codes]
+            self._dcg[gain] = np.cumsum(gains / discounts(self.head), axis=1)
+        result: Floats = self.at(self._dcg[gain], cutoffs)
+        return result
+
+    def ideal(self, gain: Gain, cutoffs: Sequence[int | None]) -> Floats:
+        specs = self.queries.specs
+        result: Floats = self.queries.ideal[:, [specs.index((gain, k)) for k in cutoffs]]
+        return result
+
+    @cached_property
+    def relevant_so_far(self) -> Int64s:
+        return np.cumsum(self.tables.relevant[self.head_codes], axis=1)
+
+    @cached_property
+    def judged_so_far(self) -> Int64s:
+        return np.cumsum(self.tables.judged[self.head_codes], axis=1)
+
+    @cached_property
+    def relevant_positions(self) -> tuple[Int64s, Int64s, Int64s]:
+        """Row and 0-based rank of each relevant document (row-major), and the count per row."""
+        rows, ranks = np.nonzero(self.tables.relevant[self.codes])
+        return rows, ranks, np.bincount(rows, minlength=self.rows)
+
+
+def _ratio(numerator: npt.NDArray[Any], denominator: npt.NDArray[Any], when_zero: float) -> Floats:
+    """numerator / denominator (broadcast), and `when_zero` where the denominator is 0."""
+    safe = np.where(denominator > 0, denominator, 1)
+    result: Floats = np.where(denominator > 0, numerator / safe, when_zero)
+    return result
+
+
+# A group of keys of one kind and gain, computed together: one column per cutoff.
+Group = Callable[["_RankedBatch", Gain, list[int | None], IdcgZero], npt.NDArray[Any]]
+
+
+def _ndcg(
+    batch: _RankedBatch, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
+) -> Floats:
+    when_zero = 0.0 if idcg_zero == "zero" else np.nan
+    return _ratio(batch.dcg(gain, cutoffs), batch.ideal(gain, cutoffs), when_zero)
+
+
+def _precision(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    # Always divided by k, however short the ranking (trec_eval P_k).
+    result: Floats = batch.at(batch.relevant_so_far, cutoffs) / np.array(cutoffs, dtype=np.float64)
+    return result
+
+
+def _recall(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    relevant = batch.at(batch.relevant_so_far, cutoffs)
+    return _ratio(relevant, batch.queries.num_rel[:, None], 0.0)
+
+
+def _judged(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    shown = np.minimum(batch.lengths[:, None], np.array(cutoffs, dtype=np.int64))
+    return _ratio(batch.at(batch.judged_so_far, cutoffs), shown, 0.0)
+
+
+def _mrr(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+    """1 / (rank of the first relevant document), 0 for rows without one."""
+    rows, ranks, _counts = batch.relevant_positions
+    first = np.ones(len(rows), dtype=np.bool_)
+    first[1:] = rows[1:] != rows[:-1]
+    result = np.zeros((batch.rows, 1), dtype=np.float64)
+    result[rows[first], 0] = 1.0 / (ranks[first] + 1)
+    return result
+
+
+def _map(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+    """Sum over relevant ranks r of (relevant so far at r) / r, over num_rel."""
+    rows, ranks, counts = batch.relevant_positions
+    row_start = np.cumsum(counts) - counts
+    found = np.arange(1, len(rows) + 1) - row_start[rows]
+    # bincount adds each row's terms in rank order, as the reference loop does.
+    precision_sum = np.bincount(rows, weights=found / (ranks + 1), minlength=batch.rows)
+    return _ratio(precision_sum, batch.queries.num_rel, 0.0)[:, None]
+
+
+# One entry per measure kind of `monitor.scoring.catalog.KINDS`.
+_GROUPS: Final[dict[str, Group]] = {
+    "ndcg": _ndcg,
+    "dcg": lambda b, gain, cutoffs, _: b.dcg(gain, cutoffs),
+    "precision": _precision,
+    "recall": _recall,
+    "judged": _judged,
+    "mrr": _mrr,
+    "map": _map,
+    "num_ret": lambda b, _, __, ___: b.lengths[:, None],
+    "num_rel": lambda b, _, __, ___: b.queries.num_rel[:, None],
+    "num_rel_ret": lambda b, _, __, ___: b.relevant_positions[2][:, None],
+}
+
+
+def head_depth(keys: Sequence[MeasureKey]) -> int | None:
+    """How many leading ranks the cutoff-style columns read; None: all (nDCG without cutoff)."""
+    if any(key.kind == "ndcg" and key.k is None for key in keys):
+        return None
+    return max((key.k for key in keys if key.k is not None), default=0)
+
+
+def measure_matrix(
+    keys: Sequence[MeasureKey],
+    codes: RankedCodes,
+    tables: CodeTables,
+    queries: QueryIdeals,
+    idcg_zero: IdcgZero,
+) -> Floats:
+    """One row per ranking of `codes`, one column per key; `queries` has the same rows."""
+    batch = _RankedBatch(codes, tables, queries, head_depth(keys))
+    groups: dict[tuple[str, Gain], list[int]] = {}
+    for column, key in enumerate(keys):
+        groups.setdefault((key.kind, key.gain or LINEAR), []).append(column)
+    out = np.empty((len(codes.lengths), len(keys)), dtype=np.float64)
+    for (kind, gain), columns in groups.items():
+        cutoffs = [keys[column].k for column in columns]
+        out[:, columns] = _GROUPS[kind](batch, gain, cutoffs, idcg_zero)
+    return out

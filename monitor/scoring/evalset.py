@@ -1,0 +1,190 @@
+"""`EvaluationSet`: the fixed graded judgments (qrels) every ranking is scored against.
+
+Two file formats, chosen by suffix:
+
+- TREC qrels (any suffix but `.jsonl`/`.json`): `qid iter docno grade` per line, whitespace
+  separated; the `iter` column is ignored; blank lines and lines starting with `#` are skipped.
+- JSON Lines (`.jsonl`, `.json`): one `{"query_id": str, "doc_id": str, "grade": int}` per
+  line; blank lines are skipped.
+
+Grades are integers. A negative grade means "judged, but unjudged" (trec_eval's RELVALUE_UNJUDGED,
+docs/metric-conventions.md V1): the document counts as judged for judged@k, but it gains 0, is never
+relevant, and is left out of the ideal ranking and of num_rel (V2).
+
+The version is the first 12 hex digits of the sha256 of the canonical content (the sorted
+`qid\\tdoc\\tgrade` lines), so it does not change when lines are reordered or reformatted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from types import MappingProxyType
+
+import orjson
+
+from monitor.errors import InputError
+
+__all__ = ["GRADE_RANGE", "EvaluationSet", "load_evaluation_set"]
+
+_JSON_SUFFIXES = (".jsonl", ".json")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+# Grades are C ints in trec_eval; the batch engine also keeps a sentinel below this range.
+GRADE_RANGE = range(-(2**31), 2**31)
+
+
+class EvaluationSet:
+    """Query id -> document id -> integer grade, with per-query ideal data precomputed.
+
+    Queries without any judgment do not exist here (docs/metric-conventions.md Q4). `len()` is the
+    number of queries; `qid in evaluation_set` tells whether a query is known.
+    """
+
+    def __init__(self, judgments: Mapping[str, Mapping[str, int]], path: str | None) -> None:
+        self.path = path
+        self._grades: dict[str, dict[str, int]] = {
+            qid: dict(docs) for qid, docs in judgments.items() if docs
+        }
+        # Grades >= 0 sorted descending: the ideal ranking under any gain that does not
+        # decrease with the grade (linear, exp); `batch` and `measures` sort gains themselves.
+        self._ideal: dict[str, tuple[int, ...]] = {
+            qid: tuple(sorted((g for g in docs.values() if g >= 0), reverse=True))
+            for qid, docs in self._grades.items()
+        }
+        self.version = _content_hash(self._grades)
+
+    @classmethod
+    def from_judgments(
+        cls, judgments: Mapping[str, Mapping[str, int]], path: str | None = None
+    ) -> EvaluationSet:
+        """Build from a mapping (tests, the demo); grades must be integers."""
+        for qid, docs in judgments.items():
+            for doc, grade in docs.items():
+                if (
+                    isinstance(grade, bool)
+                    or not isinstance(grade, int)
+                    or grade not in GRADE_RANGE
+                ):
+                    raise ValueError(
+                        f"query {qid!r} doc {doc!r}: grade {grade!r} is not a 32-bit integer"
+                    )
+        return cls(judgments, path)
+
+    def __len__(self) -> int:
+        return len(self._grades)
+
+    def __contains__(self, query_id: object) -> bool:
+        return query_id in self._grades
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._grades)
+
+    def __repr__(self) -> str:
+        return f"EvaluationSet(path={self.path!r}, queries={len(self)}, version={self.version!r})"
+
+    @property
+    def query_ids(self) -> list[str]:
+        """The query ids, in first-seen order."""
+        return list(self._grades)
+
+    def grades(self, query_id: str) -> Mapping[str, int]:
+        """Doc id -> grade of one query (read-only); `KeyError` for an unknown query."""
+        return MappingProxyType(self._grades[query_id])
+
+    def grade_dict(self, query_id: str) -> dict[str, int]:
+        """The query's own dict, for hot loops that call `.get` (callers must not mutate it)."""
+        return self._grades[query_id]
+
+    def ideal_grades(self, query_id: str) -> tuple[int, ...]:
+        """The query's grades >= 0, highest first (relevant docs not retrieved included)."""
+        return self._ideal[query_id]
+
+    def num_rel(self, query_id: str, level: int = 1) -> int:
+        """Number of the query's judged docs with grade >= `level` (trec_eval num_rel, V3)."""
+        return sum(1 for grade in self._ideal[query_id] if grade >= level)
+
+    @property
+    def num_judgments(self) -> int:
+        """Total number of (query, doc) judgments."""
+        return sum(len(docs) for docs in self._grades.values())
+
+
+def _content_hash(grades: Mapping[str, Mapping[str, int]]) -> str:
+    digest = hashlib.sha256()
+    for qid in sorted(grades):
+        for doc in sorted(grades[qid]):
+            digest.update(f"{qid}\t{doc}\t{grades[qid][doc]}\n".encode())
+    return digest.hexdigest()[:12]
+
+
+def load_evaluation_set(path: str | Path) -> EvaluationSet:
+    """Read TREC qrels or JSON Lines; any bad line raises `InputError` naming file and line."""
+    name = str(path)
+    text = _read_text(name)
+    parse_line = _json_line if name.endswith(_JSON_SUFFIXES) else _trec_line
+    grades: dict[str, dict[str, int]] = {}
+    first_line: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or (parse_line is _trec_line and stripped.startswith("#")):
+            continue
+        try:
+            qid, doc, grade = parse_line(stripped)
+        except ValueError as error:
+            raise InputError(name, str(error), number) from None
+        if (qid, doc) in first_line:
+            raise InputError(
+                name,
+                f"duplicate judgment for query {qid!r} doc {doc!r} "
+                f"(first at line {first_line[qid, doc]})",
+                number,
+            )
+        first_line[qid, doc] = number
+        grades.setdefault(qid, {})[doc] = grade
+    if not grades:
+        raise InputError(name, "holds no judgments")
+    return EvaluationSet(grades, name)
+
+
+def _read_text(name: str) -> str:
+    try:
+        return Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError.unreadable(name, "judgments", error) from None
+
+
+def _trec_line(line: str) -> tuple[str, str, int]:
+    fields = line.split()
+    if len(fields) != 4:
+        raise ValueError(f"expected 4 fields 'qid iter docno grade', got {len(fields)}")
+    qid, _, doc, grade = fields
+    # int() alone would also take "1_0" and non-ASCII digits.
+    if not _INTEGER.fullmatch(grade):
+        raise ValueError(f"grade {grade!r} is not an integer")
+    return qid, doc, _check_range(int(grade))
+
+
+def _json_line(line: str) -> tuple[str, str, int]:
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        raise ValueError(f"invalid JSON: {error}") from None
+    if not isinstance(record, dict):
+        raise ValueError("expected a JSON object")
+    for field in ("query_id", "doc_id", "grade"):
+        if field not in record:
+            raise ValueError(f"missing field {field!r}")
+    qid, doc, grade = record["query_id"], record["doc_id"], record["grade"]
+    if not isinstance(qid, str) or not isinstance(doc, str) or not qid or not doc:
+        raise ValueError("query_id and doc_id must be non-empty strings")
+    if isinstance(grade, bool) or not isinstance(grade, int):
+        raise ValueError(f"grade {grade!r} is not an integer")
+    return qid, doc, _check_range(grade)
+
+
+def _check_range(grade: int) -> int:
+    if grade not in GRADE_RANGE:
+        raise ValueError(f"grade {grade} is out of range (a 32-bit signed integer)")
+    return grade

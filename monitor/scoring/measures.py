@@ -1,0 +1,148 @@
+"""The reference definitions: one pure function per measure, on ONE ranking.
+
+Conventions (trec_eval 10.0, docs/metric-conventions.md sections 3-5), shared by every function here
+and by the vectorised engine in `monitor.scoring.batch`, which must give the same numbers:
+
+- `grades` holds the grade of each retrieved document in rank order (rank 1 first): an int
+  for a document in the evaluation set, `None` for one that is not. Ordering the ranking
+  (ties included) is the caller's job.
+- A negative grade is a judged document that gains 0 and is never relevant (V1).
+- A document is relevant when its grade >= `relevance_level` (default 1). `relevance_level`
+  affects the binary measures (precision, recall, RR, AP) but never nDCG/DCG (N7).
+- Discount at rank r (1-based): 1 / log2(r + 1) (N2).
+- A cutoff `k` looks at the first min(k, len(grades)) documents; a short ranking is not padded
+  (equivalent to padding with gain-0, non-relevant documents) (N3).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from typing import Literal
+
+from monitor.scoring.gain import LINEAR, Gain
+
+__all__ = [
+    "IdcgZero",
+    "average_precision",
+    "dcg",
+    "ideal_dcg",
+    "judged",
+    "ndcg",
+    "precision",
+    "recall",
+    "reciprocal_rank",
+]
+
+Grades = Sequence[int | None]
+IdcgZero = Literal["zero", "nan"]
+
+
+def _top(grades: Grades, k: int | None) -> Grades:
+    if k is None:
+        return grades
+    if k < 1:
+        raise ValueError(f"cutoff k must be >= 1, got {k}")
+    return grades[:k]
+
+
+def _relevant(grade: int | None, relevance_level: int) -> bool:
+    # A negative grade is never relevant, even with relevance_level 0 (V1).
+    return grade is not None and grade >= max(relevance_level, 0)
+
+
+def dcg(grades: Grades, k: int | None = None, gain: Gain = LINEAR) -> float:
+    """DCG@k = sum over ranks r = 1..min(k, n) of gain(g_r) / log2(r + 1).
+
+    `k=None`: no cutoff (the whole ranking). `None` and negative grades gain 0.
+    """
+    return sum(gain.of(g) / math.log2(r + 1) for r, g in enumerate(_top(grades, k), start=1))
+
+
+def ideal_dcg(ideal_grades: Iterable[int], k: int | None = None, gain: Gain = LINEAR) -> float:
+    """IDCG@k: DCG of the query's judged documents sorted by gain, highest first, cut at k.
+
+    `ideal_grades` are ALL the grades known for the query (retrieved or not, N4); negative
+    grades gain 0 and so never add to it. Not limited by the number of retrieved documents.
+    """
+    gains = sorted((gain.of(g) for g in ideal_grades), reverse=True)
+    top = gains if k is None else gains[:k]
+    return sum(value / math.log2(r + 1) for r, value in enumerate(top, start=1) if value > 0)
+
+
+def ndcg(
+    grades: Grades,
+    ideal_grades: Iterable[int],
+    k: int | None = None,
+    gain: Gain = LINEAR,
+    idcg_zero: IdcgZero = "zero",
+) -> float:
+    """nDCG@k = DCG@k / IDCG@k (trec_eval `ndcg_cut_k`; `k=None` is trec_eval `ndcg`, N5).
+
+    When IDCG@k = 0 (the query has no document with a positive gain), the value is 0 and the
+    query still counts in means (`idcg_zero="zero"`, trec_eval, N6), or NaN so that the caller
+    can leave the query out (`idcg_zero="nan"`). Never exceeds 1 when `ideal_grades` holds
+    every grade in `grades`.
+    """
+    if idcg_zero not in ("zero", "nan"):
+        raise ValueError(f"idcg_zero must be 'zero' or 'nan', got {idcg_zero!r}")
+    ideal = ideal_dcg(ideal_grades, k, gain)
+    if ideal == 0.0:
+        return 0.0 if idcg_zero == "zero" else math.nan
+    return dcg(grades, k, gain) / ideal
+
+
+def precision(grades: Grades, k: int, relevance_level: int = 1) -> float:
+    """P@k = (number of relevant documents in the first k) / k.
+
+    Always divided by k, even when fewer than k documents were retrieved (trec_eval P_k).
+    """
+    top = _top(grades, k)
+    return sum(_relevant(g, relevance_level) for g in top) / k
+
+
+def recall(grades: Grades, num_rel: int, k: int | None = None, relevance_level: int = 1) -> float:
+    """recall@k = (number of relevant documents in the first k) / num_rel; 0 when num_rel = 0.
+
+    `num_rel` is the number of the query's judged documents with grade >= relevance_level,
+    retrieved or not (V3).
+    """
+    if num_rel == 0:
+        return 0.0
+    return sum(_relevant(g, relevance_level) for g in _top(grades, k)) / num_rel
+
+
+def reciprocal_rank(grades: Grades, relevance_level: int = 1) -> float:
+    """RR = 1 / rank of the first relevant document; 0 if none was retrieved. No cutoff."""
+    for rank, grade in enumerate(grades, start=1):
+        if _relevant(grade, relevance_level):
+            return 1.0 / rank
+    return 0.0
+
+
+def average_precision(grades: Grades, num_rel: int, relevance_level: int = 1) -> float:
+    """AP = (sum over relevant retrieved documents of precision at their rank) / num_rel.
+
+    Relevant documents that were not retrieved contribute 0; 0 when num_rel = 0 (trec_eval map).
+    """
+    if num_rel == 0:
+        return 0.0
+    found = 0
+    total = 0.0
+    for rank, grade in enumerate(grades, start=1):
+        if _relevant(grade, relevance_level):
+            found += 1
+            total += found / rank
+    return total / num_rel
+
+
+def judged(grades: Grades, k: int) -> float:
+    """judged@k = (documents in the first k that the evaluation set grades) / min(k, n).
+
+    Any grade counts, 0 and negative included; only `None` is unjudged. This is ir_measures'
+    `Judged@k`, not 1 - trec_eval's `unj_k` (which divides by k). An empty ranking gives 0.
+    """
+    top = _top(grades, k)
+    if not top:
+        return 0.0
+    return sum(g is not None for g in top) / len(top)

@@ -1,0 +1,104 @@
+"""Keeping the evaluation set current: reload on SIGHUP or when its file changes.
+
+A reload that fails (the file is half-written, a bad line) keeps the set in use and logs
+why: a monitor must not stop scoring because someone saved a broken qrels file. A reload
+that yields the same content (same version hash) changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from monitor.clock import Clock
+from monitor.errors import RankmonError
+from monitor.logs import fields
+from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
+from monitor.values import Duration, parse_duration
+
+__all__ = ["EvaluationSetConfig", "EvaluationSetSource"]
+
+_log = logging.getLogger(__name__)
+
+FileSignature = tuple[int, int] | None
+_TEN_SECONDS: Final = parse_duration("10s")
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationSetConfig:
+    """The qrels file (TREC or .jsonl) and how its changes are picked up.
+
+    The file's existence is checked when the evaluation set loads, not here.
+    """
+
+    path: Path
+    watch: bool = True  # reload when the file changes (SIGHUP always reloads)
+    poll_interval: Duration = _TEN_SECONDS
+
+
+def _signature(path: str) -> FileSignature:
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return (stat.st_mtime_ns, stat.st_size)
+
+
+class EvaluationSetSource:
+    """The evaluation set in use, and when to read it again.
+
+    The first load happens in the constructor and raises on a bad file (the service must not
+    start without judgments); later loads never raise.
+    """
+
+    def __init__(self, config: EvaluationSetConfig, clock: Clock) -> None:
+        self.config = config
+        self._clock = clock
+        self._path = str(config.path)
+        self._signature = _signature(self._path)
+        self.current = load_evaluation_set(self._path)
+        self._requested = threading.Event()
+        # On the monotonic clock: a wall clock stepped back must not stop the checks.
+        self._next_check_s = clock.monotonic() + config.poll_interval.seconds
+
+    def request_reload(self) -> None:
+        """Ask for a reload at the next check (safe to call from a signal handler)."""
+        self._requested.set()
+
+    def poll(self) -> EvaluationSet | None:
+        """The new set if it changed since the last call, else None."""
+        now = self._clock.monotonic()
+        requested = self._requested.is_set()
+        if not requested and (not self.config.watch or now < self._next_check_s):
+            return None
+        self._requested.clear()
+        self._next_check_s = now + self.config.poll_interval.seconds
+        signature = _signature(self._path)
+        if not requested and signature == self._signature:
+            return None
+        self._signature = signature
+        return self._reload()
+
+    def _reload(self) -> EvaluationSet | None:
+        try:
+            loaded = load_evaluation_set(self._path)
+        except RankmonError as error:
+            _log.error(
+                "evaluation set reload failed; keeping the one in use",
+                extra=fields(error=str(error), version=self.current.version),
+            )
+            return None
+        if loaded.version == self.current.version:
+            return None
+        _log.info(
+            "evaluation set reloaded",
+            extra=fields(
+                old_version=self.current.version, version=loaded.version, queries=len(loaded)
+            ),
+        )
+        self.current = loaded
+        return loaded

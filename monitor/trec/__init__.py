@@ -1,0 +1,12 @@
+"""`rankmon eval`: the scoring stage offline on TREC files, printed as trec_eval prints.
+
+Enters: a qrels file and a run file. Leaves: trec_eval's lines (or JSON) per query and for
+all, from the same engine as the stream.
+"""
+
+from __future__ import annotations
+
+from monitor.trec.evaluate import evaluate_run, select_measures
+from monitor.trec.runfile import load_run
+
+__all__ = ["evaluate_run", "load_run", "select_measures"]

@@ -1,0 +1,521 @@
+"""Event-time windows: assignment, watermarks, duplicates, lateness, safe offsets, finalize.
+
+`EventWindows` is the stateful stage between scoring and the scheduler tick:
+
+    assign / revoke(partitions)      on rebalance (revoke drops exactly their share)
+    add_batch(EventBatch)            each poll's scored events -> Admission (late, duplicates)
+    record_consumed(partition, off)  records rejected before windowing
+    finalize()                       on each tick: summaries of the windows the watermark closed
+    safe_offsets()                   after publishing them: what to commit
+    mark_published(summary, ...)     on assignment: summaries already on the windows topic
+    begin_version(version, queries)  a new evaluation set: from which event time it counts
+    set_epochs(epochs)               after a restart that changed windows.size or hop
+
+Nothing here touches Kafka or Prometheus; the only clock is the injected one (idle
+partitions). Everything runs on the service's loop thread. Batches are fastest with rows
+grouped by partition, as a poll returns them.
+
+What becomes of an event (in batch order, against the watermark as it stands after the events
+before it, including its own; finalize timing plays no part):
+
+    late               every window that contains it is closed (watermark >= its end)
+    already_published  its still-open windows were all published before a restart (replay)
+    duplicate          its event_id was seen in a pane whose windows are still open
+    accepted           counted into each of its windows that is still open
+
+In a sliding setup an event whose older windows closed but whose newer ones are open is
+accepted into the open ones only: it is not late, and the closed windows never see it.
+
+    tumbling 10, lateness 0, one partition
+    time      0    5    10   15   20
+    events    a    b       c    d           e at 3 after d: late ([0, 10) closed at d = 15)
+    windows   [0 ------ 10)[10 ---- 20)
+
+Epochs (`monitor.windows.spec.Epoch`): from a boundary in event time on, events are windowed
+by another spec or scored with another evaluation set. Each window belongs to the epoch its
+start is in, and holds only that epoch's events, so one window has one size and one version:
+
+    tumbling 10; a new evaluation set while [10, 20) is open: its boundary is 20
+    events    a(5) b(12)  reload  c(15) d(22)
+    windows   [0 -- 10) v1   [10 -- 20) v1: b, c   [20 -- 30) v2: d
+
+A window of the older epoch that reaches past the boundary (sliding windows; a resize) holds
+only the events before it. Segment labels are decided per window at finalize
+(`monitor.windows.segments`); the windows hold events by raw segment.
+
+Memory: aggregates grow with queries x raw segments x open windows
+(`monitor.windows.aggregate`); the
+dedupe set holds 20 bytes per event of the open panes, about `(size + lateness) x rate`
+events, and is freed as their windows finalize (`monitor.windows.dedupe`).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from monitor.clock import Clock
+from monitor.windows.aggregate import CellRegistry, WindowAggregate
+from monitor.windows.batch import AcceptedRows, Admission, EventBatch, StateSize, int_list
+from monitor.windows.dedupe import EventIdSet, id_hashes
+from monitor.windows.published import PublishedWindows
+from monitor.windows.safe_offsets import SafeOffsets
+from monitor.windows.segments import LabelState, SegmentLabeler
+from monitor.windows.spec import (
+    NO_BOUNDARY,
+    Epoch,
+    WindowSpec,
+    align_up,
+    members_by_listed_start,
+)
+from monitor.windows.summary import Segment, WindowSummary
+from monitor.windows.watermark import NO_WATERMARK, Watermarks
+
+__all__ = ["Admission", "EventBatch", "EventWindows", "StateSize"]
+
+_Key = tuple[int, int]  # (epoch start, window start) of an open window
+
+
+class EventWindows:
+    """Windows of scored events, their watermarks, and what is safe to commit.
+
+    `version` and `set_queries`: the evaluation set events are scored with at first.
+    `labeler`: how raw segments become labels at finalize (default: every raw segment is
+    its own label, uncapped).
+    """
+
+    def __init__(
+        self,
+        spec: WindowSpec,
+        measure_keys: Sequence[str],
+        clock: Clock,
+        *,
+        version: str = "",
+        set_queries: int = 0,
+        labeler: SegmentLabeler | None = None,
+    ) -> None:
+        self.spec = spec
+        self.measure_keys = tuple(measure_keys)
+        self.labeler = labeler
+        self._clock = clock
+        self._watermarks = Watermarks(spec.allowed_lateness_ms, spec.idle_timeout_ms, clock)
+        self._epochs = [Epoch(NO_BOUNDARY, spec, version, set_queries)]
+        self._windows: dict[_Key, WindowAggregate] = {}
+        self._registry = CellRegistry()
+        self._ids = EventIdSet()
+        self._offsets = SafeOffsets()
+        self._published = PublishedWindows(() if labeler is None else labeler.keys)
+        self._retired: list[Segment] = []
+
+    # -- epochs -------------------------------------------------------------------------
+
+    @property
+    def epochs(self) -> tuple[Epoch, ...]:
+        """The epochs events are assigned to, oldest first (the last one is current)."""
+        return tuple(self._epochs)
+
+    def epoch_of(self, time_ms: int) -> int:
+        """The index in `epochs` of the epoch an event at `time_ms` belongs to."""
+        return max(0, bisect_right([e.from_ms for e in self._epochs], time_ms) - 1)
+
+    def set_epochs(self, epochs: Sequence[Epoch]) -> None:
+        """Replace the epochs (after a restart whose windows topic shows another window spec).
+
+        Only while no window is open: the service calls it when it rebuilds its state.
+        """
+        if self._windows:
+            raise ValueError("epochs change only while no window is open")
+        if not epochs or epochs[0].from_ms != NO_BOUNDARY:
+            raise ValueError("the first epoch starts at NO_BOUNDARY")
+        self._epochs = list(epochs)
+        self.spec = epochs[-1].spec
+
+    def begin_version(self, version: str, set_queries: int) -> int:
+        """Score events with a new evaluation set from a window boundary on; return it.
+
+        The boundary is the start after the newest open window of the current epoch: open
+        windows finish with the version they started with. With none open, the first window
+        the watermark has not closed; before any event, at once.
+        """
+        current = self._epochs[-1]
+        spec = current.spec
+        if version == current.version:
+            return current.from_ms
+        opened = [start for (epoch, start) in self._windows if epoch == current.from_ms]
+        watermark = self._watermarks.global_ms
+        if opened:
+            boundary = max(opened) + spec.hop_ms
+        elif watermark > NO_WATERMARK:
+            boundary = spec.first_open_start(watermark)
+        else:
+            boundary = current.from_ms
+        boundary = max(boundary, align_up(current.from_ms, spec.hop_ms))
+        if boundary <= current.from_ms:
+            self._epochs[-1] = Epoch(current.from_ms, spec, version, set_queries)
+        else:
+            self._epochs.append(Epoch(boundary, spec, version, set_queries))
+        return boundary
+
+    def live_versions(self) -> set[str]:
+        """The evaluation-set versions some epoch still scores with."""
+        return {epoch.version for epoch in self._epochs}
+
+    def _drop_finished_epochs(self, watermark: int) -> None:
+        """Forget epochs whose every window is closed and finalized."""
+        while len(self._epochs) > 1:
+            first, second = self._epochs[0], self._epochs[1]
+            last_end = second.from_ms - first.spec.hop_ms + first.spec.size_ms
+            if watermark < last_end or any(e == first.from_ms for e, _ in self._windows):
+                return
+            self._epochs = self._epochs[1:]
+            self._epochs[0] = Epoch(NO_BOUNDARY, second.spec, second.version, second.set_queries)
+            self._windows = {
+                ((NO_BOUNDARY if e == second.from_ms else e), s): a
+                for (e, s), a in self._windows.items()
+            }
+
+    def _size_of_panes(self, panes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        sizes = np.array([e.spec.size_ms for e in self._epochs], dtype=np.int64)
+        if len(sizes) == 1:
+            return np.full(len(panes), sizes[0], dtype=np.int64)
+        starts = np.array([e.from_ms for e in self._epochs], dtype=np.int64)
+        return sizes[np.maximum(np.searchsorted(starts, panes, side="right") - 1, 0)]
+
+    def _pane_closed(self, watermark: int) -> Callable[[int], bool]:
+        epochs = self._epochs
+        if len(epochs) == 1:
+            size = epochs[0].spec.size_ms
+            return lambda pane: pane + size <= watermark
+        return lambda pane: pane + epochs[self.epoch_of(pane)].spec.size_ms <= watermark
+
+    # -- partitions ---------------------------------------------------------------------
+
+    def assign(self, partitions: Iterable[int]) -> None:
+        """Track newly assigned partitions (unassigned ones are tracked on first sight)."""
+        self._watermarks.assign(partitions)
+
+    def revoke(self, partitions: Iterable[int]) -> None:
+        """Discard exactly what these partitions contributed to open windows.
+
+        Cells are keyed by partition, so the remaining partitions' sums are untouched; the
+        new owner replays the revoked partitions from their safe offsets.
+        """
+        gone = set(partitions)
+        self._watermarks.revoke(gone)
+        self._offsets.drop_partitions(gone)
+        self._ids.discard_partitions(gone)
+        cells = self._registry.of_partitions(gone)
+        for key, aggregate in list(self._windows.items()):
+            aggregate.drop_cells(cells)
+            if aggregate.empty:
+                del self._windows[key]
+
+    def record_consumed(self, partition: int, offset: int) -> None:
+        """Note a record rejected before windowing (invalid, unknown query), so the safe
+        offset of a partition with no open window moves past it."""
+        progress = self._watermarks.progress(partition)
+        if progress.next_offset is None or offset + 1 > progress.next_offset:
+            progress.next_offset = offset + 1
+
+    # -- events -------------------------------------------------------------------------
+
+    def add_batch(self, batch: EventBatch) -> Admission:
+        """Count a batch's events into their open windows; return what was rejected."""
+        if batch.measures.ndim != 2 or batch.measures.shape[1] != len(self.measure_keys):
+            raise ValueError(f"measures must have {len(self.measure_keys)} columns")
+        admission = Admission()
+        if len(batch.event_ids):
+            self._count(batch, self._admit(batch, admission))
+        return admission
+
+    def _row_epochs(self, times: Sequence[int]) -> list[int] | None:
+        """Each row's epoch index, or None when there is one epoch."""
+        if len(self._epochs) == 1:
+            return None
+        starts = np.array([e.from_ms for e in self._epochs], dtype=np.int64)
+        found = np.searchsorted(starts, np.asarray(times, dtype=np.int64), side="right") - 1
+        return np.maximum(found, 0).tolist()  # type: ignore[no-any-return]
+
+    def _admit(self, batch: EventBatch, admission: Admission) -> AcceptedRows:
+        # The per-event path of the service (~80k events/s): locals instead of attributes,
+        # one loop, vectorised work before and after it, replays in helpers. Long on purpose.
+        lateness = self.spec.allowed_lateness_ms
+        replaying = bool(self._published)
+        partitions, offsets = int_list(batch.partitions), int_list(batch.offsets)
+        times = int_list(batch.event_times_ms)
+        event_ids, query_ids, segments = batch.event_ids, batch.query_ids, batch.segments
+        watermarks, panes, registry = self._watermarks, self._offsets.first_in_pane, self._registry
+        published = self._published
+        cell_ids = registry.ids
+        hashes = id_hashes(event_ids)
+        accepted = AcceptedRows(hashes, self._ids.contains(hashes).tolist())
+        known, in_batch = accepted.known, accepted.in_batch
+        rows, cells, marks = accepted.rows, accepted.cells, accepted.watermarks
+        late, duplicates = admission.late, admission.duplicates
+        now, watermark = self._clock.monotonic(), watermarks.global_ms
+        partition, progress, floor = None, watermarks.progress(partitions[0]), 0
+        slot_pane = slot_partition = None
+        row_epochs = self._row_epochs(times)
+        index, epoch = 0, self._epochs[0]
+        size, hop = epoch.spec.size_ms, epoch.spec.hop_ms
+        starts: Sequence[int] = ()
+        for i, time_ms in enumerate(times):
+            if row_epochs is not None and row_epochs[i] != index:
+                index = row_epochs[i]
+                epoch = self._epochs[index]
+                size, hop = epoch.spec.size_ms, epoch.spec.hop_ms
+            if partitions[i] != partition:
+                partition = partitions[i]
+                progress = watermarks.progress(partition)
+                progress.last_record_s = now
+                floor = watermarks.floor_without(partition, now)
+            progress.next_offset = offsets[i] + 1
+            if time_ms > progress.max_event_ms:
+                progress.max_event_ms = time_ms
+                # The global watermark is the minimum over active partitions: this one's new
+                # watermark or the others' minimum, whichever is lower; it never decreases.
+                candidate = time_ms - lateness if time_ms - lateness < floor else floor
+                watermark = max(watermark, candidate)
+            pane = time_ms - time_ms % hop
+            segment = segments[i]
+            if replaying:
+                # Below a published window's through offset it was counted there, whatever
+                # window spec or version it would get now.
+                counted = published.counted_before(time_ms, segment, partition, offsets[i])
+                if counted:
+                    self._already_published(i, batch, admission, accepted)
+                    continue
+                starts = published.open_starts(pane, epoch, watermark, segment, partition)
+                if not starts:
+                    self._reject_closed(
+                        i, batch, admission, accepted, watermark=watermark, counted=counted
+                    )
+                    continue
+            elif pane + size <= watermark:
+                late.append(i)
+                continue
+            event_id = event_ids[i]
+            if known[i] or event_id in in_batch:
+                duplicates.append(i)
+                continue
+            in_batch.add(event_id)
+            if pane != slot_pane or partition != slot_partition:
+                slot_pane, slot_partition = pane, partition
+                panes.setdefault((pane, partition), offsets[i])
+            key = (query_ids[i], segment, partition)
+            cell = cell_ids.get(key)
+            rows.append(i)
+            cells.append(registry.register(key) if cell is None else cell)
+            marks.append(watermark)
+            if row_epochs is not None:
+                accepted.epochs.append(index)
+            if replaying:
+                accepted.starts.append(starts)
+        admission.accepted = len(rows)
+        watermarks.global_ms = watermark
+        return accepted
+
+    def _reject_closed(
+        self,
+        row: int,
+        batch: EventBatch,
+        admission: Admission,
+        accepted: AcceptedRows,
+        *,
+        watermark: int,
+        counted: bool | None,
+    ) -> None:
+        """An event with no open window while replaying: late, or in a published window.
+
+        `counted`: what a mark that says how far its partition was read decided (False: not
+        counted, so late). Without one (None), late first: a replay from the committed offset
+        rebuilds a lone partition's watermark exactly (the newest event time sits in a window
+        open at the commit), so an event the watermark passed was late then too, and its dead
+        letter may not have been flushed before the crash.
+        """
+        time_ms = int(batch.event_times_ms[row])
+        spec = self._epochs[self.epoch_of(time_ms)].spec
+        if counted is None:
+            counted = spec.pane_of(time_ms) + spec.size_ms > watermark
+        if not counted:
+            admission.late.append(row)
+            return
+        self._already_published(row, batch, admission, accepted)
+
+    @staticmethod
+    def _already_published(
+        row: int, batch: EventBatch, admission: Admission, accepted: AcceptedRows
+    ) -> None:
+        admission.already_published.append(row)
+        # Its id still dedupes, as it did before the crash while its window was open.
+        event_id = batch.event_ids[row]
+        if not accepted.known[row] and event_id not in accepted.in_batch:
+            accepted.in_batch.add(event_id)
+            accepted.remembered.append(row)
+
+    def _count(self, batch: EventBatch, accepted: AcceptedRows) -> None:
+        """Remember the new ids and add the accepted events into their windows."""
+        times = np.asarray(batch.event_times_ms, dtype=np.int64)
+        if len(self._epochs) == 1:
+            all_panes = times - times % self._epochs[0].spec.hop_ms
+        else:
+            hops = np.array([e.spec.hop_ms for e in self._epochs], dtype=np.int64)
+            row_epochs = self._row_epochs(int_list(batch.event_times_ms))
+            all_panes = times - times % hops[np.asarray(row_epochs, dtype=np.intp)]
+        remember = np.array(accepted.rows + accepted.remembered, dtype=np.intp)
+        partitions = np.asarray(batch.partitions, dtype=np.int64)[remember]
+        self._ids.add(accepted.hashes[remember], all_panes[remember], partitions)
+        if not accepted.rows:
+            return
+        rows = np.array(accepted.rows, dtype=np.intp)
+        cells = np.array(accepted.cells, dtype=np.intp)
+        marks = np.asarray(accepted.watermarks, dtype=np.int64)
+        if accepted.epochs:
+            epochs_of_rows = np.asarray(accepted.epochs, dtype=np.intp)
+            by_epoch = [(i, np.flatnonzero(epochs_of_rows == i)) for i in set(accepted.epochs)]
+        else:  # one epoch
+            by_epoch = [(0, np.arange(len(rows), dtype=np.intp))]
+        for index, members in sorted(by_epoch, key=lambda item: item[0]):
+            epoch = self._epochs[index]
+            if accepted.starts:
+                listed = members_by_listed_start([accepted.starts[k] for k in members.tolist()])
+                groups = [(start, members[inner]) for start, inner in listed]
+            else:
+                first = align_up(epoch.from_ms, epoch.spec.hop_ms)
+                found = epoch.spec.members_by_start(all_panes[rows[members]], marks[members], first)
+                groups = [(start, members[inner]) for start, inner in found]
+            for start, group in groups:
+                key = (epoch.from_ms, start)
+                aggregate = self._windows.get(key)
+                if aggregate is None:
+                    aggregate = self._windows[key] = WindowAggregate(
+                        start, epoch.version, len(self.measure_keys), epoch.set_queries
+                    )
+                aggregate.add(cells[group], batch.measures[rows[group]])
+
+    # -- the scheduler tick -------------------------------------------------------------
+
+    def finalize(self, quiet_now_ms: int | None = None) -> list[WindowSummary]:
+        """Close every window the watermark has passed: its summaries, oldest first.
+
+        Refreshes the watermark first (idle partitions; with `quiet_now_ms`, a quiet stream
+        follows processing time: `monitor.windows.watermark`). Summaries of windows marked published
+        are not produced again. After publishing what this returns, commit `safe_offsets()`.
+        """
+        return [summary for summary, _ in self.finalize_with_partitions(quiet_now_ms)]
+
+    def finalize_with_partitions(
+        self, quiet_now_ms: int | None = None
+    ) -> list[tuple[WindowSummary, frozenset[int]]]:
+        """`finalize()`, with the partitions whose events each summary holds: for records
+        that several instances publish for one window (see `mark_published`)."""
+        watermark = self._watermarks.refresh(quiet_now_ms)
+        by_start = {epoch.from_ms: epoch for epoch in self._epochs}
+        closed = sorted(
+            (start, epoch_from)
+            for epoch_from, start in self._windows
+            if start + by_start[epoch_from].spec.size_ms <= watermark
+        )
+        summaries: list[tuple[WindowSummary, frozenset[int]]] = []
+        for start, epoch_from in closed:
+            aggregate = self._windows.pop((epoch_from, start))
+            summaries += self._summaries(by_start[epoch_from].spec, aggregate)
+        self._offsets.close_panes(self._pane_closed(watermark))
+        self._ids.discard_panes(lambda panes: panes + self._size_of_panes(panes) <= watermark)
+        self._published.prune(watermark)
+        self._drop_finished_epochs(watermark)
+        return summaries
+
+    def _summaries(
+        self, spec: WindowSpec, aggregate: WindowAggregate
+    ) -> list[tuple[WindowSummary, frozenset[int]]]:
+        window = (aggregate.start_ms, aggregate.start_ms + spec.size_ms)
+        labels: dict[Segment, Segment] | None = None
+        state: dict[str, object] | None = None
+        if self.labeler is not None:
+            raws = aggregate.raw_segments(self._registry)
+            published = self._published.labels(window)
+            labels, retired = self.labeler.window_labels(*window, raws, published)
+            self._retired += retired
+            if self.labeler.keys:
+                state = self.labeler.state.to_json()
+        return [
+            (summary, partitions)
+            for summary, partitions in aggregate.summaries(
+                spec, self.measure_keys, self._registry, labels, state
+            )
+            if not self._published.covers_all(summary, partitions)
+        ]
+
+    def take_retired(self) -> list[Segment]:
+        """Segment labels retired by the windows finalized since the last call."""
+        retired, self._retired = self._retired, []
+        return retired
+
+    def mark_published(
+        self,
+        summary: WindowSummary,
+        partitions: Collection[int] | None = None,
+        through: Mapping[int, int] | None = None,
+    ) -> None:
+        """Remember a summary already on the windows topic (read back after a restart).
+
+        Replayed events of that window and segment label (from `partitions`, default all;
+        below `through[partition]`, the offset read up to at its finalize, if known) are then
+        neither counted nor late (`already_published`), whatever evaluation-set version they
+        are scored with now, and the summary is not produced again; older windows count as
+        closed (`monitor.windows.published`). Marks of windows the watermark has passed are
+        dropped at the next `finalize()`.
+        """
+        labels = LabelState.from_json(summary.segment_labels) if summary.segment_labels else None
+        window = (summary.start_ms, summary.end_ms)
+        self._published.mark(window, summary.segment, partitions, through, labels)
+
+    def safe_offsets(self) -> dict[int, int]:
+        """Per partition, the offset from which a restart replays exactly the open windows.
+
+        That is the first record the partition contributed to a window still open (not yet
+        returned by `finalize()`); with nothing open, the offset after the last record seen.
+        Partitions that delivered nothing are absent.
+        """
+        return self._offsets.by_partition(self._watermarks.partitions)
+
+    # -- gauges -------------------------------------------------------------------------
+
+    @property
+    def watermark_ms(self) -> int | None:
+        """The global watermark in epoch ms, `None` before any event."""
+        watermark = self._watermarks.global_ms
+        return None if watermark <= NO_WATERMARK else watermark
+
+    def partition_watermarks(self) -> dict[int, int | None]:
+        """Each tracked partition's watermark in epoch ms (`None` before its first event)."""
+        return {p: self._watermarks.of_partition(p) for p in sorted(self._watermarks.partitions)}
+
+    def all_idle(self) -> bool:
+        """Whether every tracked partition has been idle for the idle timeout (none: True)."""
+        return len(self._watermarks.idle_partitions()) == len(self._watermarks.partitions)
+
+    def idle_partitions(self) -> list[int]:
+        """Partitions that no longer hold the watermark back."""
+        return self._watermarks.idle_partitions()
+
+    @property
+    def open_windows(self) -> int:
+        """Distinct window starts not yet finalized (over every epoch)."""
+        return len({start for _, start in self._windows})
+
+    def state_size(self) -> StateSize:
+        """Entries held in memory, by kind."""
+        aggregates = list(self._windows.values())
+        return StateSize(
+            windows=len(aggregates),
+            cells=sum(a.used for a in aggregates),
+            registered_cells=len(self._registry.keys),
+            event_ids=len(self._ids),
+            panes=len(self._offsets),
+            published=len(self._published),
+        )
