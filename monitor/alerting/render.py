@@ -37,12 +37,13 @@ import yaml
 from monitor.alerting.annotations import alert_labels, condition_summary, drop_summary
 from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale, Trend
 from monitor.alerting.settings import AlertingConfig
+from monitor.scoring.catalog import EXPORTED_KINDS
 from monitor.values import format_duration
 from monitor.windows.summary import Segment
 
 __all__ = ["render_prometheus_rules", "render_rule_groups"]
 
-MEASURE_KINDS = ("ndcg", "precision", "recall", "judged", "mrr", "map")
+MEASURE_KINDS = tuple(kind.name for kind in EXPORTED_KINDS)
 _BY_INSTANCE = "without(instance, pod)"
 
 

@@ -21,6 +21,7 @@ from monitor.config.source import (
     as_str,
     describe,
 )
+from monitor.scoring.catalog import KIND_TABLE
 from monitor.values import duration_of_ms
 from monitor.windows.summary import Segment
 
@@ -36,8 +37,10 @@ __all__ = [
 RULE_KEYS: tuple[str, ...] = ("name", "measure", "gain", "segment", "severity", "for")
 RULE_KEYS += ("keep_firing_for", "runbook_url")
 SEVERITIES = ("critical", "warning", "info", "page", "ticket")
-RANKED_MEASURES = ("ndcg", "precision", "recall")
-UNRANKED_MEASURES = ("mrr", "map")
+RANKED_MEASURES = tuple(
+    kind.name for kind in KIND_TABLE if kind.quality and kind.cutoff is not False
+)
+UNRANKED_MEASURES = tuple(kind.name for kind in KIND_TABLE if kind.quality and kind.cutoff is False)
 
 
 @dataclass(frozen=True)

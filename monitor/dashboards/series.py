@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from monitor.scoring.catalog import EXPORTED_KINDS
+
 __all__ = [
     "EXPORTED_SERIES",
     "PROMETHEUS_SERIES",
@@ -24,7 +26,7 @@ __all__ = [
 ]
 
 # The quality gauges; each has a mergeable companion `rankmon_<measure>_sum_of_query_means`.
-QUALITY_MEASURES: Final = ("ndcg", "precision", "recall", "judged", "mrr", "map")
+QUALITY_MEASURES: Final = tuple(kind.name for kind in EXPORTED_KINDS)
 
 EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
     [f"rankmon_{m}" for m in QUALITY_MEASURES]

@@ -46,32 +46,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Info, ProcessCo
 from monitor import __version__
 from monitor.clock import Clock
 from monitor.errors import MeasureError
-from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.catalog import EXPORTED_KINDS, KINDS, MeasureKey, MeasureKind
 from monitor.windows.segments import label_name_problem
 from monitor.windows.summary import Segment, WindowSummary
 
-__all__ = ["EXPORTED_KINDS", "AlertSeries", "Exporter", "Liveness", "Readiness"]
-
-# measure kind -> (gauge name, carries `k`, carries `gain`); other kinds (dcg, ndcg without
-# cutoff, num_*) stay in the window summaries only.
-EXPORTED_KINDS: dict[str, tuple[str, bool, bool]] = {
-    "ndcg": ("rankmon_ndcg", True, True),
-    "precision": ("rankmon_precision", True, False),
-    "recall": ("rankmon_recall", True, False),
-    "judged": ("rankmon_judged", True, False),
-    "mrr": ("rankmon_mrr", False, False),
-    "map": ("rankmon_map", False, False),
-}
-
-
-_HELP = {
-    "ndcg": "nDCG@k of the latest finalized window: mean over queries of each query's mean.",
-    "precision": "Precision@k of the latest finalized window (mean of per-query means).",
-    "recall": "Recall@k of the latest finalized window (mean of per-query means).",
-    "judged": "Share of the top k judged in the latest finalized window (mean over queries).",
-    "mrr": "Mean reciprocal rank of the latest finalized window (mean of per-query means).",
-    "map": "Mean average precision of the latest finalized window (mean of per-query means).",
-}
+__all__ = ["AlertSeries", "Exporter", "Liveness", "Readiness"]
 
 # Series of a window as a whole: field of the summary -> (name, help)
 _WINDOW_SERIES = {
@@ -229,9 +208,10 @@ class Exporter:
         window_labels = ["window", "version", *self.segment_keys]
         self._means: dict[str, Gauge] = {}
         self._sums: dict[str, Gauge] = {}
-        for kind, (name, has_k, has_gain) in EXPORTED_KINDS.items():
-            labels = ["k"] * has_k + ["gain"] * has_gain + window_labels
-            self._means[kind] = Gauge(name, _HELP[kind], labels, registry=registry)
+        for exported in EXPORTED_KINDS:
+            kind, name = exported.name, f"rankmon_{exported.name}"
+            labels = ["k"] * _has_k(exported) + ["gain"] * exported.gain + window_labels
+            self._means[kind] = Gauge(name, exported.gauge or "", labels, registry=registry)
             self._sums[kind] = Gauge(
                 f"{name}_sum_of_query_means",
                 f"Sum over queries of each query's mean {kind} in the latest finalized window.",
@@ -409,9 +389,13 @@ class Exporter:
             key = MeasureKey.parse(key_text)
         except MeasureError:
             return None  # a summary from a newer rankmon may carry measures this one lacks
-        exported = EXPORTED_KINDS.get(key.kind)
-        if exported is None or (exported[1] and key.k is None):
-            return None
-        _, has_k, has_gain = exported
-        prefix = (str(key.k),) * has_k + (str(key.gain),) * has_gain
+        kind = KINDS[key.kind]
+        if kind.gauge is None or (_has_k(kind) and key.k is None):
+            return None  # nDCG without cutoff stays in the summaries
+        prefix = (str(key.k),) * _has_k(kind) + (str(key.gain),) * kind.gain
         return key.kind, prefix
+
+
+def _has_k(kind: MeasureKind) -> bool:
+    """Whether the kind's gauge carries a `k` label (every kind that can take a cutoff)."""
+    return kind.cutoff is not False

@@ -14,14 +14,14 @@ from collections.abc import Sequence
 
 from monitor.clock import Clock
 from monitor.logs import fields
-from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.catalog import KIND_TABLE, MeasureKey
 from monitor.windows.engine import EventWindows
 from monitor.windows.summary import WindowSummary, segment_label
 
 __all__ = ["STATE_INTERVAL_S", "WindowLog"]
 
 STATE_INTERVAL_S = 60.0
-HEADLINE_KINDS = ("ndcg", "mrr", "map")
+HEADLINE_KINDS = tuple(kind.name for kind in KIND_TABLE if kind.headline)
 HEADLINES = 4  # measures on a finalized window's line
 
 _log = logging.getLogger("monitor.service")  # operators filter on the service's logger

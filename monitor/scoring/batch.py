@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.native import judgment_index
-from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.catalog import KIND_TABLE, MeasureKey
 from monitor.scoring.columns import (
     CHUNK_ROWS,
     NO_GRADE,
@@ -54,7 +54,7 @@ Floats = npt.NDArray[np.float64]
 CodeLookup = Callable[[str, int], int]
 ExtraJudgments = Sequence[Mapping[str, int | None] | None]
 
-_FULL_RANKING_KINDS: Final = frozenset({"mrr", "map", "num_rel_ret"})
+_FULL_RANKING_KINDS: Final = frozenset(kind.name for kind in KIND_TABLE if kind.full_ranking)
 # One shared infinite iterator: `map` stops at the ranking's end, so every call can use it.
 _NO_CODES: Final = repeat(0)
 _MAX_CODES: Final = 255  # one byte per document; more distinct grades take the general path

@@ -30,22 +30,97 @@ from typing import Final
 from monitor.errors import MeasureError
 from monitor.scoring.gain import LINEAR, Gain
 
-__all__ = ["KINDS", "TREC_DEFAULT_CUTOFFS", "MeasureKey", "monitor_keys", "parse_trec_names"]
+__all__ = [
+    "EXPORTED_KINDS",
+    "KINDS",
+    "KIND_TABLE",
+    "TREC_DEFAULT_CUTOFFS",
+    "MeasureKey",
+    "MeasureKind",
+    "monitor_keys",
+    "parse_trec_names",
+]
 
-# kind -> (takes a cutoff, takes a gain, trec_eval family or None)
-KINDS: Final[dict[str, tuple[bool | None, bool, str | None]]] = {
-    # None: cutoff optional (nDCG with and without cutoff are both trec_eval measures).
-    "ndcg": (None, True, "ndcg_cut"),
-    "dcg": (True, True, None),
-    "precision": (True, False, "P"),
-    "recall": (True, False, "recall"),
-    "judged": (True, False, None),
-    "mrr": (False, False, "recip_rank"),
-    "map": (False, False, "map"),
-    "num_ret": (False, False, "num_ret"),
-    "num_rel": (False, False, "num_rel"),
-    "num_rel_ret": (False, False, "num_rel_ret"),
-}
+
+@dataclass(frozen=True, slots=True)
+class MeasureKind:
+    """One row of the table every path derives from (see `KIND_TABLE`).
+
+    `cutoff`: True needs one (`precision@5`), False takes none (`mrr`), None either (`ndcg`
+    and `ndcg@10` are both trec_eval measures). `code`: its number in the C kernel's enum
+    (`monitor/_native/measure_kernel.h`, checked by tests/test_measure_kinds.py).
+    `full_ranking`: its value depends on documents below the deepest cutoff, so the fast
+    path must look at the whole ranking. `gauge`: exported as `rankmon_<name>` (and
+    `rankmon_<name>_sum_of_query_means`) with this help text; None: window summaries only.
+    `quality`: alert rules (below, drop, trend) may watch it. `headline`: in the log line
+    of each finalized window.
+    """
+
+    name: str
+    cutoff: bool | None
+    gain: bool
+    trec_family: str | None
+    code: int
+    full_ranking: bool = False
+    gauge: str | None = None
+    quality: bool = False
+    headline: bool = False
+
+
+_MEAN = "of the latest finalized window (mean of per-query means)."
+
+# The measure kinds. Adding one: a row here, its reference function (`measures.py`), its numpy
+# group (`columns.py`), and its C case (`measure_kernel.c`, enum in `measure_kernel.h`).
+KIND_TABLE: Final = (
+    MeasureKind(
+        "ndcg",
+        None,
+        True,
+        "ndcg_cut",
+        0,
+        quality=True,
+        headline=True,
+        gauge="nDCG@k of the latest finalized window: mean over queries of each query's mean.",
+    ),
+    MeasureKind("dcg", True, True, None, 1),
+    MeasureKind("precision", True, False, "P", 2, quality=True, gauge=f"Precision@k {_MEAN}"),
+    MeasureKind("recall", True, False, "recall", 3, quality=True, gauge=f"Recall@k {_MEAN}"),
+    MeasureKind(
+        "judged",
+        True,
+        False,
+        None,
+        4,
+        gauge="Share of the top k judged in the latest finalized window (mean over queries).",
+    ),
+    MeasureKind(
+        "mrr",
+        False,
+        False,
+        "recip_rank",
+        5,
+        full_ranking=True,
+        quality=True,
+        headline=True,
+        gauge=f"Mean reciprocal rank {_MEAN}",
+    ),
+    MeasureKind(
+        "map",
+        False,
+        False,
+        "map",
+        6,
+        full_ranking=True,
+        quality=True,
+        headline=True,
+        gauge=f"Mean average precision {_MEAN}",
+    ),
+    MeasureKind("num_ret", False, False, "num_ret", 7),
+    MeasureKind("num_rel", False, False, "num_rel", 8),
+    MeasureKind("num_rel_ret", False, False, "num_rel_ret", 9, full_ranking=True),
+)
+KINDS: Final[dict[str, MeasureKind]] = {kind.name: kind for kind in KIND_TABLE}
+EXPORTED_KINDS: Final = tuple(kind for kind in KIND_TABLE if kind.gauge is not None)
 
 # trec_eval's defaults for `-m ndcg_cut`, `-m P`, `-m recall` without parameters.
 TREC_DEFAULT_CUTOFFS: Final = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
@@ -78,7 +153,7 @@ class MeasureKey:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise MeasureError(f"unknown measure {self.kind!r}: known are {', '.join(KINDS)}")
-        takes_cutoff, takes_gain, _ = KINDS[self.kind]
+        takes_cutoff, takes_gain = KINDS[self.kind].cutoff, KINDS[self.kind].gain
         if self.k is not None and takes_cutoff is False:
             raise MeasureError(f"measure {self.kind!r} takes no cutoff (got @{self.k})")
         if self.k is not None and self.k < 1:
@@ -113,7 +188,7 @@ class MeasureKey:
 
         The gain is not part of it: `rankmon eval --gain exp` reports `ndcg_cut_10` too.
         """
-        family = KINDS[self.kind][2]
+        family = KINDS[self.kind].trec_family
         if self.kind == "ndcg" and self.k is None:
             return "ndcg"
         if family is None or self.k is None:
@@ -152,7 +227,7 @@ def _parse_trec_name(name: str, gain: Gain, also_known: Sequence[str]) -> list[M
     params = match["params"]
     if params is not None and not takes_cutoffs:
         raise MeasureError(f"trec_eval measure {match['family']!r} takes no parameters")
-    gain_of_kind = gain if KINDS[kind][1] else None
+    gain_of_kind = gain if KINDS[kind].gain else None
     if not takes_cutoffs:
         return [MeasureKey(kind, None, gain_of_kind)]
     cutoffs = TREC_DEFAULT_CUTOFFS if params is None else _cutoffs(name, params)

@@ -289,7 +289,7 @@ def _map(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> F
     return _ratio(precision_sum, batch.queries.num_rel, 0.0)[:, None]
 
 
-# One entry per measure kind of `monitor.scoring.catalog.KINDS`.
+# One entry per measure kind of `monitor.scoring.catalog.KIND_TABLE` (tests/test_measure_kinds.py).
 _GROUPS: Final[dict[str, Group]] = {
     "ndcg": _ndcg,
     "dcg": lambda b, gain, cutoffs, _: b.dcg(gain, cutoffs),

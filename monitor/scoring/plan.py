@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor import native
-from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.catalog import KINDS, MeasureKey
 from monitor.scoring.columns import CodeTables, QueryIdeals, discounts, head_depth
 from monitor.scoring.gain import LINEAR
 from monitor.scoring.measures import IdcgZero
@@ -28,19 +28,6 @@ __all__ = ["MeasurePlan"]
 Floats = npt.NDArray[np.float64]
 Int64s = npt.NDArray[np.int64]
 
-# The kernel's kind numbers (measure_kernel.h).
-_KINDS: Final = {
-    "ndcg": 0,
-    "dcg": 1,
-    "precision": 2,
-    "recall": 3,
-    "judged": 4,
-    "mrr": 5,
-    "map": 6,
-    "num_ret": 7,
-    "num_rel": 8,
-    "num_rel_ret": 9,
-}
 _CODES: Final = 256
 
 
@@ -82,7 +69,7 @@ class MeasurePlan:
         judged[:codes] = tables.judged
         specs = queries.specs
         return cls(
-            kinds=np.array([_KINDS[key.kind] for key in keys], dtype=np.int32),
+            kinds=np.array([KINDS[key.kind].code for key in keys], dtype=np.int32),
             gain_of=np.array(
                 [gain_list.index(key.gain or LINEAR) if key.gain else 0 for key in keys],
                 dtype=np.int32,

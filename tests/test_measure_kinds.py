@@ -1,0 +1,62 @@
+"""One table of measure kinds (`monitor.scoring.catalog.KIND_TABLE`), and every path agrees.
+
+The C kernel numbers its kinds in an enum, the numpy engine keys its groups by name, the
+exporter, the window log, the rendered rules and the dashboards list what they show: each of
+those is read here against the table, so a kind added to one and not the others fails.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from monitor.alerting.render import MEASURE_KINDS
+from monitor.config.alert_rules import RANKED_MEASURES, UNRANKED_MEASURES
+from monitor.dashboards.series import EXPORTED_SERIES, QUALITY_MEASURES
+from monitor.export.window_log import HEADLINE_KINDS
+from monitor.scoring import columns
+from monitor.scoring.catalog import EXPORTED_KINDS, KIND_TABLE, KINDS, MeasureKey
+
+KERNEL_HEADER = Path(__file__).resolve().parent.parent / "monitor/_native/measure_kernel.h"
+
+
+def kernel_enum() -> dict[str, int]:
+    """`RM_NDCG = 0, ...` of measure_kernel.h, lower-cased, without the RM_KINDS count."""
+    text = KERNEL_HEADER.read_text(encoding="utf-8")
+    found = {name.lower(): int(value) for name, value in re.findall(r"RM_(\w+) = (\d+)", text)}
+    assert found.pop("kinds") == len(found)
+    return found
+
+
+def test_the_c_kernel_numbers_each_kind_as_the_table_does() -> None:
+    assert kernel_enum() == {kind.name: kind.code for kind in KIND_TABLE}
+
+
+def test_the_numpy_engine_has_a_group_for_every_kind_and_no_other() -> None:
+    assert list(columns._GROUPS) == [kind.name for kind in KIND_TABLE]
+
+
+def test_kind_names_and_codes_are_unique() -> None:
+    assert len(KINDS) == len(KIND_TABLE)
+    assert sorted(kind.code for kind in KIND_TABLE) == list(range(len(KIND_TABLE)))
+
+
+def test_what_is_exported_rendered_and_drawn_is_the_tables_gauges() -> None:
+    gauges = tuple(kind.name for kind in KIND_TABLE if kind.gauge)
+    assert tuple(kind.name for kind in EXPORTED_KINDS) == gauges
+    assert MEASURE_KINDS == gauges == QUALITY_MEASURES
+    assert {f"rankmon_{name}" for name in gauges} <= EXPORTED_SERIES
+
+
+def test_alert_rules_watch_the_quality_kinds_with_and_without_a_cutoff() -> None:
+    quality = {kind.name for kind in KIND_TABLE if kind.quality}
+    assert set(RANKED_MEASURES) | set(UNRANKED_MEASURES) == quality
+    assert all(KINDS[name].cutoff is not False for name in RANKED_MEASURES)
+    assert all(KINDS[name].cutoff is False for name in UNRANKED_MEASURES)
+    assert set(HEADLINE_KINDS) <= quality
+
+
+def test_every_kind_parses_from_its_own_key_text() -> None:
+    for kind in KIND_TABLE:
+        key = MeasureKey(kind.name, 10 if kind.cutoff else None)
+        assert MeasureKey.parse(str(key)) == key
