@@ -63,11 +63,12 @@ from monitor.checkpoint.shares import (
     WindowShare,
     WindowsTopic,
 )
+from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.clock import Clock, SystemClock, TickSchedule
 from monitor.config.loader import Config
 from monitor.errors import ConfigError
 from monitor.export.exporter import Exporter, Liveness
-from monitor.export.http import MetricsServer
+from monitor.export.http import HttpEndpoint, MetricsServer
 from monitor.export.window_log import WindowLog
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
@@ -82,7 +83,6 @@ from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.reload import EvaluationSetSource
-from monitor.testing.crashpoints import CrashPoints
 from monitor.windows.engine import EventWindows
 from monitor.windows.segments import SegmentLabeler
 from monitor.windows.spec import NO_BOUNDARY, Epoch, WindowSpec
@@ -131,15 +131,17 @@ class Monitor:
         *,
         registry: CollectorRegistry | None = None,
         clock: Clock | None = None,
-        crash_points: CrashPoints | None = None,
+        step_hook: StepHook = ignore_step,
         source: EventStream | None = None,
         producer: RecordSink | None = None,
         windows_topic: ShareReader | None = None,
+        server: HttpEndpoint | None = None,
     ) -> None:
         """`source`, `producer` and `windows_topic` default to the Kafka clients the config
-        describes; tests pass their own."""
+        describes and `server` to the `MetricsServer` of `export`; tests pass their own (then
+        nothing touches the network). `step_hook` sees each step of the commit protocol."""
         self.config = config
-        self._crash = crash_points or CrashPoints()
+        self._step = step_hook
         self._stop = threading.Event()
         self._owned: frozenset[int] = frozenset()  # partitions as of the last rebalance
         self._read_through: dict[int, int] = {}  # partition -> next offset taken in
@@ -179,13 +181,13 @@ class Monitor:
             self._producer,
             config.kafka.windows_topic,
             self.source,
-            self._crash,
             config.kafka.max_record_bytes,
+            step_hook,
         )
         self._delivery, self.alerts, self._restore_windows, self._restore_measures = _alerts(
             config, self.clock, self.exporter
         )
-        self.server = _metrics_server(config, self.registry, self.exporter)
+        self.server = server or _metrics_server(config, self.registry, self.exporter)
         self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)
         self._errors_counted: dict[str, int] = {}
         self._reachability = Reachability(config.kafka.bootstrap_servers, self.clock)
@@ -266,7 +268,7 @@ class Monitor:
         if records:
             self.intake.process(records, self._scorers, self.clock.now_ms())
             self._read_through.update((r.partition, r.offset + 1) for r in records)
-            self._crash.reach("after-intake")
+            self._step("after-intake")
         self._note_source_state()
         if self._schedule.due():
             self.tick()
@@ -353,7 +355,7 @@ class Monitor:
         if published:
             self.source.commit(self.windows.safe_offsets())
             if finalized:
-                self._crash.reach("after-commit")
+                self._step("after-commit")
 
     def _elapsed_ms(self) -> int:
         return int(self.clock.monotonic() * 1000)

@@ -134,3 +134,19 @@ class FakeWindowsTopic:
         self.reads += 1
         for share in self.producer.shares(self.topic):
             take(share)
+
+
+class FakeServer:
+    """An HTTP endpoint that serves nothing: a monitor on fakes then opens no socket."""
+
+    url = "http://fake"
+
+    def __init__(self) -> None:
+        self.started = self.stopped = 0
+
+    def start(self) -> FakeServer:
+        self.started += 1
+        return self
+
+    def stop(self) -> None:
+        self.stopped += 1

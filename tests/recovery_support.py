@@ -24,6 +24,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.demo.synthetic import generate_corpus
+from monitor.testing.crashpoints import CRASH_ENV
 from monitor.testing.mixed_traffic import MixedTraffic, TrafficRecord
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -90,16 +91,21 @@ export: {{host: 127.0.0.1, port: 9464}}
 
 
 class ServiceProcess:
-    """`rankmon run --config FILE` as a child process, its log in a file next to the config."""
+    """`rankmon run --config FILE` as a child process, its log in a file next to the config.
+
+    With `RANKMON_TEST_CRASH_AT` in `env` it runs `monitor.testing.crash_run` instead: the same
+    service with that crash point armed."""
 
     def __init__(self, config: Path, name: str, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = config.parent / f"{name}.log"
         environ = {**os.environ, "RANKMON_EXPORT__PORT": str(self.port), **(env or {})}
+        crashing = CRASH_ENV in (env or {})
+        entry = ["monitor.testing.crash_run"] if crashing else ["monitor.cli", "run"]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "monitor.cli", "run", "--config", str(config)],
+                [sys.executable, "-m", *entry, "--config", str(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

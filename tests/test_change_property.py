@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from monitor.checkpoint.steps import STEPS
 from monitor.clock import FakeClock
 from monitor.config.loader import load_config
 from monitor.service import Monitor
@@ -35,7 +36,7 @@ TOPIC = "events"
 QUERIES = 400
 SIZES = ("2s", "3s", "4s")
 
-POINTS = ("after-intake", "mid-finalize", "after-publish", "after-commit")
+POINTS = STEPS
 
 Step = tuple[str, int]
 steps = st.lists(
@@ -62,9 +63,8 @@ class KillPoints(CrashPoints):
     def arm(self, point: str) -> None:
         self.point, self._left = point, 1
 
-    def reach(self, point: str) -> None:
-        if point == self.point and self.armed(point):
-            raise KilledError(point)
+    def kill(self, point: str) -> None:
+        raise KilledError(point)
 
 
 class World:
@@ -107,7 +107,7 @@ logging: {{level: ERROR}}
             source=self.stream,
             producer=self.producer,
             windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
-            crash_points=self.points,
+            step_hook=self.points,
         )
         return monitor  # not started: the loop needs no HTTP server or alert delivery
 

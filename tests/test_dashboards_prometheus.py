@@ -121,9 +121,9 @@ def test_quality_panels_return_each_models_series_from_a_scraped_rankmon(
     with monitor_thread(Monitor(load_config(config, environ={}))) as monitor:
         produce_records(tansu.bootstrap_servers, topic, records)
         deadline = time.monotonic() + 10
-        while monitor.server.port == 0 and time.monotonic() < deadline:  # `run` binds it
+        while monitor.server.url.endswith(":0") and time.monotonic() < deadline:  # `run` binds
             time.sleep(0.05)
-        prometheus = start_prometheus([f"127.0.0.1:{monitor.server.port}"])
+        prometheus = start_prometheus([monitor.server.url.removeprefix("http://")])
         gauges = prometheus.wait_for('count(rankmon_ndcg{k="10",gain="linear"}) == 2', 20)
         assert gauges, "Prometheus never scraped both models' nDCG@10"
         answers = wait_for_answers(prometheus, queries)

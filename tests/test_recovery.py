@@ -120,7 +120,7 @@ def test_uninterrupted_run_publishes_windows_and_dead_letters_every_rejection(
 
 @pytest.mark.parametrize(
     ("crash_at"),
-    ["mid-finalize:2", "after-publish:3", "after-commit:2", "after-intake:4"],
+    ["after-window-publish:2", "after-publish:3", "after-commit:2", "after-intake:4"],
 )
 def test_crash_at_a_named_point_then_restart_publishes_what_an_uninterrupted_run_does(
     crash_at: str,

@@ -107,9 +107,9 @@ def test_without_through_offsets_a_replayed_record_of_a_published_window_counts_
 
 def test_crash_points_are_inert_unless_the_variable_arms_one() -> None:
     points = CrashPoints.from_environ({})
-    for point in ("after-intake", "mid-finalize", "after-publish", "after-commit"):
+    for point in ("after-intake", "after-window-publish", "after-publish", "after-commit"):
         assert not points.armed(point)
-        points.reach(point)  # still alive
+        points(point)  # still alive
 
 
 def test_an_unknown_crash_point_is_refused_with_the_known_ones_named() -> None:
@@ -123,8 +123,8 @@ def test_an_armed_crash_point_kills_the_process_at_its_nth_passage() -> None:
         "points = CrashPoints.from_environ({'RANKMON_TEST_CRASH_AT': 'after-commit:2'})\n"
         "for n in range(3):\n"
         "    print(n, points.armed('after-commit'), flush=True)\n"
-        "    points.reach('after-publish')\n"
-        "    points.reach('after-commit')\n"
+        "    points('after-publish')\n"
+        "    points('after-commit')\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=False
@@ -174,7 +174,7 @@ def test_after_a_failed_flush_a_new_finalize_commits_nothing_past_the_unacknowle
     # would lose that window to a crash.
     member = Member()
     producer = FlakyProducer()
-    publisher = SharePublisher(producer, "windows", member, CrashPoints())
+    publisher = SharePublisher(producer, "windows", member)
     first = WindowShare(SUMMARY, frozenset({0}))
     later = WindowShare(replace(SUMMARY, start_ms=2_000, end_ms=3_000), frozenset({0}))
     third = WindowShare(replace(SUMMARY, start_ms=3_000, end_ms=4_000), frozenset({0}))
@@ -195,6 +195,47 @@ def test_after_a_failed_flush_a_new_finalize_commits_nothing_past_the_unacknowle
     assert member.commits[-1] == {0: 12}
 
 
+class StoppedError(Exception):
+    """The step hook ended the publish, as a crash would."""
+
+
+def test_a_publish_goes_window_by_window_so_a_crash_between_two_leaves_whole_windows() -> None:
+    # Two segments of one window, then a second window: the first window is acknowledged as
+    # a whole before anything of the second is sent.
+    member, producer = Member(), FlakyProducer()
+    producer.failing = False
+    steps: list[str] = []
+
+    def hook(step: str) -> None:
+        steps.append(step)
+        if step == "after-window-publish":
+            raise StoppedError
+
+    publisher = SharePublisher(producer, "windows", member, step=hook)
+    first = WindowShare(SUMMARY, frozenset({0}))
+    beside = WindowShare(replace(SUMMARY, segment=(("model", "v2"),)), frozenset({0}))
+    later = WindowShare(replace(SUMMARY, start_ms=2_000, end_ms=3_000), frozenset({0}))
+    publisher.add([first, beside, later], fence={0: 5})
+    with pytest.raises(StoppedError):
+        publisher.publish()
+    assert producer.acked == [first.key, beside.key]
+    assert producer.queued == []  # `later` was not even sent
+    assert steps == ["after-window-publish"]
+
+
+def test_a_publish_reports_each_window_then_the_whole_publish_to_its_hook() -> None:
+    member, producer = Member(), FlakyProducer()
+    producer.failing = False
+    steps: list[str] = []
+    publisher = SharePublisher(producer, "windows", member, step=steps.append)
+    later = WindowShare(replace(SUMMARY, start_ms=2_000, end_ms=3_000), frozenset({0}))
+    publisher.add([WindowShare(SUMMARY, frozenset({0})), later], fence={0: 5})
+    assert publisher.publish()
+    assert steps == ["after-window-publish", "after-window-publish", "after-publish"]
+    assert publisher.publish()  # nothing held: a flush of the dead letters, no step
+    assert len(steps) == 3
+
+
 def shares_on(bootstrap: str, topic: str) -> list[bytes]:
     return [r.key for r in read_topic(bootstrap, topic)]
 
@@ -206,7 +247,7 @@ def test_shares_wait_behind_the_fence_of_the_oldest_held_window_until_the_group_
     topic = new_topic()
     member = Member()
     producer = RecordProducer(bootstrap_servers=tansu.bootstrap_servers)
-    publisher = SharePublisher(producer, topic, member, CrashPoints())
+    publisher = SharePublisher(producer, topic, member)
     first = WindowShare(SUMMARY, frozenset({0}))
     later = WindowShare(replace(SUMMARY, start_ms=2_000, end_ms=3_000), frozenset({0}))
     try:

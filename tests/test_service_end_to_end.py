@@ -202,7 +202,7 @@ def test_published_windows_and_metrics_equal_an_independent_computation(
     lint = promtool.check_metrics(_get(monitor.metrics_url))
     assert lint.ok, lint.output
 
-    prometheus = start_prometheus([f"127.0.0.1:{monitor.server.port}"])
+    prometheus = start_prometheus([monitor.server.url.removeprefix("http://")])
     result = prometheus.wait_for('rankmon_ndcg{k="10",gain="linear"}')
     by_model = {series["metric"]["model"]: float(series["value"][1]) for series in result}
     assert by_model == pytest.approx({m: latest[m]["ndcg@10:linear"] for m in latest}, rel=1e-12)

@@ -8,6 +8,7 @@ test's thread (or, for a stuck poll, on one the test controls), in milliseconds.
 
 from __future__ import annotations
 
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -20,7 +21,7 @@ import pytest
 from monitor.clock import FakeClock, TickSchedule
 from monitor.config.loader import Config, load_config
 from monitor.service import Monitor
-from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
+from tests.fakes import FakeProducer, FakeServer, FakeStream, FakeWindowsTopic
 
 T0 = 1_767_225_600_000
 TOPIC = "events"
@@ -165,3 +166,36 @@ def test_a_quiet_stream_does_not_close_windows_while_the_broker_is_away(loop: Lo
     loop.stream.broker_up = True
     loop.run_for(1_100)
     assert loop.published() == [T0]
+
+
+def test_a_monitor_on_fakes_runs_its_loop_ticks_and_publishes_without_opening_a_socket(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_sockets(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a monitor on fakes opened a socket")
+
+    monkeypatch.setattr(socket.socket, "connect", no_sockets)
+    monkeypatch.setattr(socket.socket, "bind", no_sockets)
+    clock, stream, producer, server = FakeClock(T0), FakeStream(TOPIC), FakeProducer(), FakeServer()
+    monitor = Monitor(
+        config,
+        clock=clock,
+        source=stream,
+        producer=producer,
+        windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
+        server=server,
+    )
+    monitor.start()
+    for n in range(30):  # 30 events over 30 s of event time: the first windows close
+        event = {"event_id": f"e{n}", "query_id": "q1", "ranking": ["d1", "d2"]}
+        stream.append(0, orjson.dumps({**event, "event_time": T0 + 1_000 * n}), T0 + 1_000 * n)
+        monitor.step()
+        clock.advance(1_000)
+    monitor.close()
+    published = producer.shares(f"{TOPIC}.windows")
+    # T0 is on a 10 s boundary; the third window is still open (nothing closes early on close)
+    assert [(s.summary.start_ms, s.summary.events) for s in published] == [
+        (T0, 10),
+        (T0 + 10_000, 10),
+    ]
+    assert (server.started, server.stopped) == (1, 1)

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from monitor.checkpoint.shares import WindowShare, publish_shares
+from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.kafka.bootstrap import KafkaUnavailableError
 from monitor.kafka.producer import RecordSink
 from monitor.logs import fields
-from monitor.testing.crashpoints import CrashPoints
 
 __all__ = ["GroupMember", "SharePublisher"]
 
@@ -53,14 +53,14 @@ class SharePublisher:
         producer: RecordSink,
         topic: str,
         source: GroupMember,
-        crash: CrashPoints,
         max_record_bytes: int = 1_048_576,
+        step: StepHook = ignore_step,
     ) -> None:
         self._producer = producer
         self._max_record_bytes = max_record_bytes
         self._topic = topic
         self._source = source
-        self._crash = crash
+        self._step = step
         self._unsent: list[WindowShare] = []
         self._unacked: list[WindowShare] = []  # handed to the producer, not acknowledged yet
         self._fence: Mapping[int, int] = {}
@@ -96,13 +96,12 @@ class SharePublisher:
         if self.held and not self._source.commit(self._fence):
             return False
         shares, self._unsent = self._unsent, []
-        # A test's crash point may cut the finalize in two (`monitor.testing.crashpoints`).
-        first = len(shares) // 2 if self._crash.armed("mid-finalize") else len(shares)
-        parts = [shares[:first], shares[first:]]  # the second is empty unless cut
+        # Window by window, oldest first: after a failure (or a crash) the topic holds whole
+        # windows. An empty publish still flushes what an earlier one sent, the dead letters.
+        parts = _by_window(shares) or [[]]
         for index, part in enumerate(parts):
             self._unacked.extend(part)
             try:
-                # An empty part still flushes: what an earlier publish sent, the dead letters.
                 publish_shares(self._producer, self._topic, part, self._max_record_bytes)
             except KafkaUnavailableError as error:
                 self._unsent = [share for later in parts[index + 1 :] for share in later]
@@ -112,6 +111,20 @@ class SharePublisher:
                 )
                 return False
             self._unacked = []  # the flush acknowledged everything sent so far
-            if shares:
-                self._crash.reach(("mid-finalize", "after-publish")[index])
+            if part:
+                self._step("after-window-publish")
+        if shares:
+            self._step("after-publish")
         return True
+
+
+def _by_window(shares: list[WindowShare]) -> list[list[WindowShare]]:
+    """The shares in runs of one window each (size and bounds), in their order."""
+    parts: list[list[WindowShare]] = []
+    for share in shares:
+        window = (share.summary.window, share.summary.start_ms, share.summary.end_ms)
+        last = parts[-1][-1].summary if parts else None
+        if last is None or (last.window, last.start_ms, last.end_ms) != window:
+            parts.append([])
+        parts[-1].append(share)
+    return parts

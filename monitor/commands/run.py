@@ -19,12 +19,11 @@ import threading
 from types import FrameType
 from typing import Any, Final
 
+from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.config.loader import load_config
-from monitor.errors import ConfigError
 from monitor.logs import configure_logging
-from monitor.testing.crashpoints import CrashPoints
 
-__all__ = ["SHUTDOWN_TIMEOUT_S", "register"]
+__all__ = ["SHUTDOWN_TIMEOUT_S", "register", "serve"]
 
 SHUTDOWN_TIMEOUT_S: Final = 25.0
 EXIT_SHUTDOWN_TIMEOUT: Final = 1
@@ -52,15 +51,17 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run until a stop signal; exit 0 after a clean shutdown."""
-    config = load_config(args.config)
+    return serve(args.config)
+
+
+def serve(config_path: str, step_hook: StepHook = ignore_step) -> int:
+    """`rankmon run`'s body; `step_hook` watches the commit protocol's steps
+    (`monitor.checkpoint.steps`)."""
+    config = load_config(config_path)
     configure_logging(config.logging.level, config.logging.format)
-    try:
-        crash_points = CrashPoints.from_environ(os.environ)
-    except ValueError as error:
-        raise ConfigError("RANKMON_TEST_CRASH_AT", str(error)) from error
     from monitor.service import Monitor  # the service's imports only when it runs
 
-    monitor = Monitor(config, crash_points=crash_points)
+    monitor = Monitor(config, step_hook=step_hook)
     stop = threading.Event()
     watchdog = threading.Timer(SHUTDOWN_TIMEOUT_S, _give_up)
     watchdog.daemon = True

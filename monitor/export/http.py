@@ -30,12 +30,19 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Final
+from typing import Final, Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-__all__ = ["MAX_CONNECTIONS", "REQUEST_DEADLINE_S", "MetricsServer", "Response", "Route"]
+__all__ = [
+    "MAX_CONNECTIONS",
+    "REQUEST_DEADLINE_S",
+    "HttpEndpoint",
+    "MetricsServer",
+    "Response",
+    "Route",
+]
 
 ReadinessCheck = Callable[[], list[str]]
 StallCheck = Callable[[], str | None]
@@ -72,6 +79,17 @@ class _RequestError(Exception):
     def __init__(self, status: str, text: str) -> None:
         super().__init__(text)
         self.response = _plain(status, text + "\n")
+
+
+class HttpEndpoint(Protocol):
+    """What the service needs of its HTTP server (`MetricsServer`; tests pass a fake)."""
+
+    @property
+    def url(self) -> str: ...
+
+    def start(self) -> object: ...
+
+    def stop(self) -> None: ...
 
 
 class MetricsServer:

@@ -1,18 +1,13 @@
-"""Crash points: named places where a fault test makes the service SIGKILL itself.
+"""Crash points: a step hook that makes the service SIGKILL itself at an exact step.
 
 The recovery tests must kill the service at exact moments (between publishing a window and
-committing its offsets, half-way through a finalize) that an outside `kill -9` hits only by
-luck. `rankmon run` arms at most one point from the environment variable
-`RANKMON_TEST_CRASH_AT=<point>:<n>`: the process kills itself with SIGKILL (no cleanup, no
-flush, exactly like the OOM killer) the n-th time it reaches that point. Unset, every point is
-inert (one dictionary lookup). The variable has no `__`, so the config never reads it.
-
-| point | where, in `Monitor` |
-|---|---|
-| `after-intake` | a poll's records are in the windows; nothing published or committed since |
-| `mid-finalize` | a tick with window summaries: the first half is acknowledged, the rest unsent |
-| `after-publish` | every summary of the tick is acknowledged; the commit has not been made |
-| `after-commit` | the tick's commit is made |
+committing its offsets, between two windows of one publish) that an outside `kill -9` hits
+only by luck. The service reports every step of its commit protocol to a hook
+(`monitor.checkpoint.steps`); `CrashPoints` is such a hook, armed for at most one step: the
+process kills itself with SIGKILL (no cleanup, no flush, exactly like the OOM killer) the n-th
+time that step passes. `python -m monitor.testing.crash_run --config FILE` is `rankmon run`
+with the hook armed from `RANKMON_TEST_CRASH_AT=<step>:<n>`; `rankmon run` itself never reads
+the variable.
 """
 
 from __future__ import annotations
@@ -22,14 +17,16 @@ import signal
 from collections.abc import Mapping
 from typing import Final
 
+from monitor.checkpoint.steps import STEPS
+
 __all__ = ["CRASH_ENV", "POINTS", "CrashPoints"]
 
 CRASH_ENV: Final = "RANKMON_TEST_CRASH_AT"
-POINTS: Final = ("after-intake", "mid-finalize", "after-publish", "after-commit")
+POINTS: Final = STEPS
 
 
 class CrashPoints:
-    """At most one armed point and the number of times it may be passed before the kill."""
+    """A step hook: at most one armed step and the passages left before the kill."""
 
     def __init__(self, point: str | None = None, nth: int = 1) -> None:
         if point is not None and point not in POINTS:
@@ -55,10 +52,14 @@ class CrashPoints:
         """Whether passing `point` now would kill the process."""
         return point == self.point and self._left == 1
 
-    def reach(self, point: str) -> None:
+    def __call__(self, point: str) -> None:
         """Pass `point`: SIGKILL this process if it is the armed one's n-th passage."""
         if point != self.point:
             return
         self._left -= 1
         if self._left == 0:
-            os.kill(os.getpid(), signal.SIGKILL)
+            self.kill(point)
+
+    def kill(self, point: str) -> None:
+        """End the process at `point` (subclasses in tests raise instead)."""
+        os.kill(os.getpid(), signal.SIGKILL)
