@@ -20,7 +20,8 @@ from typing import Any
 import orjson
 import pytest
 
-from monitor.ingest.events import RankingEvent, Reason, Rejection, decode_event
+from monitor.ingest.events import RankingEvent, Rejection, decode_event
+from monitor.ingest.schema import Reason
 
 ROOT = Path(__file__).resolve().parent.parent
 NATIVE = ROOT / "monitor" / "_native"

@@ -10,15 +10,8 @@ import pytest
 import yaml
 
 from monitor.config.loader import load_config
-from monitor.ingest.events import (
-    MIN_EPOCH_MS,
-    Outcome,
-    RankingEvent,
-    Reason,
-    Rejection,
-    decode_event,
-    outcome_of,
-)
+from monitor.ingest.events import RankingEvent, Rejection, decode_event, outcome_of
+from monitor.ingest.schema import MIN_EPOCH_MS, Outcome, Reason
 from monitor.service import event_decoder
 
 NOW_MS = 1_796_039_108_000  # 2026-12-01T... (any fixed instant: the tests' clock)

@@ -14,15 +14,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from monitor.ingest.events import (
-    MAX_GRADE,
-    MIN_EPOCH_MS,
-    Outcome,
-    RankingEvent,
-    Rejection,
-    decode_event,
-    outcome_of,
-)
+from monitor.ingest.events import RankingEvent, Rejection, decode_event, outcome_of
+from monitor.ingest.schema import MAX_GRADE, MIN_EPOCH_MS, Outcome
 
 NOW_MS = 1_800_000_000_000
 MAX_DEPTH = 50

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import monitor.ingest.intake
 from monitor import native
-from monitor.ingest.events import Outcome
+from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
 from monitor.windows.batch import Admission, EventBatch
 from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401

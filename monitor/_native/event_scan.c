@@ -17,7 +17,11 @@ typedef unsigned char u8;
 #define RM_MAX_NESTING 32
 /* Numbers with more digits than this punt (orjson's big-int / float-rounding edges). */
 #define RM_MAX_NUMBER_DIGITS 15
-#define RM_MIN_EPOCH_MS 100000000000LL /* events.py MIN_EPOCH_MS */
+/* The schema's limits, as monitor/ingest/schema.py defines them (tests/test_event_schema.py
+ * reads these lines against it). */
+#define RM_MIN_EPOCH_MS 100000000000LL /* schema.py MIN_EPOCH_MS */
+#define RM_MAX_GRADE 1000              /* schema.py MAX_GRADE */
+#define RM_SCHEMA_VERSION 1            /* schema.py EVENT_SCHEMA_VERSION, one digit */
 /* Top-level keys besides the known ones; more punt (duplicate checks stay small). */
 #define RM_MAX_UNKNOWN_KEYS 32
 
@@ -308,7 +312,7 @@ static const u8 *scan_judgments(const u8 *p, const u8 *end, int *has_judgments)
             p++;
         }
         size_t n = (size_t)(p - start);
-        if (n == 0 || n > 4 || grade > 1000 || (*start == '0' && n > 1)) {
+        if (n == 0 || n > 4 || grade > RM_MAX_GRADE || (*start == '0' && n > 1)) {
             return NULL;
         }
         int closed;
@@ -607,7 +611,7 @@ int rm_scan_event(const char *buf, size_t len, uint32_t max_docs, rm_span *docs,
             /* `_parse`: `type(version) is int and version == 1`; only the token "1" here
              * (null, true, 1.0, "1" are rejected by Python; -0/-1 etc. punt as well). The
              * separator check below rejects "10", "1.0", "1e0". */
-            p = (p < end && *p == '1') ? p + 1 : NULL;
+            p = (p < end && *p == '0' + RM_SCHEMA_VERSION) ? p + 1 : NULL;
             break;
         case K_EVENT_TIME:
             p = scan_event_time(p, end, out);

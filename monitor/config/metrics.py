@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor.config.source import ConfigSection, as_choice, as_int, as_int_list
-from monitor.ingest.events import MAX_GRADE
+from monitor.ingest.schema import MAX_GRADE
 from monitor.scoring.gain import EXP, LINEAR, Gain
 
 __all__ = ["MetricsConfig", "read_metrics"]

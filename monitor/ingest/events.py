@@ -5,7 +5,8 @@ a rejection carries a `Reason` from a fixed set, the `reason` label of
 `rankmon_events_total{outcome="invalid"}` and the reason header of its dead letter. The later
 stages decide the other outcomes (`Outcome`): unknown_query, duplicate, late.
 
-Schema version 1 (README.md, "The ranking event"): `event_id`, `query_id` (non-empty strings),
+Schema version 1 (its one definition is `monitor.ingest.schema`; README.md documents it):
+`event_id`, `query_id` (non-empty strings),
 `ranking` (1 to max_depth distinct non-empty document ids, rank 1 first), `event_time` (RFC 3339
 with an offset, or epoch milliseconds from `MIN_EPOCH_MS` on; default: the record timestamp),
 `judgments` (doc id -> integer grade 0..1000), `segment` (string -> string),
@@ -19,65 +20,31 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import Enum
 from typing import Any, Final
 
 import orjson
 
+from monitor.ingest.schema import (
+    EVENT_SCHEMA_VERSION,
+    MAX_GRADE,
+    MIN_EPOCH_MS,
+    Outcome,
+    Reason,
+)
+
 __all__ = [
-    "EVENT_SCHEMA_VERSION",
-    "MAX_GRADE",
-    "MIN_EPOCH_MS",
     "EventDecoder",
-    "Outcome",
     "RankingEvent",
-    "Reason",
     "Rejection",
     "decode_event",
     "outcome_of",
 ]
 
-EVENT_SCHEMA_VERSION: Final = 1
-# Inline grades are 0..MAX_GRADE: a negative one (trec_eval's "unjudged") says nothing an
-# absent one does not, and a huge one overflows the exp gain 2^g - 1 past float range.
-MAX_GRADE: Final = 1000
-# An integer event_time is epoch milliseconds. One under 10^11 (1973-03-03T09:46:40Z) is
-# almost surely epoch seconds, a common producer mistake read as a 1970 time: refused, with
-# the reason, rather than counted in a window of 1970. (The C scanner punts such values.)
-MIN_EPOCH_MS: Final = 100_000_000_000
 _RFC3339: Final = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})"
 )
 _EMPTY: Final[Mapping[str, str]] = {}
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class Outcome(Enum):
-    """What became of a record: the `outcome` label of `rankmon_events_total`."""
-
-    ACCEPTED = "accepted"
-    INVALID = "invalid"
-    UNKNOWN_QUERY = "unknown_query"
-    DUPLICATE = "duplicate"
-    LATE = "late"
-
-
-class Reason(Enum):
-    """Why a record is invalid: the `reason` label (with outcome="invalid")."""
-
-    INVALID_UTF8 = "invalid_utf8"
-    INVALID_JSON = "invalid_json"
-    NOT_AN_OBJECT = "not_an_object"
-    MISSING_FIELD = "missing_field"
-    WRONG_TYPE = "wrong_type"
-    EMPTY_RANKING = "empty_ranking"
-    DUPLICATE_DOC = "duplicate_doc"
-    TOO_DEEP = "too_deep"
-    TOO_LARGE = "too_large"
-    BAD_GRADE = "bad_grade"
-    BAD_EVENT_TIME = "bad_event_time"
-    TOO_FAR_IN_FUTURE = "too_far_in_future"
-    UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
 
 
 @dataclass(frozen=True, slots=True)

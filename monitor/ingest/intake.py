@@ -30,7 +30,8 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from monitor.ingest.events import EventDecoder, Outcome, RankingEvent, Rejection
+from monitor.ingest.events import EventDecoder, RankingEvent, Rejection
+from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
 from monitor.native import DecodedEvents, decode_events
 from monitor.scoring.batch import BatchScorer

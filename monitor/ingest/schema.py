@@ -1,0 +1,71 @@
+"""The ranking-event schema, defined once: fields, limits, and every outcome and reason.
+
+The Python decoder (`monitor.ingest.events`) validates against these names and limits; the C
+scanner (`monitor/_native/event_scan.c`) accepts a subset of what the decoder accepts and
+punts the rest to it, and tests/test_event_schema.py reads its field names and limits
+against this module. README.md ("The ranking event") documents the same fields.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Final
+
+__all__ = [
+    "EVENT_FIELDS",
+    "EVENT_SCHEMA_VERSION",
+    "MAX_GRADE",
+    "MIN_EPOCH_MS",
+    "REQUIRED_FIELDS",
+    "Outcome",
+    "Reason",
+]
+
+# field -> what it holds; unknown fields are ignored, so producers can add some early.
+EVENT_FIELDS: Final = {
+    "event_id": "non-empty string, unique per event (duplicates are counted, not scored)",
+    "query_id": "non-empty string, a query of the evaluation set",
+    "ranking": "1 to max_depth distinct non-empty document ids, rank 1 first",
+    "event_time": "RFC 3339 with an offset, or epoch milliseconds; default: the record time",
+    "judgments": "document id -> integer grade 0..MAX_GRADE (inline judgments)",
+    "segment": "string -> string (the configured keys become labels)",
+    "schema_version": "EVENT_SCHEMA_VERSION; absent means it",
+}
+REQUIRED_FIELDS: Final = ("event_id", "query_id", "ranking")
+
+EVENT_SCHEMA_VERSION: Final = 1
+# Inline grades are 0..MAX_GRADE: a negative one (trec_eval's "unjudged") says nothing an
+# absent one does not, and a huge one overflows the exp gain 2^g - 1 past float range.
+MAX_GRADE: Final = 1000
+# An integer event_time is epoch milliseconds. One under 10^11 (1973-03-03T09:46:40Z) is
+# almost surely epoch seconds, a common producer mistake read as a 1970 time: refused, with
+# the reason, rather than counted in a window of 1970. (The C scanner punts such values.)
+MIN_EPOCH_MS: Final = 100_000_000_000
+
+
+class Outcome(Enum):
+    """What became of a record: the `outcome` label of `rankmon_events_total`."""
+
+    ACCEPTED = "accepted"
+    INVALID = "invalid"
+    UNKNOWN_QUERY = "unknown_query"
+    DUPLICATE = "duplicate"
+    LATE = "late"
+
+
+class Reason(Enum):
+    """Why a record is invalid: the `reason` label (with outcome="invalid")."""
+
+    INVALID_UTF8 = "invalid_utf8"
+    INVALID_JSON = "invalid_json"
+    NOT_AN_OBJECT = "not_an_object"
+    MISSING_FIELD = "missing_field"
+    WRONG_TYPE = "wrong_type"
+    EMPTY_RANKING = "empty_ranking"
+    DUPLICATE_DOC = "duplicate_doc"
+    TOO_DEEP = "too_deep"
+    TOO_LARGE = "too_large"
+    BAD_GRADE = "bad_grade"
+    BAD_EVENT_TIME = "bad_event_time"
+    TOO_FAR_IN_FUTURE = "too_far_in_future"
+    UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
