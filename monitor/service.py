@@ -422,7 +422,7 @@ class Monitor:
             evaluation_set,
             self.keys,
             relevance_level=metrics.relevance_level,
-            idcg_zero="nan" if metrics.idcg_zero == "exclude" else "zero",
+            idcg_zero=metrics.idcg_zero,
         )
 
     # -- start and stop -------------------------------------------------------------------

@@ -64,7 +64,7 @@ def test_ndcg_without_cutoff_uses_the_whole_ranking_and_every_judged_document() 
 
 def test_idcg_zero_scores_zero_by_default_or_nan_when_excluded() -> None:
     assert ndcg([0, None, -1], [0, -1], k=10) == 0.0
-    assert math.isnan(ndcg([0, None, -1], [0, -1], k=10, idcg_zero="nan"))
+    assert math.isnan(ndcg([0, None, -1], [0, -1], k=10, idcg_zero="exclude"))
     with pytest.raises(ValueError, match="idcg_zero"):
         ndcg([1], [1], k=10, idcg_zero="one")  # type: ignore[arg-type]
 

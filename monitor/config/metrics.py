@@ -18,6 +18,7 @@ from typing import Any
 from monitor.config.source import ConfigSection, as_choice, as_int, as_int_list
 from monitor.ingest.schema import MAX_GRADE
 from monitor.scoring.gain import EXP, LINEAR, Gain
+from monitor.scoring.measures import IdcgZero
 
 __all__ = ["MetricsConfig", "read_metrics"]
 
@@ -36,7 +37,7 @@ class MetricsConfig:
     cutoffs: tuple[int, ...] = (5, 10, 20)
     gains: tuple[Gain, ...] = (LINEAR, EXP)
     relevance_level: int = 1
-    idcg_zero: str = "zero"
+    idcg_zero: IdcgZero = "zero"
     max_depth: int = 1000
     min_queries: int = 1
     gain_names: tuple[str, ...] = field(init=False)
@@ -52,7 +53,7 @@ def read_metrics(section: ConfigSection) -> MetricsConfig:
         cutoffs=section.get("cutoffs", as_int_list(1, 1_000_000), defaults.cutoffs),
         gains=section.get("gains", _gains, defaults.gains),
         relevance_level=section.get("relevance_level", as_int(1, MAX_GRADE), 1),
-        idcg_zero=section.get("idcg_zero", as_choice("zero", "exclude"), "zero"),
+        idcg_zero=section.get("idcg_zero", _idcg_zero, "zero"),
         max_depth=section.get("max_depth", as_int(1, 1_000_000), 1000),
         min_queries=section.get("min_queries", as_int(1, 10_000_000), 1),
     )
@@ -82,3 +83,9 @@ def _gain(item: Any) -> Gain:
     if isinstance(item, str):
         return Gain.parse(item)  # ValueError names the gain and the valid forms
     raise ValueError(f"unknown gain {item!r}: use linear, exp or a grade->gain map")
+
+
+def _idcg_zero(value: object) -> IdcgZero:
+    """`zero` (trec_eval: the query scores 0 and counts) or `exclude` (left out of the means)."""
+    choice = as_choice("zero", "exclude")(value)  # raises on anything else
+    return "exclude" if choice == "exclude" else "zero"

@@ -64,7 +64,7 @@ class BatchScorer:
     """Scores batches of rankings of one evaluation set for a fixed list of measure keys.
 
     `relevance_level` applies to the binary measures (precision, recall, mrr, map, num_rel,
-    num_rel_ret), never to nDCG/DCG. `idcg_zero="nan"` gives NaN nDCG for a query whose ideal
+    num_rel_ret), never to nDCG/DCG. `idcg_zero="exclude"` gives NaN nDCG for a query whose ideal
     DCG is 0, so that callers can leave it out of means; "zero" (trec_eval) gives 0.
     """
 
@@ -77,8 +77,8 @@ class BatchScorer:
         *,
         speedups: bool = True,
     ) -> None:
-        if idcg_zero not in ("zero", "nan"):
-            raise ValueError(f"idcg_zero must be 'zero' or 'nan', got {idcg_zero!r}")
+        if idcg_zero not in ("zero", "exclude"):
+            raise ValueError(f"idcg_zero must be 'zero' or 'exclude', got {idcg_zero!r}")
         if relevance_level < 0:
             raise ValueError(f"relevance_level must be >= 0, got {relevance_level}")
         self.evaluation_set = evaluation_set

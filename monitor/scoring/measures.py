@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 Grades = Sequence[int | None]
-IdcgZero = Literal["zero", "nan"]
+IdcgZero = Literal["zero", "exclude"]
 
 
 def _top(grades: Grades, k: int | None) -> Grades:
@@ -81,11 +81,11 @@ def ndcg(
 
     When IDCG@k = 0 (the query has no document with a positive gain), the value is 0 and the
     query still counts in means (`idcg_zero="zero"`, trec_eval, N6), or NaN so that the caller
-    can leave the query out (`idcg_zero="nan"`). Never exceeds 1 when `ideal_grades` holds
+    can leave the query out (`idcg_zero="exclude"`). Never exceeds 1 when `ideal_grades` holds
     every grade in `grades`.
     """
-    if idcg_zero not in ("zero", "nan"):
-        raise ValueError(f"idcg_zero must be 'zero' or 'nan', got {idcg_zero!r}")
+    if idcg_zero not in ("zero", "exclude"):
+        raise ValueError(f"idcg_zero must be 'zero' or 'exclude', got {idcg_zero!r}")
     ideal = ideal_dcg(ideal_grades, k, gain)
     if ideal == 0.0:
         return 0.0 if idcg_zero == "zero" else math.nan
