@@ -8,12 +8,12 @@ stops nor bursts the ticks); a poll waits at most `POLL_TIMEOUT_MS`, so a tick i
 most that much. Each completed iteration counts as progress for `/healthz`
 (`monitor.export.exporter.Liveness`).
 
-A tick, in this order (docs/recovery.md, "The rules"):
+A tick, in this order (docs/recovery.md, "The rules"; the commit protocol's own steps are
+`monitor.checkpoint.protocol.Checkpoint`'s):
 
 1. finalize the windows the watermark has closed;
-2. publish their summaries (one share per window and segment, `monitor.checkpoint.shares`) and flush
-   the dead letters, waiting for the broker's ack, behind a commit fence
-   (`monitor.checkpoint.publisher`);
+2. publish their summaries (one share per window and segment) and flush the dead letters,
+   waiting for the broker's ack, behind a commit fence;
 3. set the gauges, log one line per window, evaluate the alert rules;
 4. commit the offsets that are safe: up to the first record of the oldest open window.
 
@@ -55,14 +55,9 @@ from dataclasses import dataclass, field, replace
 from prometheus_client import CollectorRegistry
 
 from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine
+from monitor.checkpoint.protocol import Checkpoint
 from monitor.checkpoint.publisher import SharePublisher
-from monitor.checkpoint.shares import (
-    RestoreNeeds,
-    ShareReader,
-    ShareRestore,
-    WindowShare,
-    WindowsTopic,
-)
+from monitor.checkpoint.shares import ShareReader, WindowsTopic
 from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.clock import Clock, SystemClock, TickSchedule
 from monitor.config.loader import Config
@@ -141,10 +136,8 @@ class Monitor:
         describes and `server` to the `MetricsServer` of `export`; tests pass their own (then
         nothing touches the network). `step_hook` sees each step of the commit protocol."""
         self.config = config
-        self._step = step_hook
         self._stop = threading.Event()
         self._owned: frozenset[int] = frozenset()  # partitions as of the last rebalance
-        self._read_through: dict[int, int] = {}  # partition -> next offset taken in
         self.clock: Clock = clock or SystemClock()
         self.registry = registry or CollectorRegistry()
         self.liveness = Liveness(config.schedule.liveness_timeout.seconds, self.clock)
@@ -170,19 +163,26 @@ class Monitor:
         self._tally = _Tally(self.exporter)
         self._producer = producer or RecordProducer(**producer_options(config.kafka))
         self.intake = _intake(config, self.windows, self._producer, self._tally)
-        self._windows_topic = windows_topic or WindowsTopic(config.kafka)
         self.source = source or EventSource(
             topic=config.kafka.topic,
             sleep=self._pause,
             monotonic=self.clock.monotonic,
             **consumer_options(config.kafka),
         )
-        self.shares = SharePublisher(
+        publisher = SharePublisher(
             self._producer,
             config.kafka.windows_topic,
             self.source,
             config.kafka.max_record_bytes,
             step_hook,
+        )
+        self.checkpoint = Checkpoint(
+            self.windows,
+            publisher,
+            self.source,
+            windows_topic or WindowsTopic(config.kafka),
+            hop_ms=config.windows.hop.ms,
+            step=step_hook,
         )
         self._delivery, self.alerts, self._restore_windows, self._restore_measures = _alerts(
             config, self.clock, self.exporter
@@ -267,8 +267,7 @@ class Monitor:
             return  # stopping before the rebalance could be applied: take nothing in
         if records:
             self.intake.process(records, self._scorers, self.clock.now_ms())
-            self._read_through.update((r.partition, r.offset + 1) for r in records)
-            self._step("after-intake")
+            self.checkpoint.took_in(records)
         self._note_source_state()
         if self._schedule.due():
             self.tick()
@@ -307,11 +306,10 @@ class Monitor:
         before, owned = self._owned, self.source.assignment
         arriving = owned - before
         leaving = (before | batch.revoked) - owned
-        replay = bool(arriving) or self.shares.holds_any(leaving)
+        replay = bool(arriving) or self.checkpoint.must_replay(leaving)
         dropped = before | batch.revoked if replay else leaving
         self.windows.revoke(dropped)
-        for partition in dropped:
-            self._read_through.pop(partition, None)
+        self.checkpoint.forget(dropped, replay=replay)
         for partition in leaving:
             self.exporter.forget_partition(partition)
         self._owned = owned
@@ -321,7 +319,6 @@ class Monitor:
         )
         if not replay:
             return [record for record in batch.records if record.partition in owned]
-        self.shares.drop()
         self.windows.assign(owned)
         # Records of partitions held before came from their old positions: fetched again.
         if not self._retry(lambda: self.source.rewind(owned - arriving), "rewind partitions"):
@@ -333,15 +330,8 @@ class Monitor:
     def tick(self) -> None:
         """Finalize, publish, export, alert, commit (see the module docstring)."""
         self._maybe_reload()
-        fence = self.windows.safe_offsets()  # before finalize: committing it passes nothing
         quiet = self.clock.now_ms() if self._stream_quiet() else None
-        finalized = [
-            WindowShare(s, p, {q: self._read_through[q] for q in p if q in self._read_through})
-            for s, p in self.windows.finalize_with_partitions(quiet)
-        ]
-        self.shares.add(finalized, fence)
-        published = self.shares.publish()
-        summaries = [share.summary for share in finalized]
+        summaries = self.checkpoint.finalize(quiet)
         self._forget_unused_scorers()
         now, elapsed = self.clock.now_ms(), self._elapsed_ms()
         for summary in summaries:
@@ -351,11 +341,8 @@ class Monitor:
         self.alerts.observe(summaries, now, elapsed_ms=elapsed)
         self.alerts.tick(now, elapsed_ms=elapsed)
         self._export_progress()
-        self._window_log.state(self.windows, len(self.shares.held))
-        if published:
-            self.source.commit(self.windows.safe_offsets())
-            if finalized:
-                self._step("after-commit")
+        self._window_log.state(self.windows, self.checkpoint.held)
+        self.checkpoint.commit()
 
     def _elapsed_ms(self) -> int:
         return int(self.clock.monotonic() * 1000)
@@ -428,25 +415,20 @@ class Monitor:
     # -- start and stop -------------------------------------------------------------------
 
     def _learn_published(self, owned: frozenset[int]) -> bool:
-        """Read the windows topic's tail back (retrying until it answers or `stop`): mark
-        what was published, restore alert baselines from the shares of partitions now owned.
-        How far back is what a replay from the committed offsets can meet and what the alert
-        rules look back on (`RestoreNeeds`), whatever the topic's retention."""
-        keep, measures = self._restore_windows, self._restore_measures
-        restore = ShareRestore(self.windows, owned, keep, measures)
-
-        def read() -> bool:
-            nonlocal restore
-            # Marks of a failed read stay true; the kept summaries start over.
-            restore = ShareRestore(self.windows, owned, keep, measures)
-            needs = RestoreNeeds(self.source.committed(owned), keep, self.config.windows.hop.ms)
-            self._windows_topic.read(restore.take, needs)
-            return True
-
-        # Replaying without the marks would publish windows twice: wait for the topic.
-        if not self._retry(read, "read the windows topic"):
+        """Restore from the windows topic before `owned` replays (`Checkpoint.restore`), then
+        the alert baselines from the shares of partitions now owned. False: stopping."""
+        current = self.evaluation.current
+        newest = Epoch(NO_BOUNDARY, _window_spec(self.config), current.version, len(current))
+        restore = self.checkpoint.restore(
+            owned,
+            newest,
+            self._retry,
+            keep=self._restore_windows,
+            measures=self._restore_measures,
+        )
+        if restore is None:
             return False
-        self._continue_after(restore)
+        self._forget_unused_scorers()
         restored = restore.owned_summaries()
         self.alerts.restore(restored)
         _log.info(
@@ -454,32 +436,6 @@ class Monitor:
             extra=fields(shares=restore.read, restored=len(restored), partitions=sorted(owned)),
         )
         return True
-
-    def _continue_after(self, restore: ShareRestore) -> None:
-        """The replay goes on from what the windows topic says: the window spec of the
-        published windows until the configured one takes over (a resize across a restart),
-        the newest evaluation set for every epoch, the segment labels of the newest window."""
-        current = self.evaluation.current
-        newest = Epoch(NO_BOUNDARY, _window_spec(self.config), current.version, len(current))
-        epochs = restore.epochs(newest)
-        if self.windows.open_windows:  # cannot happen after a full revoke; keep what runs
-            epochs = list(self.windows.epochs)
-        self.windows.set_epochs(epochs)
-        self._forget_unused_scorers()
-        if len(epochs) > 1:
-            _log.warning(
-                "windows topic has windows of another size or hop: they go on until the "
-                "configured ones take over",
-                extra=fields(
-                    published_window=epochs[0].spec.label,
-                    published_hop_ms=epochs[0].spec.hop_ms,
-                    window=epochs[-1].spec.label,
-                    from_event_time_ms=epochs[-1].from_ms,
-                ),
-            )
-        labels = restore.label_state()
-        if labels is not None and self.windows.labeler is not None:
-            self.windows.labeler.restore(labels)
 
     def _retry(self, attempt: Callable[[], bool], what: str) -> bool:
         """Call `attempt` until it returns True, with backoff; False if `stop` came first."""
@@ -506,8 +462,7 @@ class Monitor:
 
         Each step is bounded by a Kafka client timeout; `rankmon run` bounds the whole.
         """
-        if self.shares.publish():
-            self.source.commit(self.windows.safe_offsets())
+        self.checkpoint.close()
         self.source.close()
         self._producer.close()
         self._delivery.stop()
