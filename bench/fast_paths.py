@@ -1,0 +1,256 @@
+"""Do the C fast paths still earn their keep? The event scanner against msgspec, the measure
+kernel against the numpy columns, on the stream benchmark's events.
+
+    .venv/bin/python bench/fast_paths.py                  # 20,000 events, best of 5
+    .venv/bin/python bench/fast_paths.py --events 5000    # a quick look
+
+Events as bench/stream.py makes them: 1000 evaluation-set queries with 20 judged documents
+each, rankings of 100 documents, an integer event time, a model segment. Per event, in one
+process, alternating (best of `--repeats`, CPU time):
+
+Decoding a poll's record values into validated events with each ranking's grade codes
+(what the scorer takes next):
+
+1. `c-scanner`: `monitor.native.decode_events`, the C scanner and judgment lookup in one pass
+   (what `Intake` runs);
+2. `msgspec`: a typed `msgspec.json.Decoder` (strings non-empty, 1..max_depth documents,
+   grades 0..MAX_GRADE checked by msgspec), the schema's remaining checks in Python
+   (distinct documents, schema version, event time, future bound), then
+   `JudgmentIndex.codes` for the grade codes: the shortest path msgspec allows;
+3. `python`: `monitor.ingest.events.decode_event` (orjson and the reference checks), then the
+   same `JudgmentIndex.codes`.
+
+Scoring the coded rankings of every monitor key (nDCG@5/10/20 linear and exp,
+precision/recall/judged@5/10/20, MRR, MAP):
+
+4. `c-kernel`: `BatchScorer.score_coded`, the C measure kernel;
+5. `numpy`: the numpy columns (`measure_matrix`) on the same codes.
+
+Prints microseconds per event, the ratios, and each difference as a share of the whole
+streaming cost per event (`--stream-us`, default 12.8: bench/stream.py's 78k events/s here),
+which is what the keep-or-drop rule (within 10 % end to end) is about. The two sides agree
+on every event (checked before timing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, cast
+
+import msgspec
+import numpy as np
+import orjson
+
+from monitor.ingest.events import RankingEvent, decode_event
+from monitor.ingest.schema import EVENT_SCHEMA_VERSION, MAX_GRADE
+from monitor.native import decode_events, speedups_built
+from monitor.scoring.batch import BatchScorer
+from monitor.scoring.catalog import monitor_keys
+from monitor.scoring.columns import RankedCodes, measure_matrix
+from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.gain import EXP, LINEAR
+
+QUERIES = 1000
+JUDGED = 20
+DEPTH = 100
+MAX_DEPTH = 1000
+NOW_MS = 1_800_000_000_000
+MAX_FUTURE_MS = 300_000
+
+Coded = tuple[list[int], bytes, list[int]]  # rows, grade codes, ranking lengths
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+Grade = Annotated[int, msgspec.Meta(ge=0, le=MAX_GRADE)]
+
+
+class WireEvent(msgspec.Struct, forbid_unknown_fields=False):
+    """The event schema as msgspec types can say it."""
+
+    event_id: NonEmpty
+    query_id: NonEmpty
+    ranking: Annotated[list[NonEmpty], msgspec.Meta(min_length=1, max_length=MAX_DEPTH)]
+    event_time: int | str | None = None
+    judgments: dict[str, Grade] | None = None
+    segment: dict[str, str] | None = None
+    schema_version: int = EVENT_SCHEMA_VERSION
+
+
+def make_events(n: int, seed: int) -> tuple[EvaluationSet, list[bytes]]:
+    rng = random.Random(seed)
+    judgments = {
+        f"q{q}": {f"d{q}-{d}": rng.randint(0, 3) for d in range(JUDGED)} for q in range(QUERIES)
+    }
+    values = []
+    for i in range(n):
+        q = rng.randrange(QUERIES)
+        ranking = [f"d{q}-{d}" for d in rng.sample(range(DEPTH * 2), DEPTH)]
+        event = {
+            "event_id": f"e{i:09d}",
+            "query_id": f"q{q}",
+            "ranking": ranking,
+            "event_time": NOW_MS - rng.randrange(3_600_000),
+            "segment": {"model": rng.choice(("v1", "v2"))},
+        }
+        values.append(orjson.dumps(event))
+    return EvaluationSet(judgments, None), values
+
+
+def best_cpu(run: Callable[[], object], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        run()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def msgspec_path(
+    scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]
+) -> tuple[list[int], bytes, list[int]]:
+    """Decode with msgspec, finish the schema's checks, look the grades up in C."""
+    decoder = msgspec.json.Decoder(WireEvent)
+    index = scorer.judgment_index
+    assert index is not None
+    rows, rankings = [], []
+    for value, timestamp in zip(values, timestamps, strict=True):
+        try:
+            event = decoder.decode(value)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            continue
+        if event.schema_version != EVENT_SCHEMA_VERSION:
+            continue
+        if len(set(event.ranking)) != len(event.ranking):
+            continue
+        when = event.event_time
+        if when is None:
+            when = timestamp
+        elif not isinstance(when, int):
+            continue  # an RFC 3339 string: parsed in Python (not in these events)
+        if when > NOW_MS + MAX_FUTURE_MS:
+            continue
+        row = index.row_of(event.query_id)
+        if row < 0:
+            continue
+        rows.append(row)
+        rankings.append(event.ranking)
+    codes, lengths = index.codes(rows, rankings, scorer.lookup_depth or -1)
+    return rows, codes, lengths
+
+
+def python_path(
+    scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]
+) -> tuple[list[int], bytes, list[int]]:
+    index = scorer.judgment_index
+    assert index is not None
+    rows, rankings = [], []
+    for value, timestamp in zip(values, timestamps, strict=True):
+        event = decode_event(value, timestamp, now_ms=NOW_MS, max_depth=MAX_DEPTH)
+        if isinstance(event, RankingEvent):
+            row = index.row_of(event.query_id)
+            if row >= 0:
+                rows.append(row)
+                rankings.append(event.ranking)
+    codes, lengths = index.codes(rows, rankings, scorer.lookup_depth or -1)
+    return rows, codes, lengths
+
+
+def c_path(
+    scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]
+) -> tuple[list[int], bytes, list[int]]:
+    index = scorer.judgment_index
+    assert index is not None
+    _, _, _, rows, _, _, codes, lengths = decode_events(
+        index,
+        values,
+        timestamps,
+        now_ms=NOW_MS,
+        max_depth=MAX_DEPTH,
+        max_bytes=1_048_576,
+        max_future_ms=MAX_FUTURE_MS,
+        segment_keys=("model",),
+        use_event_time=True,
+        depth=scorer.lookup_depth or -1,
+        punt_judgments=True,
+    )
+    return rows, codes, lengths
+
+
+def numpy_scores(scorer: BatchScorer, codes: bytes, lengths: Sequence[int], rows: Any) -> Any:
+    """The numpy columns on the C decoder's codes (what `score` does without the kernel)."""
+    width = scorer.lookup_depth or max(lengths)
+    parts, offset = [], 0
+    for length in lengths:
+        taken = min(length, width)
+        parts.append(codes[offset : offset + taken])
+        offset += taken
+    sized = cast(Sequence[Sequence[str]], [range(n) for n in lengths])  # only len() is read
+    ranked = RankedCodes.from_parts(parts, width, sized)
+    ideals = scorer._queries.take(np.asarray(rows, dtype=np.int64))
+    assert scorer._tables is not None
+    return measure_matrix(scorer.keys, ranked, scorer._tables, ideals, scorer.idcg_zero)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--events", type=int, default=20_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--stream-us", type=float, default=12.8, help="whole streaming cost per event (us)"
+    )
+    args = parser.parse_args()
+    if not speedups_built():
+        raise SystemExit("the C accelerators are not built: nothing to compare")
+    evaluation_set, values = make_events(args.events, args.seed)
+    timestamps = [NOW_MS] * len(values)
+    scorer = BatchScorer(evaluation_set, monitor_keys((5, 10, 20), (LINEAR, EXP)))
+
+    decoded: dict[str, Callable[[], Coded]] = {
+        "c-scanner": lambda: c_path(scorer, values, timestamps),
+        "msgspec": lambda: msgspec_path(scorer, values, timestamps),
+        "python": lambda: python_path(scorer, values, timestamps),
+    }
+    reference = decoded["c-scanner"]()
+    for name, run in decoded.items():
+        assert run() == reference, f"{name} decodes differently"
+    rows, codes, lengths = reference
+    assert len(rows) == args.events
+    row_array = np.asarray(rows, dtype=np.int64)
+    kernel = scorer.score_coded(rows, codes, lengths)
+    columns = numpy_scores(scorer, codes, lengths, row_array)
+    assert np.array_equal(kernel, columns, equal_nan=True), "kernel and numpy differ"
+
+    n = args.events
+    print(f"{n} events of {DEPTH} documents, {len(scorer.keys)} measures, best of {args.repeats}")
+    times: dict[str, float] = {}
+    for _ in range(2):  # alternate, keep each side's best
+        for name, run in decoded.items():
+            times[name] = min(times.get(name, float("inf")), best_cpu(run, args.repeats))
+        times["c-kernel"] = min(
+            times.get("c-kernel", float("inf")),
+            best_cpu(lambda: scorer.score_coded(rows, codes, lengths), args.repeats),
+        )
+        times["numpy"] = min(
+            times.get("numpy", float("inf")),
+            best_cpu(lambda: numpy_scores(scorer, codes, lengths, row_array), args.repeats),
+        )
+    per = {name: seconds / n * 1e6 for name, seconds in times.items()}
+    print("\ndecode and validate, grade codes (us per event):")
+    for name in decoded:
+        print(f"  {name:<10} {per[name]:7.2f}")
+    print("\nmeasures on the codes (us per event):")
+    for name in ("c-kernel", "numpy"):
+        print(f"  {name:<10} {per[name]:7.2f}")
+    print(f"\nagainst the whole stream's {args.stream_us:.1f} us per event (bench/stream.py):")
+    for slow, fast in (("msgspec", "c-scanner"), ("python", "c-scanner"), ("numpy", "c-kernel")):
+        extra = per[slow] - per[fast]
+        print(
+            f"  {slow} instead of {fast}: {per[slow] / per[fast]:4.2f}x the step, "
+            f"{extra:+6.2f} us per event = {extra / args.stream_us:+6.1%} end to end"
+        )
+
+
+if __name__ == "__main__":
+    main()
