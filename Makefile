@@ -8,8 +8,9 @@ RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 
 # What running rankmon needs (the demo): the package and its runtime dependencies only.
-# The C accelerators (monitor/_native) are compiled by the install: rebuild when they change.
-$(RUN_STAMP): pyproject.toml setup.py $(wildcard monitor/_native/*.c monitor/_native/*.h)
+# The C accelerators (monitor/**/*.c, listed in setup.py) are compiled by the install: rebuild
+# when they change.
+$(RUN_STAMP): pyproject.toml setup.py $(wildcard monitor/*/*.c monitor/*/*.h)
 	@echo "[1/3] $(VENV): a virtual environment for rankmon"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@scripts/ensure-build-deps $(BIN)/python

@@ -1,4 +1,8 @@
-"""Builds rankmon's optional C accelerators (monitor._speedups); metadata is in pyproject.toml."""
+"""Builds rankmon's optional C accelerators (monitor._speedups); metadata is in pyproject.toml.
+
+Each stage's C code sits next to the Python it speeds up; `monitor/_native/speedups.c` is the
+CPython module that ties them together.
+"""
 
 from setuptools import Extension, setup
 
@@ -8,15 +12,15 @@ setup(
             "monitor._speedups",
             sources=[
                 "monitor/_native/speedups.c",
-                "monitor/_native/event_scan.c",
-                "monitor/_native/measure_kernel.c",
-                "monitor/_native/record_batch.c",
+                "monitor/ingest/event_scan.c",
+                "monitor/kafka/record_batch.c",
+                "monitor/scoring/measure_kernel.c",
             ],
             depends=[
-                "monitor/_native/event_scan.h",
-                "monitor/_native/judgments.h",
-                "monitor/_native/measure_kernel.h",
-                "monitor/_native/record_batch.h",
+                "monitor/ingest/event_scan.h",
+                "monitor/kafka/record_batch.h",
+                "monitor/scoring/judgments.h",
+                "monitor/scoring/measure_kernel.h",
             ],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
             # Without a C compiler rankmon installs anyway and takes the pure-Python path.

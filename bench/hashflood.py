@@ -3,7 +3,7 @@
     .venv/bin/python bench/hashflood.py [--docs 1000] [--events 300]
 
 Each event ranks `--docs` doc ids; the C scanner checks them for duplicates in a table keyed
-by a 64-bit hash (`monitor/_native/judgments.h`). Ids crafted so that their hashes share the
+by a 64-bit hash (`monitor/scoring/judgments.h`). Ids crafted so that their hashes share the
 low bits the table indexes by put every id in one probe chain: the check becomes quadratic.
 The hash is keyed with a random seed per process, so an attacker crafts against a key he
 does not know. Three streams, timed through `decode_events` (the scan of a poll's values):

@@ -1,4 +1,5 @@
-"""rankmon's optional C accelerators (`monitor._speedups`, built from `monitor/_native/`).
+"""rankmon's optional C accelerators (`monitor._speedups`, built from the C sources setup.py lists:
+`_native/speedups.c`, the module, and each stage's own C next to its Python).
 
 pip builds the extension with gcc when it installs rankmon. Without it (or with
 RANKMON_SPEEDUPS=off, to compare or to rule the C code out) every caller takes the
@@ -160,7 +161,7 @@ def parse_records(
     record_type: type[_Record],
 ) -> tuple[list[_Record], str | None]:
     """The records of one decompressed Kafka v2 batch, and what is corrupt if anything is
-    (see monitor/_native/record_batch.h); callers check speedups_active() first."""
+    (see monitor/kafka/record_batch.h); callers check speedups_active() first."""
     return _speedups.parse_records(
         buffer,
         pos,

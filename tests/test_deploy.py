@@ -297,7 +297,7 @@ def dockerignore_sends(path: str) -> bool:
 
 
 def native_sources() -> set[str]:
-    """The C sources and headers of setup.py's extension, and every file of monitor/_native."""
+    """The C sources and headers of setup.py's extension, which must be every one in monitor/."""
     tree = ast.parse((ROOT / "setup.py").read_text(encoding="utf-8"))
     listed = {
         element.value
@@ -308,10 +308,9 @@ def native_sources() -> set[str]:
         if isinstance(element, ast.Constant) and isinstance(element.value, str)
     }  # fmt: skip
     assert any(path.endswith(".c") for path in listed), "setup.py declares no C sources"
-    on_disk = {
-        str(path.relative_to(ROOT)) for path in (ROOT / "monitor" / "_native").glob("*.[ch]")
-    }
-    return listed | on_disk
+    on_disk = {str(path.relative_to(ROOT)) for path in (ROOT / "monitor").rglob("*.[ch]")}
+    assert on_disk == listed, "setup.py must list every C source and header under monitor/"
+    return listed
 
 
 def test_dockerignore_check_drops_what_it_does_not_list() -> None:

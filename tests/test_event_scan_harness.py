@@ -1,4 +1,4 @@
-"""The C event scanner (monitor/_native/event_scan.c) against its harness and events.py.
+"""The C event scanner (monitor/ingest/event_scan.c) against its harness and events.py.
 
 The scanner may punt on anything; what it accepts must decode in `decode_event` to exactly
 the fields it reported. These tests compile tests/native/test_event_scan.c with gcc under
@@ -24,7 +24,7 @@ from monitor.ingest.events import RankingEvent, Rejection, decode_event
 from monitor.ingest.schema import Reason
 
 ROOT = Path(__file__).resolve().parent.parent
-NATIVE = ROOT / "monitor" / "_native"
+NATIVE = ROOT / "monitor" / "ingest"
 HARNESS = ROOT / "tests" / "native" / "test_event_scan.c"
 FLAGS = ["-std=c99", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-g", "-O1"]

@@ -22,7 +22,7 @@ from monitor.ingest.schema import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-SCANNER = (ROOT / "monitor" / "_native" / "event_scan.c").read_text(encoding="utf-8")
+SCANNER = (ROOT / "monitor" / "ingest" / "event_scan.c").read_text(encoding="utf-8")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

@@ -17,7 +17,7 @@ from monitor.export.window_log import HEADLINE_KINDS
 from monitor.scoring import columns
 from monitor.scoring.catalog import EXPORTED_KINDS, KIND_TABLE, KINDS, MeasureKey
 
-KERNEL_HEADER = Path(__file__).resolve().parent.parent / "monitor/_native/measure_kernel.h"
+KERNEL_HEADER = Path(__file__).resolve().parent.parent / "monitor/scoring/measure_kernel.h"
 
 
 def kernel_enum() -> dict[str, int]:

@@ -20,10 +20,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "event_scan.h"
-#include "judgments.h"
-#include "measure_kernel.h"
-#include "record_batch.h"
+/* Each stage's C code lives next to the Python it speeds up; this file is the CPython module. */
+#include "../ingest/event_scan.h"
+#include "../kafka/record_batch.h"
+#include "../scoring/judgments.h"
+#include "../scoring/measure_kernel.h"
 
 /* ---------------------------------------------------------------- a growable byte buffer */
 

@@ -1,7 +1,7 @@
 """The ranking-event schema, defined once: fields, limits, and every outcome and reason.
 
 The Python decoder (`monitor.ingest.events`) validates against these names and limits; the C
-scanner (`monitor/_native/event_scan.c`) accepts a subset of what the decoder accepts and
+scanner (`monitor/ingest/event_scan.c`) accepts a subset of what the decoder accepts and
 punts the rest to it, and tests/test_event_schema.py reads its field names and limits
 against this module. README.md ("The ranking event") documents the same fields.
 """

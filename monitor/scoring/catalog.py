@@ -48,7 +48,7 @@ class MeasureKind:
 
     `cutoff`: True needs one (`precision@5`), False takes none (`mrr`), None either (`ndcg`
     and `ndcg@10` are both trec_eval measures). `code`: its number in the C kernel's enum
-    (`monitor/_native/measure_kernel.h`, checked by tests/test_measure_kinds.py).
+    (`monitor/scoring/measure_kernel.h`, checked by tests/test_measure_kinds.py).
     `full_ranking`: its value depends on documents below the deepest cutoff, so the fast
     path must look at the whole ranking. `gauge`: exported as `rankmon_<name>` (and
     `rankmon_<name>_sum_of_query_means`) with this help text; None: window summaries only.

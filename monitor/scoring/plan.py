@@ -1,6 +1,6 @@
 """The measure keys of a `BatchScorer` as a plan for the C measure kernel.
 
-`monitor/_native/measure_kernel.c` computes, for rankings given as one-byte grade codes,
+`monitor/scoring/measure_kernel.c` computes, for rankings given as one-byte grade codes,
 exactly what `monitor.scoring.columns.measure_matrix` computes with numpy (the reference):
 the same operations in the same order, with the same discount table, so the values agree bit
 for bit (tests/test_native_scoring.py). The plan is the keys turned into small arrays (kind,

@@ -1,4 +1,4 @@
-/* Harness for monitor/_native/event_scan.c.
+/* Harness for monitor/ingest/event_scan.c.
  *
  *   test_event_scan            table of cases + byte-mutation fuzz; exit 0 when all pass
  *   test_event_scan cli MAX    stdin: one hex-encoded record per line; stdout: one JSON line
