@@ -159,7 +159,7 @@ def test_every_dashboard_panel_and_target_validates_against_grafana_schemas(
             where = f"{name} {panel['title']}"
             options_schema, kind = kinds[panel["type"]]
             assert_valid(options_schema, panel["options"], where)
-            custom = panel["fieldConfig"]["defaults"]["custom"]
+            custom = panel["fieldConfig"]["defaults"].get("custom", {})
             if kind == "stat":
                 assert custom == {}, where  # the stat panel has no custom field config
             else:

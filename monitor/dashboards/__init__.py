@@ -56,7 +56,7 @@ def expressions(dashboard: Dashboard) -> Iterator[str]:
         for query in panel.queries:
             yield query.expr
     for annotation in dashboard.annotations:
-        yield str(annotation["expr"])
+        yield annotation.expr
     for variable in dashboard.variables:
         if variable.kind == "query":
             selector = label_values_selector(variable.query)

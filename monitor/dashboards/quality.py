@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from monitor.dashboards.model import DATASOURCE, JSON, Dashboard, Panel, Query, Row
+from monitor.dashboards.model import Annotation, Dashboard, Panel, Query, Row
 from monitor.dashboards.model import ThresholdStep as Step
 from monitor.dashboards.queries import (
     merged,
@@ -198,13 +198,6 @@ def _alerts_row(spec: DashboardSpec) -> Row:
     )
 
 
-def _firing_annotation() -> JSON:
+def _firing_annotation() -> Annotation:
     # Marks on every time series where an alert was firing: the drop and the alert line up.
-    return {
-        "datasource": DATASOURCE,
-        "enable": True,
-        "expr": _FIRING,
-        "hide": False,
-        "iconColor": "red",
-        "name": "rankmon alerts firing",
-    }
+    return Annotation("rankmon alerts firing", _FIRING, "red")
