@@ -102,7 +102,7 @@ def scan_statuses(index: Any, values: list[bytes], now_ms: int) -> Sequence[int]
         depth=-1,
         punt_judgments=False,
     )
-    statuses: Sequence[int] = decoded[0]
+    statuses: Sequence[int] = decoded.status
     return statuses
 
 

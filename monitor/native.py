@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy.typing as npt
 
@@ -64,12 +64,21 @@ def judgment_index(
     return _speedups.JudgmentIndex(query_ids, judgments)
 
 
-# status per record (0 accepted, 1 punted, 2 unknown query), then for the accepted ones in
-# order: event ids, query ids, query rows, event times (ms), segment values (of the keys
-# asked for, in that order), grade codes, lengths.
-DecodedEvents = tuple[
-    bytes, list[str], list[str], list[int], list[int], list[tuple[str, ...]], bytes, list[int]
-]
+class DecodedEvents(NamedTuple):
+    """What the C scanner made of a poll's record values.
+
+    `status` has one byte per record (0 accepted, 1 punted to the reference decoder, 2
+    unknown query); the other fields hold the accepted records only, in record order.
+    """
+
+    status: bytes
+    event_ids: list[str]
+    query_ids: list[str]
+    rows: list[int]  # evaluation-set rows (`JudgmentIndex.row_of`)
+    times_ms: list[int]
+    segments: list[tuple[str, ...]]  # values of the segment keys asked for, in that order
+    codes: bytes  # grade codes of each ranking's first `depth` documents, concatenated
+    lengths: list[int]  # full ranking lengths
 
 
 def decode_events(
@@ -87,7 +96,7 @@ def decode_events(
     punt_judgments: bool,
 ) -> DecodedEvents:
     """Scan a poll's record values in C (see monitor/_native/speedups.c)."""
-    return _speedups.decode_events(
+    scanned = _speedups.decode_events(
         index,
         values,
         timestamps_ms,
@@ -100,6 +109,7 @@ def decode_events(
         depth,
         punt_judgments,
     )
+    return DecodedEvents(*scanned)
 
 
 def measure_codes(

@@ -167,7 +167,7 @@ class Statuses:
     def wrap(self, real: Callable[..., native.DecodedEvents]) -> Callable[..., Any]:
         def spy(*args: Any, **kwargs: Any) -> native.DecodedEvents:
             decoded = real(*args, **kwargs)
-            self.counts.update(decoded[0])
+            self.counts.update(decoded.status)
             return decoded
 
         return spy

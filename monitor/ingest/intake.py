@@ -176,39 +176,37 @@ class Intake:
             # decoder; it rejects them (too far in the future, or no event time).
             timestamps = [t if _INT64_MIN <= t <= _INT64_MAX else -1 for t in timestamps]
             decoded = scan()
-        status = decoded[0]
-        if records and status.count(_SCANNED) == len(records):  # most polls: all in C
+        if records and decoded.status.count(_SCANNED) == len(records):  # most polls: all in C
             self._window_scanned(list(records), decoded, [], [], scorer)
             return
         scanned: list[SourceRecord] = []
         slow: list[tuple[SourceRecord, RankingEvent]] = []
-        # Per accepted record, in record order: its place in `scanned` (>= 0) or ~its place
-        # in `slow`, so the punted events merge back in order.
-        arrival: list[int] = []
-        for record, state in zip(records, status, strict=True):
+        punted: list[bool] = []  # per accepted record, in record order: from `slow`?
+        for record, state in zip(records, decoded.status, strict=True):
             if state == _SCANNED:
-                arrival.append(len(scanned))
+                punted.append(False)
                 scanned.append(record)
             elif state == _UNKNOWN_QUERY:
                 self._reject(record, Outcome.UNKNOWN_QUERY)
             else:  # punted: the reference decoder decides, rejects keep record order
                 event = self._decode_one(record, scorer, now_ms)
                 if event is not None:
-                    arrival.append(~len(slow))
+                    punted.append(True)
                     slow.append((record, event))
         if scanned or slow:
-            self._window_scanned(scanned, decoded, slow, arrival, scorer)
+            self._window_scanned(scanned, decoded, slow, punted, scorer)
 
     def _window_scanned(
         self,
         scanned: list[SourceRecord],
         decoded: DecodedEvents,
         slow: list[tuple[SourceRecord, RankingEvent]],
-        arrival: list[int],
+        punted: list[bool],
         scorer: BatchScorer,
     ) -> None:
-        _, event_ids, query_ids, rows, times, segments, codes, lengths = decoded
-        measures = scorer.score_coded(rows, codes, lengths)
+        event_ids, query_ids, times = decoded.event_ids, decoded.query_ids, decoded.times_ms
+        segments = decoded.segments
+        measures = scorer.score_coded(decoded.rows, decoded.codes, decoded.lengths)
         records = scanned
         if slow:
             # Merge the punted events back in: the windows see a poll in record order.
@@ -219,7 +217,7 @@ class Intake:
             slow_measures = scorer.score(
                 [e.query_id for e in events], [e.ranking for e in events], extra
             )
-            order = [row if row >= 0 else len(scanned) + ~row for row in arrival]
+            order = _arrival_order(punted, len(scanned))
             records = _merged(scanned, [record for record, _ in slow], order)
             event_ids = _merged(event_ids, [e.event_id for e in events], order)
             query_ids = _merged(query_ids, [e.query_id for e in events], order)
@@ -299,6 +297,19 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # decode_events' status per record.
 _SCANNED = 0
 _UNKNOWN_QUERY = 2
+
+
+def _arrival_order(punted: Sequence[bool], scanned: int) -> list[int]:
+    """Where each accepted record, in record order, sits in `scanned + slow` concatenated."""
+    order, next_scanned, next_slow = [], 0, scanned
+    for from_slow in punted:
+        if from_slow:
+            order.append(next_slow)
+            next_slow += 1
+        else:
+            order.append(next_scanned)
+            next_scanned += 1
+    return order
 
 
 def _merged(first: Sequence[_T], second: Sequence[_T], order: Sequence[int]) -> list[_T]:
