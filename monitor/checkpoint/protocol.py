@@ -129,18 +129,19 @@ class Checkpoint:
         rules look back on (`RestoreNeeds`, `keep` windows of `measures`), whatever the
         topic's retention. Replaying without the marks would publish windows twice: the read
         is retried until the topic answers."""
-        restore = ShareRestore(self._windows, owned, keep, measures)
+        read_back: list[ShareRestore] = []  # the attempt that read the whole tail
 
         def read() -> bool:
-            nonlocal restore
             # Marks of a failed read stay true; the kept summaries start over.
-            restore = ShareRestore(self._windows, owned, keep, measures)
+            attempt = ShareRestore(self._windows, owned, keep, measures)
             needs = RestoreNeeds(self._member.committed(owned), keep, self._hop_ms)
-            self._windows_topic.read(restore.take, needs)
+            self._windows_topic.read(attempt.take, needs)
+            read_back.append(attempt)
             return True
 
         if not retry(read, "read the windows topic"):
             return None
+        restore = read_back[-1]
         self._continue_after(restore, newest)
         return restore
 
