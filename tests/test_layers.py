@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("service",),
     ("demo",),
     ("commands",),
-    ("cli", "__main__"),
+    ("cli",),
 )
 TESTING = "testing"  # shared by tests and benches: may import anything, imported by nothing
 

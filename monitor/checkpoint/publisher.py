@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from itertools import groupby
 from typing import Protocol
 
 from monitor.checkpoint.shares import WindowShare, publish_shares
@@ -120,11 +121,8 @@ class SharePublisher:
 
 def _by_window(shares: list[WindowShare]) -> list[list[WindowShare]]:
     """The shares in runs of one window each (size and bounds), in their order."""
-    parts: list[list[WindowShare]] = []
-    for share in shares:
-        window = (share.summary.window, share.summary.start_ms, share.summary.end_ms)
-        last = parts[-1][-1].summary if parts else None
-        if last is None or (last.window, last.start_ms, last.end_ms) != window:
-            parts.append([])
-        parts[-1].append(share)
-    return parts
+    return [list(run) for _, run in groupby(shares, _window_of)]
+
+
+def _window_of(share: WindowShare) -> tuple[str, int, int]:
+    return share.summary.window, share.summary.start_ms, share.summary.end_ms

@@ -19,18 +19,17 @@ from typing import Final
 
 from monitor.checkpoint.steps import STEPS
 
-__all__ = ["CRASH_ENV", "POINTS", "CrashPoints"]
+__all__ = ["CRASH_ENV", "CrashPoints"]
 
 CRASH_ENV: Final = "RANKMON_TEST_CRASH_AT"
-POINTS: Final = STEPS
 
 
 class CrashPoints:
     """A step hook: at most one armed step and the passages left before the kill."""
 
     def __init__(self, point: str | None = None, nth: int = 1) -> None:
-        if point is not None and point not in POINTS:
-            raise ValueError(f"unknown crash point {point!r}; known: {', '.join(POINTS)}")
+        if point is not None and point not in STEPS:
+            raise ValueError(f"unknown crash point {point!r}; known: {', '.join(STEPS)}")
         if nth < 1:
             raise ValueError("the crash must come at the 1st passage or later")
         self.point = point
