@@ -39,8 +39,10 @@ kernel and with the numpy columns put in its place, and prints both medians and 
 What it said on 2026-12-01 (this machine, 20,000 events; 300,000 end to end, 3 rounds each):
 the scanner 5.2 us per event, msgspec 26.4 (5.0x; it must build a Python str per document
 id, which the scanner never does), the reference decoder 28.8: the scanner stays. The kernel
-0.34 us per event, the numpy columns 2.45 (7.1x), end to end 36,515 against 35,400 events/s
-(+3.1 % time per event, inside the 10 %). The kernel stays all the same: without it the
+0.34 us per event, the numpy columns 2.45 (7.1x). End to end, 4 rounds each with the order
+swapped every round: 31,398 against 31,311 events/s (+0.3 % time per event; two earlier
+runs that always ran the kernel first gave +3.1 % and -9.4 %: the rounds vary by 10 %), so
+inside the 10 %. The kernel stays all the same: without it the
 streaming scoring step measured 6.1 us per ranking against its 5 us target (3.3 with it), and
 `rankmon eval`'s batch engine fell from 300k to 207k rankings/s (bench/metrics.py, same day).
 """
@@ -55,7 +57,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
@@ -125,9 +127,7 @@ def best_cpu(run: Callable[[], object], repeats: int) -> float:
     return best
 
 
-def msgspec_path(
-    scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]
-) -> tuple[list[int], bytes, list[int]]:
+def msgspec_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
     """Decode with msgspec, finish the schema's checks, look the grades up in C."""
     decoder = msgspec.json.Decoder(WireEvent)
     index = scorer.judgment_index
@@ -158,9 +158,7 @@ def msgspec_path(
     return rows, codes, lengths
 
 
-def python_path(
-    scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]
-) -> tuple[list[int], bytes, list[int]]:
+def python_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
     index = scorer.judgment_index
     assert index is not None
     rows, rankings = [], []
@@ -175,9 +173,7 @@ def python_path(
     return rows, codes, lengths
 
 
-def c_path(
-    scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]
-) -> tuple[list[int], bytes, list[int]]:
+def c_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
     index = scorer.judgment_index
     assert index is not None
     _, _, _, rows, _, _, codes, lengths = decode_events(
@@ -198,16 +194,13 @@ def c_path(
 
 def numpy_scores(scorer: BatchScorer, codes: bytes, lengths: Sequence[int], rows: Any) -> Any:
     """The numpy columns on the C decoder's codes (what `score` does without the kernel)."""
-    width = scorer.lookup_depth or max(lengths)
-    parts, offset = [], 0
-    for length in lengths:
-        taken = min(length, width)
-        parts.append(codes[offset : offset + taken])
-        offset += taken
-    sized = cast(Sequence[Sequence[str]], [range(n) for n in lengths])  # only len() is read
-    ranked = RankedCodes.from_parts(parts, width, sized)
+    full = np.asarray(lengths, dtype=np.int64)
+    width = scorer.lookup_depth or int(full.max(initial=0))
+    matrix = np.zeros((len(full), width), dtype=np.uint8)  # 0: unjudged, as the padding
+    matrix[np.arange(width) < np.minimum(full, width)[:, None]] = np.frombuffer(codes, np.uint8)
     ideals = scorer._queries.take(np.asarray(rows, dtype=np.int64))
     assert scorer._tables is not None
+    ranked = RankedCodes(matrix, full)
     return measure_matrix(scorer.keys, ranked, scorer._tables, ideals, scorer.idcg_zero)
 
 
@@ -245,7 +238,8 @@ def end_to_end(events: int, rounds: int, seed: int) -> dict[str, list[float]]:
             broker.create_topic(f"{topic}.windows-{run}", 1)
         stream.produce(broker.bootstrap_servers, topic, events, rng)
         for run in range(2 * rounds):
-            engine = ("c-kernel", "numpy")[run % 2]
+            # Swap the order every round: the first run of a round may be the slower one.
+            engine = ("c-kernel", "numpy")[(run + run // 2) % 2]
             config = stream.monitor_config(workdir, broker.bootstrap_servers, topic, run)
             with measures_by(engine):
                 elapsed, _, _ = stream.run_monitor(config, events)
