@@ -135,6 +135,10 @@ def dashboard_validator() -> jsonschema.Draft7Validator:
     whole = schema("dashboard")
     # SOURCE.md: Grafana writes the base threshold step as null (-Infinity), the schema says number.
     whole["definitions"]["Threshold"]["properties"]["value"] = {"type": ["number", "null"]}
+    # SOURCE.md: a field override's matcher options are a string for `byFrameRefID` (the
+    # query's ref id), as Grafana writes it; the schema says object.
+    matcher = whole["definitions"]["MatcherConfig"]["properties"]
+    matcher["options"] = {"type": ["object", "string"]}
     return jsonschema.Draft7Validator(whole)
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import statistics
 import socket
 import ssl
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -340,3 +342,35 @@ def test_window_with_too_few_queries_reports_no_mean_but_keeps_the_mergeable_sum
 
     exporter.record_window(summary(queries=5, ndcg10=0.625))
     assert registry.get_sample_value("rankmon_ndcg", labels) == 0.625
+
+
+def test_every_quality_gauge_has_its_standard_error_and_sum_of_squares(
+    exporter: Exporter, registry: CollectorRegistry
+) -> None:
+    values = [0.2, 0.9, 0.55, 0.7, 0.1]
+    key = "ndcg@10:linear"
+    window = replace(
+        summary(queries=len(values)),
+        query_means={f"q{i}": {key: v} for i, v in enumerate(values)},
+        sums={key: math.fsum(values)},
+        squares={key: math.fsum(v * v for v in values)},
+        means={key: statistics.fmean(values)},
+    )
+    exporter.record_window(window)
+    labels = {"k": "10", "gain": "linear", **window_labels()}
+
+    expected = statistics.stdev(values) / math.sqrt(len(values))
+    stderr = registry.get_sample_value("rankmon_ndcg_stderr", labels)
+    assert stderr == pytest.approx(expected, rel=1e-12)
+    squares = registry.get_sample_value("rankmon_ndcg_sum_of_squared_query_means", labels)
+    assert squares == pytest.approx(sum(v * v for v in values))
+    # a window published without its per-query means (too large) keeps its standard error
+    trimmed = WindowSummary.from_json(replace(window, query_means={}).to_json())
+    assert trimmed.stderr(key) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_window_under_min_queries_exports_no_standard_error(registry: CollectorRegistry) -> None:
+    exporter = Exporter(registry, segment_keys=["model"], min_queries=10)
+    exporter.record_window(summary(queries=4))
+    labels = {"k": "10", "gain": "linear", **window_labels()}
+    assert math.isnan(registry.get_sample_value("rankmon_ndcg_stderr", labels) or 0.0)

@@ -16,6 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "monitor"
 # Earlier layers first; a module may import its own layer and any earlier one.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "clock", "logs", "values"),
+    ("stats",),
     ("native", "_speedups"),
     ("kafka",),
     ("scoring",),

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
@@ -29,7 +31,7 @@ def alert_names(rules_file: Path) -> list[str]:
     return [rule["alert"] for rule in rules["groups"][1]["rules"]]
 
 
-@pytest.mark.parametrize(("options", "rules"), [((), 14), (("--ungated-drop",), 15)])
+@pytest.mark.parametrize(("options", "rules"), [((), 20), (("--ungated-drop",), 21)])
 def test_rendered_rules_pass_promtool_check(
     tmp_path: Path, promtool: Promtool, options: tuple[str, ...], rules: int
 ) -> None:
@@ -103,3 +105,54 @@ def test_a_bad_rule_is_one_line_naming_it_and_exit_2(
         "rankmon rules: config key 'alerts.rules[1].drop.significance': "
         "rule 'ndcg10-drop': must be in (0, 1), got 1.5"
     )
+
+
+def test_the_recorded_stderr_is_the_exact_standard_error_over_both_instances_queries(
+    tmp_path: Path, promtool: Promtool
+) -> None:
+    # Two instances, each with its own queries (keyed to its partitions): what they export.
+    rng = np.random.default_rng(7)
+    per_instance = [rng.uniform(0, 1, 40), rng.uniform(0, 1, 25)]
+    everything = np.concatenate(per_instance)
+    expected = float(np.std(everything, ddof=1) / np.sqrt(everything.size))
+    series = []
+    for index, values in enumerate(per_instance):
+        labels = f'job="rankmon",instance="i{index}",window="5m",version="v",model="v1"'
+        series += [
+            {"series": f'rankmon_ndcg_sum_of_query_means{{{labels},k="10",gain="linear"}}',
+             "values": f"{float(values.sum())!r}x3"},
+            {"series": f'rankmon_ndcg_sum_of_squared_query_means{{{labels},k="10",gain="linear"}}',
+             "values": f"{float((values**2).sum())!r}x3"},
+            {"series": f"rankmon_window_queries{{{labels}}}", "values": f"{values.size}x3"},
+        ]  # fmt: skip
+    rules = render(tmp_path, CONFIG)
+    test: dict[str, Any] = {
+        "rule_files": [rules.name],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": 'job:rankmon_ndcg:stderr{k="10"}',
+                        "eval_time": "2m",
+                        "exp_samples": [
+                            {
+                                "labels": 'job:rankmon_ndcg:stderr{job="rankmon",window="5m",'
+                                'version="v",model="v1",k="10",gain="linear"}',
+                                "value": expected,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    (tmp_path / "stderr_test.yml").write_text(yaml.safe_dump(test))
+    result = promtool.test_rules(tmp_path / "stderr_test.yml")
+    assert result.ok, result.output
+    # and the check notices a wrong answer
+    test["tests"][0]["promql_expr_test"][0]["exp_samples"][0]["value"] = expected * 1.01
+    (tmp_path / "stderr_test.yml").write_text(yaml.safe_dump(test))
+    assert not promtool.test_rules(tmp_path / "stderr_test.yml").ok

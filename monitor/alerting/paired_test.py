@@ -23,15 +23,20 @@ Why this test and not the others:
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["PairedDrop", "paired_drop_test"]
+from monitor.stats.sign_flips import (
+    EXACT_LIMIT,
+    all_flipped_means,
+    random_flipped_means,
+    tie_tolerance,
+)
 
-EXACT_LIMIT = 12
+__all__ = ["EXACT_LIMIT", "PairedDrop", "paired_drop_test"]
+
 DEFAULT_DRAWS = 4000
 _SEED = 20_260_401
 _CHUNK = 256
@@ -81,17 +86,9 @@ def paired_drop_test(
     )
 
 
-def _tolerance(differences: np.ndarray) -> float:
-    # Ties with the observed mean (e.g. the identity flip) must count even when the two
-    # means differ only by float summation order.
-    return 1e-12 * max(1.0, float(np.abs(differences).max()))
-
-
 def _exact_p_value(differences: np.ndarray, observed: float) -> float:
-    n = differences.size
-    signs = np.array(list(itertools.product((-1.0, 1.0), repeat=n)), dtype=np.float64)
-    means = signs @ differences / n
-    return int(np.count_nonzero(means <= observed + _tolerance(differences))) / int(means.size)
+    means = all_flipped_means(differences)
+    return int(np.count_nonzero(means <= observed + tie_tolerance(differences))) / means.size
 
 
 def _sequential_p_value(differences: np.ndarray, observed: float, draws: int) -> float:
@@ -104,16 +101,12 @@ def _sequential_p_value(differences: np.ndarray, observed: float, draws: int) ->
     under a level of 0.01. A window without a drop usually stops after its first chunk, with
     p >= 20 / 256 = 0.08, and costs one chunk instead of all draws.
     """
-    n = differences.size
-    limit = observed + _tolerance(differences)
+    limit = observed + tie_tolerance(differences)
     generator = np.random.default_rng(_SEED)
     at_most = drawn = 0
     while drawn < draws:
         rows = min(_CHUNK, draws - drawn)
-        # 0/1 bits from random bytes; mean(s * d) with s = 2 * bit - 1.
-        packed = generator.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
-        bits = np.unpackbits(packed, axis=1, count=n).astype(np.float64)
-        means = (2.0 * (bits @ differences) - differences.sum()) / n
+        means = random_flipped_means(differences, rows, generator)
         at_most += int(np.count_nonzero(means <= limit))
         drawn += rows
         if at_most >= STOP_AFTER:

@@ -4,7 +4,8 @@ For teams that alert in Prometheus, and for multi-instance deployments (each que
 one instance, so only Prometheus sees the global numbers):
 
 - recording rules `job:rankmon_<measure>:mean` combine the instances' sums of query means and
-  query counts into the exact global mean of per-query means, per segment and window;
+  query counts into the exact global mean of per-query means, per segment and window, and
+  `job:rankmon_<measure>:stderr` (with the sums of squares) into its exact standard error;
   `job:rankmon_window_queries:sum` and `job:rankmon_coverage_ratio:sum` add up counts and
   coverage (instances see disjoint queries, so their coverage ratios add);
 - `below`: the global mean under the floor; `for` consecutive bad windows become a duration
@@ -97,6 +98,7 @@ def _recording_rules(job: str) -> list[dict[str, str]]:
         }
         for kind in MEASURE_KINDS
     ]
+    rules += [_stderr_rule(kind, queries, job) for kind in MEASURE_KINDS]
     rules.append({"record": "job:rankmon_window_queries:sum", "expr": queries})
     rules.append(
         {
@@ -105,6 +107,20 @@ def _recording_rules(job: str) -> list[dict[str, str]]:
         }
     )
     return rules
+
+
+def _stderr_rule(kind: str, queries: str, job: str) -> dict[str, str]:
+    """The exact merged standard error: sqrt(((sum sq) - (sum s)^2 / n) / (n - 1) / n)."""
+    sums = f"sum {_BY_INSTANCE} (rankmon_{kind}_sum_of_query_means{{{job}}})"
+    squares = f"sum {_BY_INSTANCE} (rankmon_{kind}_sum_of_squared_query_means{{{job}}})"
+    n = f"ignoring(k, gain) group_left {queries}"
+    # `group_left (` would read the parenthesis as group_left's label list: `group_left ()`
+    less_one = f"ignoring(k, gain) group_left () ({queries} - 1)"
+    variance = f"({squares} - {sums} ^ 2 / {n}) / {less_one}"
+    return {
+        "record": f"job:rankmon_{kind}:stderr",
+        "expr": f"sqrt(clamp_min({variance}, 0) / {n})",
+    }
 
 
 def _selector(metric: str, matchers: Mapping[str, str], segment: Segment | None) -> str:

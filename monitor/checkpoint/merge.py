@@ -39,6 +39,7 @@ def _merge(shares: Sequence[WindowSummary]) -> WindowSummary:
     events = sum(share.events for share in shares)
     keys = {key for share in shares for key in share.sums}
     sums = {key: math.fsum(share.sums.get(key, 0.0) for share in shares) for key in keys}
+    squares = {key: math.fsum(share.squares.get(key, math.nan) for share in shares) for key in keys}
     return WindowSummary(
         window=first.window,
         start_ms=first.start_ms,
@@ -52,6 +53,7 @@ def _merge(shares: Sequence[WindowSummary]) -> WindowSummary:
         sums=sums,
         event_means={key: _mean_over_events(key, shares) for key in keys},
         query_means=query_means,
+        squares=squares if all(share.squares for share in shares) else {},
     )
 
 

@@ -56,6 +56,7 @@ class Query:
     legend: str = "__auto"
     instant: bool = False
     table: bool = False
+    bound: bool = False  # an interval bound: drawn dashed and thin, left out of the legend
 
     def build(self, ref_id: str) -> prometheus.Dataquery:
         query = (
@@ -110,7 +111,10 @@ class Panel:
         if self.maximum is not None:
             panel.max(self.maximum)
         for index, query in enumerate(self.queries):
-            panel.with_target(query.build(chr(ord("A") + index)))
+            ref_id = chr(ord("A") + index)
+            panel.with_target(query.build(ref_id))
+            if query.bound and isinstance(panel, timeseries.Panel):
+                panel.override_by_query(ref_id, _BOUND_STYLE)
         if self.repeat is not None:
             panel.repeat(self.repeat).repeat_direction("h").max_per_row(3)
         return panel
@@ -273,6 +277,14 @@ def _built_in_annotation() -> sdk.AnnotationQuery:
         .name("Annotations & Alerts")
         .type("dashboard")
     )
+
+
+# An interval bound: a dashed line (width 1, as every line here), hidden from the legend
+# (its tooltip still shows it).
+_BOUND_STYLE: Final = [
+    models.DynamicConfigValue("custom.lineStyle", {"fill": "dash", "dash": [4, 4]}),
+    models.DynamicConfigValue("custom.hideFrom", {"legend": True, "tooltip": False, "viz": False}),
+]
 
 
 def _timeseries(panel: Panel) -> timeseries.Panel:

@@ -15,6 +15,7 @@ from monitor.dashboards.model import ThresholdStep as Step
 from monitor.dashboards.queries import (
     merged,
     merged_mean,
+    normal_band,
     segment_legend,
     segment_matchers,
     trailing_median,
@@ -58,14 +59,29 @@ def _per_k(spec: DashboardSpec, family: str, title: str, with_gain: bool = False
     return Panel(
         "timeseries",
         f"{title}@$k",
-        (Query(merged_mean(family, common, own), legend),),
-        description=f"Mean over queries of each query's mean {title}@k in the latest window.",
+        (Query(merged_mean(family, common, own), legend), *_band(family, common, own, legend)),
+        description=f"Mean over queries of each query's mean {title}@k in the latest window"
+        + _BAND_TEXT,
         unit="percentunit",
         minimum=0,
         maximum=1,
         width=8,
         repeat="k",
     )
+
+
+_BAND_TEXT: Final = (
+    ", with its 95 % interval dashed (mean -/+ 1.96 standard errors over queries, merged "
+    "across instances)."
+)
+
+
+def _band(family: str, common: list[str], own: list[str] | tuple[()], legend: str) -> list[Query]:
+    low, high = normal_band(family, common, own)
+    return [
+        Query(low, f"{legend} 95% low", bound=True),
+        Query(high, f"{legend} 95% high", bound=True),
+    ]
 
 
 def _quality_row(spec: DashboardSpec) -> Row:
@@ -75,8 +91,9 @@ def _quality_row(spec: DashboardSpec) -> Row:
         Panel(
             "timeseries",
             title,
-            (Query(merged_mean(family, common), legend),),
-            description=f"Mean over queries of each query's mean {title} in the latest window.",
+            (Query(merged_mean(family, common), legend), *_band(family, common, (), legend)),
+            description=f"Mean over queries of each query's mean {title} in the latest window"
+            + _BAND_TEXT,
             unit="percentunit",
             minimum=0,
             maximum=1,

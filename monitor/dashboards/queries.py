@@ -22,6 +22,8 @@ __all__ = [
     "MEASURE_LABELS",
     "merged",
     "merged_mean",
+    "merged_stderr",
+    "normal_band",
     "segment_legend",
     "segment_matchers",
     "selector",
@@ -79,6 +81,26 @@ def merged_mean(family: str, common: Sequence[str], measure: Sequence[str] = ())
         return f"{sums} / {queries}"
     # One query count serves every cutoff and gain of the same window and segment.
     return f"{sums} / ignoring ({', '.join(own)}) group_left {queries}"
+
+
+def merged_stderr(family: str, common: Sequence[str], measure: Sequence[str] = ()) -> str:
+    """The standard error of `merged_mean`, merged exactly across instances:
+    sqrt((sum sq - (sum s)^2 / n) / (n - 1) / n), with n the summed queries."""
+    sums = merged(f"rankmon_{family}_sum_of_query_means", [*common, *measure])
+    squares = merged(f"rankmon_{family}_sum_of_squared_query_means", [*common, *measure])
+    queries = merged("rankmon_window_queries", common)
+    own = MEASURE_LABELS[family]
+    match = f"ignoring ({', '.join(own)}) group_left " if own else ""
+    n = f"{match}{queries}"
+    less_one = f"{match}() ({queries} - 1)" if own else f"({queries} - 1)"
+    return f"sqrt(clamp_min(({squares} - {sums} ^ 2 / {n}) / {less_one}, 0) / {n})"
+
+
+def normal_band(family: str, common: Sequence[str], measure: Sequence[str] = ()) -> list[str]:
+    """The lower and upper ends of the 95 % interval of the merged mean (+- 1.96 stderr)."""
+    mean = merged_mean(family, common, measure)
+    stderr = merged_stderr(family, common, measure)
+    return [f"({mean}) - 1.96 * ({stderr})", f"({mean}) + 1.96 * ({stderr})"]
 
 
 def trailing_median(expr: str, span: str, step: str) -> str:

@@ -25,12 +25,15 @@ __all__ = [
     "unknown_series",
 ]
 
-# The quality gauges; each has a mergeable companion `rankmon_<measure>_sum_of_query_means`.
+# The quality gauges; each has mergeable companions `rankmon_<measure>_sum_of_query_means`
+# and `_sum_of_squared_query_means`, and its `_stderr`.
 QUALITY_MEASURES: Final = tuple(kind.name for kind in EXPORTED_KINDS)
 
 EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
     [f"rankmon_{m}" for m in QUALITY_MEASURES]
     + [f"rankmon_{m}_sum_of_query_means" for m in QUALITY_MEASURES]
+    + [f"rankmon_{m}_sum_of_squared_query_means" for m in QUALITY_MEASURES]
+    + [f"rankmon_{m}_stderr" for m in QUALITY_MEASURES]
     + [
         "rankmon_window_events",
         "rankmon_window_queries",

@@ -8,6 +8,8 @@ Quality gauges hold the latest finalized window of each segment, set from a `Win
 | `rankmon_precision`, `_recall`, `_judged` | k, window, version, segment keys | same |
 | `rankmon_mrr`, `rankmon_map` | window, version, segment keys | same |
 | `rankmon_<measure>_sum_of_query_means` | as its gauge | sum of the per-query means |
+| `rankmon_<measure>_sum_of_squared_query_means` | as its gauge | sum of their squares |
+| `rankmon_<measure>_stderr` | as its gauge | standard error of the mean over queries |
 | `rankmon_window_queries`, `rankmon_window_events` | window, version, segment keys | counts |
 | `rankmon_coverage_ratio` | window, version, segment keys | queries seen / evaluation-set queries |
 | `rankmon_window_end_timestamp_seconds` | window, version, segment keys | end of that window |
@@ -16,8 +18,13 @@ The sums and `rankmon_window_queries` make the headline mergeable across instanc
 query lives on one instance, see docs/operations.md, "Scaling out"):
 `sum without(instance) (rankmon_ndcg_sum_of_query_means)
  / ignoring(k, gain) group_left sum without(instance) (rankmon_window_queries)`.
-(promtool reserves the `_sum`, `_count` and `_total` suffixes for summaries and counters,
-hence `_sum_of_query_means`.)
+With the squares they give the exact merged standard error too (`rankmon rules render`'s
+`job:rankmon_<measure>:stderr`): sqrt(((sum sq) - (sum s)^2 / n) / (n - 1) / n), n the summed
+queries. (promtool reserves the `_sum`, `_count` and `_total` suffixes for summaries and
+counters, hence `_sum_of_query_means`.)
+
+Comparisons (`comparisons:` in the config, `monitor.comparisons`) have their own gauges,
+`rankmon_comparison_*`, set by `record_comparison`.
 
 `version` is the evaluation-set version the window was scored with. A segment's series are
 always exactly those of its latest window: when the version (or the set of measures) changes,
@@ -208,6 +215,8 @@ class Exporter:
         window_labels = ["window", "version", *self.segment_keys]
         self._means: dict[str, Gauge] = {}
         self._sums: dict[str, Gauge] = {}
+        self._squares: dict[str, Gauge] = {}
+        self._stderrs: dict[str, Gauge] = {}
         for exported in EXPORTED_KINDS:
             kind, name = exported.name, f"rankmon_{exported.name}"
             labels = ["k"] * _has_k(exported) + ["gain"] * exported.gain + window_labels
@@ -215,6 +224,19 @@ class Exporter:
             self._sums[kind] = Gauge(
                 f"{name}_sum_of_query_means",
                 f"Sum over queries of each query's mean {kind} in the latest finalized window.",
+                labels,
+                registry=registry,
+            )
+            self._squares[kind] = Gauge(
+                f"{name}_sum_of_squared_query_means",
+                f"Sum over queries of the squared mean {kind} of each query in the latest "
+                "finalized window (with the sums and query counts: the merged standard error).",
+                labels,
+                registry=registry,
+            )
+            self._stderrs[kind] = Gauge(
+                f"{name}_stderr",
+                f"Standard error of rankmon_{exported.name} (sd over queries / sqrt(queries)).",
                 labels,
                 registry=registry,
             )
@@ -303,7 +325,16 @@ class Exporter:
             labels = (*prefix, *base)
             self._means[kind].labels(*labels).set(float("nan") if too_few else mean)
             self._sums[kind].labels(*labels).set(summary.sums.get(key_text, float("nan")))
-            written |= {(self._means[kind], labels), (self._sums[kind], labels)}
+            squares = summary.squares.get(key_text, float("nan"))
+            self._squares[kind].labels(*labels).set(squares)
+            stderr = float("nan") if too_few else summary.stderr(key_text)
+            self._stderrs[kind].labels(*labels).set(stderr)
+            written |= {
+                (self._means[kind], labels),
+                (self._sums[kind], labels),
+                (self._squares[kind], labels),
+                (self._stderrs[kind], labels),
+            }
         for name, value in (
             ("queries", summary.queries),
             ("events", summary.events),

@@ -16,6 +16,7 @@ summed over them. Then per segment label (all sums NaN-aware, see below):
     query mean   m_q[j]   = sum of the query's events[j] / its event count
     means[j]              = (sum over queries q with m_q[j] defined of m_q[j]) / their number
     sums[j]               = sum over queries q with m_q[j] defined of m_q[j]
+    squares[j]            = sum over those queries of m_q[j]^2
     event_means[j]        = (sum over those queries of their event sums[j]) / their events
 
 A NaN measure value means the scorer excludes the query from that measure (e.g. IDCG = 0
@@ -186,6 +187,7 @@ class WindowAggregate:
         defined = ~np.isnan(query_means)
         with np.errstate(invalid="ignore", divide="ignore"):
             mean_sums = np.where(defined, query_means, 0.0).sum(axis=0)
+            squares = np.where(defined, query_means * query_means, 0.0).sum(axis=0)
             means = mean_sums / defined.sum(axis=0)
             event_means = np.where(defined, sums, 0.0).sum(axis=0) / (
                 defined * counts[:, None]
@@ -209,4 +211,5 @@ class WindowAggregate:
             },
             hop_ms=spec.hop_ms if spec.sliding else 0,
             segment_labels=segment_labels or {},
+            squares=dict(zip(keys, squares.tolist(), strict=True)),
         )

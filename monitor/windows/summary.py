@@ -17,7 +17,13 @@ from typing import Any
 
 import orjson
 
-__all__ = ["SUMMARY_SCHEMA_VERSION", "Segment", "WindowSummary", "segment_label"]
+__all__ = [
+    "SUMMARY_SCHEMA_VERSION",
+    "Segment",
+    "WindowSummary",
+    "segment_label",
+    "standard_error",
+]
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -35,8 +41,9 @@ class WindowSummary:
     """One finalized window of one segment.
 
     `query_means[qid][key]` is the mean of the query's events in the window; `means[key]` is
-    the mean of those over queries (the headline), `sums[key]` their sum (mergeable across
-    instances with `queries`), `event_means[key]` the mean over events.
+    the mean of those over queries (the headline), `sums[key]` their sum and `squares[key]`
+    the sum of their squares (both mergeable across instances with `queries`: the merged
+    standard error, `stderr`), `event_means[key]` the mean over events.
     """
 
     window: str  # the configured size as written, e.g. "5m"
@@ -55,6 +62,23 @@ class WindowSummary:
     # The segment labels admitted after this window (`monitor.windows.segments.LabelState.to_json`):
     # a restart continues from them, a replay labels this window's events by them.
     segment_labels: Mapping[str, Any] = field(default_factory=dict)
+    # sum over queries of the squared query means (absent in records of rankmon < 0.6:
+    # then computed from `query_means`)
+    squares: Mapping[str, float] = field(default_factory=dict)
+
+    def defined_queries(self, key: str) -> int:
+        """The queries with a value of `key` (all of them unless the measure leaves some out,
+        e.g. IDCG = 0 under `idcg_zero: exclude`)."""
+        if not self.query_means:
+            return self.queries
+        return sum(1 for m in self.query_means.values() if math.isfinite(m.get(key, math.nan)))
+
+    def stderr(self, key: str) -> float:
+        """The standard error of the headline mean of `key`: sd over queries / sqrt(n), from
+        the sums and squares (NaN with fewer than 2 queries)."""
+        n = self.defined_queries(key)
+        squares = self.squares.get(key, math.nan) if self.squares else _squares(self, key)
+        return standard_error(self.sums.get(key, math.nan), squares, n)
 
     @property
     def hop(self) -> int:
@@ -97,6 +121,7 @@ class WindowSummary:
                 "sums": _finite(self.sums),
                 "event_means": _finite(self.event_means),
                 "query_means": {q: _finite(m) for q, m in self.query_means.items()},
+                "squares": _finite(self.squares),
             },
             option=orjson.OPT_SORT_KEYS,
         )
@@ -131,9 +156,23 @@ class WindowSummary:
                 query_means={str(q): _floats(m) for q, m in raw["query_means"].items()},
                 hop_ms=int(raw.get("hop_ms", 0)),
                 segment_labels=dict(raw.get("segment_labels") or {}),
+                squares=_floats(raw.get("squares") or {}),
             )
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"malformed window summary: {error}") from error
+
+
+def standard_error(total: float, squares: float, n: int) -> float:
+    """sd / sqrt(n) of n values from their sum and sum of squares (sd with n - 1)."""
+    if n < 2 or not (math.isfinite(total) and math.isfinite(squares)):
+        return math.nan
+    variance = max(0.0, (squares - total * total / n) / (n - 1))
+    return math.sqrt(variance / n)
+
+
+def _squares(summary: WindowSummary, key: str) -> float:
+    values = (m.get(key, math.nan) for m in summary.query_means.values())
+    return math.fsum(v * v for v in values if math.isfinite(v)) if summary.query_means else math.nan
 
 
 def _finite(values: Mapping[str, float]) -> dict[str, float | None]:

@@ -1,0 +1,108 @@
+"""The always-valid test: a normal-mixture confidence sequence over window estimates.
+
+A gate looked at after every window and acting on the first "significant" one has a false
+alarm rate that grows with the number of looks (8,640 ten-second windows a day). A
+confidence sequence is a sequence of intervals that holds the true difference at every look
+at once with probability 1 - alpha, so acting on any of them is safe.
+
+Each window w gives an estimate x_w of the difference (the mean over its common queries)
+with standard error s_w; for the hundreds of queries of an evaluation set x_w is close to
+normal, N(theta, s_w^2). With precision P = sum 1/s_w^2 and S = sum x_w/s_w^2 the likelihood
+ratio of theta against theta_0, mixed over theta ~ N(theta_0, tau^2), is
+
+    L(theta_0) = (1 + tau^2 P)^(-1/2) * exp(tau^2 (S - theta_0 P)^2 / (2 (1 + tau^2 P)))
+
+a nonnegative martingale under theta_0, so by Ville's inequality P(sup_n L_n >= 1/alpha) <=
+alpha (Robbins 1970; Johari et al. 2017 call the test mSPRT; Howard et al. 2021). Inverting
+it gives the sequence: theta_0 is excluded after window n when L_n(theta_0) >= 1/alpha,
+
+    theta in  S/P -/+ sqrt( 2 (1 + tau^2 P) / (tau^2 P^2) * log( sqrt(1 + tau^2 P) / alpha ) )
+
+and the always-valid p-value of "no difference" is min(1, min over n of 1 / L_n(0)).
+
+`tau` is the size of difference the test is most sensitive to (the sequence is tightest
+when tau^2 P is around a few units); the default 0.02 fits differences of about 2 points of
+nDCG. Windows that overlap (sliding windows) share events, so only windows that start at or
+after the end of the last one taken count. The windows must be independent samples of
+queries for the guarantee: see docs/alerting.md, "Comparisons".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+__all__ = ["DEFAULT_TAU", "MixtureSequence", "SequenceState"]
+
+DEFAULT_TAU = 0.02
+
+
+@dataclass(frozen=True)
+class SequenceState:
+    """What the sequence knows after its windows: mergeable sums and the running p-value."""
+
+    windows: int = 0
+    precision: float = 0.0  # P = sum of 1 / s_w^2
+    weighted_sum: float = 0.0  # S = sum of x_w / s_w^2
+    p_value: float = 1.0  # min over the looks of 1 / L(0)
+    last_end_ms: int = -1  # end of the last window taken (sliding windows overlap)
+
+    @property
+    def estimate(self) -> float:
+        """The precision-weighted mean of the window estimates (NaN before any)."""
+        return self.weighted_sum / self.precision if self.precision > 0 else math.nan
+
+
+@dataclass(frozen=True)
+class MixtureSequence:
+    """The normal-mixture confidence sequence at level `alpha` with mixture scale `tau`."""
+
+    alpha: float
+    tau: float = DEFAULT_TAU
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {self.alpha}")
+        if not self.tau > 0.0:
+            raise ValueError(f"tau must be > 0, got {self.tau}")
+
+    def add(
+        self, state: SequenceState, estimate: float, stderr: float, *, start_ms: int, end_ms: int
+    ) -> SequenceState:
+        """The state after one more window; a window overlapping the last one taken, or
+        without a finite estimate and a positive standard error, leaves it as it was."""
+        if start_ms < state.last_end_ms:
+            return state
+        if not (math.isfinite(estimate) and math.isfinite(stderr) and stderr > 0.0):
+            return state
+        weight = 1.0 / (stderr * stderr)
+        after = replace(
+            state,
+            windows=state.windows + 1,
+            precision=state.precision + weight,
+            weighted_sum=state.weighted_sum + estimate * weight,
+            last_end_ms=end_ms,
+        )
+        return replace(after, p_value=min(state.p_value, self.p_value(after)))
+
+    def log_likelihood_ratio(self, state: SequenceState, theta: float) -> float:
+        """log L(theta) of the state (0 before any window)."""
+        v = self.tau * self.tau * state.precision
+        deviation = state.weighted_sum - theta * state.precision
+        return -0.5 * math.log1p(v) + self.tau * self.tau * deviation * deviation / (2 * (1 + v))
+
+    def p_value(self, state: SequenceState) -> float:
+        """1 / L(0) at this look, capped at 1 (the state's `p_value` is the running minimum)."""
+        return min(1.0, math.exp(-self.log_likelihood_ratio(state, 0.0)))
+
+    def interval(self, state: SequenceState) -> tuple[float, float]:
+        """The confidence sequence's interval after the state's windows (infinite before)."""
+        if state.precision <= 0.0:
+            return -math.inf, math.inf
+        tau2, p = self.tau * self.tau, state.precision
+        v = tau2 * p
+        radius = math.sqrt(
+            2.0 * (1.0 + v) / (tau2 * p * p) * (0.5 * math.log1p(v) - math.log(self.alpha))
+        )
+        centre = state.weighted_sum / p
+        return centre - radius, centre + radius
