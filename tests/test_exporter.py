@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import statistics
 import socket
 import ssl
+import statistics
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
