@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.dashboards",
     "monitor.commands.rules",
     "monitor.commands.demo",
+    "monitor.commands.compare",
 )
 
 EXIT_USAGE = 2

@@ -12,9 +12,12 @@ A tick, in this order (docs/recovery.md, "The rules"; the commit protocol's own 
 `monitor.checkpoint.protocol.Checkpoint`'s):
 
 1. finalize the windows the watermark has closed;
-2. publish their summaries (one share per window and segment) and flush the dead letters,
+2. compute the comparisons of those windows and publish them, then the summaries (one
+   share per window and segment), and flush the dead letters,
    waiting for the broker's ack, behind a commit fence;
-3. set the gauges, log one line per window, evaluate the alert rules;
+3. set the gauges, log one line per window, evaluate the alert rules and the comparison
+   alert rules (the comparisons were computed in step 2, before the shares: see
+   `monitor.checkpoint.comparisons`);
 4. commit the offsets that are safe: up to the first record of the oldest open window.
 
 Step 1 also closes windows on processing time when the stream is quiet: every owned partition
@@ -55,11 +58,13 @@ from dataclasses import dataclass, field, replace
 from prometheus_client import CollectorRegistry
 
 from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine
+from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.protocol import Checkpoint
 from monitor.checkpoint.publisher import SharePublisher
 from monitor.checkpoint.shares import ShareReader, WindowsTopic
 from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.clock import Clock, SystemClock, TickSchedule
+from monitor.comparisons.engine import ComparisonEngine
 from monitor.config.loader import Config
 from monitor.errors import ConfigError
 from monitor.export.exporter import Exporter, Liveness
@@ -176,6 +181,7 @@ class Monitor:
             config.kafka.max_record_bytes,
             step_hook,
         )
+        self.comparisons = ComparisonEngine(config.comparisons)
         self.checkpoint = Checkpoint(
             self.windows,
             publisher,
@@ -183,6 +189,11 @@ class Monitor:
             windows_topic or WindowsTopic(config.kafka),
             hop_ms=config.windows.hop.ms,
             step=step_hook,
+            comparisons=ComparisonPublisher(
+                self.comparisons, self._producer, config.kafka.windows_topic, self.source
+            )
+            if config.comparisons
+            else None,
         )
         self._delivery, self.alerts, self._restore_windows, self._restore_measures = _alerts(
             config, self.clock, self.exporter
@@ -339,6 +350,10 @@ class Monitor:
         for segment in self.windows.take_retired():
             self._retire(segment)
         self.alerts.observe(summaries, now, elapsed_ms=elapsed)
+        compared = self.comparisons.drain()
+        for record in compared:
+            self.exporter.record_comparison(record)
+        self.alerts.observe_comparisons(compared, now)
         self.alerts.tick(now, elapsed_ms=elapsed)
         self._export_progress()
         self._window_log.state(self.windows, self.checkpoint.held)
@@ -431,6 +446,10 @@ class Monitor:
         self._forget_unused_scorers()
         restored = restore.owned_summaries()
         self.alerts.restore(restored)
+        compared = self.comparisons.restore(restore.comparison_records())
+        for record in compared:
+            self.exporter.record_comparison(record)
+        self.alerts.observe_comparisons(compared, self.clock.now_ms(), restoring=True)
         _log.info(
             "read published windows",
             extra=fields(shares=restore.read, restored=len(restored), partitions=sorted(owned)),

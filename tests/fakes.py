@@ -12,7 +12,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Mapping
 
-from monitor.checkpoint.shares import RestoreNeeds, WindowShare
+from monitor.checkpoint.shares import RestoreNeeds, WindowShare, WindowsRecord
+from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.consumer import Batch, SourceRecord, UnreadableBatch
 
 
@@ -119,7 +120,25 @@ class FakeProducer:
 
     def shares(self, topic: str) -> list[WindowShare]:
         sent = self.sent.get(topic, [])
-        return [WindowShare.from_record(value, headers) for _, value, headers in sent]
+        return [
+            WindowShare.from_record(value, headers)
+            for key, value, headers in sent
+            if not ComparisonRecord.is_key(key)
+        ]
+
+    def comparisons(self, topic: str) -> list[ComparisonRecord]:
+        """The comparison records on the windows topic `topic`, in the order sent."""
+        sent = self.sent.get(topic, [])
+        return [ComparisonRecord.from_json(v) for k, v, _ in sent if ComparisonRecord.is_key(k)]
+
+    def records(self, topic: str) -> list[WindowsRecord]:
+        """Shares and comparison records, in the order sent."""
+        return [
+            ComparisonRecord.from_json(value)
+            if ComparisonRecord.is_key(key)
+            else WindowShare.from_record(value, headers)
+            for key, value, headers in self.sent.get(topic, [])
+        ]
 
 
 class FakeWindowsTopic:
@@ -130,10 +149,12 @@ class FakeWindowsTopic:
         self.topic = topic
         self.reads = 0
 
-    def read(self, take: Callable[[WindowShare], None], needs: RestoreNeeds | None = None) -> None:
+    def read(
+        self, take: Callable[[WindowsRecord], None], needs: RestoreNeeds | None = None
+    ) -> None:
         self.reads += 1
-        for share in self.producer.shares(self.topic):
-            take(share)
+        for record in self.producer.records(self.topic):
+            take(record)
 
 
 class FakeServer:

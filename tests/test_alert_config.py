@@ -10,10 +10,14 @@ import pytest
 import yaml
 
 from monitor.alerting.rules import Below, Drop, Stale, Trend
+from monitor.comparisons.settings import ComparisonConfig
 from monitor.config.alert_rules import CONDITION_PARSERS, RULE_KEYS, SEVERITIES
 from monitor.config.alerts import parse_alerting_config, render_alerts
+from monitor.config.comparisons import read_comparisons, render_comparisons
 from monitor.config.loader import load_config
+from monitor.config.source import ConfigSection
 from monitor.errors import ConfigError
+from monitor.scoring.catalog import monitor_keys
 from monitor.service import Monitor
 
 DESIGN_EXAMPLE: dict[str, Any] = {
@@ -189,6 +193,30 @@ def example_alerts() -> tuple[str, dict[str, Any]]:
     return text, yaml.safe_load(text)["alerts"]
 
 
+def example_comparisons() -> tuple[ComparisonConfig, ...]:
+    """The commented `comparisons:` block of rankmon.example.yaml, parsed."""
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines()
+    block = lines[lines.index("# comparisons:") : lines.index("comparisons: []")]
+    raw = yaml.safe_load("\n".join(line.removeprefix("# ") for line in block))
+    example = load_config(EXAMPLE, {})
+    return read_comparisons(
+        ConfigSection(raw, "", {}),
+        measures=monitor_keys(example.metrics.cutoffs, example.metrics.gains),
+        gains=example.metrics.gain_names,
+        segment_keys=["model"],
+    )
+
+
+def test_the_example_configs_comparisons_block_parses_and_shows_every_key() -> None:
+    (comparison,) = example_comparisons()
+    assert comparison.name == "v2-vs-v1"
+    assert comparison.measures == ("ndcg@10:linear",)
+    lines = EXAMPLE.read_text(encoding="utf-8").splitlines()
+    block = lines[lines.index("# comparisons:") : lines.index("comparisons: []")]
+    raw = yaml.safe_load("\n".join(line.removeprefix("# ") for line in block))
+    assert set(raw["comparisons"][0]) == set(render_comparisons([comparison])[0])
+
+
 def test_the_example_configs_alerts_block_parses_and_shows_every_key_and_condition() -> None:
     text, raw = example_alerts()
     example = load_config(EXAMPLE, {})
@@ -200,6 +228,7 @@ def test_the_example_configs_alerts_block_parses_and_shows_every_key_and_conditi
             gains=example.metrics.gain_names,
             segment_keys=["model"],  # the block's segment filter needs segments.keys: [model]
             window=example.windows.size.text,
+            comparisons=example_comparisons(),
         )
 
     config = parse_example(raw)

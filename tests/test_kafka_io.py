@@ -446,6 +446,7 @@ def test_a_window_too_large_even_compressed_is_published_without_its_query_means
     producer.close()
 
     (restored,) = read_shares(bootstrap_servers=tansu.bootstrap_servers, topic=topic)
+    assert isinstance(restored, WindowShare)
     assert restored.summary == replace(share.summary, query_means={})
     assert restored.partitions == share.partitions
 

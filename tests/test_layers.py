@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kafka",),
     ("scoring",),
     ("windows",),
+    ("comparisons",),
     ("ingest",),
     ("checkpoint",),
     ("export",),

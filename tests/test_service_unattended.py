@@ -80,7 +80,8 @@ def send(
 
 
 def published(broker: EmbeddedBroker, topic: str) -> list[WindowShare]:
-    return read_shares(bootstrap_servers=broker.bootstrap_servers, topic=f"{topic}.windows")
+    records = read_shares(bootstrap_servers=broker.bootstrap_servers, topic=f"{topic}.windows")
+    return [record for record in records if isinstance(record, WindowShare)]
 
 
 def events_in(shares: list[WindowShare]) -> int:

@@ -6,7 +6,16 @@ import math
 from typing import TYPE_CHECKING
 
 from monitor.alerting.messages import AlertMessage, rfc3339
-from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale, Trend
+from monitor.alerting.rules import (
+    AlertRule,
+    Below,
+    Comparison,
+    Coverage,
+    Drop,
+    Judged,
+    Stale,
+    Trend,
+)
 from monitor.alerting.settings import AlertingConfig
 from monitor.values import format_duration
 
@@ -46,6 +55,12 @@ def condition_summary(rule: AlertRule) -> str:
         return f"judged share of the top {condition.k} under {condition.minimum:.0%}"
     if isinstance(condition, Stale):
         return f"no finalized window for more than {format_duration(condition.after_ms)}"
+    if isinstance(condition, Comparison):
+        side = "worse" if condition.direction == "worse" else "better"
+        return (
+            f"{condition.comparison}: the candidate is {side} on {rule.measure} by more than "
+            f"{condition.margin:g} (always-valid {condition.direction} test)"
+        )
     raise TypeError(f"unknown condition {condition!r}")
 
 

@@ -38,10 +38,11 @@ from monitor.alerting.conditions import Verdict, WindowTrack, evaluate_window, m
 from monitor.alerting.delivery import AlertDelivery
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.metrics import AlertSignals
-from monitor.alerting.rules import AlertRule, Judged, Stale
+from monitor.alerting.rules import AlertRule, Comparison, Judged, Stale
 from monitor.alerting.settings import AlertingConfig
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
 from monitor.checkpoint.merge import merge_window_shares
+from monitor.comparisons.record import ComparisonRecord, MeasureComparison
 from monitor.windows.summary import Segment, WindowSummary
 
 __all__ = ["ActiveAlert", "AlertEngine", "AlertTransition"]
@@ -68,6 +69,8 @@ def _judges_quality(rule: AlertRule) -> bool:
 
 
 def _applies(rule: AlertRule, segment: Segment) -> bool:
+    if isinstance(rule.condition, Comparison):
+        return False  # judged on comparison records (`observe_comparisons`), not windows
     return rule.segment is None or set(rule.segment) <= set(segment)
 
 
@@ -77,6 +80,32 @@ def _alert_segment(rule: AlertRule, segment: Segment) -> Segment:
     if isinstance(rule.condition, Stale):
         return rule.segment or ()
     return segment
+
+
+def _comparison_verdict(condition: Comparison, measure: MeasureComparison) -> Verdict:
+    """Bad when the always-valid interval lies wholly past the margin in the rule's
+    direction; unknown until a window gave the sequence a verdict."""
+    sequence = measure.sequence
+    if sequence.windows == 0:
+        note = measure.note or "no window with a verdict yet"
+        return Verdict(Evidence.UNKNOWN, measure.delta, note=note)
+    lower, upper = measure.sequence_lower, measure.sequence_upper
+    if condition.direction == "worse":
+        bad, bound = upper < -condition.margin, -condition.margin
+    else:
+        bad, bound = lower > condition.margin, condition.margin
+    note = (
+        f"{measure.measure}: candidate - baseline {sequence.estimate:+.4f}, always-valid "
+        f"interval [{lower:+.4f}, {upper:+.4f}] over {sequence.windows} windows; this window "
+        f"{measure.delta:+.4f} on {measure.queries} common queries"
+    )
+    return Verdict(
+        Evidence.BAD if bad else Evidence.GOOD,
+        sequence.estimate,
+        bound,
+        sequence.p_value,
+        note=note,
+    )
 
 
 class AlertEngine:
@@ -108,6 +137,34 @@ class AlertEngine:
             self._arrivals[summary.segment] = now_ms if elapsed_ms is None else elapsed_ms
             touched += self._evaluate(summary, now_ms, transitions)
         self._publish(transitions, touched)
+        return transitions
+
+    def observe_comparisons(
+        self, records: Iterable[ComparisonRecord], now_ms: int, *, restoring: bool = False
+    ) -> list[AlertTransition]:
+        """Judge the `comparison` rules on newly computed comparison records (oldest first);
+        `restoring`: the records read back on a restart, silently (no transitions)."""
+        transitions: list[AlertTransition] = []
+        touched: list[ActiveAlert] = []
+        rules = [r for r in self.config.rules if isinstance(r.condition, Comparison)]
+        for record in sorted(records, key=lambda r: (r.end_ms, r.name)):
+            measures = {m.measure: m for m in record.measures}
+            for rule in rules:
+                condition = rule.condition
+                assert isinstance(condition, Comparison)
+                if condition.comparison != record.name or rule.measure not in measures:
+                    continue
+                alert = self._alert(rule, rule.segment or ())
+                touched.append(alert)
+                verdict = _comparison_verdict(condition, measures[rule.measure])
+                window = (record.start_ms, record.end_ms)
+                self._apply(alert, verdict, record.end_ms if restoring else now_ms, window,
+                            [] if restoring else transitions)  # fmt: skip
+        if restoring:
+            firing = [a for a in touched if a.status is Status.FIRING]
+            self._publish([], touched, standing=firing)
+        else:
+            self._publish(transitions, touched)
         return transitions
 
     def tick(self, now_ms: int, *, elapsed_ms: int | None = None) -> list[AlertTransition]:

@@ -36,7 +36,16 @@ from typing import Any
 import yaml
 
 from monitor.alerting.annotations import alert_labels, condition_summary, drop_summary
-from monitor.alerting.rules import AlertRule, Below, Coverage, Drop, Judged, Stale, Trend
+from monitor.alerting.rules import (
+    AlertRule,
+    Below,
+    Comparison,
+    Coverage,
+    Drop,
+    Judged,
+    Stale,
+    Trend,
+)
 from monitor.alerting.settings import AlertingConfig
 from monitor.scoring.catalog import EXPORTED_KINDS
 from monitor.values import format_duration
@@ -72,6 +81,8 @@ def _left_out(rule: AlertRule, ungated_drop: bool) -> str | None:
     """Why the rule is left to rankmon's engine, or None when it is rendered."""
     if isinstance(rule.condition, Trend):
         return "trend, Page-Hinkley has no PromQL form"
+    if isinstance(rule.condition, Comparison):
+        return "comparison, its always-valid sequence lives in rankmon"
     if isinstance(rule.condition, Drop) and not ungated_drop:
         return "drop, gated by a paired test on per-query values Prometheus lacks"
     return None

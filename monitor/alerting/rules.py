@@ -13,6 +13,7 @@ from monitor.windows.summary import Segment
 __all__ = [
     "AlertRule",
     "Below",
+    "Comparison",
     "Condition",
     "Coverage",
     "Drop",
@@ -75,7 +76,18 @@ class Stale:
     after_ms: int
 
 
-Condition = Below | Drop | Trend | Coverage | Judged | Stale
+@dataclass(frozen=True)
+class Comparison:
+    """On a configured comparison (`comparisons:`), with its always-valid sequence:
+    `worse` is bad when the whole interval lies below -margin (the candidate is worse than
+    the baseline by more than `margin`), `better` when it lies above +margin."""
+
+    comparison: str
+    direction: str  # "worse" | "better"
+    margin: float
+
+
+Condition = Below | Drop | Trend | Coverage | Judged | Stale | Comparison
 QUALITY_CONDITIONS = (Below, Drop, Trend)
 TRUST_CONDITIONS = (Coverage, Judged)
 

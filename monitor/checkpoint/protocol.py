@@ -6,7 +6,9 @@
    records of the windows about to close;
 2. **finalize**: the closed windows become `WindowShare`s, each with the partitions its
    events came from and the offsets read through on each (`finalize`);
-3. **publish**: the shares go to the windows topic window by window, oldest first, behind
+3. **publish**: first the comparison records of the finalized windows (when comparisons are
+   configured: `ComparisonPublisher`), then the shares go to the windows topic window by
+   window, oldest first, behind
    the fence of the oldest held share, and with them the dead letters are flushed
    (`SharePublisher`); a share stays held until the broker acknowledges it;
 4. **commit**: only when nothing is held, the offsets now safe (`commit`, at the tick's end).
@@ -26,6 +28,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol
 
+from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.publisher import GroupMember, SharePublisher
 from monitor.checkpoint.shares import RestoreNeeds, ShareReader, ShareRestore, WindowShare
 from monitor.checkpoint.steps import StepHook, ignore_step
@@ -61,8 +64,10 @@ class Checkpoint:
         *,
         hop_ms: int,
         step: StepHook = ignore_step,
+        comparisons: ComparisonPublisher | None = None,
     ) -> None:
         self._windows = windows
+        self._comparisons = comparisons
         self._publisher = publisher
         self._member = member
         self._windows_topic = windows_topic
@@ -92,7 +97,11 @@ class Checkpoint:
             for summary, parts in self._windows.finalize_with_partitions(quiet_ms)
         ]
         self._publisher.add(finalized, fence)
-        self._published = self._publisher.publish()
+        compared = True
+        if self._comparisons is not None:
+            self._comparisons.add(finalized)
+            compared = self._comparisons.publish()
+        self._published = compared and self._publisher.publish()
         self._finalized = bool(finalized)
         return [share.summary for share in finalized]
 
@@ -113,6 +122,8 @@ class Checkpoint:
             self._read_through.pop(partition, None)
         if replay:
             self._publisher.drop()
+            if self._comparisons is not None:
+                self._comparisons.drop()
 
     def restore(
         self,
@@ -147,7 +158,8 @@ class Checkpoint:
 
     def close(self) -> None:
         """On shutdown: publish what is held and, if all of it is acknowledged, commit."""
-        if self._publisher.publish():
+        compared = self._comparisons is None or self._comparisons.publish()
+        if compared and self._publisher.publish():
             self._member.commit(self._windows.safe_offsets())
 
     def _continue_after(self, restore: ShareRestore, newest: Epoch) -> None:

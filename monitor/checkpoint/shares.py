@@ -71,6 +71,7 @@ import orjson
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
+from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.bootstrap import KafkaUnavailableError, bootstrap_reachable
 from monitor.kafka.options import consumer_options
 from monitor.kafka.producer import RecordSink
@@ -86,6 +87,7 @@ __all__ = [
     "ShareReader",
     "ShareRestore",
     "WindowShare",
+    "WindowsRecord",
     "WindowsTopic",
     "fitted_value",
     "publish_shares",
@@ -277,11 +279,16 @@ def fitted_value(share: WindowShare, max_record_bytes: int) -> bytes:
     return trimmed
 
 
+# The windows topic holds window shares and, when comparisons are configured, one
+# comparison record per comparison and window (`monitor.comparisons.record`).
+WindowsRecord = WindowShare | ComparisonRecord
+
+
 class ShareReader(Protocol):
     """Reads shares back for a restore: `WindowsTopic`, or a fake in tests."""
 
     def read(
-        self, take: Callable[[WindowShare], None], needs: RestoreNeeds | None = None
+        self, take: Callable[[WindowsRecord], None], needs: RestoreNeeds | None = None
     ) -> None: ...
 
 
@@ -296,10 +303,12 @@ class WindowsTopic:
         self._kafka = kafka
         self._timeout_s = timeout_s
 
-    def read(self, take: Callable[[WindowShare], None], needs: RestoreNeeds | None = None) -> None:
-        """Hand the shares the restore `needs` (default: all) to `take`, as read, in offset
-        order; `KafkaUnavailableError` if the topic cannot be read now (`take` may have seen
-        some)."""
+    def read(
+        self, take: Callable[[WindowsRecord], None], needs: RestoreNeeds | None = None
+    ) -> None:
+        """Hand the shares (and comparison records) the restore `needs` (default: all) to
+        `take`, as read, in offset order; `KafkaUnavailableError` if the topic cannot be read
+        now (`take` may have seen some)."""
         read_shares(
             bootstrap_servers=list(self._kafka.bootstrap_servers),
             topic=self._kafka.windows_topic,
@@ -344,9 +353,16 @@ class ShareRestore:
         # (size, hop) -> (newest start, window label), over shares touching owned partitions
         self._specs: dict[tuple[int, int], tuple[int, str]] = {}
         self._newest: tuple[int, LabelState | None] | None = None
+        self._comparisons: dict[str, ComparisonRecord] = {}
 
-    def take(self, share: WindowShare) -> None:
-        """Mark one share published; keep it for the alerts if this instance owns it."""
+    def take(self, share: WindowsRecord) -> None:
+        """Mark one share published; keep it for the alerts if this instance owns it. Of
+        the comparison records, keep the newest owned one of each comparison."""
+        if isinstance(share, ComparisonRecord):
+            newest = self._comparisons.get(share.name)
+            if share.owned_by(self._owned) and (newest is None or share.start_ms > newest.start_ms):
+                self._comparisons[share.name] = share
+            return
         summary = share.summary
         self._windows.mark_published(summary, share.partitions, share.through)
         self.read += 1
@@ -400,6 +416,10 @@ class ShareRestore:
         }
         return replace(summary, query_means=query_means)
 
+    def comparison_records(self) -> list[ComparisonRecord]:
+        """The newest owned record of each comparison, for `ComparisonEngine.restore`."""
+        return sorted(self._comparisons.values(), key=lambda record: record.name)
+
     def owned_summaries(self) -> list[WindowSummary]:
         """The kept summaries, oldest window first, for `AlertEngine.restore`."""
         kept = sorted(item for items in self._own.values() for item in items)
@@ -412,10 +432,10 @@ def read_shares(
     topic: str,
     client_id: str = "rankmon-restore",
     timeout_s: float = 60.0,
-    take: Callable[[WindowShare], None] | None = None,
+    take: Callable[[WindowsRecord], None] | None = None,
     needs: RestoreNeeds | None = None,
     **kafka_options: Any,
-) -> list[WindowShare]:
+) -> list[WindowsRecord]:
     """The shares on the windows topic in offset order per partition; none if no topic.
     Without `needs` every share, with it the tail the restore needs (module docstring).
     With `take`, each share goes to it as it is read and none is returned.
@@ -437,7 +457,7 @@ def read_shares(
     except KafkaError as error:
         raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
     try:
-        shares: list[WindowShare] = []
+        shares: list[WindowsRecord] = []
         deadline = time.monotonic() + timeout_s
         _read_to_end(consumer, topic, deadline, take or shares.append, needs)
         return shares
@@ -456,7 +476,7 @@ def _read_to_end(
     consumer: KafkaConsumer,
     topic: str,
     deadline: float,
-    take: Callable[[WindowShare], None],
+    take: Callable[[WindowsRecord], None],
     needs: RestoreNeeds | None,
 ) -> None:
     partitions = [
@@ -500,7 +520,7 @@ def _read_tail(
     tp: TopicPartition,
     offsets: tuple[int, int],
     needs: RestoreNeeds,
-    take: Callable[[WindowShare], None],
+    take: Callable[[WindowsRecord], None],
     *,
     deadline: float,
 ) -> None:
@@ -512,7 +532,8 @@ def _read_tail(
     while upper > begin:
         lower = max(begin, upper - size)
         for share in _shares_between(consumer, tp, lower, upper, deadline):
-            heads.append(share.head)
+            if isinstance(share, WindowShare):
+                heads.append(share.head)
             take(share)  # one at a time: a chunk of whole shares would weigh ~150 MB
         if needs.met(heads) or lower == begin:
             return
@@ -521,7 +542,7 @@ def _read_tail(
 
 def _shares_between(
     consumer: KafkaConsumer, tp: TopicPartition, lower: int, upper: int, deadline: float
-) -> Iterator[WindowShare]:
+) -> Iterator[WindowsRecord]:
     """The shares at offsets [lower, upper) of one partition, in offset order, as read."""
     consumer.seek(tp, lower)
     while _position(consumer, tp, upper) < upper:
@@ -545,10 +566,13 @@ def _at_end(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> bool:
     return True
 
 
-def _parsed(records: Iterable[Any]) -> list[WindowShare]:
-    shares = []
+def _parsed(records: Iterable[Any]) -> list[WindowsRecord]:
+    shares: list[WindowsRecord] = []
     for record in records:
         try:
+            if ComparisonRecord.is_key(record.key):
+                shares.append(ComparisonRecord.from_json(record.value or b""))
+                continue
             shares.append(WindowShare.from_record(record.value or b"", record.headers or ()))
         except (ValueError, UnicodeDecodeError) as error:
             _log.warning(

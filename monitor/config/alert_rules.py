@@ -8,10 +8,20 @@ take a unit.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.alerting.rules import AlertRule, Below, Condition, Coverage, Drop, Judged, Stale, Trend
+from monitor.alerting.rules import (
+    AlertRule,
+    Below,
+    Comparison,
+    Condition,
+    Coverage,
+    Drop,
+    Judged,
+    Stale,
+    Trend,
+)
 from monitor.config.source import (
     ConfigSection,
     as_choice,
@@ -45,12 +55,14 @@ UNRANKED_MEASURES = tuple(kind.name for kind in KIND_TABLE if kind.quality and k
 
 @dataclass(frozen=True)
 class RuleContext:
-    """What a rule may refer to: the monitor's cutoffs, gains and segment keys."""
+    """What a rule may refer to: the monitor's cutoffs, gains and segment keys, and the
+    configured comparisons (name -> (candidate filter, measures))."""
 
     cutoffs: tuple[int, ...]
     gains: tuple[str, ...]
     segment_keys: tuple[str, ...]
     runbook_url: str | None
+    comparisons: Mapping[str, tuple[Segment, tuple[str, ...]]] = field(default_factory=dict)
 
 
 def read_rule(section: ConfigSection, index: int, context: RuleContext) -> AlertRule:
@@ -75,7 +87,14 @@ def read_rule(section: ConfigSection, index: int, context: RuleContext) -> Alert
     for_windows = rule.get("for", as_int(1), 1)
     keep_firing_for = rule.get("keep_firing_for", as_int(0), 0)
     measure = _measure_key(rule, condition, context)
-    segment = _segment_filter(rule, context)
+    if isinstance(condition, Comparison):
+        # the alert's segment labels are the candidate's: "v2 is worse" pages about v2
+        if rule.has("segment"):
+            raise rule.error("segment", "comparison rules take the comparison's candidate")
+        rule.get("segment", _anything, None)
+        segment: Segment | None = context.comparisons[condition.comparison][0]
+    else:
+        segment = _segment_filter(rule, context)
     runbook = rule.get("runbook_url", as_str, context.runbook_url)
     rule.finish()
     return AlertRule(
@@ -97,6 +116,8 @@ def _anything(value: Any) -> Any:
 
 def _measure_key(rule: ConfigSection, condition: Condition, context: RuleContext) -> str:
     """The catalog key of the rule's measure: `ndcg@10` + gain `linear` -> `ndcg@10:linear`."""
+    if isinstance(condition, Comparison):
+        return _comparison_measure(rule, condition, context)
     if isinstance(condition, Coverage | Judged | Stale):
         if rule.has("measure") or rule.has("gain"):
             raise rule.error("measure", "coverage, judged and stale rules take no measure")
@@ -241,6 +262,35 @@ def _stale(rule: ConfigSection, key: str, context: RuleContext) -> Stale:
     return Stale(after_ms=after.ms)
 
 
+def _comparison(rule: ConfigSection, key: str, context: RuleContext) -> Comparison:
+    section = rule.section(key)
+    name = section.get("name", as_str)
+    if name not in context.comparisons:
+        known = sorted(context.comparisons)
+        raise section.error("name", f"no comparison {describe(name)} is configured {known}")
+    direction = section.get("direction", as_choice("worse", "better"), "worse")
+    margin = section.get("margin", as_number(0.0), 0.0)
+    section.finish()
+    return Comparison(comparison=name, direction=direction, margin=margin)
+
+
+def _comparison_measure(rule: ConfigSection, condition: Comparison, context: RuleContext) -> str:
+    measures = context.comparisons[condition.comparison][1]
+    measure = rule.get("measure", as_str, None)
+    gain = rule.get("gain", as_str, None)
+    if measure is None:
+        if gain is not None:
+            raise rule.error("gain", "needs a measure")
+        return measures[0]
+    name = measure.partition("@")[0]
+    key = measure if name != "ndcg" else f"{measure}:{gain or (context.gains or ('linear',))[0]}"
+    if key not in measures:
+        raise rule.error(
+            "measure", f"comparison {condition.comparison!r} compares {list(measures)}, not {key}"
+        )
+    return key
+
+
 CONDITION_PARSERS: dict[str, Callable[[ConfigSection, str, RuleContext], Condition]] = {
     "below": _below,
     "drop": _drop,
@@ -248,6 +298,7 @@ CONDITION_PARSERS: dict[str, Callable[[ConfigSection, str, RuleContext], Conditi
     "coverage": _coverage,
     "judged": _judged,
     "stale": _stale,
+    "comparison": _comparison,
 }
 _CONDITIONS = sorted(CONDITION_PARSERS)
 
@@ -285,6 +336,13 @@ def render_rule(rule: AlertRule) -> dict[str, Any]:
         out["coverage"] = {"min": condition.minimum}
     elif isinstance(condition, Judged):
         out["judged"] = {"k": condition.k, "min": condition.minimum}
+    elif isinstance(condition, Comparison):
+        out["comparison"] = {
+            "name": condition.comparison,
+            "direction": condition.direction,
+            "margin": condition.margin,
+        }
+        out.pop("segment", None)
     else:
         out["stale"] = {"after": _duration_text(condition.after_ms)}
     if not isinstance(condition, Stale):

@@ -39,6 +39,7 @@ from typing import Any
 
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import DEFAULT_MIN_QUERIES, AlertingConfig, DeliveryConfig, Endpoint
+from monitor.comparisons.settings import ComparisonConfig
 from monitor.config.alert_rules import RuleContext, read_rule, render_rule
 from monitor.config.kafka import read_path, read_secret
 from monitor.config.source import ConfigSection, as_bool, as_int, as_positive_duration, as_str
@@ -66,10 +67,12 @@ def read_alerts(
     window: Duration,
     environ: Mapping[str, str],
     base: Path,
+    comparisons: Sequence[ComparisonConfig] = (),
 ) -> AlertingConfig:
     """Read and check the `alerts:` section against what the monitor computes."""
     runbook = section.get("runbook_url", as_str, None)
-    context = RuleContext(tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook)
+    named = {c.name: (c.candidate, c.measures) for c in comparisons}
+    context = RuleContext(tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook, named)
     rules = tuple(
         read_rule(rule, index, context) for index, rule in enumerate(section.sections("rules"))
     )
@@ -103,6 +106,7 @@ def parse_alerting_config(
     window: str,
     environ: Mapping[str, str] | None = None,
     base: Path | None = None,
+    comparisons: Sequence[ComparisonConfig] = (),
 ) -> AlertingConfig:
     """`read_alerts` on a mapping of its own (tools and tests that alert without a config)."""
     if not isinstance(raw, Mapping):
@@ -115,6 +119,7 @@ def parse_alerting_config(
         window=parse_duration(window),
         environ={} if environ is None else environ,
         base=Path.cwd() if base is None else base,
+        comparisons=comparisons,
     )
 
 

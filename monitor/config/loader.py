@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from monitor.alerting.settings import AlertingConfig
+from monitor.comparisons.settings import ComparisonConfig
 from monitor.config.alerts import parse_alerting_config, read_alerts
+from monitor.config.comparisons import read_comparisons
 from monitor.config.kafka import read_kafka, read_path
 from monitor.config.metrics import MetricsConfig, read_metrics
 from monitor.config.source import (
@@ -33,6 +35,7 @@ from monitor.config.source import (
     read_yaml,
 )
 from monitor.kafka.settings import KafkaConfig
+from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.reload import EvaluationSetConfig
 from monitor.values import Duration, Secret, duration_of_ms, parse_duration
 from monitor.windows.segments import label_name_problem
@@ -155,6 +158,7 @@ class Config:
     export: ExportConfig = ExportConfig()
     logging: LoggingConfig = LoggingConfig()
     alerts: AlertingConfig = field(default_factory=_no_alerts)
+    comparisons: tuple[ComparisonConfig, ...] = ()
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:
@@ -179,6 +183,12 @@ def config_from_tree(
     metrics = read_metrics(root.section("metrics"))
     windows = _read_windows(root.section("windows"))
     segments = _read_segments(root.section("segments"))
+    comparisons = read_comparisons(
+        root,
+        measures=monitor_keys(metrics.cutoffs, metrics.gains),
+        gains=metrics.gain_names,
+        segment_keys=segments.keys,
+    )
     config = Config(
         kafka=read_kafka(root.section("kafka"), environ, base),
         evaluation_set=_read_evaluation_set(root.section("evaluation_set"), base),
@@ -189,8 +199,10 @@ def config_from_tree(
         judgments=_read_judgments(root.section("judgments")),
         export=_read_export(root.section("export"), base),
         logging=_read_logging(root.section("logging")),
+        comparisons=comparisons,
         alerts=read_alerts(
             root.section("alerts"),
+            comparisons=comparisons,
             cutoffs=metrics.cutoffs,
             gains=metrics.gain_names,
             segment_keys=segments.keys,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from monitor.config.alerts import render_alerts
+from monitor.config.comparisons import render_comparisons
 from monitor.config.loader import Config
 from monitor.kafka.settings import KafkaConfig, SslConfig
 from monitor.values import Secret
@@ -66,6 +67,7 @@ def render_config(config: Config) -> dict[str, Any]:
         },
         "logging": {"level": config.logging.level, "format": config.logging.format},
         "alerts": render_alerts(config.alerts),
+        "comparisons": render_comparisons(config.comparisons),
     }
 
 

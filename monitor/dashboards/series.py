@@ -35,6 +35,20 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
     + [f"rankmon_{m}_sum_of_squared_query_means" for m in QUALITY_MEASURES]
     + [f"rankmon_{m}_stderr" for m in QUALITY_MEASURES]
     + [
+        *(
+            f"rankmon_comparison_{name}"
+            for name in (
+                "delta",
+                "ci_lower",
+                "ci_upper",
+                "p_value",
+                "effect_size",
+                "queries",
+                "sequence_lower",
+                "sequence_upper",
+                "sequence_p_value",
+            )
+        ),
         "rankmon_window_events",
         "rankmon_window_queries",
         "rankmon_coverage_ratio",

@@ -23,8 +23,19 @@ With the squares they give the exact merged standard error too (`rankmon rules r
 queries. (promtool reserves the `_sum`, `_count` and `_total` suffixes for summaries and
 counters, hence `_sum_of_query_means`.)
 
-Comparisons (`comparisons:` in the config, `monitor.comparisons`) have their own gauges,
-`rankmon_comparison_*`, set by `record_comparison`.
+Comparisons (`comparisons:` in the config, `monitor.comparisons`), per comparison and
+measure, latest window (labels `comparison`, `measure`, `k`, `gain`, `window`; `k` and `gain`
+empty where the measure has none); NaN when the window gave no verdict:
+
+| series | value |
+|---|---|
+| `rankmon_comparison_delta` | mean per-query difference candidate - baseline, common queries |
+| `rankmon_comparison_ci_lower`, `_ci_upper` | its confidence interval (Student's t) |
+| `rankmon_comparison_p_value` | paired sign-flip permutation p-value, two-sided |
+| `rankmon_comparison_effect_size` | delta / sd of the differences |
+| `rankmon_comparison_queries` | common queries |
+| `rankmon_comparison_sequence_lower`, `_upper` | the always-valid interval since the start |
+| `rankmon_comparison_sequence_p_value` | the always-valid p-value |
 
 `version` is the evaluation-set version the window was scored with. A segment's series are
 always exactly those of its latest window: when the version (or the set of measures) changes,
@@ -52,6 +63,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Info, ProcessCo
 
 from monitor import __version__
 from monitor.clock import Clock
+from monitor.comparisons.record import ComparisonRecord, MeasureComparison
 from monitor.errors import MeasureError
 from monitor.scoring.catalog import EXPORTED_KINDS, KINDS, MeasureKey, MeasureKind
 from monitor.windows.segments import label_name_problem
@@ -60,6 +72,35 @@ from monitor.windows.summary import Segment, WindowSummary
 __all__ = ["AlertSeries", "Exporter", "Liveness", "Readiness"]
 
 # Series of a window as a whole: field of the summary -> (name, help)
+# Comparison series: field of `MeasureComparison` -> (name, help)
+_COMPARISON_SERIES = {
+    "delta": ("rankmon_comparison_delta", "Mean per-query difference candidate - baseline."),
+    "ci_lower": ("rankmon_comparison_ci_lower", "Lower end of the delta's confidence interval."),
+    "ci_upper": ("rankmon_comparison_ci_upper", "Upper end of the delta's confidence interval."),
+    "p_value": (
+        "rankmon_comparison_p_value",
+        "Two-sided paired sign-flip permutation p-value of the window's delta.",
+    ),
+    "effect_size": (
+        "rankmon_comparison_effect_size",
+        "Delta / standard deviation of the per-query differences.",
+    ),
+    "queries": ("rankmon_comparison_queries", "Queries both segments served in the window."),
+    "sequence_lower": (
+        "rankmon_comparison_sequence_lower",
+        "Lower end of the always-valid interval of the difference since the comparison began.",
+    ),
+    "sequence_upper": (
+        "rankmon_comparison_sequence_upper",
+        "Upper end of the always-valid interval of the difference since the comparison began.",
+    ),
+    "sequence_p_value": (
+        "rankmon_comparison_sequence_p_value",
+        "Always-valid p-value of no difference since the comparison began.",
+    ),
+}
+_COMPARISON_LABELS = ["comparison", "measure", "k", "gain", "window"]
+
 _WINDOW_SERIES = {
     "queries": (
         "rankmon_window_queries",
@@ -244,6 +285,10 @@ class Exporter:
             field: Gauge(name, text, window_labels, registry=registry)
             for field, (name, text) in _WINDOW_SERIES.items()
         }
+        self._comparison = {
+            field: Gauge(name, text, _COMPARISON_LABELS, registry=registry)
+            for field, (name, text) in _COMPARISON_SERIES.items()
+        }
         self._register_stream_series(registry)
         self._register_status_series(registry)
         if process_metrics:
@@ -349,6 +394,13 @@ class Exporter:
         for gauge, labels in stale:
             gauge.remove(*labels)
 
+    def record_comparison(self, record: ComparisonRecord) -> None:
+        """Set a comparison's series from its newest window (NaN: no verdict)."""
+        for measure in record.measures:
+            labels = (record.name, *_comparison_measure_labels(measure), record.window)
+            for name, gauge in self._comparison.items():
+                gauge.labels(*labels).set(_comparison_value(measure, name))
+
     def retire_segment(self, segment: Segment) -> None:
         """Remove a retired segment's series: its window gauges and its alerts' states."""
         with self._lock:
@@ -425,6 +477,21 @@ class Exporter:
             return None  # nDCG without cutoff stays in the summaries
         prefix = (str(key.k),) * _has_k(kind) + (str(key.gain),) * kind.gain
         return key.kind, prefix
+
+
+def _comparison_measure_labels(measure: MeasureComparison) -> tuple[str, str, str]:
+    """`ndcg@10:linear` -> (ndcg, 10, linear); `mrr` -> (mrr, "", "")."""
+    key = MeasureKey.parse(measure.measure)
+    gain = "" if key.gain is None else str(key.gain)
+    return key.kind, "" if key.k is None else str(key.k), gain
+
+
+def _comparison_value(measure: MeasureComparison, name: str) -> float:
+    if name.startswith("sequence_") and not measure.sequence.windows:
+        return float("nan")
+    if name == "sequence_p_value":
+        return measure.sequence.p_value
+    return float(getattr(measure, name))
 
 
 def _has_k(kind: MeasureKind) -> bool:

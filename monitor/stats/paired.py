@@ -83,7 +83,8 @@ def paired_comparison(
     if n < 2:
         return PairedResult.undefined(n)
     delta = float(d.mean())
-    sd = float(d.std(ddof=1))
+    # Equal differences have no spread: exactly 0, not the rounding of their mean.
+    sd = 0.0 if d.min() == d.max() else float(d.std(ddof=1))
     stderr = sd / math.sqrt(n)
     effect = delta / sd if sd > 0 else math.nan
     generator = np.random.default_rng(seed)

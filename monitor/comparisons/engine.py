@@ -1,0 +1,198 @@
+"""`ComparisonEngine`: every configured comparison on every finalized window.
+
+Per window (all the segments' summaries of it) and comparison, per measure:
+
+1. pair the units both sides served (`pairing.pair_window`);
+2. no verdict (NaN, with a note) below `min_queries` common units or under the coverage or
+   judged@k floors;
+3. otherwise the paired statistics (`monitor.stats.paired_comparison`: t interval, sign-flip
+   permutation p-value, effect size) and, for windows that do not overlap the last one
+   taken and start at or after `since`, one more step of the always-valid sequence
+   (`monitor.stats.sequence`); a new evaluation-set version or a changed definition starts
+   the sequence again.
+
+A window at or before the newest one a comparison has seen (after a restore: the newest
+published) is skipped, so a replay after a crash counts no window twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+
+from monitor.comparisons.pairing import Pairing, pair_window
+from monitor.comparisons.record import ComparisonRecord, MeasureComparison
+from monitor.comparisons.settings import ComparisonConfig
+from monitor.logs import fields
+from monitor.stats.paired import PairedResult, paired_comparison
+from monitor.stats.sequence import MixtureSequence, SequenceState
+from monitor.windows.summary import WindowSummary
+
+__all__ = ["ComparisonEngine", "FinalizedShare"]
+
+_log = logging.getLogger(__name__)
+
+# A finalized summary and the partitions its events came from (None: unknown).
+FinalizedShare = tuple[WindowSummary, frozenset[int] | None]
+
+
+@dataclass
+class _Track:
+    """One comparison's measure: its sequence, for the fingerprint and version it holds."""
+
+    fingerprint: str
+    version: str
+    state: SequenceState
+
+
+class ComparisonEngine:
+    """Holds each comparison's sequences; `observe` the finalized windows, oldest first."""
+
+    def __init__(self, comparisons: Sequence[ComparisonConfig]) -> None:
+        self.comparisons = tuple(comparisons)
+        self._tracks: dict[tuple[str, str], _Track] = {}
+        self._newest: dict[str, int] = {}  # comparison -> newest window start seen
+        self._fresh: list[ComparisonRecord] = []
+
+    def observe(self, finalized: Iterable[FinalizedShare]) -> list[ComparisonRecord]:
+        """The records of the windows among `finalized` (kept for `drain` too)."""
+        if not self.comparisons:
+            return []
+        records: list[ComparisonRecord] = []
+        ordered = sorted(finalized, key=lambda item: (item[0].end_ms, item[0].start_ms))
+        for (window, start, end), group in groupby(ordered, _window_of):
+            shares = list(group)
+            summaries = [summary for summary, _ in shares]
+            partitions = _union(parts for _, parts in shares)
+            for comparison in self.comparisons:
+                if self._newest.get(comparison.name, -1) >= start:
+                    continue
+                self._newest[comparison.name] = start
+                measures = tuple(
+                    self._measure(comparison, measure, summaries, start, end)
+                    for measure in comparison.measures
+                )
+                records.append(
+                    ComparisonRecord(comparison.name, window, start, end, measures, partitions)
+                )
+        self._fresh += records
+        return records
+
+    def drain(self) -> list[ComparisonRecord]:
+        """The records observed since the last drain (the service sets gauges and alerts)."""
+        fresh, self._fresh = self._fresh, []
+        return fresh
+
+    def restore(self, records: Iterable[ComparisonRecord]) -> list[ComparisonRecord]:
+        """Continue from the newest record of each comparison (read back from the windows
+        topic before a replay), forgetting what was computed since; returns those used."""
+        self._tracks.clear()
+        self._newest.clear()
+        self._fresh = []
+        newest: dict[str, ComparisonRecord] = {}
+        for record in records:
+            if record.name not in newest or record.start_ms > newest[record.name].start_ms:
+                newest[record.name] = record
+        configured = {c.name: c for c in self.comparisons}
+        used = []
+        for name, record in newest.items():
+            comparison = configured.get(name)
+            if comparison is None:
+                continue
+            self._newest[name] = record.start_ms
+            for measure in record.measures:
+                if measure.fingerprint == comparison.fingerprint(measure.measure):
+                    track = _Track(measure.fingerprint, measure.version, measure.sequence)
+                    self._tracks[(name, measure.measure)] = track
+            used.append(record)
+        return used
+
+    def _measure(
+        self,
+        comparison: ComparisonConfig,
+        measure: str,
+        summaries: Sequence[WindowSummary],
+        start: int,
+        end: int,
+    ) -> MeasureComparison:
+        pairing = pair_window(summaries, comparison, measure)
+        version = pairing.version if pairing else summaries[0].evaluation_set_version
+        track = self._track(comparison, measure, version)
+        sequence = MixtureSequence(comparison.alpha, comparison.tau)
+        result, note = _paired(comparison, pairing)
+        if result.queries and not note and start >= comparison.since_ms:
+            track.state = sequence.add(
+                track.state, result.delta, result.stderr, start_ms=start, end_ms=end
+            )
+        lower, upper = sequence.interval(track.state)
+        if note:
+            _log.debug(
+                "comparison without a verdict",
+                extra=fields(comparison=comparison.name, measure=measure, why=note),
+            )
+        return MeasureComparison(
+            measure=measure,
+            queries=result.queries,
+            baseline_mean=pairing.baseline_mean if pairing and not note else float("nan"),
+            candidate_mean=pairing.candidate_mean if pairing and not note else float("nan"),
+            delta=result.delta,
+            stderr=result.stderr,
+            ci_lower=result.ci_lower,
+            ci_upper=result.ci_upper,
+            p_value=result.p_value,
+            effect_size=result.effect_size,
+            version=version,
+            note=note,
+            sequence=track.state,
+            sequence_lower=lower,
+            sequence_upper=upper,
+            fingerprint=track.fingerprint,
+        )
+
+    def _track(self, comparison: ComparisonConfig, measure: str, version: str) -> _Track:
+        fingerprint = comparison.fingerprint(measure)
+        track = self._tracks.get((comparison.name, measure))
+        if track is None or track.fingerprint != fingerprint or track.version != version:
+            track = _Track(fingerprint, version, SequenceState())
+            self._tracks[(comparison.name, measure)] = track
+        return track
+
+
+def _paired(comparison: ComparisonConfig, pairing: Pairing | None) -> tuple[PairedResult, str]:
+    """The window's statistics, or no verdict and why."""
+    if pairing is None:
+        return PairedResult.undefined(), "one side served no query in this window"
+    n = int(pairing.differences.size)
+    if n < max(2, comparison.min_queries):
+        return PairedResult.undefined(
+            n
+        ), f"only {n} common queries (min_queries {comparison.min_queries})"
+    if pairing.coverage < comparison.min_coverage:
+        note = f"coverage {pairing.coverage:.0%} under min_coverage {comparison.min_coverage:.0%}"
+        return PairedResult.undefined(n), note
+    if comparison.min_judged > 0 and not pairing.judged >= comparison.min_judged:
+        note = f"judged@k {pairing.judged:.0%} under min_judged {comparison.min_judged:.0%}"
+        return PairedResult.undefined(n), note
+    result = paired_comparison(
+        pairing.differences,
+        test="permutation",
+        confidence=comparison.confidence,
+        draws=comparison.draws,
+    )
+    return result, ""
+
+
+def _window_of(item: FinalizedShare) -> tuple[str, int, int]:
+    summary = item[0]
+    return summary.window, summary.start_ms, summary.end_ms
+
+
+def _union(partitions: Iterable[frozenset[int] | None]) -> frozenset[int] | None:
+    merged: set[int] = set()
+    for parts in partitions:
+        if parts is None:
+            return None
+        merged |= parts
+    return frozenset(merged)

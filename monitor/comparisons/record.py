@@ -1,0 +1,155 @@
+"""What one comparison says about one window: per measure the paired statistics and the
+always-valid sequence after it; and its record on the windows topic.
+
+    key     comparison/v2-vs-v1/10s/1767225600000/p0,2
+    value   {"record": "comparison", "schema_version": 1, "name": ..., "window": "10s",
+             "start_ms": ..., "end_ms": ..., "partitions": [0, 2],
+             "measures": {"ndcg@10:linear": {"queries": 284, "delta": -0.007, ...}}}
+
+The sequence state in the record is the state *after* the window, so a restart continues
+from the newest record it owns and skips the windows up to it (nothing counted twice).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import orjson
+
+from monitor.stats.sequence import SequenceState
+
+__all__ = ["COMPARISON_KEY_PREFIX", "ComparisonRecord", "MeasureComparison"]
+
+COMPARISON_KEY_PREFIX = "comparison/"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class MeasureComparison:
+    """One measure of one comparison in one window (NaN: no verdict, `note` says why)."""
+
+    measure: str
+    queries: int
+    baseline_mean: float
+    candidate_mean: float
+    delta: float
+    stderr: float
+    ci_lower: float
+    ci_upper: float
+    p_value: float
+    effect_size: float
+    version: str
+    note: str = ""
+    # the always-valid sequence after this window
+    sequence: SequenceState = field(default_factory=SequenceState)
+    sequence_lower: float = -math.inf
+    sequence_upper: float = math.inf
+    fingerprint: str = ""
+
+    @property
+    def verdict_defined(self) -> bool:
+        """Whether the window gave a verdict (enough common queries, floors met)."""
+        return not math.isnan(self.delta)
+
+    def to_dict(self) -> dict[str, Any]:
+        raw = asdict(self)
+        raw["sequence"] = asdict(self.sequence)
+        return {k: _json_number(v) for k, v in raw.items()}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> MeasureComparison:
+        values = {k: _number(v) for k, v in raw.items() if k in _FIELDS}
+        values["sequence"] = SequenceState(**dict(raw.get("sequence") or {}))
+        values["queries"] = int(values["queries"])
+        return cls(**values)
+
+
+_FIELDS = frozenset(MeasureComparison.__dataclass_fields__)
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _json_number(v) for k, v in value.items()}
+    return value
+
+
+def _number(value: Any) -> Any:
+    if value is None:
+        return math.nan
+    if value in ("inf", "-inf"):
+        return float(value)
+    return value
+
+
+@dataclass(frozen=True)
+class ComparisonRecord:
+    """One comparison in one window, every measure; `partitions` those its events came from
+    (None: unknown, a test's fake)."""
+
+    name: str
+    window: str
+    start_ms: int
+    end_ms: int
+    measures: tuple[MeasureComparison, ...]
+    partitions: frozenset[int] | None = None
+
+    @property
+    def key(self) -> bytes:
+        parts = "" if self.partitions is None else f"/p{_partition_list(self.partitions)}"
+        return f"{COMPARISON_KEY_PREFIX}{self.name}/{self.window}/{self.start_ms}{parts}".encode()
+
+    def to_json(self) -> bytes:
+        value: dict[str, Any] = {
+            "record": "comparison",
+            "schema_version": SCHEMA_VERSION,
+            "name": self.name,
+            "window": self.window,
+            "start_ms": self.start_ms,
+            "end_ms": self.end_ms,
+            "measures": {m.measure: m.to_dict() for m in self.measures},
+        }
+        if self.partitions is not None:
+            value["partitions"] = sorted(self.partitions)
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+    @classmethod
+    def from_json(cls, data: bytes) -> ComparisonRecord:
+        """Parse a record value; `ValueError` if it is not a comparison record."""
+        try:
+            raw = orjson.loads(data)
+            if not isinstance(raw, dict) or raw.get("record") != "comparison":
+                raise ValueError("not a rankmon comparison record")
+            if raw.get("schema_version") != SCHEMA_VERSION:
+                raise ValueError(f"comparison record schema {raw.get('schema_version')!r}")
+            partitions = raw.get("partitions")
+            return cls(
+                name=str(raw["name"]),
+                window=str(raw["window"]),
+                start_ms=int(raw["start_ms"]),
+                end_ms=int(raw["end_ms"]),
+                measures=tuple(
+                    MeasureComparison.from_dict({**m, "measure": key})
+                    for key, m in raw["measures"].items()
+                ),
+                partitions=None if partitions is None else frozenset(int(p) for p in partitions),
+            )
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"malformed comparison record: {error}") from error
+
+    @staticmethod
+    def is_key(key: bytes | None) -> bool:
+        """Whether a windows-topic record key is a comparison's."""
+        return key is not None and key.startswith(COMPARISON_KEY_PREFIX.encode())
+
+    def owned_by(self, assignment: Iterable[int]) -> bool:
+        """Whether every partition of the record is in `assignment`."""
+        return self.partitions is not None and self.partitions <= frozenset(assignment)
+
+
+def _partition_list(partitions: Iterable[int]) -> str:
+    return ",".join(str(p) for p in sorted(partitions))
