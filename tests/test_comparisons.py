@@ -73,9 +73,7 @@ def test_a_window_compares_the_candidate_with_the_baseline_on_their_common_queri
     assert record.name == "v2-vs-v1" and record.start_ms == 0
 
 
-def test_too_few_common_queries_or_too_little_coverage_give_no_verdict_never_a_verdict_on_nothing() -> (
-    None
-):
+def test_too_few_common_queries_or_too_little_coverage_give_no_verdict_on_nothing() -> None:
     rng = np.random.default_rng(1)
     engine = ComparisonEngine([COMPARISON])
     (record,) = engine.observe(pair(rng, 4, 0.1))

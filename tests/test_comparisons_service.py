@@ -156,8 +156,13 @@ def test_a_spread_of_losses_fires_the_worse_rule_through_the_always_valid_interv
         for i in range(QUERIES):
             v2 = ["d2", "d1"] if (i + number) % 2 else ["d1", "d2"]
             for model, ranking in (("v1", ["d1", "d2"]), ("v2", v2)):
-                event = {"event_id": f"{model}-{number}-{i}", "query_id": f"q{i}", "ranking": ranking,
-                         "segment": {"model": model}, "event_time": start + 100 + i}  # fmt: skip
+                event = {
+                    "event_id": f"{model}-{number}-{i}",
+                    "query_id": f"q{i}",
+                    "ranking": ranking,
+                    "segment": {"model": model},
+                    "event_time": start + 100 + i,
+                }
                 loop.stream.append(0, orjson.dumps(event), start + 100 + i)
         loop.run_for(500)
     loop.clock.advance(200_000)
