@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/stream.py                 # the issue's 1M events
     .venv/bin/python bench/stream.py --events 100000 # a quicker run
+    .venv/bin/python bench/stream.py --comparison    # with and without a comparison
 
 In one run, on one topic (one partition) holding N ranking events of 100 documents each
 (1000 evaluation-set queries, ~20 judged documents each, two model segments, every event in
@@ -21,6 +22,10 @@ rates and their ratio (target >= 0.7, and >= 45k events/s), and the process's re
 after 10k events and after all N in the one window, in the first round (target: within 50 MB:
 state grows with queries x windows x segments, never with events, except the dedupe ids of
 open windows, which are part of what is measured).
+
+`--comparison`: each round runs rankmon twice, without and with one comparison configured
+(v2 against v1 on nDCG@10, `comparisons:`), in an order swapped every round, and prints the
+two medians and their ratio (target: within 10 %).
 """
 
 from __future__ import annotations
@@ -116,7 +121,15 @@ def raw_consume(bootstrap: str, topic: str, expected: int) -> float:
     return elapsed
 
 
-def monitor_config(workdir: Path, bootstrap: str, topic: str, run: int = 0) -> Path:
+COMPARISON = """
+comparisons:
+  - {name: v2-vs-v1, baseline: {model: v1}, candidate: {model: v2}, measures: [ndcg@10]}
+"""
+
+
+def monitor_config(
+    workdir: Path, bootstrap: str, topic: str, run: int = 0, extra: str = ""
+) -> Path:
     config = workdir / f"rankmon-{run}.yaml"
     config.write_text(
         f"""
@@ -136,7 +149,7 @@ segments: {{keys: [model]}}
 export: {{host: 127.0.0.1, port: 0}}
 logging: {{level: WARNING}}
 alerts: {{log: false}}
-"""
+{extra}"""
     )
     return config
 
@@ -173,7 +186,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--comparison", action="store_true", help="rankmon without and with one comparison"
+    )
     args = parser.parse_args()
+    if args.comparison:
+        compare_rounds(args)
+        return
     rng = random.Random(args.seed)
     total = args.events + 1
     with tempfile.TemporaryDirectory() as tmp, EmbeddedBroker() as broker:
@@ -208,6 +227,40 @@ def main() -> None:
         print(f"RSS after 10k events:       {rss_10k:10.1f} MB")
         print(f"RSS after {args.events:,} events:  {rss_all:8.1f} MB")
         print(f"RSS growth:                 {rss_all - rss_10k:10.1f} MB   (target <= 50)")
+
+
+def compare_rounds(args: argparse.Namespace) -> None:
+    """rankmon without and with one comparison, alternating (module docstring)."""
+    rng = random.Random(args.seed)
+    total = args.events + 1
+    rates: dict[str, list[float]] = {"without": [], "with": []}
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedBroker() as broker:
+        workdir = Path(tmp)
+        write_qrels(workdir / "qrels.txt", rng)
+        topic = "bench-events"
+        broker.create_topic(topic, 1)
+        for run in range(2 * args.rounds):
+            broker.create_topic(f"{topic}.dlq-{run}", 1)
+            broker.create_topic(f"{topic}.windows-{run}", 1)
+        seconds = produce(broker.bootstrap_servers, topic, args.events, rng)
+        print(f"produced {total:,} events in {seconds:.1f} s")
+        run = 0
+        for number in range(args.rounds):
+            order = ("without", "with") if number % 2 == 0 else ("with", "without")
+            for kind in order:
+                extra = COMPARISON if kind == "with" else ""
+                config = monitor_config(workdir, broker.bootstrap_servers, topic, run, extra)
+                elapsed, _, _ = run_monitor(config, args.events)
+                rates[kind].append(total / elapsed)
+                run += 1
+            print(
+                f"round {number + 1}: without {rates['without'][-1]:>9,.0f} events/s, "
+                f"with a comparison {rates['with'][-1]:>9,.0f} events/s"
+            )
+        without, with_ = statistics.median(rates["without"]), statistics.median(rates["with"])
+        print(f"rankmon without comparisons: {without:>10,.0f} events/s (median)")
+        print(f"rankmon with one comparison: {with_:>10,.0f} events/s (median)")
+        print(f"ratio with / without:        {with_ / without:10.3f}   (target >= 0.90)")
 
 
 if __name__ == "__main__":

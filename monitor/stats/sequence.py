@@ -32,6 +32,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+import numpy.typing as npt
+
 __all__ = ["DEFAULT_TAU", "MixtureSequence", "SequenceState"]
 
 DEFAULT_TAU = 0.02
@@ -87,9 +90,19 @@ class MixtureSequence:
 
     def log_likelihood_ratio(self, state: SequenceState, theta: float) -> float:
         """log L(theta) of the state (0 before any window)."""
-        v = self.tau * self.tau * state.precision
-        deviation = state.weighted_sum - theta * state.precision
-        return -0.5 * math.log1p(v) + self.tau * self.tau * deviation * deviation / (2 * (1 + v))
+        return float(self.log_likelihood_ratios(state.precision, state.weighted_sum, theta))
+
+    def log_likelihood_ratios(
+        self, precision: npt.ArrayLike, weighted_sum: npt.ArrayLike, theta: float = 0.0
+    ) -> npt.NDArray[np.float64]:
+        """log L(theta) for arrays of (P, S): many sequences at once (bench/gate.py)."""
+        p = np.asarray(precision, dtype=np.float64)
+        v = self.tau * self.tau * p
+        deviation = np.asarray(weighted_sum, dtype=np.float64) - theta * p
+        result: npt.NDArray[np.float64] = -0.5 * np.log1p(v) + self.tau * self.tau * deviation * (
+            deviation / (2 * (1 + v))
+        )
+        return result
 
     def p_value(self, state: SequenceState) -> float:
         """1 / L(0) at this look, capped at 1 (the state's `p_value` is the running minimum)."""

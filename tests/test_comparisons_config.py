@@ -1,0 +1,93 @@
+"""The `comparisons:` section and the `comparison` alert condition: defaults, and one line
+naming the key for every mistake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from monitor.alerting.rules import Comparison
+from monitor.config.loader import Config, load_config
+from monitor.errors import ConfigError
+
+BASE = """
+kafka: {topic: events}
+evaluation_set: {path: qrels.txt}
+segments: {keys: [model, market]}
+metrics: {cutoffs: [5, 10], gains: [exp, linear]}
+"""
+
+
+def load(tmp_path: Path, extra: str) -> Config:
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "c.yaml").write_text(BASE + extra)
+    return load_config(tmp_path / "c.yaml", environ={})
+
+
+def test_a_comparison_takes_every_headline_measure_and_sane_defaults(tmp_path: Path) -> None:
+    config = load(
+        tmp_path, "comparisons:\n  - {name: c, baseline: {model: v1}, candidate: {model: v2}}\n"
+    )
+    (comparison,) = config.comparisons
+    assert set(comparison.measures) == {
+        "ndcg@5:exp", "ndcg@5:linear", "ndcg@10:exp", "ndcg@10:linear", "mrr", "map",
+    }  # fmt: skip
+    assert (comparison.confidence, comparison.min_queries, comparison.tau) == (0.95, 10, 0.02)
+    assert comparison.paired_keys == {"model"}
+
+
+def test_a_measure_without_gain_takes_the_first_configured_gain(tmp_path: Path) -> None:
+    config = load(
+        tmp_path,
+        "comparisons:\n  - {name: c, baseline: {model: v1}, candidate: {model: v2}, "
+        "measures: [ndcg@10, precision@5], since: '2026-12-01T00:00:00Z'}\n",
+    )
+    (comparison,) = config.comparisons
+    assert comparison.measures == ("ndcg@10:exp", "precision@5")
+    assert comparison.since_ms == 1_796_083_200_000
+
+
+@pytest.mark.parametrize(
+    ("entry", "key", "words"),
+    [
+        ("{name: c, baseline: {team: a}, candidate: {model: v2}}", "comparisons[0].baseline.team", "segment key"),
+        ("{name: c, baseline: {model: v1}, candidate: {model: v1}}", "comparisons[0].candidate", "same segment"),
+        ("{name: c, baseline: {model: v1}, candidate: {model: v2}, measures: [ndcg@20]}", "comparisons[0].measures", "not a measure"),
+        ("{name: c, baseline: {model: v1}, candidate: {model: v2}, confidence: 1.0}", "comparisons[0].confidence", "[0.5, 1)"),
+        ("{name: c, baseline: {model: v1}, candidate: {model: v2}, since: 1796083200}", "comparisons[0].since", "ISO 8601"),
+        ("{name: c, baseline: {model: v1}, candidate: {model: v2}, confidense: 0.9}", "comparisons[0].confidense", "did you mean"),
+        ("{name: c, candidate: {model: v2}}", "comparisons[0].baseline", "required"),
+    ],
+)  # fmt: skip
+def test_a_bad_comparison_is_one_error_naming_its_key(
+    tmp_path: Path, entry: str, key: str, words: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load(tmp_path, f"comparisons:\n  - {entry}\n")
+    assert raised.value.key == key
+    assert words in str(raised.value)
+
+
+def test_a_comparison_rule_names_a_configured_comparison_and_one_of_its_measures(
+    tmp_path: Path,
+) -> None:
+    comparisons = "comparisons:\n  - {name: c, baseline: {model: v1}, candidate: {model: v2}, measures: [ndcg@10, mrr]}\n"
+    rule = "alerts:\n  rules:\n    - {name: worse, comparison: {name: c, margin: 0.01}}\n"
+    config = load(tmp_path, comparisons + rule)
+    (parsed,) = config.alerts.rules
+    assert parsed.condition == Comparison("c", "worse", 0.01)
+    assert parsed.measure == "ndcg@10:exp" and parsed.segment == (("model", "v2"),)
+
+    for bad, key in (
+        ("{name: w, comparison: {name: nope}}", "alerts.rules[0].comparison.name"),
+        ("{name: w, measure: map, comparison: {name: c}}", "alerts.rules[0].measure"),
+        ("{name: w, segment: {model: v2}, comparison: {name: c}}", "alerts.rules[0].segment"),
+        (
+            "{name: w, comparison: {name: c, direction: sideways}}",
+            "alerts.rules[0].comparison.direction",
+        ),
+    ):
+        with pytest.raises(ConfigError) as raised:
+            load(tmp_path, comparisons + f"alerts:\n  rules:\n    - {bad}\n")
+        assert raised.value.key == key, bad
