@@ -48,31 +48,34 @@ def test_a_measure_without_gain_takes_the_first_configured_gain(tmp_path: Path) 
     assert comparison.since_ms == 1_796_083_200_000
 
 
+SIDES = "baseline: {model: v1}, candidate: {model: v2}"
+
+
 @pytest.mark.parametrize(
     ("entry", "key", "words"),
     [
-        ("{name: c, baseline: {team: a}, candidate: {model: v2}}", "comparisons[0].baseline.team", "segment key"),
-        ("{name: c, baseline: {model: v1}, candidate: {model: v1}}", "comparisons[0].candidate", "same segment"),
-        ("{name: c, baseline: {model: v1}, candidate: {model: v2}, measures: [ndcg@20]}", "comparisons[0].measures", "not a measure"),
-        ("{name: c, baseline: {model: v1}, candidate: {model: v2}, confidence: 1.0}", "comparisons[0].confidence", "[0.5, 1)"),
-        ("{name: c, baseline: {model: v1}, candidate: {model: v2}, since: 1796083200}", "comparisons[0].since", "ISO 8601"),
-        ("{name: c, baseline: {model: v1}, candidate: {model: v2}, confidense: 0.9}", "comparisons[0].confidense", "did you mean"),
-        ("{name: c, candidate: {model: v2}}", "comparisons[0].baseline", "required"),
+        ("baseline: {team: a}, candidate: {model: v2}", "baseline.team", "segment key"),
+        ("baseline: {model: v1}, candidate: {model: v1}", "candidate", "same segment"),
+        (f"{SIDES}, measures: [ndcg@20]", "measures", "not a measure"),
+        (f"{SIDES}, confidence: 1.0", "confidence", "[0.5, 1)"),
+        (f"{SIDES}, since: 1796083200", "since", "ISO 8601"),
+        (f"{SIDES}, confidense: 0.9", "confidense", "did you mean"),
+        ("candidate: {model: v2}", "baseline", "required"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_comparison_is_one_error_naming_its_key(
     tmp_path: Path, entry: str, key: str, words: str
 ) -> None:
     with pytest.raises(ConfigError) as raised:
-        load(tmp_path, f"comparisons:\n  - {entry}\n")
-    assert raised.value.key == key
+        load(tmp_path, f"comparisons:\n  - {{name: c, {entry}}}\n")
+    assert raised.value.key == f"comparisons[0].{key}"
     assert words in str(raised.value)
 
 
 def test_a_comparison_rule_names_a_configured_comparison_and_one_of_its_measures(
     tmp_path: Path,
 ) -> None:
-    comparisons = "comparisons:\n  - {name: c, baseline: {model: v1}, candidate: {model: v2}, measures: [ndcg@10, mrr]}\n"
+    comparisons = f"comparisons:\n  - {{name: c, {SIDES}, measures: [ndcg@10, mrr]}}\n"
     rule = "alerts:\n  rules:\n    - {name: worse, comparison: {name: c, margin: 0.01}}\n"
     config = load(tmp_path, comparisons + rule)
     (parsed,) = config.alerts.rules

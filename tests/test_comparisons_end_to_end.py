@@ -125,8 +125,8 @@ def test_two_models_compared_live_agree_with_the_known_difference_and_rankmon_co
         published = comparison_records(tansu.bootstrap_servers, topic + ".windows", 3)
         assert [r.start_ms for r in published] == [T0, T0 + 10_000, T0 + 20_000]
         deadline = time.monotonic() + 10
-        labels = frozenset({"comparison": "v2-vs-v1", "measure": "ndcg", "k": "10", "gain": "linear",
-                            "window": "10s"}.items())  # fmt: skip
+        series = {"comparison": "v2-vs-v1", "measure": "ndcg", "k": "10", "gain": "linear"}
+        labels = frozenset({**series, "window": "10s"}.items())
         while time.monotonic() < deadline:
             scraped = scrape(monitor.metrics_url)
             if scraped.get(("rankmon_comparison_queries", labels)) == QUERIES:
