@@ -64,11 +64,14 @@ def test_a_window_compares_the_candidate_with_the_baseline_on_their_common_queri
     common = sorted(set(base) & set(cand))
     d = np.array([cand[q] - base[q] for q in common])
     expected = paired_comparison(d, confidence=0.95, draws=COMPARISON.draws)
-    assert measure.queries == 6
-    assert measure.delta == pytest.approx(d.mean(), abs=1e-15)
-    assert (measure.ci_lower, measure.ci_upper) == (expected.ci_lower, expected.ci_upper)
-    assert measure.p_value == expected.p_value  # exact enumeration: 6 queries
-    assert measure.effect_size == pytest.approx(d.mean() / d.std(ddof=1))
+    assert measure.result.queries == 6
+    assert measure.result.delta == pytest.approx(d.mean(), abs=1e-15)
+    assert (measure.result.ci_lower, measure.result.ci_upper) == (
+        expected.ci_lower,
+        expected.ci_upper,
+    )
+    assert measure.result.p_value == expected.p_value  # exact enumeration: 6 queries
+    assert measure.result.effect_size == pytest.approx(d.mean() / d.std(ddof=1))
     assert measure.baseline_mean == pytest.approx(np.mean([base[q] for q in common]))
     assert record.name == "v2-vs-v1" and record.start_ms == 0
 
@@ -78,13 +81,13 @@ def test_too_few_common_queries_or_too_little_coverage_give_no_verdict_on_nothin
     engine = ComparisonEngine([COMPARISON])
     (record,) = engine.observe(pair(rng, 4, 0.1))
     (measure,) = record.measures
-    assert math.isnan(measure.delta) and math.isnan(measure.p_value)
+    assert math.isnan(measure.result.delta) and math.isnan(measure.result.p_value)
     assert "only 4 common queries" in measure.note
     assert measure.sequence.windows == 0
 
     strict = replace(COMPARISON, name="strict", min_coverage=0.5)
     (record,) = ComparisonEngine([strict]).observe(pair(rng, 10, 0.1))  # 10 of 40 queries
-    assert math.isnan(record.measures[0].delta)
+    assert math.isnan(record.measures[0].result.delta)
     assert "coverage 25%" in record.measures[0].note
 
 
@@ -99,8 +102,8 @@ def test_queries_are_paired_within_the_segment_keys_the_filters_do_not_fix() -> 
             (window((("market", market), ("model", "v2")), cand), None),
         ]
     (record,) = ComparisonEngine([COMPARISON]).observe(rows)
-    assert record.measures[0].queries == 12
-    assert record.measures[0].delta == pytest.approx(0.2)
+    assert record.measures[0].result.queries == 12
+    assert record.measures[0].result.delta == pytest.approx(0.2)
 
 
 def test_the_sequence_takes_each_window_once_and_skips_overlapping_and_replayed_ones() -> None:
@@ -110,7 +113,7 @@ def test_the_sequence_takes_each_window_once_and_skips_overlapping_and_replayed_
     # a sliding window overlapping the one taken is compared but not added to the sequence
     (overlap,) = engine.observe(pair(rng, 30, 0.05, start_ms=5_000))
     assert overlap.measures[0].sequence.windows == 1
-    assert not math.isnan(overlap.measures[0].delta)
+    assert not math.isnan(overlap.measures[0].result.delta)
     (third,) = engine.observe(pair(rng, 30, 0.05, start_ms=10_000))
     assert third.measures[0].sequence.windows == 2
     # a replay of windows already seen (after a crash) is skipped whole
@@ -166,6 +169,8 @@ def test_a_comparison_record_survives_its_json() -> None:
     again = ComparisonRecord.from_json(record.to_json())
     assert again.key == record.key == b"comparison/v2-vs-v1/10s/0/p0"
     assert again.measures[0].note == record.measures[0].note
-    assert math.isnan(again.measures[0].delta) and again.measures[0].sequence_upper == math.inf
+    assert (
+        math.isnan(again.measures[0].result.delta) and again.measures[0].sequence_upper == math.inf
+    )
     with pytest.raises(ValueError, match="comparison record"):
         ComparisonRecord.from_json(b'{"record": "share"}')

@@ -137,14 +137,16 @@ def test_two_models_compared_live_agree_with_the_known_difference_and_rankmon_co
         (measure,) = record.measures
         known = np.mean([ndcg10(window["v2"][q]) - ndcg10(window["v1"][q]) for q in window["v1"]])
         assert known > 0.05  # v2 is truly better
-        assert measure.delta == pytest.approx(known, abs=1e-12)
-        assert measure.ci_lower < known < measure.ci_upper
-        assert measure.queries == QUERIES
-        assert measure.p_value < 0.001
+        assert measure.result.delta == pytest.approx(known, abs=1e-12)
+        assert measure.result.ci_lower < known < measure.result.ci_upper
+        assert measure.result.queries == QUERIES
+        assert measure.result.p_value < 0.001
     last = published[-1].measures[0]
-    assert scraped[("rankmon_comparison_delta", labels)] == pytest.approx(last.delta, abs=1e-12)
-    assert scraped[("rankmon_comparison_ci_lower", labels)] == pytest.approx(last.ci_lower)
-    assert scraped[("rankmon_comparison_p_value", labels)] == pytest.approx(last.p_value)
+    assert scraped[("rankmon_comparison_delta", labels)] == pytest.approx(
+        last.result.delta, abs=1e-12
+    )
+    assert scraped[("rankmon_comparison_ci_lower", labels)] == pytest.approx(last.result.ci_lower)
+    assert scraped[("rankmon_comparison_p_value", labels)] == pytest.approx(last.result.p_value)
     assert scraped[("rankmon_comparison_sequence_lower", labels)] > 0  # always-valid: better
 
     # the same rankings as TREC runs, offline
@@ -166,8 +168,8 @@ def test_two_models_compared_live_agree_with_the_known_difference_and_rankmon_co
     )
     (offline,) = json.loads(capsys.readouterr().out)["results"]
     first = published[0].measures[0]
-    assert offline["delta"] == pytest.approx(first.delta, abs=1e-12)
+    assert offline["delta"] == pytest.approx(first.result.delta, abs=1e-12)
     assert (offline["ci_lower"], offline["ci_upper"]) == pytest.approx(
-        (first.ci_lower, first.ci_upper), abs=1e-12
+        (first.result.ci_lower, first.result.ci_upper), abs=1e-12
     )
-    assert offline["queries"] == first.queries
+    assert offline["queries"] == first.result.queries

@@ -88,7 +88,7 @@ def _comparison_verdict(condition: Comparison, measure: MeasureComparison) -> Ve
     sequence = measure.sequence
     if sequence.windows == 0:
         note = measure.note or "no window with a verdict yet"
-        return Verdict(Evidence.UNKNOWN, measure.delta, note=note)
+        return Verdict(Evidence.UNKNOWN, measure.result.delta, note=note)
     lower, upper = measure.sequence_lower, measure.sequence_upper
     if condition.direction == "worse":
         bad, bound = upper < -condition.margin, -condition.margin
@@ -97,7 +97,7 @@ def _comparison_verdict(condition: Comparison, measure: MeasureComparison) -> Ve
     note = (
         f"{measure.measure}: candidate - baseline {sequence.estimate:+.4f}, always-valid "
         f"interval [{lower:+.4f}, {upper:+.4f}] over {sequence.windows} windows; this window "
-        f"{measure.delta:+.4f} on {measure.queries} common queries"
+        f"{measure.result.delta:+.4f} on {measure.result.queries} common queries"
     )
     return Verdict(
         Evidence.BAD if bad else Evidence.GOOD,

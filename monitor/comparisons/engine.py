@@ -134,15 +134,9 @@ class ComparisonEngine:
             )
         return MeasureComparison(
             measure=measure,
-            queries=result.queries,
+            result=result,
             baseline_mean=pairing.baseline_mean if pairing and not note else float("nan"),
             candidate_mean=pairing.candidate_mean if pairing and not note else float("nan"),
-            delta=result.delta,
-            stderr=result.stderr,
-            ci_lower=result.ci_lower,
-            ci_upper=result.ci_upper,
-            p_value=result.p_value,
-            effect_size=result.effect_size,
             version=version,
             note=note,
             sequence=track.state,

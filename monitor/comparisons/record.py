@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from monitor.stats.paired import PairedResult
 from monitor.stats.sequence import SequenceState
 
 __all__ = ["COMPARISON_KEY_PREFIX", "ComparisonRecord", "MeasureComparison"]
@@ -29,21 +30,15 @@ SCHEMA_VERSION = 1
 
 @dataclass(frozen=True)
 class MeasureComparison:
-    """One measure of one comparison in one window (NaN: no verdict, `note` says why)."""
+    """One measure of one comparison in one window: the paired statistics (`result`, NaN
+    when there is no verdict, `note` says why) and the always-valid sequence after it."""
 
     measure: str
-    queries: int
+    result: PairedResult
     baseline_mean: float
     candidate_mean: float
-    delta: float
-    stderr: float
-    ci_lower: float
-    ci_upper: float
-    p_value: float
-    effect_size: float
     version: str
     note: str = ""
-    # the always-valid sequence after this window
     sequence: SequenceState = field(default_factory=SequenceState)
     sequence_lower: float = -math.inf
     sequence_upper: float = math.inf
@@ -52,22 +47,27 @@ class MeasureComparison:
     @property
     def verdict_defined(self) -> bool:
         """Whether the window gave a verdict (enough common queries, floors met)."""
-        return not math.isnan(self.delta)
+        return not math.isnan(self.result.delta)
 
     def to_dict(self) -> dict[str, Any]:
-        raw = asdict(self)
+        """Flat: the statistics beside the rest (`rankmon_comparison_*` names them so)."""
+        raw = {k: v for k, v in asdict(self).items() if k != "result"}
+        raw.update(asdict(self.result))
         raw["sequence"] = asdict(self.sequence)
         return {k: _json_number(v) for k, v in raw.items()}
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> MeasureComparison:
         values = {k: _number(v) for k, v in raw.items() if k in _FIELDS}
+        statistics = {k: _number(v) for k, v in raw.items() if k in _RESULT_FIELDS}
+        statistics["queries"] = int(statistics["queries"])
+        values["result"] = PairedResult(**statistics)
         values["sequence"] = SequenceState(**dict(raw.get("sequence") or {}))
-        values["queries"] = int(values["queries"])
         return cls(**values)
 
 
-_FIELDS = frozenset(MeasureComparison.__dataclass_fields__)
+_FIELDS = frozenset(MeasureComparison.__dataclass_fields__) - {"result"}
+_RESULT_FIELDS = frozenset(PairedResult.__dataclass_fields__)
 
 
 def _json_number(value: Any) -> Any:

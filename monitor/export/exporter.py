@@ -491,7 +491,9 @@ def _comparison_value(measure: MeasureComparison, name: str) -> float:
         return float("nan")
     if name == "sequence_p_value":
         return measure.sequence.p_value
-    return float(getattr(measure, name))
+    if name.startswith("sequence_"):
+        return float(getattr(measure, name))
+    return float(getattr(measure.result, name))
 
 
 def _has_k(kind: MeasureKind) -> bool:
