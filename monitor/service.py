@@ -52,12 +52,13 @@ import os
 import socket
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from prometheus_client import CollectorRegistry
 
 from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine
+from monitor.alerting.rules import Below, Drop
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.protocol import Checkpoint
 from monitor.checkpoint.publisher import SharePublisher
@@ -67,9 +68,12 @@ from monitor.clock import Clock, SystemClock, TickSchedule
 from monitor.comparisons.engine import ComparisonEngine
 from monitor.config.loader import Config
 from monitor.errors import ConfigError
+from monitor.explain.api import ExplainApi
+from monitor.explain.page import AlertView, ExplainPages
+from monitor.explain.store import ExplainStore
 from monitor.export.exporter import Exporter, Liveness
-from monitor.export.http import HttpEndpoint, MetricsServer
-from monitor.export.window_log import WindowLog
+from monitor.export.http import HttpEndpoint, MetricsServer, Route
+from monitor.export.window_log import HEADLINE_KINDS, WindowLog
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
@@ -84,6 +88,7 @@ from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.reload import EvaluationSetSource
 from monitor.windows.engine import EventWindows
+from monitor.windows.samples import RankingSamples
 from monitor.windows.segments import SegmentLabeler
 from monitor.windows.spec import NO_BOUNDARY, Epoch, WindowSpec
 from monitor.windows.summary import Segment, WindowSummary, segment_label
@@ -167,7 +172,8 @@ class Monitor:
         )
         self._tally = _Tally(self.exporter)
         self._producer = producer or RecordProducer(**producer_options(config.kafka))
-        self.intake = _intake(config, self.windows, self._producer, self._tally)
+        self.explain_store, self.samples = _explain_state(config, [str(k) for k in self.keys])
+        self.intake = _intake(config, self.windows, self._producer, self._tally, self.samples)
         self.source = source or EventSource(
             topic=config.kafka.topic,
             sleep=self._pause,
@@ -198,7 +204,9 @@ class Monitor:
         self._delivery, self.alerts, self._restore_windows, self._restore_measures = _alerts(
             config, self.clock, self.exporter
         )
-        self.server = server or _metrics_server(config, self.registry, self.exporter)
+        self.server = server or _metrics_server(
+            config, self.registry, self.exporter, self._explain_routes()
+        )
         self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)
         self._errors_counted: dict[str, int] = {}
         self._reachability = Reachability(config.kafka.bootstrap_servers, self.clock)
@@ -349,6 +357,10 @@ class Monitor:
             self._record(summary)
         for segment in self.windows.take_retired():
             self._retire(segment)
+        if summaries and self.samples is not None:
+            oldest = self.explain_store.oldest_kept_start()
+            if oldest is not None:
+                self.samples.forget_before(oldest)
         self.alerts.observe(summaries, now, elapsed_ms=elapsed)
         compared = self.comparisons.drain()
         for record in compared:
@@ -374,12 +386,14 @@ class Monitor:
         """A segment label unseen for `segments.retire_after`: its series leave /metrics."""
         self.exporter.retire_segment(segment)
         self.alerts.forget(segment)
+        self.explain_store.retire(segment)
         with self._snapshot_lock:
             self._history.pop(segment, None)
         _log.info("segment retired", extra=fields(segment=segment_label(segment)))
 
     def _record(self, summary: WindowSummary) -> None:
         self.exporter.record_window(summary)
+        self.explain_store.add(summary)
         with self._snapshot_lock:
             history = self._history.setdefault(summary.segment, deque(maxlen=HISTORY))
             # Per-query means are what a window costs (queries x measures, ~0.5 MB for 300
@@ -426,6 +440,67 @@ class Monitor:
             relevance_level=metrics.relevance_level,
             idcg_zero=metrics.idcg_zero,
         )
+
+    # -- the explanations' API and page ----------------------------------------------------
+
+    def _explain_routes(self) -> dict[str, Route]:
+        """`/api/v1/*`, `/` and `/explain` (`monitor.explain`), read by the HTTP thread."""
+        alerting = self.config.alerts
+        drops = {
+            rule.measure: rule.condition.baseline_windows
+            for rule in alerting.rules
+            if isinstance(rule.condition, Drop)
+        }
+        store = self.explain_store
+        api = ExplainApi(
+            store,
+            self.samples,
+            lambda: self.evaluation.current,
+            default_measure=next(
+                (str(k) for k in self.keys if k.kind == "ndcg"), str(self.keys[0])
+            ),
+            baseline_windows=lambda measure: drops.get(measure, store.keep),
+        )
+        headline = [
+            str(k) for k in self.keys if k.kind in HEADLINE_KINDS and (k.k or k.kind != "ndcg")
+        ]
+        pages = ExplainPages(
+            api,
+            headline=headline[:4],
+            alerts=self._alert_views,
+            floors=lambda measure, segment: [
+                (rule.name, rule.condition.threshold)
+                for rule in alerting.rules
+                if isinstance(rule.condition, Below)
+                and rule.measure == measure
+                and (rule.segment is None or set(rule.segment) <= set(segment))
+            ],
+        )
+        return {**api.routes(), **pages.routes()}
+
+    def _alert_views(self) -> list[AlertView]:
+        """The alerts for the page; read from the HTTP thread while the loop may change them
+        (a dict changing size mid-read is read again)."""
+        for _ in range(3):
+            try:
+                return self._alert_views_now()
+            except RuntimeError:
+                continue
+        return []
+
+    def _alert_views_now(self) -> list[AlertView]:
+        return [
+            AlertView(
+                a.rule.name,
+                a.rule.severity,
+                a.status.value,
+                a.segment,
+                a.rule.measure,
+                "" if a.verdict is None else a.verdict.note,
+                a.window,
+            )
+            for a in self.alerts.active()
+        ]
 
     # -- start and stop -------------------------------------------------------------------
 
@@ -534,7 +609,26 @@ def event_decoder(config: Config) -> EventDecoder:
     )
 
 
-def _intake(config: Config, windows: EventWindows, producer: RecordSink, counter: _Tally) -> Intake:
+def _explain_state(
+    config: Config, measures: list[str]
+) -> tuple[ExplainStore, RankingSamples | None]:
+    """The kept windows and the sampled rankings the explanations read."""
+    settings = config.export.explain
+    store = ExplainStore(measures, keep=settings.keep_windows, segments=settings.max_segments)
+    spec = _window_spec(config)
+    if not settings.max_rankings:
+        return store, None
+    depth = max(config.metrics.cutoffs)
+    return store, RankingSamples(spec.hop_ms or spec.size_ms, depth, settings.max_rankings)
+
+
+def _intake(
+    config: Config,
+    windows: EventWindows,
+    producer: RecordSink,
+    counter: _Tally,
+    samples: RankingSamples | None,
+) -> Intake:
     dead_letters = DeadLetterSink(
         producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
     )
@@ -546,6 +640,7 @@ def _intake(config: Config, windows: EventWindows, producer: RecordSink, counter
         dead_letters,
         counter,
         inline_judgments=config.judgments.inline == "fill",
+        samples=samples,
     )
 
 
@@ -563,12 +658,13 @@ def _alerts(
 
 
 def _metrics_server(
-    config: Config, registry: CollectorRegistry, exporter: Exporter
+    config: Config, registry: CollectorRegistry, exporter: Exporter, routes: Mapping[str, Route]
 ) -> MetricsServer:
     liveness = exporter.liveness
     return MetricsServer(
         registry,
         exporter.readiness.missing,
+        routes=routes,
         stalled=None if liveness is None else liveness.stalled,
         host=config.export.host,
         port=config.export.port,

@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("ingest",),
     ("checkpoint",),
     ("export",),
+    ("explain",),
     ("alerting",),
     ("config",),
     ("dashboards", "trec"),

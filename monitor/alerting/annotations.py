@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from monitor.alerting.messages import AlertMessage, rfc3339
 from monitor.alerting.rules import (
@@ -17,7 +18,9 @@ from monitor.alerting.rules import (
     Trend,
 )
 from monitor.alerting.settings import AlertingConfig
+from monitor.explain.page import explain_path
 from monitor.values import format_duration
+from monitor.windows.summary import segment_label
 
 if TYPE_CHECKING:
     from monitor.alerting.active import ActiveAlert
@@ -102,4 +105,24 @@ def alert_message(
         annotations={k: v for k, v in annotations.items() if v},
         starts_at_ms=alert.fired_at_ms or 0,
         ends_at_ms=resolved_at_ms,
+        generator_url=generator_url(alert, config),
     )
+
+
+def generator_url(alert: ActiveAlert, config: AlertingConfig) -> str | None:
+    """The page explaining the alert's window against its baseline (a comparison's: the
+    candidate against the baseline segment in that window); the page's top for rules on
+    no measure of a window. None without `export.external_url`."""
+    base = config.external_url
+    if base is None:
+        return None
+    rule, window = alert.rule, alert.window
+    if window is None or isinstance(rule.condition, Stale | Coverage):
+        return f"{base}/"
+    if isinstance(rule.condition, Comparison):
+        against = config.comparison_baselines.get(rule.condition.comparison)
+        if against is not None:
+            path = explain_path(alert.segment, rule.measure, window[0])
+            other = quote(segment_label(against))
+            return f"{base}{path.replace('&against=baseline', '')}&segment_against={other}"
+    return base + explain_path(alert.segment, rule.measure, window[0])

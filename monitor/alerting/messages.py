@@ -31,6 +31,7 @@ class AlertMessage:
     annotations: Mapping[str, str]
     starts_at_ms: int
     ends_at_ms: int | None = None
+    generator_url: str | None = None  # the explanation of the alert's window
 
     @property
     def fingerprint(self) -> Fingerprint:
@@ -49,12 +50,15 @@ class AlertMessage:
         then, so if rankmon dies Alertmanager resolves it by itself instead of forever.
         """
         ends_at = self.ends_at_ms if self.ends_at_ms is not None else now_ms + firing_ttl_ms
-        return {
+        item = {
             "labels": dict(self.labels),
             "annotations": dict(self.annotations),
             "startsAt": rfc3339(self.starts_at_ms),
             "endsAt": rfc3339(ends_at),
         }
+        if self.generator_url:
+            item["generatorURL"] = self.generator_url
+        return item
 
     def to_webhook(self) -> dict[str, Any]:
         """The generic JSON webhook item (Alertmanager's webhook shape, minus grouping)."""
@@ -64,4 +68,5 @@ class AlertMessage:
             "annotations": dict(self.annotations),
             "startsAt": rfc3339(self.starts_at_ms),
             "endsAt": None if self.ends_at_ms is None else rfc3339(self.ends_at_ms),
+            "generatorURL": self.generator_url,
         }

@@ -5,10 +5,12 @@ Read from the `alerts:` section by `monitor.config.alerts`; nothing here reads a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from monitor.alerting.rules import AlertRule
 from monitor.values import Duration, Secret, SecretUrl
+from monitor.windows.summary import Segment
 
 __all__ = ["DEFAULT_MIN_QUERIES", "AlertingConfig", "DeliveryConfig", "Endpoint"]
 
@@ -83,6 +85,11 @@ class AlertingConfig:
     # A window with fewer queries (and fewer than the whole evaluation set) is not judged by
     # the below, drop, trend and judged rules: one stray record must not page anyone.
     min_queries: int = DEFAULT_MIN_QUERIES
+    # How users reach this instance's page (`export.external_url`): each alert's
+    # generatorURL opens the explanation of its window there. None: no link.
+    external_url: str | None = None
+    # comparison name -> its baseline segment (a comparison alert links to both segments)
+    comparison_baselines: Mapping[str, Segment] = field(default_factory=dict)
 
     def too_few_queries(self, queries: int, evaluation_set_queries: int) -> bool:
         """Whether a window of `queries` is too small to judge quality on: under

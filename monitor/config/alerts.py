@@ -68,6 +68,7 @@ def read_alerts(
     environ: Mapping[str, str],
     base: Path,
     comparisons: Sequence[ComparisonConfig] = (),
+    external_url: str | None = None,
 ) -> AlertingConfig:
     """Read and check the `alerts:` section against what the monitor computes."""
     runbook = section.get("runbook_url", as_str, None)
@@ -94,6 +95,8 @@ def read_alerts(
         instance_set=instance is not None,
         runbook_url=runbook,
         min_queries=min_queries,
+        external_url=external_url,
+        comparison_baselines={c.name: c.baseline for c in comparisons},
     )
 
 

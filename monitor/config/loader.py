@@ -10,6 +10,7 @@ here reads the environment at import time, and a `Config` never changes after st
 from __future__ import annotations
 
 import os
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from monitor.config.source import (
     as_str_list,
     read_yaml,
 )
+from monitor.explain.settings import ExplainConfig
 from monitor.kafka.settings import KafkaConfig
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.reload import EvaluationSetConfig
@@ -123,12 +125,14 @@ class JudgmentsConfig:
 
 @dataclass(frozen=True, slots=True)
 class ExportConfig:
-    """The `/metrics` endpoint; TLS when both files are set."""
+    """The `/metrics` endpoint (and the explanations' API and page); TLS when both files
+    are set."""
 
     host: str = "0.0.0.0"
     port: int = 9464
     tls_certfile: Path | None = None
     tls_keyfile: Path | None = None
+    explain: ExplainConfig = field(default_factory=ExplainConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +187,7 @@ def config_from_tree(
     metrics = read_metrics(root.section("metrics"))
     windows = _read_windows(root.section("windows"))
     segments = _read_segments(root.section("segments"))
+    export = _read_export(root.section("export"), base)
     comparisons = read_comparisons(
         root,
         measures=monitor_keys(metrics.cutoffs, metrics.gains),
@@ -197,12 +202,13 @@ def config_from_tree(
         schedule=_read_schedule(root.section("schedule")),
         segments=segments,
         judgments=_read_judgments(root.section("judgments")),
-        export=_read_export(root.section("export"), base),
+        export=export,
         logging=_read_logging(root.section("logging")),
         comparisons=comparisons,
         alerts=read_alerts(
             root.section("alerts"),
             comparisons=comparisons,
+            external_url=export.explain.external_url,
             cutoffs=metrics.cutoffs,
             gains=metrics.gain_names,
             segment_keys=segments.keys,
@@ -294,12 +300,35 @@ def _read_export(section: ConfigSection, base: Path) -> ExportConfig:
         port=section.get("port", as_int(0, 65535), 9464),  # 0: any free port
         tls_certfile=read_path(tls, "certfile", base),
         tls_keyfile=read_path(tls, "keyfile", base),
+        explain=_read_explain(section),
     )
     tls.finish()
     section.finish()
     if (config.tls_certfile is None) != (config.tls_keyfile is None):
         raise tls.error("certfile", "TLS on the metrics endpoint needs both certfile and keyfile")
     return config
+
+
+def _read_explain(export: ConfigSection) -> ExplainConfig:
+    url = export.get("external_url", _external_url, None)
+    section = export.section("explain")
+    defaults = ExplainConfig()
+    config = ExplainConfig(
+        keep_windows=section.get("keep_windows", as_int(1, 10_000), defaults.keep_windows),
+        max_rankings=section.get("max_rankings", as_int(0, 100_000_000), defaults.max_rankings),
+        max_segments=section.get("max_segments", as_int(1, 1_000_000), defaults.max_segments),
+        external_url=url,
+    )
+    section.finish()
+    return config
+
+
+def _external_url(value: Any) -> str:
+    text = as_str(value)
+    parsed = urllib.parse.urlsplit(text)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.query:
+        raise ValueError(f"expected an http(s) URL without a query, got {text!r}")
+    return text.rstrip("/")
 
 
 def _read_logging(section: ConfigSection) -> LoggingConfig:

@@ -64,6 +64,12 @@ def render_config(config: Config) -> dict[str, Any]:
             "host": export.host,
             "port": export.port,
             "tls": {"certfile": _path(export.tls_certfile), "keyfile": _path(export.tls_keyfile)},
+            "external_url": export.explain.external_url,
+            "explain": {
+                "keep_windows": export.explain.keep_windows,
+                "max_rankings": export.explain.max_rankings,
+                "max_segments": export.explain.max_segments,
+            },
         },
         "logging": {"level": config.logging.level, "format": config.logging.format},
         "alerts": render_alerts(config.alerts),

@@ -29,13 +29,16 @@ from itertools import chain
 from typing import Protocol, TypeVar
 
 import numpy as np
+import orjson
 
 from monitor.ingest.events import EventDecoder, RankingEvent, Rejection
 from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
 from monitor.native import DecodedEvents, decode_events
 from monitor.scoring.batch import BatchScorer
+from monitor.windows.batch import Admission
 from monitor.windows.engine import EventBatch, EventWindows
+from monitor.windows.samples import RankingSamples
 from monitor.windows.segments import SegmentLabeler
 from monitor.windows.summary import Segment
 
@@ -68,8 +71,10 @@ class Intake:
         counter: OutcomeCounter,
         *,
         inline_judgments: bool = False,
+        samples: RankingSamples | None = None,
     ) -> None:
         self.decoder = decoder
+        self.samples = samples  # one ranking per query, segment and pane (explanations)
         self.inline_judgments = inline_judgments  # inline grades fill unjudged documents
         self.labeler = labeler
         self.windows = windows
@@ -277,6 +282,8 @@ class Intake:
     def _admit(self, batch: EventBatch, records: Sequence[SourceRecord]) -> None:
         """Hand the batch to the windows; send on and count what they turn away."""
         admission = self.windows.add_batch(batch)
+        if self.samples is not None:
+            self._sample(batch, records, admission)
         for row in admission.late:
             self.rejects.reject(records[row], Outcome.LATE.value)
         for row in admission.duplicates:
@@ -288,6 +295,25 @@ class Intake:
             counter.count_outcome(Outcome.LATE.value, amount=len(admission.late))
         if admission.duplicates:
             counter.count_outcome(Outcome.DUPLICATE.value, amount=len(admission.duplicates))
+
+    def _sample(
+        self, batch: EventBatch, records: Sequence[SourceRecord], admission: Admission
+    ) -> None:
+        """Keep the ranking of each accepted event whose pane has none of its query yet.
+
+        Once a pane holds a ranking per query this is a dict lookup per event; the record's
+        JSON is parsed again only for the first event of a (segment, query, pane)."""
+        samples = self.samples
+        assert samples is not None
+        turned_away = {*admission.late, *admission.duplicates, *admission.already_published}
+        segments, queries, times = batch.segments, batch.query_ids, batch.event_times_ms
+        for row in range(len(queries)):
+            key = samples.key(segments[row], queries[row], times[row])
+            if key is None or row in turned_away:
+                continue
+            ranking = orjson.loads(records[row].value or b"{}").get("ranking")
+            if isinstance(ranking, list):
+                samples.keep(key, [str(doc) for doc in ranking])
 
 
 _T = TypeVar("_T")

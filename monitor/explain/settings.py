@@ -1,0 +1,20 @@
+"""The explanations' settings (`export.external_url`, `export.explain`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["ExplainConfig"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainConfig:
+    """`keep_windows`: finalized windows kept per segment for `/api/v1/explain` and the page;
+    `max_rankings`: sampled rankings held at most (one per query, segment and pane);
+    `max_segments`: segments kept at most. `external_url`: how users reach this instance's
+    HTTP server (alerts and dashboards link to its page); None: no links."""
+
+    keep_windows: int = 12
+    max_rankings: int = 200_000
+    max_segments: int = 1000
+    external_url: str | None = None

@@ -1,0 +1,176 @@
+"""The explanation API and page of a monitor on in-memory Kafka: a planted regression of
+known queries comes out on top, the JSON follows docs/api.schema.json, bad requests get a
+reason."""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import orjson
+import pytest
+
+from monitor.clock import FakeClock
+from monitor.config.loader import Config, load_config
+from monitor.service import Monitor
+from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
+
+T0 = 1_767_225_600_000
+TOPIC = "events"
+QUERIES = 20
+PLANTED = ("q3", "q7", "q11")  # these lose their best document in the last window
+SCHEMA = json.loads((Path(__file__).parent.parent / "docs" / "api.schema.json").read_text())
+CONFIG = f"""
+kafka: {{bootstrap_servers: ["127.0.0.1:1"], topic: {TOPIC}}}
+evaluation_set: {{path: qrels.txt, reload: {{watch: false}}}}
+segments: {{keys: [model]}}
+metrics: {{cutoffs: [5, 10]}}
+windows: {{size: 10s, allowed_lateness: 1s, idle_timeout: 5s}}
+schedule: {{interval: 1s}}
+export: {{host: 127.0.0.1, port: 0, explain: {{keep_windows: 4}}}}
+logging: {{level: WARNING}}
+alerts:
+  log: false
+  rules:
+    - {{name: ndcg10-floor, measure: ndcg@10, below: 0.5}}
+"""
+
+
+def validate(document: Any, definition: str) -> None:
+    jsonschema.Draft7Validator({"$ref": f"#/definitions/{definition}", **SCHEMA}).validate(document)
+
+
+@pytest.fixture
+def monitor(tmp_path: Path) -> Any:
+    lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
+    (tmp_path / "qrels.txt").write_text("".join(lines))
+    (tmp_path / "rankmon.yaml").write_text(CONFIG)
+    config: Config = load_config(tmp_path / "rankmon.yaml", environ={})
+    producer = FakeProducer()
+    clock = FakeClock(T0)
+    stream = FakeStream(TOPIC)
+    monitor = Monitor(
+        config,
+        clock=clock,
+        source=stream,
+        producer=producer,
+        windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
+    )
+    monitor.start()
+    for number in range(6):  # windows 0..5; the planted queries fall in window 5
+        start = T0 + number * 10_000
+        for i in range(QUERIES):
+            query = f"q{i}"
+            ranking = [f"best{i}", f"good{i}", "x1", "x2"]
+            if number == 5 and query in PLANTED:
+                ranking = ["x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", f"best{i}"]
+            event = {"event_id": f"{number}-{i}", "query_id": query, "ranking": ranking,
+                     "segment": {"model": "v1"}, "event_time": start + 100 + i}  # fmt: skip
+            stream.append(0, orjson.dumps(event), start + 100 + i)
+    for _ in range(20):
+        monitor.step()
+        clock.advance(100)
+    clock.advance(300_000)
+    for _ in range(80):
+        monitor.step()
+        clock.advance(100)
+    yield monitor
+    monitor.close()
+
+
+def get(monitor: Monitor, path: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(monitor.metrics_url.replace("/metrics", path), timeout=5) as r:
+            return r.status, r.headers["Content-Type"], r.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["Content-Type"], error.read()
+
+
+def last_start() -> int:
+    return T0 + 5 * 10_000
+
+
+def test_the_explanation_puts_the_planted_queries_on_top_and_adds_up(monitor: Monitor) -> None:
+    code, kind, body = get(
+        monitor, f"/api/v1/explain?segment=model=v1&measure=ndcg@10&window={last_start()}"
+    )
+    assert code == 200 and kind == "application/json"
+    document = json.loads(body)
+    validate(document, "explain")
+    assert {row["query"] for row in document["queries"][:3]} == set(PLANTED)
+    assert document["against"]["kind"] == "baseline" and len(document["against"]["windows"]) == 3
+    total = math.fsum(row["contribution"] for row in document["queries"])
+    assert abs(total - document["change"]) <= 1e-12
+    assert document["change"] < 0
+    shown = {d["query"]: d for d in document["documents"]}
+    assert set(shown) == set(PLANTED)
+    q3 = shown["q3"]
+    assert q3["left"] == ["best3", "good3"] and q3["entered"] == []
+    assert q3["before"][0] == {"rank": 1, "document": "best3", "grade": 3, "gain": 3.0}
+    assert q3["after"][0]["grade"] is None  # x1: unjudged
+    assert q3["gain_change"][0] == -3.0
+
+
+def test_segments_and_windows_list_what_is_kept_with_intervals(monitor: Monitor) -> None:
+    code, _, body = get(monitor, "/api/v1/segments")
+    assert code == 200
+    segments = json.loads(body)
+    validate(segments, "segments")
+    (segment,) = segments["segments"]
+    assert segment["segment"] == "model=v1" and segment["windows"] == 4  # keep_windows
+    _, _, body = get(monitor, "/api/v1/windows?segment=model=v1&limit=2")
+    windows = json.loads(body)
+    validate(windows, "windows")
+    assert [w["start_ms"] for w in windows["windows"]] == [last_start(), last_start() - 10_000]
+    ndcg = windows["windows"][0]["measures"]["ndcg@10:linear"]
+    assert ndcg["ci_lower"] < ndcg["mean"] < ndcg["ci_upper"]
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "words"),
+    [
+        ("/api/v1/explain?measure=ndcg@10&window=1", 400, "'segment' is required"),
+        ("/api/v1/explain?segment=model=v1&window=yesterday", 400, "epoch milliseconds"),
+        (
+            "/api/v1/explain?segment=model=v1&window=1&measure=ndcg@7",
+            400,
+            "not one rankmon computes",
+        ),
+        ("/api/v1/explain?segment=model&window=1", 400, "key=value"),
+        (f"/api/v1/explain?segment=model=v1&window={T0}", 404, "keeps the last 4 windows"),
+        ("/api/v1/windows?segment=model=v9", 404, "no window of segment model=v9"),
+        ("/api/v1/windows?segment=model=v1&limit=0", 400, "whole number"),
+    ],
+)
+def test_a_bad_request_gets_its_status_and_a_one_line_reason(
+    monitor: Monitor, path: str, status: int, words: str
+) -> None:
+    code, kind, body = get(monitor, path)
+    assert code == status and kind == "application/json"
+    document = json.loads(body)
+    validate(document, "error")
+    assert words in document["error"] and "\n" not in document["error"]
+
+
+def test_the_page_shows_segments_charts_and_an_explanation_without_scripts(
+    monitor: Monitor,
+) -> None:
+    code, kind, body = get(monitor, "/")
+    page = body.decode()
+    assert code == 200 and kind.startswith("text/html")
+    assert "Segment model=v1" in page and "<svg" in page and "<script" not in page
+    assert "ndcg10-floor" in page  # the floor is drawn
+    code, _, body = get(
+        monitor, f"/explain?segment=model=v1&measure=ndcg@10:linear&window={last_start()}"
+    )
+    page = body.decode()
+    assert code == 200 and "<script" not in page
+    first = min(page.index(f"<code>{q}</code>") for q in PLANTED)
+    others = [page.index(f"<code>q{i}</code>") for i in range(QUERIES) if f"q{i}" not in PLANTED]
+    assert first < min(others)
+    assert "left the top 10: best3, good3" in page
