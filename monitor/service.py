@@ -84,7 +84,7 @@ from monitor.kafka.producer import RecordProducer, RecordSink
 from monitor.kafka.reachability import Reachability
 from monitor.logs import fields
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import monitor_keys
+from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.reload import EvaluationSetSource
 from monitor.windows.engine import EventWindows
@@ -461,12 +461,9 @@ class Monitor:
             ),
             baseline_windows=lambda measure: drops.get(measure, store.keep),
         )
-        headline = [
-            str(k) for k in self.keys if k.kind in HEADLINE_KINDS and (k.k or k.kind != "ndcg")
-        ]
         pages = ExplainPages(
             api,
-            headline=headline[:4],
+            headline=_page_headline(self.keys),
             alerts=self._alert_views,
             floors=lambda measure, segment: [
                 (rule.name, rule.condition.threshold)
@@ -496,7 +493,7 @@ class Monitor:
                 a.status.value,
                 a.segment,
                 a.rule.measure,
-                "" if a.verdict is None else a.verdict.note,
+                _alert_why(a),
                 a.window,
             )
             for a in self.alerts.active()
@@ -607,6 +604,24 @@ def event_decoder(config: Config) -> EventDecoder:
         segment_keys=frozenset(config.segments.keys),
         use_event_time=config.windows.time_source == "event",
     )
+
+
+def _page_headline(keys: list[MeasureKey]) -> list[str]:
+    """The page's headline measures: nDCG at the cutoff nearest 10 (first gain), MRR, MAP."""
+    ndcg = [k for k in keys if k.kind == "ndcg" and k.k is not None]
+    chosen = [str(min(ndcg, key=lambda k: (abs((k.k or 0) - 10), k.k or 0)))] if ndcg else []
+    return chosen + [str(k) for k in keys if k.kind in HEADLINE_KINDS and k.kind != "ndcg"]
+
+
+def _alert_why(alert: ActiveAlert) -> str:
+    verdict = alert.verdict
+    if verdict is None:
+        return ""
+    if verdict.note:
+        return verdict.note
+    if verdict.baseline is not None:
+        return f"{verdict.value:.4f} against {verdict.baseline:g}"
+    return f"{verdict.value:.4f}"
 
 
 def _explain_state(

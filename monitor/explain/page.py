@@ -239,6 +239,7 @@ def _explanation_html(e: Explanation) -> str:
     ]
     rankings = dict(e.rankings)
     rows = []
+    opened = False  # the first query's rankings are shown open
     for row in change.rows:
         css = "bad" if row.contribution < 0 else ""
         cells = (
@@ -248,16 +249,16 @@ def _explanation_html(e: Explanation) -> str:
         )
         detail = ""
         if row.query in rankings:
-            detail = (
-                f'<tr><td colspan="6">{_ranking_html(row.query, rankings[row.query])}</td></tr>'
-            )
+            shown = _ranking_html(row.query, rankings[row.query], is_open=not opened)
+            opened = True
+            detail = f'<tr><td colspan="6">{shown}</td></tr>'
         rows.append(f"<tr>{cells}</tr>{detail}")
     head = "<tr><th>query</th><th>before</th><th>after</th><th>difference</th><th>contribution</th><th></th></tr>"
     parts.append(f"<h2>Queries by contribution</h2><table>{head}{''.join(rows)}</table>")
     return "".join(parts)
 
 
-def _ranking_html(query: str, rc: Any) -> str:
+def _ranking_html(query: str, rc: Any, *, is_open: bool = False) -> str:
     def column(docs: Sequence[RankedDocument]) -> str:
         rows = "".join(
             f"<tr><td class=num>{d.rank}</td><td><code>{html.escape(d.document)}</code></td>"
@@ -275,7 +276,7 @@ def _ranking_html(query: str, rc: Any) -> str:
         moved.append("entered: " + ", ".join(html.escape(d) for d in rc.entered))
     lost = [f"rank {r}: {g:+.3f}" for r, g in enumerate(rc.gain_change, start=1) if g]
     return (
-        f"<details><summary>rankings of <code>{html.escape(query)}</code>: {'; '.join(moved) or 'no judged document moved'}</summary>"
+        f"<details{' open' if is_open else ''}><summary>rankings of <code>{html.escape(query)}</code>: {'; '.join(moved) or 'no judged document moved'}</summary>"
         f'<div class="charts"><div><h3>before</h3>{column(rc.before)}</div><div><h3>after</h3>{column(rc.after)}</div>'
         f"<div><h3>discounted gain change</h3><p>{html.escape(', '.join(lost) or 'none')}</p></div></div></details>"
     )
