@@ -3,6 +3,7 @@
     .venv/bin/python bench/stream.py                 # the issue's 1M events
     .venv/bin/python bench/stream.py --events 100000 # a quicker run
     .venv/bin/python bench/stream.py --comparison    # with and without a comparison
+    .venv/bin/python bench/stream.py --samples       # with and without ranking samples
 
 In one run, on one topic (one partition) holding N ranking events of 100 documents each
 (1000 evaluation-set queries, ~20 judged documents each, two model segments, every event in
@@ -25,7 +26,8 @@ open windows, which are part of what is measured).
 
 `--comparison`: each round runs rankmon twice, without and with one comparison configured
 (v2 against v1 on nDCG@10, `comparisons:`), in an order swapped every round, and prints the
-two medians and their ratio (target: within 10 %).
+two medians and their ratio (target: within 10 %). `--samples`: the same, without and with
+the explanations' ranking samples (`export.explain.max_rankings: 0` against the default).
 """
 
 from __future__ import annotations
@@ -127,6 +129,9 @@ comparisons:
 """
 
 
+NO_SAMPLES = "export: {host: 127.0.0.1, port: 0, explain: {max_rankings: 0}}\n"
+
+
 def monitor_config(
     workdir: Path, bootstrap: str, topic: str, run: int = 0, extra: str = ""
 ) -> Path:
@@ -151,6 +156,9 @@ logging: {{level: WARNING}}
 alerts: {{log: false}}
 {extra}"""
     )
+    if extra.startswith("export:"):  # the extra's export section replaces the default one
+        lines = config.read_text().splitlines(keepends=True)
+        config.write_text("".join(line for line in lines if not line.startswith("export: {host")))
     return config
 
 
@@ -189,9 +197,15 @@ def main() -> None:
     parser.add_argument(
         "--comparison", action="store_true", help="rankmon without and with one comparison"
     )
+    parser.add_argument(
+        "--samples", action="store_true", help="rankmon without and with ranking samples"
+    )
     args = parser.parse_args()
     if args.comparison:
-        compare_rounds(args)
+        compare_rounds(args, ("without comparisons", ""), ("with one comparison", COMPARISON))
+        return
+    if args.samples:
+        compare_rounds(args, ("without samples", NO_SAMPLES), ("with samples", ""))
         return
     rng = random.Random(args.seed)
     total = args.events + 1
@@ -229,10 +243,13 @@ def main() -> None:
         print(f"RSS growth:                 {rss_all - rss_10k:10.1f} MB   (target <= 50)")
 
 
-def compare_rounds(args: argparse.Namespace) -> None:
-    """rankmon without and with one comparison, alternating (module docstring)."""
+def compare_rounds(
+    args: argparse.Namespace, before: tuple[str, str], after: tuple[str, str]
+) -> None:
+    """rankmon with the config extras `before` and `after` (label, YAML), alternating."""
     rng = random.Random(args.seed)
     total = args.events + 1
+    extras = {"without": before[1], "with": after[1]}
     rates: dict[str, list[float]] = {"without": [], "with": []}
     with tempfile.TemporaryDirectory() as tmp, EmbeddedBroker() as broker:
         workdir = Path(tmp)
@@ -248,19 +265,18 @@ def compare_rounds(args: argparse.Namespace) -> None:
         for number in range(args.rounds):
             order = ("without", "with") if number % 2 == 0 else ("with", "without")
             for kind in order:
-                extra = COMPARISON if kind == "with" else ""
-                config = monitor_config(workdir, broker.bootstrap_servers, topic, run, extra)
+                config = monitor_config(workdir, broker.bootstrap_servers, topic, run, extras[kind])
                 elapsed, _, _ = run_monitor(config, args.events)
                 rates[kind].append(total / elapsed)
                 run += 1
             print(
-                f"round {number + 1}: without {rates['without'][-1]:>9,.0f} events/s, "
-                f"with a comparison {rates['with'][-1]:>9,.0f} events/s"
+                f"round {number + 1}: {before[0]} {rates['without'][-1]:>9,.0f} events/s, "
+                f"{after[0]} {rates['with'][-1]:>9,.0f} events/s"
             )
         without, with_ = statistics.median(rates["without"]), statistics.median(rates["with"])
-        print(f"rankmon without comparisons: {without:>10,.0f} events/s (median)")
-        print(f"rankmon with one comparison: {with_:>10,.0f} events/s (median)")
-        print(f"ratio with / without:        {with_ / without:10.3f}   (target >= 0.90)")
+        print(f"rankmon {before[0]}: {without:>10,.0f} events/s (median)")
+        print(f"rankmon {after[0]}: {with_:>10,.0f} events/s (median)")
+        print(f"ratio:  {with_ / without:10.3f}   (target >= 0.90)")
 
 
 if __name__ == "__main__":

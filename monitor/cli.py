@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.rules",
     "monitor.commands.demo",
     "monitor.commands.compare",
+    "monitor.commands.explain",
 )
 
 EXIT_USAGE = 2

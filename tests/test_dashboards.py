@@ -471,3 +471,17 @@ def test_a_config_without_segment_keys_gets_no_segment_variables(tmp_path: Path)
     quality = render(tmp_path / "out", "--config", str(path))["rankmon-quality.json"]
     names = [v["name"] for v in quality["templating"]["list"]]
     assert names == ["datasource", "window", "k", "gain", "baseline"]
+
+
+def test_quality_panels_link_each_point_to_rankmons_explanation_when_the_url_is_known(
+    tmp_path: Path, config_file: Path
+) -> None:
+    config_file.write_text(CONFIG + 'export: {external_url: "https://rankmon.example.com"}\n')
+    rendered = render(tmp_path / "linked", "--config", str(config_file))
+    panels = {p["title"]: p for p in rendered["rankmon-quality.json"]["panels"]}
+    (link,) = panels["nDCG@$k"]["fieldConfig"]["defaults"]["links"]
+    assert link["url"].startswith("https://rankmon.example.com/explain?segment=")
+    assert "${__field.labels.model}" in link["url"] and "at=${__value.time}" in link["url"]
+    plain = render(tmp_path / "plain")
+    panels = {p["title"]: p for p in plain["rankmon-quality.json"]["panels"]}
+    assert "links" not in panels["nDCG@$k"]["fieldConfig"]["defaults"]

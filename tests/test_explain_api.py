@@ -174,3 +174,16 @@ def test_the_page_shows_segments_charts_and_an_explanation_without_scripts(
     others = [page.index(f"<code>q{i}</code>") for i in range(QUERIES) if f"q{i}" not in PLANTED]
     assert first < min(others)
     assert "left the top 10: best3, good3" in page
+
+
+def test_a_dashboards_data_link_time_picks_the_newest_window_ended_by_then(
+    monitor: Monitor,
+) -> None:
+    end = last_start() + 10_000
+    _, _, by_time = get(monitor, f"/api/v1/explain?segment=model=v1&measure=ndcg@10&at={end + 5}")
+    _, _, by_start = get(
+        monitor, f"/api/v1/explain?segment=model=v1&measure=ndcg@10&window={last_start()}"
+    )
+    assert json.loads(by_time) == json.loads(by_start)
+    _, _, earlier = get(monitor, f"/api/v1/explain?segment=model=v1&measure=ndcg@10&at={end - 1}")
+    assert json.loads(earlier)["window"]["start_ms"] == last_start() - 10_000

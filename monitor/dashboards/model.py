@@ -95,6 +95,7 @@ class Panel:
     maximum: float | None = None
     repeat: str | None = None
     stacked: bool = False
+    links: tuple[tuple[str, str], ...] = ()  # data links: (title, URL with Grafana variables)
 
     def build(self, panel_id: int, x: int, y: int) -> Visualisation:
         """The SDK panel at grid position (x, y) with its id."""
@@ -117,6 +118,10 @@ class Panel:
                 panel.override_by_query(ref_id, _BOUND_STYLE)
         if self.repeat is not None:
             panel.repeat(self.repeat).repeat_direction("h").max_per_row(3)
+        if self.links and isinstance(panel, timeseries.Panel):
+            panel.data_links(
+                [sdk.DashboardLink(title).url(url).target_blank(True) for title, url in self.links]
+            )
         return panel
 
     def _steps(self) -> tuple[ThresholdStep, ...]:

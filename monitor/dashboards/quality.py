@@ -56,6 +56,7 @@ def _per_k(spec: DashboardSpec, family: str, title: str, with_gain: bool = False
     common = [_WINDOW, *segment_matchers(spec.segment_keys)]
     own = ['k=~"$k"', 'gain=~"$gain"'] if with_gain else ['k=~"$k"']
     legend = segment_legend(spec.segment_keys) + (" {{gain}}" if with_gain else "")
+    measure = f"{family}@${{__field.labels.k}}" + (":${__field.labels.gain}" if with_gain else "")
     return Panel(
         "timeseries",
         f"{title}@$k",
@@ -67,7 +68,21 @@ def _per_k(spec: DashboardSpec, family: str, title: str, with_gain: bool = False
         maximum=1,
         width=8,
         repeat="k",
+        links=_explain_links(spec, measure),
     )
+
+
+def _explain_links(spec: DashboardSpec, measure: str) -> tuple[tuple[str, str], ...]:
+    """A data link from each point to rankmon's explanation of the window it shows (the
+    newest one finalized by then) against its baseline."""
+    if spec.external_url is None:
+        return ()
+    segment = "%2C".join(f"{key}%3D${{__field.labels.{key}}}" for key in spec.segment_keys)
+    url = (
+        f"{spec.external_url}/explain?segment={segment or 'all'}&measure={measure}"
+        "&at=${__value.time}&against=baseline"
+    )
+    return (("Why did it change? (rankmon)", url),)
 
 
 _BAND_TEXT: Final = (
@@ -94,6 +109,7 @@ def _quality_row(spec: DashboardSpec) -> Row:
             (Query(merged_mean(family, common), legend), *_band(family, common, (), legend)),
             description=f"Mean over queries of each query's mean {title} in the latest window"
             + _BAND_TEXT,
+            links=_explain_links(spec, family),
             unit="percentunit",
             minimum=0,
             maximum=1,

@@ -84,6 +84,9 @@ class DashboardSpec:
     floors: tuple[FloorRule, ...] = ()
     drops: tuple[DropRule, ...] = ()
     job: str = "rankmon"
+    # rankmon's page (`export.external_url`): quality panels link each point to the
+    # explanation of its window there
+    external_url: str | None = None
 
 
 DEFAULT_SPEC: Final = DashboardSpec()
@@ -107,7 +110,10 @@ def load_spec(path: Path) -> DashboardSpec:
             drops.append(_drop_rule(rule, condition))
     keys = tuple(sorted(config.segments.keys))
     window = config.windows.size.text
-    return DashboardSpec(keys, window, tuple(floors), tuple(drops), alerting.prometheus_job)
+    external = config.export.explain.external_url
+    return DashboardSpec(
+        keys, window, tuple(floors), tuple(drops), alerting.prometheus_job, external
+    )
 
 
 def _drop_rule(rule: AlertRule, drop: Drop) -> DropRule:

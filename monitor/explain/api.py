@@ -34,7 +34,7 @@ from monitor.scoring.gain import LINEAR
 from monitor.windows.samples import RankingSamples
 from monitor.windows.summary import Segment, segment_label, standard_error
 
-__all__ = ["ApiError", "ExplainApi", "parse_segment"]
+__all__ = ["ApiError", "ExplainApi", "change_json", "parse_segment"]
 
 DEFAULT_DOCUMENTS = 10  # queries whose rankings are shown
 MAX_LIMIT = 1000
@@ -149,7 +149,7 @@ class ExplainApi:
     def explain(self, query: Mapping[str, list[str]]) -> Explanation:
         segment = self._segment(query, "segment")
         measure = self._measure(query)
-        start = _int(query, "window", None, 0, None)
+        start = self._window_start(query, segment)
         window = self._kept(segment, start)
         after = window.query_values(measure)
         documents = _int(query, "documents", DEFAULT_DOCUMENTS, 0, MAX_LIMIT)
@@ -207,6 +207,19 @@ class ExplainApi:
                 "400 Bad Request", f"parameter {name!r} is required, e.g. {name}=model=v1"
             )
         return parse_segment(text)
+
+    def _window_start(self, query: Mapping[str, list[str]], segment: Segment) -> int:
+        """`window=START_MS`, or `at=MS`: the newest kept window that ended by then (what a
+        gauge scraped at that time showed; the dashboards' data links pass it)."""
+        if _one(query, "window") is not None or _one(query, "at") is None:
+            return _int(query, "window", None, 0, None)
+        at = _int(query, "at", None, 0, None)
+        ended = [w for w in self.store.windows(segment) if w.summary.end_ms <= at]
+        if not ended:
+            raise ApiError(
+                "404 Not Found", f"no kept window of {segment_label(segment)} ended by {at}"
+            )
+        return ended[-1].summary.start_ms
 
     def _measure(self, query: Mapping[str, list[str]]) -> str:
         text = _one(query, "measure") or self.default_measure
@@ -301,12 +314,18 @@ def window_json(kept: KeptWindow) -> dict[str, Any]:
 
 
 def explanation_json(e: Explanation) -> dict[str, Any]:
-    change = e.change
     return {
         "segment": segment_label(e.segment),
         "measure": e.measure,
         "window": {"start_ms": e.window.summary.start_ms, "end_ms": e.window.summary.end_ms},
         "against": e.against,
+        **change_json(e.change, e.rankings),
+    }
+
+
+def change_json(change: Change, rankings: list[tuple[str, RankingChange]]) -> dict[str, Any]:
+    """The change and the rankings as the API writes them (`rankmon explain` too)."""
+    return {
         "before": {"mean": _num(change.before), "queries": change.before_queries},
         "after": {"mean": _num(change.after), "queries": change.after_queries},
         "change": _num(change.change),
@@ -332,7 +351,7 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
                 "left": list(rc.left),
                 "gain_change": list(rc.gain_change),
             }
-            for query, rc in e.rankings
+            for query, rc in rankings
         ],
     }
 

@@ -15,6 +15,6 @@ class ExplainConfig:
     HTTP server (alerts and dashboards link to its page); None: no links."""
 
     keep_windows: int = 12
-    max_rankings: int = 200_000
+    max_rankings: int = 50_000
     max_segments: int = 1000
     external_url: str | None = None

@@ -1,0 +1,112 @@
+"""`rankmon explain QRELS RUN_BEFORE RUN_AFTER`: why did a measure change between two runs?
+
+Per query the value before and after, the difference, and its contribution to the change of
+the mean (the contributions add up to it), sorted with the largest losses first; for the
+queries that lost most, which judged documents entered or left the top k and the gain lost
+at each rank. The same explanation the service serves at /explain, on TREC files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Any
+
+import orjson
+
+from monitor.errors import MeasureError
+from monitor.explain.api import change_json
+from monitor.scoring.evalset import load_evaluation_set
+from monitor.scoring.gain import Gain
+from monitor.trec.evaluate import select_measures
+from monitor.trec.explain import explain_runs
+from monitor.trec.runfile import load_run
+
+__all__ = ["register"]
+
+DEFAULT_MEASURE = "ndcg_cut.10"
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add the `explain` subcommand."""
+    parser = subparsers.add_parser(
+        "explain",
+        help="explain the change of a measure between two TREC runs, query by query",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("qrels", metavar="QRELS", help="judgments: TREC qrels or .jsonl")
+    parser.add_argument("before", metavar="RUN_BEFORE", help="the TREC run before")
+    parser.add_argument("after", metavar="RUN_AFTER", help="the TREC run after")
+    parser.add_argument(
+        "-m",
+        dest="measure",
+        metavar="MEASURE",
+        default=DEFAULT_MEASURE,
+        help=f"one trec_eval measure (default {DEFAULT_MEASURE})",
+    )
+    parser.add_argument(
+        "--top", type=_count, default=10, help="queries shown, the largest losses first (10)"
+    )
+    parser.add_argument(
+        "--gain", choices=("linear", "exp"), default="linear", help="nDCG gain (linear)"
+    )
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="text lines or one JSON object"
+    )
+    parser.set_defaults(handler=run_explain)
+
+
+def _count(text: str) -> int:
+    if not text.isascii() or not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}")
+    return int(text)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """The `explain` handler."""
+    gain = Gain.parse(args.gain)
+    selection = select_measures([args.measure], gain)
+    if len(selection.keys) != 1 or selection.keys[0].is_count:
+        raise MeasureError(
+            f"-m {args.measure}: name one measure, e.g. ndcg_cut.10 (not a family or a count)"
+        )
+    evaluation_set = load_evaluation_set(args.qrels)
+    before, after = load_run(args.before), load_run(args.after)
+    explanation = explain_runs(
+        evaluation_set, before, after, selection, gain=gain, documents=args.top
+    )
+    body = change_json(explanation.change, explanation.rankings)
+    body["queries"] = body["queries"][: args.top]
+    if args.format == "json":
+        value = {
+            "measure": explanation.measure,
+            "before_run": args.before,
+            "after_run": args.after,
+            **body,
+        }
+        sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    change = explanation.change
+    lines = [
+        f"{explanation.measure}: {_f(change.before)} on {change.before_queries} queries before, "
+        f"{_f(change.after)} on {change.after_queries} after, change {change.change:+.4f}"
+    ]
+    rankings = dict(explanation.rankings)
+    for row in body["queries"]:
+        lines.append(
+            f"{row['query']}\tbefore {_f(row['before'])}\tafter {_f(row['after'])}\t"
+            f"contribution {row['contribution']:+.5f}\t{row['status'].replace('_', ' ')}"
+        )
+        moved = rankings.get(row["query"])
+        if moved is not None and (moved.left or moved.entered):
+            left = ", ".join(moved.left) or "-"
+            entered = ", ".join(moved.entered) or "-"
+            lines.append(f"\tleft the top {moved.k}: {left}; entered: {entered}")
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    return 0
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.4f}"
