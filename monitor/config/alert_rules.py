@@ -7,7 +7,7 @@ take a unit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from monitor.alerting.rules import (
     Trend,
 )
 from monitor.config.source import (
+    REQUIRED,
     ConfigSection,
     as_choice,
     as_duration,
@@ -41,6 +42,7 @@ __all__ = [
     "SEVERITIES",
     "RuleContext",
     "read_rule",
+    "read_segment_filter",
     "render_rule",
 ]
 
@@ -161,16 +163,24 @@ def _cutoff(rule: ConfigSection, text: str, context: RuleContext) -> int:
 
 
 def _segment_filter(rule: ConfigSection, context: RuleContext) -> Segment | None:
-    raw = rule.get("segment", _segment_mapping, None)
+    return read_segment_filter(rule, "segment", context.segment_keys)
+
+
+def read_segment_filter(
+    section: ConfigSection, name: str, segment_keys: Sequence[str], *, required: bool = False
+) -> Segment | None:
+    """A segment filter `{key: value}` of configured segment keys (a rule's `segment`, a
+    comparison's `baseline` and `candidate`); None when absent and not `required`."""
+    raw = section.get(name, _segment_mapping, REQUIRED if required else None)
     if raw is None:
         return None
     for key, value in raw.items():
-        if key not in context.segment_keys:
-            raise rule.error(
-                f"segment.{key}", f"is not a configured segment key {list(context.segment_keys)}"
+        if key not in segment_keys:
+            raise section.error(
+                f"{name}.{key}", f"is not a configured segment key {list(segment_keys)}"
             )
         if not isinstance(value, str):
-            raise rule.error(f"segment.{key}", f"must be a string, got {describe(value)}")
+            raise section.error(f"{name}.{key}", f"must be a string, got {describe(value)}")
     # A filter names a subset of the keys; windows carry all of them, so matching is by subset.
     return tuple(sorted((str(k), str(v)) for k, v in raw.items()))
 

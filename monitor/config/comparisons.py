@@ -18,14 +18,14 @@ comparisons:
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from monitor.comparisons.settings import DEFAULT_MIN_QUERIES, ComparisonConfig
+from monitor.config.alert_rules import read_segment_filter
 from monitor.config.source import ConfigSection, as_int, as_number, as_str, as_str_list, describe
 from monitor.errors import MeasureError
 from monitor.scoring.catalog import KINDS, MeasureKey
-from monitor.windows.summary import Segment
 
 __all__ = ["read_comparisons", "render_comparisons"]
 
@@ -54,8 +54,8 @@ def read_comparisons(
             raise item.error("name", f"another comparison is named {describe(name)}")
         names.add(name)
         labelled = item.labelled(f"comparison '{name}': ")
-        baseline = _segment(labelled, "baseline", segment_keys)
-        candidate = _segment(labelled, "candidate", segment_keys)
+        baseline = read_segment_filter(labelled, "baseline", segment_keys, required=True) or ()
+        candidate = read_segment_filter(labelled, "candidate", segment_keys, required=True) or ()
         if baseline == candidate:
             raise labelled.error("candidate", "is the same segment filter as the baseline")
         wanted = labelled.get("measures", as_str_list, headline)
@@ -75,24 +75,6 @@ def read_comparisons(
         labelled.finish()
         comparisons.append(comparison)
     return tuple(comparisons)
-
-
-def _segment(section: ConfigSection, name: str, segment_keys: Sequence[str]) -> Segment:
-    raw = section.get(name, _mapping)
-    for key, value in raw.items():
-        if key not in segment_keys:
-            raise section.error(
-                f"{name}.{key}", f"is not a configured segment key {list(segment_keys)}"
-            )
-        if not isinstance(value, str):
-            raise section.error(f"{name}.{key}", f"must be a string, got {describe(value)}")
-    return tuple(sorted((str(k), str(v)) for k, v in raw.items()))
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    if not isinstance(value, Mapping) or not value:
-        raise ValueError("must be a mapping of segment key to value, e.g. {model: v1}")
-    return value
 
 
 def _measure(section: ConfigSection, text: str, known: set[str], gains: Sequence[str]) -> str:
