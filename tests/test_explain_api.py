@@ -17,7 +17,11 @@ import pytest
 
 from monitor.clock import FakeClock
 from monitor.config.loader import Config, load_config
+from monitor.explain.api import ExplainApi, explanation_json
+from monitor.explain.store import ExplainStore
+from monitor.scoring.evalset import EvaluationSet
 from monitor.service import Monitor
+from monitor.windows.summary import WindowSummary
 from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
 
 T0 = 1_767_225_600_000
@@ -187,3 +191,31 @@ def test_a_dashboards_data_link_time_picks_the_newest_window_ended_by_then(
     assert json.loads(by_time) == json.loads(by_start)
     _, _, earlier = get(monitor, f"/api/v1/explain?segment=model=v1&measure=ndcg@10&at={end - 1}")
     assert json.loads(earlier)["window"]["start_ms"] == last_start() - 10_000
+
+
+def test_two_segments_of_a_comparison_are_explained_in_the_same_window() -> None:
+    key = "ndcg@10:linear"
+
+    def window(model: str, values: dict[str, float]) -> WindowSummary:
+        mean = sum(values.values()) / len(values)
+        return WindowSummary(
+            window="10s", start_ms=0, end_ms=10_000, segment=(("model", model),),
+            evaluation_set_version="e", events=len(values), queries=len(values),
+            evaluation_set_queries=len(values), means={key: mean},
+            sums={key: sum(values.values())}, event_means={key: mean},
+            query_means={q: {key: v} for q, v in values.items()},
+        )  # fmt: skip
+
+    store = ExplainStore([key], keep=3)
+    store.add(window("v1", {"a": 0.9, "b": 0.5, "c": 0.7}))
+    store.add(window("v2", {"a": 0.2, "b": 0.6, "d": 1.0}))
+    empty = EvaluationSet({}, None)
+    api = ExplainApi(store, None, lambda: empty, default_measure=key)
+    query = {"segment": ["model=v2"], "segment_against": ["model=v1"], "window": ["0"]}
+    document = explanation_json(api.explain(query))
+    validate(document, "explain")
+    assert document["against"] == {"kind": "segment", "segment": "model=v1", "windows": [0]}
+    rows = {r["query"]: r for r in document["queries"]}
+    assert rows["a"]["contribution"] == pytest.approx(0.2 / 3 - 0.9 / 3)
+    assert rows["c"]["status"] == "only_before" and rows["d"]["status"] == "only_after"
+    assert abs(sum(r["contribution"] for r in document["queries"]) - document["change"]) < 1e-12
