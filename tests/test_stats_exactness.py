@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -62,6 +62,7 @@ def test_the_t_interval_and_p_value_match_ttest_rel(data: tuple[list[float], lis
 
 @settings(max_examples=60, deadline=None)
 @given(pairs(2, 12))
+@example(([0.0, 0.0, 0.0], [0.0, 1.0, 1e-12]))  # a difference of 1e-12 is not a tie
 def test_the_exact_permutation_p_value_matches_scipy_enumeration(
     data: tuple[list[float], list[float]],
 ) -> None:
@@ -94,7 +95,8 @@ def test_an_exact_permutation_p_value_enumerated_by_hand() -> None:
     assert paired_comparison(d, test="permutation").p_value == expected
 
 
-@settings(max_examples=15, deadline=None)
+# Monte Carlo on both sides: the same examples every run, so a 3-error bound cannot flake.
+@settings(max_examples=15, deadline=None, derandomize=True)
 @given(pairs(20, 200))
 def test_the_random_sign_flip_p_value_is_within_three_monte_carlo_errors_of_scipy(
     data: tuple[list[float], list[float]],
@@ -118,7 +120,8 @@ def test_the_random_sign_flip_p_value_is_within_three_monte_carlo_errors_of_scip
     assert abs(ours.p_value - theirs.pvalue) <= 3 * math.sqrt(2) * error + 2 / draws
 
 
-@settings(max_examples=15, deadline=None)
+# Monte Carlo on both sides: the same examples every run, so a 3-error bound cannot flake.
+@settings(max_examples=15, deadline=None, derandomize=True)
 @given(pairs(20, 200))
 def test_the_bootstrap_interval_is_within_three_monte_carlo_errors_of_scipy(
     data: tuple[list[float], list[float]],
