@@ -90,6 +90,7 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         intro = [
             f"broker at {broker.bootstrap_servers} (Tansu), topic {TOPIC}",
             f"metrics at {monitor.metrics_url}",
+            f"page at {monitor.metrics_url.removesuffix('/metrics')}/ (why each window changed)",
             f"v1 degrades {scenario.degrade_after_s:g}s after start; alert {ALERT_NAME} fires "
             f"when a window's nDCG@10 is below {ALERT_FLOOR}; Ctrl-C ends the demo",
         ]
