@@ -270,3 +270,14 @@ def test_log_sink_writes_one_line_even_when_labels_and_annotations_share_names(
     assert record.getMessage() == "alert ndcg10-floor firing"
     assert record.fields["measure"] == "ndcg@10"  # type: ignore[attr-defined]
     assert record.fields["value"] == "0.41"  # type: ignore[attr-defined]
+
+
+def test_both_payloads_link_to_the_explanation_when_there_is_one() -> None:
+    linked = AlertMessage(
+        {"alertname": "a"}, {}, 1_000, generator_url="https://r.example/explain?segment=all"
+    )
+    assert linked.to_alertmanager(2_000, 60_000)["generatorURL"] == linked.generator_url
+    assert linked.to_webhook()["generatorURL"] == linked.generator_url
+    plain = AlertMessage({"alertname": "a"}, {}, 1_000)
+    assert "generatorURL" not in plain.to_alertmanager(2_000, 60_000)  # Alertmanager: optional
+    assert plain.to_webhook()["generatorURL"] is None
