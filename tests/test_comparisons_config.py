@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from monitor.alerting.engine import AlertEngine
 from monitor.alerting.rules import Comparison
+from monitor.comparisons.record import ComparisonRecord, MeasureComparison
 from monitor.config.loader import Config, load_config
 from monitor.errors import ConfigError
+from monitor.stats.paired import PairedResult
+from monitor.stats.sequence import SequenceState
 
 BASE = """
 kafka: {topic: events}
@@ -94,3 +98,33 @@ def test_a_comparison_rule_names_a_configured_comparison_and_one_of_its_measures
         with pytest.raises(ConfigError) as raised:
             load(tmp_path, comparisons + f"alerts:\n  rules:\n    - {bad}\n")
         assert raised.value.key == key, bad
+
+
+def test_a_comparison_alert_links_to_the_candidate_against_the_baseline_segment(
+    tmp_path: Path,
+) -> None:
+    config = load(
+        tmp_path,
+        'export: {external_url: "https://rankmon.example.com"}\n'
+        f"comparisons:\n  - {{name: c, {SIDES}, measures: [ndcg@10]}}\n"
+        "alerts:\n  log: false\n  rules:\n    - {name: worse, comparison: {name: c}}\n",
+    )
+    engine = AlertEngine(config.alerts, start_ms=0)
+    worse = MeasureComparison(
+        "ndcg@10:exp",
+        PairedResult(30, -0.05, 0.01, -0.07, -0.03, 0.001, -0.9),
+        0.7,
+        0.65,
+        "e1",
+        sequence=SequenceState(windows=3, precision=3e4, weighted_sum=-1500.0),
+        sequence_lower=-0.07,
+        sequence_upper=-0.03,
+    )
+    record = ComparisonRecord("c", "5m", 600_000, 900_000, (worse,))
+    (transition,) = engine.observe_comparisons([record], 1_000_000)
+    assert transition.message is not None
+    url = transition.message.generator_url
+    assert url == (
+        "https://rankmon.example.com/explain?segment=model%3Dv2&measure=ndcg%4010%3Aexp"
+        "&window=600000&segment_against=model%3Dv1"
+    )
