@@ -202,7 +202,6 @@ def example_comparisons() -> tuple[ComparisonConfig, ...]:
     return read_comparisons(
         ConfigSection(raw, "", {}),
         measures=monitor_keys(example.metrics.cutoffs, example.metrics.gains),
-        gains=example.metrics.gain_names,
         segment_keys=["model"],
     )
 

@@ -25,7 +25,7 @@ from monitor.comparisons.settings import DEFAULT_MIN_QUERIES, ComparisonConfig
 from monitor.config.alert_rules import read_segment_filter
 from monitor.config.source import ConfigSection, as_int, as_number, as_str, as_str_list, describe
 from monitor.errors import MeasureError
-from monitor.scoring.catalog import KINDS, MeasureKey
+from monitor.scoring.catalog import KINDS, MeasureKey, resolve_key
 
 __all__ = ["read_comparisons", "render_comparisons"]
 
@@ -34,11 +34,10 @@ def read_comparisons(
     section: ConfigSection,
     *,
     measures: Sequence[MeasureKey],
-    gains: Sequence[str],
     segment_keys: Sequence[str],
 ) -> tuple[ComparisonConfig, ...]:
     """Every comparison of the list, checked against what the monitor computes."""
-    known = {str(key) for key in measures}
+    known = [str(key) for key in measures]  # in order: the first gain first
     headline = tuple(
         str(key)
         for key in measures
@@ -59,7 +58,7 @@ def read_comparisons(
         if baseline == candidate:
             raise labelled.error("candidate", "is the same segment filter as the baseline")
         wanted = labelled.get("measures", as_str_list, headline)
-        keys = tuple(_measure(labelled, text, known, gains) for text in wanted)
+        keys = tuple(_measure(labelled, text, known) for text in wanted)
         comparison = ComparisonConfig(
             name=name,
             baseline=baseline,
@@ -77,19 +76,17 @@ def read_comparisons(
     return tuple(comparisons)
 
 
-def _measure(section: ConfigSection, text: str, known: set[str], gains: Sequence[str]) -> str:
+def _measure(section: ConfigSection, text: str, known: Sequence[str]) -> str:
     try:
-        key = MeasureKey.parse(text)
+        key = resolve_key(text, known)
     except MeasureError as error:
         raise section.error("measures", str(error)) from None
-    if key.gain is not None and ":" not in text:
-        key = MeasureKey(key.kind, key.k, MeasureKey.parse(f"{text}:{gains[0]}").gain)
-    if str(key) not in known or KINDS[key.kind].gauge is None:
+    if key is None or KINDS[MeasureKey.parse(key).kind].gauge is None:
         raise section.error(
             "measures",
             f"{describe(text)} is not a measure the monitor exports ({', '.join(sorted(known))})",
         )
-    return str(key)
+    return key
 
 
 def _open_unit(value: Any) -> float:

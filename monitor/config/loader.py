@@ -191,7 +191,6 @@ def config_from_tree(
     comparisons = read_comparisons(
         root,
         measures=monitor_keys(metrics.cutoffs, metrics.gains),
-        gains=metrics.gain_names,
         segment_keys=segments.keys,
     )
     config = Config(

@@ -28,7 +28,7 @@ from monitor.explain.change import Change, explain_change
 from monitor.explain.rankings import RankingChange, ranking_change
 from monitor.explain.store import ExplainStore, KeptWindow
 from monitor.export.http import Response
-from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.catalog import MeasureKey, resolve_key
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import LINEAR
 from monitor.windows.samples import RankingSamples
@@ -224,14 +224,10 @@ class ExplainApi:
     def _measure(self, query: Mapping[str, list[str]]) -> str:
         text = _one(query, "measure") or self.default_measure
         try:
-            key = MeasureKey.parse(text)
+            measure = resolve_key(text, self.store.measures)
         except MeasureError as error:
             raise ApiError("400 Bad Request", str(error)) from None
-        measure = str(key)
-        if measure not in self.store.measures and ":" not in text:
-            gained = [m for m in self.store.measures if m.startswith(text + ":")]
-            measure = gained[0] if gained else measure
-        if measure not in self.store.measures:
+        if measure is None:
             raise ApiError(
                 "400 Bad Request",
                 f"measure {text!r} is not one rankmon computes ({', '.join(self.store.measures)})",

@@ -39,6 +39,7 @@ __all__ = [
     "MeasureKind",
     "monitor_keys",
     "parse_trec_names",
+    "resolve_key",
 ]
 
 
@@ -256,3 +257,13 @@ def monitor_keys(cutoffs: Sequence[int], gains: Sequence[Gain | str]) -> list[Me
         keys.extend(MeasureKey(kind, k) for k in cutoffs)
     keys.extend([MeasureKey("mrr"), MeasureKey("map")])
     return keys
+
+
+def resolve_key(text: str, known: Sequence[str]) -> str | None:
+    """The key of `known` that `text` names, None if none: `ndcg@10:exp` as written,
+    `ndcg@10` (no gain written) the first nDCG@10 of `known` (the first configured gain).
+    Raises `MeasureError` when `text` is no measure key at all."""
+    key = str(MeasureKey.parse(text))
+    if KINDS[MeasureKey.parse(text).kind].gain and ":" not in text:
+        return next((m for m in known if m.startswith(text.strip() + ":")), None)
+    return key if key in known else None
