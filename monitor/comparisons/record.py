@@ -44,11 +44,6 @@ class MeasureComparison:
     sequence_upper: float = math.inf
     fingerprint: str = ""
 
-    @property
-    def verdict_defined(self) -> bool:
-        """Whether the window gave a verdict (enough common queries, floors met)."""
-        return not math.isnan(self.result.delta)
-
     def to_dict(self) -> dict[str, Any]:
         """Flat: the statistics beside the rest (`rankmon_comparison_*` names them so)."""
         raw = {k: v for k, v in asdict(self).items() if k != "result"}

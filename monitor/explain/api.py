@@ -32,7 +32,7 @@ from monitor.scoring.catalog import MeasureKey, resolve_key
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import LINEAR
 from monitor.windows.samples import RankingSamples
-from monitor.windows.summary import Segment, segment_label, standard_error
+from monitor.windows.summary import Segment, segment_label
 
 __all__ = ["ApiError", "ExplainApi", "change_json", "parse_segment"]
 
@@ -86,7 +86,6 @@ class ExplainApi:
         evaluation_set: Callable[[], EvaluationSet],
         *,
         default_measure: str,
-        gains: Mapping[str, Any] | None = None,
         baseline_windows: Callable[[str], int] | None = None,
     ) -> None:
         self.store = store
@@ -289,8 +288,7 @@ def window_json(kept: KeptWindow) -> dict[str, Any]:
     measures = {}
     for key in kept.measures:
         mean = s.means.get(key, math.nan)
-        n = sum(1 for v in kept.values[:, kept.measures.index(key)].tolist() if math.isfinite(v))
-        stderr = standard_error(s.sums.get(key, math.nan), s.squares.get(key, math.nan), n)
+        stderr = kept.stderr(key)
         measures[key] = {
             "mean": _num(mean),
             "stderr": _num(stderr),

@@ -22,7 +22,7 @@ from monitor.explain.api import ApiError, ExplainApi, Explanation
 from monitor.explain.rankings import RankedDocument
 from monitor.explain.store import KeptWindow
 from monitor.export.http import Response
-from monitor.windows.summary import Segment, segment_label, standard_error
+from monitor.windows.summary import Segment, segment_label
 
 __all__ = ["AlertView", "ExplainPages", "explain_path"]
 
@@ -163,10 +163,7 @@ def _chart(measure: str, windows: list[KeptWindow], floors: list[tuple[str, floa
     for kept in windows:
         s = kept.summary
         mean = s.means.get(measure, math.nan)
-        n = sum(
-            1 for v in kept.values[:, kept.measures.index(measure)].tolist() if math.isfinite(v)
-        )
-        se = standard_error(s.sums.get(measure, math.nan), s.squares.get(measure, math.nan), n)
+        se = kept.stderr(measure)
         if math.isfinite(mean):
             half = 1.96 * se if math.isfinite(se) else 0.0
             points.append((s.start_ms, mean, mean - half, mean + half))

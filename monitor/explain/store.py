@@ -10,7 +10,6 @@ leaves). Written by the poll loop at each finalize, read by the HTTP thread: a l
 from __future__ import annotations
 
 import math
-import sys
 import threading
 from collections import deque
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from monitor.windows.summary import Segment, WindowSummary
+from monitor.windows.summary import Segment, WindowSummary, standard_error
 
 __all__ = ["ExplainStore", "KeptWindow"]
 
@@ -40,14 +39,7 @@ class KeptWindow:
             [[summary.query_means[q].get(m, math.nan) for m in measures] for q in queries],
             dtype=np.float64,
         ).reshape(len(queries), len(measures))
-        # the standard errors need the squares: keep them even though query_means go
-        squares = dict(summary.squares) or {
-            m: math.fsum(v * v for v in values[:, j] if math.isfinite(v))
-            for j, m in enumerate(measures)
-        }
-        return cls(
-            replace(summary, query_means={}, squares=squares), queries, tuple(measures), values
-        )
+        return cls(replace(summary, query_means={}), queries, tuple(measures), values)
 
     def query_values(self, measure: str) -> dict[str, float]:
         """Each query's mean of `measure` (queries without a value left out)."""
@@ -60,14 +52,10 @@ class KeptWindow:
             if math.isfinite(v)
         }
 
-    @property
-    def nbytes(self) -> int:
-        """What the window's per-query part holds: the matrix and the query ids."""
-        return (
-            int(self.values.nbytes)
-            + sum(sys.getsizeof(q) for q in self.queries)
-            + 8 * len(self.queries)
-        )
+    def stderr(self, measure: str) -> float:
+        """The standard error of the window's mean of `measure` over its queries."""
+        values = list(self.query_values(measure).values())
+        return standard_error(math.fsum(values), math.fsum(v * v for v in values), len(values))
 
 
 class ExplainStore:
@@ -147,7 +135,3 @@ class ExplainStore:
             for query, value in window.query_values(measure).items():
                 sums.setdefault(query, []).append(value)
         return {q: math.fsum(v) / len(v) for q, v in sums.items()}, earlier
-
-    def nbytes(self) -> int:
-        with self._lock:
-            return sum(w.nbytes for windows in self._windows.values() for w in windows)

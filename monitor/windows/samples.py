@@ -11,7 +11,6 @@ smaller than a tuple of strings.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Sequence
 
@@ -69,8 +68,3 @@ class RankingSamples:
             old = [key for key in self._rankings if key[2] < time_ms]
             for key in old:
                 del self._rankings[key]
-
-    def bytes_held(self) -> int:
-        """An estimate of the memory the rankings hold (strings and dict slots)."""
-        with self._lock:
-            return sum(sys.getsizeof(text) + 150 for text in self._rankings.values())
