@@ -211,6 +211,9 @@ class Monitor:
         self._errors_counted: dict[str, int] = {}
         self._reachability = Reachability(config.kafka.bootstrap_servers, self.clock)
         self._history: dict[Segment, deque[WindowSummary]] = {}
+        # What other threads (the live view, the page) read of the alerts: a copy the loop
+        # takes after each change, never the engine's own dictionaries.
+        self._active_alerts: list[ActiveAlert] = []
         self._snapshot_lock = threading.Lock()
         self.exporter.set_evaluation_set(
             self.evaluation.current.version, len(self.evaluation.current)
@@ -231,7 +234,7 @@ class Monitor:
         with self._snapshot_lock:
             history = {segment: list(windows) for segment, windows in self._history.items()}
             outcomes = dict(self._tally.totals)
-            alerts = self.alerts.active()
+            alerts = list(self._active_alerts)
         return MonitorSnapshot(
             history,
             outcomes,
@@ -367,6 +370,7 @@ class Monitor:
             self.exporter.record_comparison(record)
         self.alerts.observe_comparisons(compared, now)
         self.alerts.tick(now, elapsed_ms=elapsed)
+        self._copy_active_alerts()
         self._export_progress()
         self._window_log.state(self.windows, self.checkpoint.held)
         self.checkpoint.commit()
@@ -475,17 +479,15 @@ class Monitor:
         )
         return {**api.routes(), **pages.routes()}
 
-    def _alert_views(self) -> list[AlertView]:
-        """The alerts for the page; read from the HTTP thread while the loop may change them
-        (a dict changing size mid-read is read again)."""
-        for _ in range(3):
-            try:
-                return self._alert_views_now()
-            except RuntimeError:
-                continue
-        return []
+    def _copy_active_alerts(self) -> None:
+        active = self.alerts.active()
+        with self._snapshot_lock:
+            self._active_alerts = active
 
-    def _alert_views_now(self) -> list[AlertView]:
+    def _alert_views(self) -> list[AlertView]:
+        """The alerts for the page (from the HTTP thread: the loop's copy)."""
+        with self._snapshot_lock:
+            active = list(self._active_alerts)
         return [
             AlertView(
                 a.rule.name,
@@ -496,7 +498,7 @@ class Monitor:
                 _alert_why(a),
                 a.window,
             )
-            for a in self.alerts.active()
+            for a in active
         ]
 
     # -- start and stop -------------------------------------------------------------------
@@ -522,6 +524,7 @@ class Monitor:
         for record in compared:
             self.exporter.record_comparison(record)
         self.alerts.observe_comparisons(compared, self.clock.now_ms(), restoring=True)
+        self._copy_active_alerts()
         _log.info(
             "read published windows",
             extra=fields(shares=restore.read, restored=len(restored), partitions=sorted(owned)),
