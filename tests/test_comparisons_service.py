@@ -4,6 +4,7 @@ topic before the window's shares, become gauges and alerts, and survive a restar
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -63,9 +64,12 @@ class Loop:
         )
         self.monitor.start()
 
-    def serve_window(self, start_ms: int, number: int) -> None:
+    def serve_window(
+        self, start_ms: int, number: int, v2: Callable[[int], list[str]] = lambda i: ["d2", "d1"]
+    ) -> None:
+        """Both models serve every query once; v1 ranks (d1, d2), v2 as `v2(query index)`."""
         for i in range(QUERIES):
-            for model, ranking in (("v1", ["d1", "d2"]), ("v2", ["d2", "d1"])):
+            for model, ranking in (("v1", ["d1", "d2"]), ("v2", v2(i))):
                 event = {
                     "event_id": f"{model}-{number}-{i}",
                     "query_id": f"q{i}",
@@ -152,18 +156,11 @@ def test_a_spread_of_losses_fires_the_worse_rule_through_the_always_valid_interv
     producer = FakeProducer()
     loop = Loop(config, producer)
     for number in range(12):
-        start = T0 + number * 10_000
-        for i in range(QUERIES):
-            v2 = ["d2", "d1"] if (i + number) % 2 else ["d1", "d2"]
-            for model, ranking in (("v1", ["d1", "d2"]), ("v2", v2)):
-                event = {
-                    "event_id": f"{model}-{number}-{i}",
-                    "query_id": f"q{i}",
-                    "ranking": ranking,
-                    "segment": {"model": model},
-                    "event_time": start + 100 + i,
-                }
-                loop.stream.append(0, orjson.dumps(event), start + 100 + i)
+
+        def v2(i: int, n: int = number) -> list[str]:
+            return ["d2", "d1"] if (i + n) % 2 else ["d1", "d2"]
+
+        loop.serve_window(T0 + number * 10_000, number, v2)
         loop.run_for(500)
     loop.clock.advance(200_000)
     loop.run_for(7_000)
