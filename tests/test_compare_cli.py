@@ -201,4 +201,4 @@ def test_bad_input_is_one_line_naming_the_file_and_line_and_exit_code_2(
         )
         == 2
     )
-    assert "counts are not compared" in capsys.readouterr().err
+    assert "counts and summary-only values are not compared" in capsys.readouterr().err

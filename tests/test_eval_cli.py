@@ -119,17 +119,20 @@ def test_trec_output_has_trec_eval_layout_and_table_order_whatever_the_m_order(
     ]
 
 
-def test_default_measures_are_every_measure_rankmon_implements(
+def test_default_measures_are_the_ones_the_streaming_monitor_computes_in_trec_eval_order(
     files: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     names = [line.split("\t")[0].strip() for line in eval_lines(capsys, *files)]
-    assert names[:7] == ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "recip_rank"]
+    head = ["runid", "num_q", "num_ret", "num_rel", "num_rel_ret", "map", "Rprec", "recip_rank"]
+    assert names[:8] == head
     cutoffs = ["5", "10", "15", "20", "30", "100", "200", "500", "1000"]
-    assert names[7:] == [
+    assert names[8:] == [
         *(f"P_{k}" for k in cutoffs),
         *(f"recall_{k}" for k in cutoffs),
         "ndcg",
         *(f"ndcg_cut_{k}" for k in cutoffs),
+        *(f"map_cut_{k}" for k in cutoffs),
+        *(f"success_{k}" for k in ("1", "5", "10")),
     ]
 
 
@@ -238,7 +241,13 @@ def test_missing_file_is_named(
         ("-m", "P.0", "P.0"),
         ("-m", "P.five", "P.five"),
         ("-m", "map.5", "map"),
-        ("-m", "all_trec", "all_rankmon"),
+        ("-m", "prefs", "qrels_prefs"),
+        ("-m", "ndcg.1:3", "name=value"),
+        ("-m", "utility.1,2", "4 coefficients"),
+        ("-m", "P.5,5", "twice"),
+        ("-m", "official.5", "no parameters"),
+        ("-R", "qrels_jg", "-R qrels_jg"),
+        ("-N", "many", "-N DOCS"),
         ("-l", "two", "-l LEVEL"),
         ("-l", "-1", "-l LEVEL"),
         ("-M", "ten", "-M DEPTH"),

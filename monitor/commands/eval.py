@@ -1,8 +1,9 @@
 """`rankmon eval QRELS RUN`: the metric engine offline on TREC files, with trec_eval's interface.
 
-Options mirror trec_eval's (`-q`, `-c`, `-m`, `-l`, `-M`); what rankmon adds is `--gain`,
-`--format json` and `--score-precision`. Bad input of any kind (a file, a measure name, an
-option value) raises a `RankmonError`, which `monitor.cli` prints as one line with exit code 2.
+Options mirror trec_eval's (`-q`, `-c`, `-m`, `-l`, `-M`, `-J`, `-N`, `-n`, `-R`); what
+rankmon adds is `--gain`, `--format json` and `--score-precision`. Bad input of any kind (a
+file, a measure name, an option value) raises a `RankmonError`, which `monitor.cli` prints
+as one line with exit code 2.
 """
 
 from __future__ import annotations
@@ -28,14 +29,19 @@ every judged document of the query, a query without relevant documents scores 0)
 """
 
 _EPILOG = f"""\
-measures (-m, trec_eval's names; a family without parameters takes the cutoffs
-5,10,15,20,30,100,200,500,1000):
-  ndcg  ndcg_cut.K,...  P.K,...  recall.K,...  recip_rank  map
-  num_ret  num_rel  num_rel_ret  num_q  runid
-  {ALL_RANKMON}  all of the above (the default)
+measures (-m, trec_eval 10.0's names and parameters; MEASURE.PARAMS, e.g. P.5,10):
+  num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall
+  P relstring recall infAP gm_bpref Rprec_mult utility 11pt_avg binG G dcg ideal_dcg
+  ndcg ndcg_rel Rndcg ndcg_cut map_cut relative_P success set_P set_relative_P
+  set_recall set_map set_F num_nonrel_judged_ret yaap rbp rbp_resid unj num_q runid
+  groups: official, all_trec, set (trec_eval's); {ALL_RANKMON} (the default): the
+  measures the streaming monitor computes too
+  parameters: cutoffs P.5,10; recall levels iprec_at_recall..1,.5; gains
+  ndcg.1=3,2=9; persistence rbp.p=0.8; coefficients utility.2,-1,0,0
 
 examples:
   rankmon eval qrels.txt run.txt -q -m ndcg_cut.10 -m P.10
+  rankmon eval qrels.txt run.txt -m all_trec -J
   rankmon eval qrels.txt run.txt -c --gain exp --format json
 """
 
@@ -92,6 +98,29 @@ def _add_trec_eval_options(parser: argparse.ArgumentParser) -> None:
         help="evaluate only the first DEPTH documents of each query after ordering "
         f"(default {TREC_EVAL_MAX_RETRIEVED}, as trec_eval)",
     )
+    parser.add_argument(
+        "-J",
+        dest="judged_only",
+        action="store_true",
+        help="drop the documents the qrels do not judge from every ranking (after -M)",
+    )
+    parser.add_argument(
+        "-N",
+        dest="num_docs",
+        metavar="DOCS",
+        default="0",
+        help="number of documents in the collection (utility's fourth coefficient; default 0)",
+    )
+    parser.add_argument(
+        "-n", dest="no_summary", action="store_true", help="no summary: only -q's lines"
+    )
+    parser.add_argument(
+        "-R",
+        dest="rel_format",
+        metavar="FORMAT",
+        default="qrels",
+        help="judgment file format: qrels (the only one rankmon reads: TREC qrels or .jsonl)",
+    )
 
 
 def _add_rankmon_options(parser: argparse.ArgumentParser) -> None:
@@ -139,6 +168,8 @@ def run_eval(args: argparse.Namespace) -> int:
     selection = select_measures(args.measures or [ALL_RANKMON], Gain.parse(args.gain))
     relevance_level = _whole_number(args.level, "-l LEVEL (relevance level)")
     max_retrieved = _whole_number(args.max_retrieved, "-M DEPTH (documents per query)")
+    num_docs = _whole_number(args.num_docs, "-N DOCS (documents in the collection)")
+    _check_rel_format(args.rel_format)
     evaluation_set = load_evaluation_set(args.qrels)
     run = load_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
     _warn_when_nothing_is_scored(args.run, run.query_ids, evaluation_set.query_ids)
@@ -148,13 +179,26 @@ def run_eval(args: argparse.Namespace) -> int:
         selection,
         complete=args.complete,
         relevance_level=relevance_level,
+        judged_only=args.judged_only,
+        num_docs=num_docs,
     )
     if args.format == "json":
-        sys.stdout.write(report.to_json().decode())
+        sys.stdout.write(report.to_json(summary=not args.no_summary).decode())
     else:
-        lines = report.trec_lines(per_query=args.per_query)
+        lines = report.trec_lines(per_query=args.per_query, summary=not args.no_summary)
         sys.stdout.write("".join(f"{line}\n" for line in lines))
     return 0
+
+
+def _check_rel_format(name: str) -> None:
+    if name == "qrels":
+        return
+    if name in ("qrels_prefs", "qrels_jg"):
+        raise MeasureError(
+            f"-R {name}: rankmon reads graded qrels only (trec_eval's -R qrels), not "
+            "preference or judgment-group files"
+        )
+    raise MeasureError(f"-R {name!r}: unknown judgment format; rankmon reads -R qrels")
 
 
 def _whole_number(text: str, option: str) -> int:

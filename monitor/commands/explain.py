@@ -68,7 +68,7 @@ def run_explain(args: argparse.Namespace) -> int:
     """The `explain` handler."""
     gain = Gain.parse(args.gain)
     selection = select_measures([args.measure], gain)
-    if len(selection.keys) != 1 or selection.keys[0].is_count:
+    if len(selection.names) != 1 or selection.not_averaged():
         raise MeasureError(
             f"-m {args.measure}: name one measure, e.g. ndcg_cut.10 (not a family or a count)"
         )

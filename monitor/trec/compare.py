@@ -92,12 +92,11 @@ def compare_runs(
     """Every candidate on every measure, in the order given (module docstring)."""
     if gate not in GATES:
         raise MeasureError(f"unknown gate {gate!r}: one of {', '.join(GATES)}")
-    counts = [
-        name for name, key in zip(selection.names, selection.keys, strict=True) if key.is_count
-    ]
+    counts = selection.not_averaged()
     if counts:
         raise MeasureError(
-            f"{', '.join(counts)}: counts are not compared; name a measure such as ndcg_cut.10"
+            f"{', '.join(counts)}: counts and summary-only values are not compared; name a "
+            "measure such as ndcg_cut.10"
         )
     queries = sorted(evaluation_set)
 

@@ -6,17 +6,18 @@ Which queries are evaluated (docs/metric-conventions.md Q1-Q3, trec_eval.c):
 - without `complete` (trec_eval 9's default) only queries in both are evaluated, and means
   are over them;
 - with `complete` (trec_eval's `-c`) every query of the evaluation set is evaluated, a query
-  the run misses as an empty ranking: 0 for every measure, but its `num_rel` still counts,
-  and the means divide by the number of evaluation-set queries (trec_eval 10.0 prints these
-  queries with `-q` too);
-- a query without relevant documents is evaluated and scores 0.
+  the run misses as trec_eval ranks it (one document outside the pool): 0 for every measure
+  but `num_rel` and the judgment counts, and the means divide by the number of evaluation-set
+  queries (trec_eval 10.0 prints these queries with `-q` too);
+- a query without relevant documents is evaluated and scores 0;
+- with `judged_only` (`-J`) documents the qrels do not judge are dropped from each ranking
+  (after `-M`), as if never retrieved.
 
-The values come from the batch engine (`monitor.scoring.batch.BatchScorer`), the one the streaming
-monitor uses, so the trec_eval conformance tests vouch for both.
-
-Queries are reported in `strcmp` order of their ids, as trec_eval sorts them; measures in
-trec_eval's table order (`num_ret num_rel num_rel_ret map recip_rank P recall ndcg ndcg_cut`),
-cutoffs ascending within a family, whatever order `-m` named them in.
+Two engines compute the values. The measures the streaming monitor computes too (nDCG, P,
+recall, MAP, MRR and the counts) come from its batch engine (`monitor.scoring.batch`), so the
+trec_eval conformance tests vouch for the numbers the monitor exports; the others from
+`monitor.trec.families`. Queries are reported in `strcmp` order of their ids, as trec_eval sorts
+them; measures in trec_eval's table order (`monitor.trec.table`), whatever order `-m` named them.
 """
 
 from __future__ import annotations
@@ -24,13 +25,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from monitor.errors import MeasureError
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import MeasureKey, parse_trec_names
+from monitor.scoring.catalog import MeasureKey
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import LINEAR, Gain
-from monitor.trec.report import NUM_Q, RUN_ID, EvaluationReport, Value, summarize
+from monitor.trec.families import Settings, compute, reset_missing
+from monitor.trec.ranked import RankedRelevance
+from monitor.trec.report import NUM_Q, RUN_ID, Column, EvaluationReport, Value, summarize
 from monitor.trec.runfile import Run
+from monitor.trec.table import ALL_RANKMON, Requested, request_measures
 
 __all__ = [
     "ALL_RANKMON",
@@ -39,60 +45,91 @@ __all__ = [
     "select_measures",
 ]
 
-# The group `-m all_rankmon` (the default): every trec_eval measure rankmon implements.
-ALL_RANKMON = "all_rankmon"
-_ALL_RANKMON_NAMES = (
-    RUN_ID,
-    NUM_Q,
-    "num_ret",
-    "num_rel",
-    "num_rel_ret",
-    "map",
-    "recip_rank",
-    "P",
-    "recall",
-    "ndcg",
-    "ndcg_cut",
-)
-# trec_eval's own groups: rankmon cannot print all of their measures.
-_TREC_EVAL_GROUPS = frozenset({"all_trec", "official", "set", "qrels_jg", "prefs"})
-# trec_eval prints measures in the order of its measure table (measures.c), not of -m.
-_TABLE_ORDER = {
-    "num_ret": 0,
-    "num_rel": 1,
-    "num_rel_ret": 2,
-    "map": 3,
-    "mrr": 4,
-    "precision": 5,
-    "recall": 6,
-    "ndcg": 7,  # `ndcg` (no cutoff) comes before the ndcg_cut family
+# trec_eval family -> the monitor's measure kind, for the measures both compute.
+_MONITOR_KINDS = {
+    "num_ret": "num_ret",
+    "num_rel": "num_rel",
+    "num_rel_ret": "num_rel_ret",
+    "map": "map",
+    "recip_rank": "mrr",
+    "P": "precision",
+    "recall": "recall",
+    "ndcg": "ndcg",
+    "ndcg_cut": "ndcg",
 }
 
 
 @dataclass(frozen=True)
 class MeasureSelection:
-    """What `-m` asked for: the run id and `num_q` lines, and the measures in print order."""
+    """What `-m` asked for, in print order, and which engine computes each value.
 
-    keys: tuple[MeasureKey, ...]
-    run_id: bool = False
-    num_q: bool = False
+    `keys[name]` is the monitor's measure key of a value the batch engine computes; the
+    other values' measures are in `requested` too.
+    """
+
+    requested: tuple[Requested, ...]
+    keys: dict[str, MeasureKey]
+    gain: Gain = LINEAR
+
+    @property
+    def run_id(self) -> bool:
+        return any(r.name == RUN_ID for r in self.requested)
+
+    @property
+    def num_q(self) -> bool:
+        return any(r.name == NUM_Q for r in self.requested)
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        """Every value to print but runid and num_q, in print order."""
+        return tuple(
+            Column(name, r.measure.summary, r.measure.per_query, r.measure.count)
+            for r in self.requested
+            if r.measure.engine != "meta"
+            for name in r.value_names
+        )
 
     @property
     def names(self) -> tuple[str, ...]:
-        """trec_eval's names of the keys (`ndcg_cut_10`, `P_5`, ...)."""
-        return tuple(_trec_name(key) for key in self.keys)
+        """trec_eval's names of the values (`ndcg_cut_10`, `P_5`, `gm_map`, ...)."""
+        return tuple(column.name for column in self.columns)
+
+    def not_averaged(self) -> list[str]:
+        """The values that are no per-query mean (counts, geometric means, relstring): they
+        cannot be compared or explained query by query."""
+        return [c.name for c in self.columns if c.count or c.summary != "mean" or not c.per_query]
 
 
 def select_measures(names: Sequence[str], gain: Gain = LINEAR) -> MeasureSelection:
-    """Parse trec_eval `-m` names (and the group `all_rankmon`); unknown ones raise MeasureError.
+    """Parse trec_eval `-m` names (and the groups); unknown ones raise MeasureError.
 
-    `gain` applies to `ndcg` and `ndcg_cut` (trec_eval itself only knows linear gain).
+    `gain` applies to `ndcg` and `ndcg_cut` (trec_eval's own gain is the grade itself).
     """
-    expanded = [part for name in names for part in _expand_group(name)]
-    measure_names = [name for name in expanded if name not in (RUN_ID, NUM_Q)]
-    others = (NUM_Q, RUN_ID, ALL_RANKMON)
-    keys = sorted(parse_trec_names(measure_names, gain, others), key=_print_position)
-    return MeasureSelection(tuple(keys), run_id=RUN_ID in expanded, num_q=NUM_Q in expanded)
+    requested = request_measures(names)
+    keys: dict[str, MeasureKey] = {}
+    for r in requested:
+        if r.measure.engine != "monitor" and not _monitor_ndcg(r):
+            if r.name == "ndcg" and gain != LINEAR:
+                raise MeasureError(
+                    f"-m ndcg.{r.params.text} sets the gains itself: it cannot be combined "
+                    f"with --gain {gain}"
+                )
+            continue
+        keys.update(zip(r.value_names, _monitor_keys(r, gain), strict=True))
+    return MeasureSelection(requested, keys, gain)
+
+
+def _monitor_ndcg(requested: Requested) -> bool:
+    # `ndcg` without gain parameters is the monitor's nDCG; with them, a trec_eval family.
+    return requested.name == "ndcg" and requested.params.text is None
+
+
+def _monitor_keys(requested: Requested, gain: Gain) -> list[MeasureKey]:
+    kind = _MONITOR_KINDS[requested.name]
+    gain_of_kind = gain if kind == "ndcg" else None
+    if requested.measure.params == "cutoffs":
+        return [MeasureKey(kind, int(k), gain_of_kind) for k in requested.params.numbers]
+    return [MeasureKey(kind, None, gain_of_kind)]
 
 
 def evaluate_run(
@@ -102,62 +139,109 @@ def evaluate_run(
     *,
     complete: bool = False,
     relevance_level: int = 1,
+    judged_only: bool = False,
+    num_docs: int = 0,
 ) -> EvaluationReport:
-    """Every evaluated query's values and the `all` summary, in trec_eval's print order."""
+    """Every evaluated query's values and the `all` summary, in trec_eval's print order.
+
+    `num_docs` is the collection size (`-N`), which only utility's fourth coefficient uses.
+    """
     if relevance_level < 0:
         raise MeasureError(f"relevance level must be >= 0, got {relevance_level}")
     if complete:
         queries = sorted(evaluation_set)
     else:
         queries = sorted(qid for qid in run.rankings if qid in evaluation_set)
-    per_query = _score_queries(evaluation_set, run, queries, selection, relevance_level)
-    summary = summarize(selection.names, per_query, len(queries))
-    if not selection.num_q:
-        del summary[NUM_Q]
+    rankings = [run.rankings.get(qid) for qid in queries]
+    if judged_only:
+        rankings = [_judged(evaluation_set, q, r) for q, r in zip(queries, rankings, strict=True)]
+    columns = selection.columns
+    values = _monitor_values(evaluation_set, queries, rankings, selection, relevance_level)
+    values.update(
+        _trec_values(
+            evaluation_set,
+            queries,
+            rankings,
+            selection,
+            relevance_level=relevance_level,
+            judged_only=judged_only,
+            num_docs=num_docs,
+        )
+    )
+    per_query = {
+        qid: {column.name: values[column.name][row] for column in columns}
+        for row, qid in enumerate(queries)
+    }
+    summary: dict[str, Value] = {NUM_Q: len(queries)} if selection.num_q else {}
+    summary.update(summarize(columns, per_query, len(queries)))
     return EvaluationReport(
-        names=selection.names,
+        columns=columns,
         per_query=per_query,
         summary=summary,
         run_id=run.tag if selection.run_id else None,
     )
 
 
-def _score_queries(
+def _judged(
+    evaluation_set: EvaluationSet, qid: str, ranking: Sequence[str] | None
+) -> tuple[str, ...] | None:
+    """`-J`: the ranking without the documents the qrels do not judge (grade >= 0)."""
+    if ranking is None:
+        return None
+    grades = evaluation_set.grades(qid)
+    return tuple(doc for doc in ranking if grades.get(doc, -1) >= 0)
+
+
+def _monitor_values(
     evaluation_set: EvaluationSet,
-    run: Run,
     queries: Sequence[str],
+    rankings: Sequence[Sequence[str] | None],
     selection: MeasureSelection,
     relevance_level: int,
-) -> dict[str, dict[str, Value]]:
+) -> dict[str, list[Value]]:
     # A query the run misses is scored as an empty ranking: 0 everywhere but num_rel (-c).
-    scorer = BatchScorer(evaluation_set, selection.keys, relevance_level=relevance_level)
-    matrix = scorer.score(queries, [run.rankings.get(qid, ()) for qid in queries])
-    counts = [key.is_count for key in selection.keys]
+    if not selection.keys:
+        return {}
+    names, keys = list(selection.keys), list(selection.keys.values())
+    scorer = BatchScorer(evaluation_set, keys, relevance_level=relevance_level)
+    matrix = scorer.score(queries, [ranking or () for ranking in rankings])
+    columns = matrix.T.tolist()
     return {
-        qid: {
-            name: int(value) if is_count else value
-            for name, value, is_count in zip(selection.names, row, counts, strict=True)
-        }
-        for qid, row in zip(queries, matrix.tolist(), strict=True)
+        name: [int(v) for v in column] if key.is_count else column
+        for name, key, column in zip(names, keys, columns, strict=True)
     }
 
 
-def _expand_group(name: str) -> Sequence[str]:
-    if name.strip() in _TREC_EVAL_GROUPS:
-        raise MeasureError(
-            f"rankmon implements a subset of trec_eval's measures, not the group {name!r}: "
-            f"use -m {ALL_RANKMON} for all of them"
-        )
-    return _ALL_RANKMON_NAMES if name.strip() == ALL_RANKMON else (name,)
-
-
-def _print_position(key: MeasureKey) -> tuple[int, int]:
-    family = 8 if key.kind == "ndcg" and key.k is not None else _TABLE_ORDER[key.kind]
-    return family, key.k or 0
-
-
-def _trec_name(key: MeasureKey) -> str:
-    name = key.trec_name
-    if name is None:  # parse_trec_names only makes keys trec_eval has names for
-        raise MeasureError(f"measure {key} has no trec_eval name")
-    return name
+def _trec_values(
+    evaluation_set: EvaluationSet,
+    queries: Sequence[str],
+    rankings: Sequence[Sequence[str] | None],
+    selection: MeasureSelection,
+    *,
+    relevance_level: int,
+    judged_only: bool,
+    num_docs: int,
+) -> dict[str, list[Value]]:
+    wanted = [
+        r
+        for r in selection.requested
+        if r.measure.engine == "trec" and not set(r.value_names) <= set(selection.keys)
+    ]
+    if not wanted:
+        return {}
+    ranked = RankedRelevance.of(
+        evaluation_set, queries, rankings, relevance_level, judged_only=judged_only
+    )
+    settings = Settings(num_docs=num_docs)
+    out: dict[str, list[Value]] = {}
+    for requested in wanted:
+        values = reset_missing(requested, ranked, compute(requested, ranked, settings))
+        if isinstance(values, list):
+            out[requested.value_names[0]] = list(values)
+            continue
+        shape = (len(queries), len(requested.value_names))
+        matrix = np.asarray(values, dtype=np.float64).reshape(shape)
+        for name, column in zip(requested.value_names, matrix.T.tolist(), strict=True):
+            shown: list[Value] = [int(v) for v in column] if requested.measure.count else [*column]
+            out[name] = shown
+    return out

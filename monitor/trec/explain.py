@@ -39,13 +39,14 @@ def explain_runs(
     documents: int,
 ) -> RunExplanation:
     """The change of the (single) selected measure from `before` to `after`."""
-    (key,), (name,) = selection.keys, selection.names
+    (name,) = selection.names
+    key = selection.keys.get(name)
     values = []
     for run in (before, after):
         report = evaluate_run(evaluation_set, run, selection)
         values.append({q: float(v[name]) for q, v in report.per_query.items()})
     change = explain_change(values[0], values[1])
-    k = key.k or DEPTH
+    k = (key.k if key is not None else None) or DEPTH
     rankings = []
     for row in [r for r in change.rows if r.contribution < 0][:documents]:
         grades = evaluation_set.grades(row.query)

@@ -14,84 +14,127 @@ counts stay integers. The run id is trec-only, so that every JSON value is a num
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import orjson
 
 __all__ = [
     "ALL",
-    "COUNTS",
     "NUM_Q",
     "RUN_ID",
+    "Column",
     "EvaluationReport",
     "Value",
     "summarize",
     "trec_line",
 ]
 
-Value = int | float
+Value = int | float | str
 
 ALL = "all"  # trec_eval's pseudo query id of the summary lines
 NUM_Q = "num_q"
 RUN_ID = "runid"
-# trec_eval's integer measures: their `all` line is the total over queries, not a mean.
-COUNTS = frozenset({"num_ret", "num_rel", "num_rel_ret"})
+
+
+@dataclass(frozen=True)
+class Column:
+    """One printed value: its name, whether each query prints it, and its `all` line.
+
+    `summary`: "mean" over the evaluated queries, "total" (the counts), "geometric" (each
+    query's value is a log: gm_map, gm_bpref), or "none" (relstring has no `all` line).
+    """
+
+    name: str
+    summary: Literal["mean", "total", "geometric", "none"] = "mean"
+    per_query: bool = True
+    count: bool = False
 
 
 @dataclass(frozen=True)
 class EvaluationReport:
     """Per-query values and the `all` summary, both already in trec_eval's print order.
 
-    `per_query[qid][name]` holds every name of `names`; `summary` starts with `num_q`.
-    `run_id` is printed as the first summary line when it is not `None`.
+    `per_query[qid][name]` holds every column's value; `summary` starts with `num_q` when it
+    was asked for. `run_id` is printed as the first summary line when it is not `None`.
     """
 
-    names: tuple[str, ...]
+    columns: tuple[Column, ...]
     per_query: Mapping[str, Mapping[str, Value]]
     summary: Mapping[str, Value]
     run_id: str | None = None
 
-    def trec_lines(self, *, per_query: bool) -> Iterator[str]:
-        """trec_eval's output lines (without newlines); per-query lines only when asked."""
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(column.name for column in self.columns)
+
+    def trec_lines(self, *, per_query: bool, summary: bool = True) -> Iterator[str]:
+        """trec_eval's output lines (without newlines): each query's when asked (`-q`), then
+        the summary unless `summary` is False (`-n`)."""
         if per_query:
+            shown = [column.name for column in self.columns if column.per_query]
             for qid, values in self.per_query.items():
-                for name in self.names:
+                for name in shown:
                     yield trec_line(name, qid, values[name])
+        if not summary:
+            return
         if self.run_id is not None:
             yield f"{RUN_ID:<22}\t{ALL}\t{self.run_id}"
         for name, value in self.summary.items():
             yield trec_line(name, ALL, value)
 
-    def to_json(self) -> bytes:
-        """The JSON document, indented, ending in a newline."""
-        document = {"per_query": self.per_query, "all": self.summary}
+    def to_json(self, *, summary: bool = True) -> bytes:
+        """The JSON document, indented, ending in a newline (NaN is null)."""
+        shown = [column.name for column in self.columns if column.per_query]
+        per_query = {
+            qid: {name: values[name] for name in shown} for qid, values in self.per_query.items()
+        }
+        document: dict[str, object] = {"per_query": per_query}
+        if summary:
+            document["all"] = self.summary
         return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
 def trec_line(name: str, qid: str, value: Value) -> str:
-    """One trec_eval line: the name padded to 22, a tab, the query, a tab, the value."""
-    shown = str(value) if isinstance(value, int) else f"{value:6.4f}"
+    """One trec_eval line: the name padded to 22, a tab, the query, a tab, the value.
+
+    Integers print as integers, strings quoted (relstring), floats as C's `%6.4f` (NaN as
+    glibc prints it: `-nan` when its sign bit is set, as 0.0 / 0.0 makes it).
+    """
+    if isinstance(value, str):
+        shown = f"'{value}'"
+    elif isinstance(value, int):
+        shown = str(value)
+    elif math.isnan(value):
+        shown = f"{'-nan' if math.copysign(1.0, value) < 0 else 'nan':>6}"
+    else:
+        shown = f"{value:6.4f}"
     return f"{name:<22}\t{qid}\t{shown}"
 
 
 def summarize(
-    names: Iterable[str], per_query: Mapping[str, Mapping[str, Value]], num_q: int
+    columns: Iterable[Column], per_query: Mapping[str, Mapping[str, Value]], num_q: int
 ) -> dict[str, Value]:
-    """trec_eval's `all` values: `num_q`, then for each name the total or the mean.
+    """trec_eval's `all` values of the columns that have one, in order.
 
-    The counts (`COUNTS`) are summed; float measures are summed in query order and
-    divided by `num_q`, as trec_eval's `te_calc_avg_meas_s` does (with `-c` `num_q` counts
-    the queries missing from the run, whose values are 0). With no query the means are 0.
+    Counts are summed; means are summed in query order and divided by `num_q`, as
+    trec_eval's `te_calc_avg_meas_s` does (with `-c` `num_q` counts the queries missing from
+    the run, whose values are 0); a geometric mean is exp of the mean of the per-query logs.
+    With no query the means are 0.
     """
-    summary: dict[str, Value] = {NUM_Q: num_q}
-    for name in names:
-        values = [query_values[name] for query_values in per_query.values()]
-        if name in COUNTS:
-            summary[name] = int(sum(values))
-        else:
-            total = 0.0
-            for value in values:  # in order, not fsum: the same rounding as trec_eval's loop
-                total += value
-            summary[name] = total / num_q if num_q else 0.0
+    summary: dict[str, Value] = {}
+    for column in columns:
+        if column.summary == "none":
+            continue
+        values = [query_values[column.name] for query_values in per_query.values()]
+        if column.summary == "total":
+            summary[column.name] = int(sum(int(value) for value in values))
+            continue
+        total = 0.0
+        for value in values:  # in order, not fsum: the same rounding as trec_eval's loop
+            total += float(value)
+        mean = total / num_q if num_q else 0.0
+        summary[column.name] = math.exp(mean) if column.summary == "geometric" and num_q else mean
     return summary

@@ -1,0 +1,312 @@
+"""trec_eval's measures by name: their parameters, how each is printed, and `-m` parsing.
+
+`TABLE` lists every measure `rankmon eval` knows in trec_eval 10.0's table order (measures.c),
+which is the order trec_eval computes and prints them in, whatever order `-m` named them.
+`-m NAME.PARAMS` splits at the first dot: `P.5,7,3`, `iprec_at_recall..10,.5`,
+`ndcg.1=3,2=9`, `utility.2,-1,0,0`. What the parameters are depends on the measure:
+
+| kind        | measures                            | parameters         | value names        |
+|-------------|-------------------------------------|--------------------|--------------------|
+| `cutoffs`   | P, recall, ndcg_cut, success, ...   | ranks, sorted      | `P_5`, `P_10`      |
+| `fractions` | iprec_at_recall, Rprec_mult         | numbers, sorted    | `Rprec_mult_0.20`  |
+| `numbers`   | utility, 11pt_avg, set_F, relstring | numbers, as given  | `utility_2,-1,0,0` |
+| `pairs`     | ndcg, G, Rndcg, rbp, ...            | `level=gain`, `p=` | `ndcg_1=3,2=9`     |
+
+A measure given without parameters takes trec_eval's defaults and its bare name (`utility`,
+`ndcg`); with parameters the name carries them as typed. Ranks are read as C's `atol` reads
+them (`23.4` is 23), numbers as `atof`. The groups `official`, `all_trec` and `set` are
+trec_eval's; `all_rankmon` (rankmon's default) is every measure the streaming monitor also
+computes. The preference and judgment-group measures need other judgment files (`-R
+qrels_prefs`, `-R qrels_jg`) and are refused by name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from monitor.errors import MeasureError
+
+__all__ = [
+    "ALL_RANKMON",
+    "GROUPS",
+    "MIN_GEO_MEAN",
+    "TABLE",
+    "Params",
+    "Requested",
+    "TrecMeasure",
+    "is_integer_name",
+    "request_measures",
+]
+
+ParamKind = Literal["none", "cutoffs", "fractions", "numbers", "pairs"]
+# How the `all` line combines the queries: the mean, the total (counts), the geometric mean
+# (gm_map, gm_bpref), or no summary line at all (relstring).
+Summary = Literal["mean", "total", "geometric", "none"]
+# "monitor": computed by the streaming monitor's engine (`monitor.scoring`); "trec": by
+# `monitor.trec.families`; "meta": runid and num_q.
+Engine = Literal["monitor", "trec", "meta"]
+
+ALL_RANKMON: Final = "all_rankmon"
+# The least per-query value whose log a geometric mean takes (trec_eval's MIN_GEO_MEAN).
+MIN_GEO_MEAN: Final = 0.00001
+
+_RANKS: Final = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+_TENTHS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+@dataclass(frozen=True)
+class TrecMeasure:
+    """One row of trec_eval's measure table."""
+
+    name: str
+    params: ParamKind = "none"
+    defaults: tuple[float, ...] = ()
+    summary: Summary = "mean"
+    per_query: bool = True  # printed for each query with -q (gm_map, num_q: summary only)
+    engine: Engine = "trec"
+    count: bool = False  # an integer, printed as one (num_ret, num_nonrel_judged_ret, ...)
+
+
+def _cut(name: str, defaults: tuple[int, ...] = _RANKS, engine: Engine = "trec") -> TrecMeasure:
+    return TrecMeasure(name, "cutoffs", tuple(float(k) for k in defaults), engine=engine)
+
+
+def _count(name: str, engine: Engine = "monitor") -> TrecMeasure:
+    return TrecMeasure(name, summary="total", engine=engine, count=True)
+
+
+def _pairs(name: str) -> TrecMeasure:
+    return TrecMeasure(name, "pairs")
+
+
+TABLE: Final[tuple[TrecMeasure, ...]] = (
+    TrecMeasure("runid", summary="none", per_query=False, engine="meta"),
+    TrecMeasure("num_q", summary="total", per_query=False, engine="meta", count=True),
+    _count("num_ret"),
+    _count("num_rel"),
+    _count("num_rel_ret"),
+    TrecMeasure("map", engine="monitor"),
+    TrecMeasure("gm_map", summary="geometric", per_query=False),
+    TrecMeasure("Rprec"),
+    TrecMeasure("bpref"),
+    TrecMeasure("recip_rank", engine="monitor"),
+    TrecMeasure("iprec_at_recall", "fractions", _TENTHS),
+    _cut("P", engine="monitor"),
+    TrecMeasure("relstring", "numbers", (10.0,), summary="none"),
+    _cut("recall", engine="monitor"),
+    TrecMeasure("infAP"),
+    TrecMeasure("gm_bpref", summary="geometric", per_query=False),
+    TrecMeasure("Rprec_mult", "fractions", (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)),
+    TrecMeasure("utility", "numbers", (1.0, -1.0, 0.0, 0.0)),
+    TrecMeasure("11pt_avg", "numbers", _TENTHS),
+    TrecMeasure("binG"),
+    _pairs("G"),
+    _pairs("dcg"),
+    _pairs("ideal_dcg"),
+    _pairs("ndcg"),
+    _pairs("ndcg_rel"),
+    _pairs("Rndcg"),
+    _cut("ndcg_cut", engine="monitor"),
+    _cut("map_cut"),
+    _cut("relative_P"),
+    _cut("success", (1, 5, 10)),
+    TrecMeasure("set_P"),
+    TrecMeasure("set_relative_P"),
+    TrecMeasure("set_recall"),
+    TrecMeasure("set_map"),
+    TrecMeasure("set_F", "numbers", (1.0,)),
+    _count("num_nonrel_judged_ret", engine="trec"),
+    TrecMeasure("yaap"),
+    _pairs("rbp"),
+    _pairs("rbp_resid"),
+    _cut("unj", (5, 10, 20)),
+)
+_BY_NAME: Final = {measure.name: measure for measure in TABLE}
+_POSITION: Final = {measure.name: position for position, measure in enumerate(TABLE)}
+
+# Every group starts with these (the order within a group does not matter: printing follows
+# the table).
+_HEAD: Final = ("runid", "num_q", "num_ret", "num_rel", "num_rel_ret")
+_OFFICIAL: Final = (*_HEAD, "map", "gm_map", "Rprec", "bpref", "recip_rank", "iprec_at_recall", "P")
+_SET: Final = ("utility", "set_P", "set_recall", "set_relative_P", "set_map", "set_F")
+GROUPS: Final[dict[str, tuple[str, ...]]] = {
+    "official": _OFFICIAL,
+    "all_trec": (
+        *_OFFICIAL,
+        *("relstring", "recall", "unj", "rbp", "rbp_resid", "infAP", "gm_bpref", "11pt_avg"),
+        *("ndcg", "relative_P", "Rprec_mult", "success", "map_cut", "ndcg_cut", "ndcg_rel"),
+        *("Rndcg", "binG", "G", *_SET, "num_nonrel_judged_ret"),
+    ),
+    "set": (*_HEAD, *_SET),
+    ALL_RANKMON: (
+        *(*_HEAD, "map", "Rprec", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "map_cut"),
+        "success",
+    ),
+}
+# trec_eval measures and groups that read judgments rankmon does not (-R qrels_prefs, qrels_jg).
+_OTHER_JUDGMENTS: Final = re.compile(r"prefs_\w+|all_prefs|prefs|qrels_jg|\w+_avgjg")
+_LEADING_INTEGER: Final = re.compile(r"\s*[+-]?[0-9]*")
+_LEADING_NUMBER: Final = re.compile(
+    r"\s*[+-]?(?:inf(?:inity)?|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)?",
+    re.IGNORECASE,
+)
+_UNDERSCORE_CUTOFFS: Final = re.compile(r"(?P<name>[A-Za-z_]+?)_(?P<params>[0-9][0-9,]*)")
+
+
+@dataclass(frozen=True)
+class Params:
+    """A measure's parameters: numbers (cutoffs, fractions, coefficients) or name=value pairs."""
+
+    numbers: tuple[float, ...] = ()
+    pairs: tuple[tuple[str, float], ...] = ()
+    text: str | None = None  # as typed after the dot; None: trec_eval's defaults
+
+    def pair(self, name: str, default: float) -> float:
+        """The value of the pair `name` (the first one given), or `default`."""
+        return next((value for key, value in self.pairs if key == name), default)
+
+
+@dataclass(frozen=True)
+class Requested:
+    """One measure to compute, with its parameters and the names of its values."""
+
+    measure: TrecMeasure
+    params: Params
+    value_names: tuple[str, ...] = field(default=())
+
+    @property
+    def name(self) -> str:
+        return self.measure.name
+
+
+def request_measures(arguments: Sequence[str]) -> tuple[Requested, ...]:
+    """Parse `-m` arguments into the measures to compute, in trec_eval's table order.
+
+    A measure named twice is computed once, with the parameters of the first `-m` that gave
+    any (as trec_eval does). Unknown names and bad parameters raise `MeasureError`.
+    """
+    marked: set[str] = set()
+    given: dict[str, str] = {}
+    for argument in arguments:
+        name, params = _split(argument)
+        names = _names_of(name, params, argument)
+        marked.update(names)
+        if params is not None and len(names) == 1:
+            given.setdefault(names[0], params)
+    ordered = sorted(marked, key=_POSITION.__getitem__)
+    return tuple(_requested(_BY_NAME[name], given.get(name)) for name in ordered)
+
+
+def _split(argument: str) -> tuple[str, str | None]:
+    text = argument.strip()
+    name, dot, params = text.partition(".")
+    if dot:
+        if not params:
+            raise MeasureError(f"measure {argument!r}: nothing after the '.'")
+        return name, params
+    underscored = _UNDERSCORE_CUTOFFS.fullmatch(text)  # rankmon also reads P_5, ndcg_cut_10
+    if underscored and _BY_NAME.get(underscored["name"], _BY_NAME["runid"]).params == "cutoffs":
+        return underscored["name"], underscored["params"]
+    return text, None
+
+
+def _names_of(name: str, params: str | None, argument: str) -> tuple[str, ...]:
+    if name in GROUPS:
+        if params is not None:
+            raise MeasureError(f"measure group {name!r} takes no parameters (got {argument!r})")
+        return GROUPS[name]
+    if name in _BY_NAME:
+        if params is not None and _BY_NAME[name].params == "none":
+            raise MeasureError(f"trec_eval measure {name!r} takes no parameters")
+        return (name,)
+    if _OTHER_JUDGMENTS.fullmatch(name):
+        raise MeasureError(
+            f"measure {name!r} needs preference or judgment-group files (trec_eval -R "
+            "qrels_prefs / qrels_jg), which rankmon does not read"
+        )
+    known = ", ".join([*GROUPS, *_BY_NAME])
+    raise MeasureError(f"unknown trec_eval measure {argument!r}: known are {known}")
+
+
+def _requested(measure: TrecMeasure, text: str | None) -> Requested:
+    try:
+        return _with_params(measure, text)
+    except MeasureError as error:
+        shown = measure.name if text is None else f"{measure.name}.{text}"
+        raise MeasureError(f"-m {shown}: {error}") from None
+
+
+def _with_params(measure: TrecMeasure, text: str | None) -> Requested:
+    kind = measure.params
+    if kind == "none":
+        return Requested(measure, Params(), (measure.name,))
+    if text is None:
+        params = Params(measure.defaults)
+    elif kind == "pairs":
+        params = Params(pairs=_pairs_of(measure.name, text), text=text)
+    else:
+        read = _atol if kind == "cutoffs" else _atof
+        params = Params(tuple(read(part) for part in text.split(",")), text=text)
+    if kind == "cutoffs":
+        numbers = _sorted_unique(measure.name, params.numbers)
+        if numbers[0] <= 0:
+            raise MeasureError("cutoffs must be whole numbers >= 1")
+        params = Params(numbers, text=params.text)
+        return Requested(measure, params, tuple(f"{measure.name}_{int(k)}" for k in numbers))
+    if kind == "fractions":
+        numbers = _sorted_unique(measure.name, params.numbers)
+        params = Params(numbers, text=params.text)
+        return Requested(measure, params, tuple(f"{measure.name}_{v:3.2f}" for v in numbers))
+    _check_numbers(measure.name, params)
+    shown = measure.name if params.text is None else f"{measure.name}_{params.text}"
+    return Requested(measure, params, (shown,))
+
+
+def _sorted_unique(name: str, numbers: tuple[float, ...]) -> tuple[float, ...]:
+    ordered = tuple(sorted(numbers))
+    if len(set(ordered)) != len(ordered):
+        raise MeasureError("a cutoff is given twice")
+    return ordered
+
+
+def _check_numbers(name: str, params: Params) -> None:
+    if name == "utility" and len(params.numbers) != 4:
+        raise MeasureError(f"utility takes 4 coefficients, got {len(params.numbers)}")
+    if name == "11pt_avg" and not params.numbers:
+        raise MeasureError("11pt_avg needs at least one recall level")
+
+
+def _pairs_of(name: str, text: str) -> tuple[tuple[str, float], ...]:
+    pairs: list[tuple[str, float]] = []
+    for part in text.split(","):
+        key, equals, value = part.partition("=")
+        if not equals or not key or "=" in value:
+            raise MeasureError(f"{name}'s parameters are name=value pairs, e.g. 1=3,2=9")
+        pairs.append((key, _atof(value)))
+    return tuple(pairs)
+
+
+def _atol(text: str) -> float:
+    """C's atol: the leading integer of `text`, 0 if none (trec_eval reads 23.4 as 23)."""
+    digits = _LEADING_INTEGER.match(text)
+    body = digits.group().strip() if digits else ""
+    return float(int(body)) if body.lstrip("+-") else 0.0
+
+
+def _atof(text: str) -> float:
+    """C's atof: the leading decimal number of `text`, 0.0 if none."""
+    number = _LEADING_NUMBER.match(text)
+    body = number.group().strip() if number else ""
+    try:
+        return float(body) if body.lstrip("+-") else 0.0
+    except ValueError:
+        return 0.0
+
+
+def is_integer_name(text: str) -> bool:
+    """True for `3`, `-1`, `+2`: a pair name that is a relevance level (trec_eval valid_int)."""
+    body = text[1:] if text[:1] in "+-" else text
+    return body.isascii() and body.isdigit()
