@@ -15,12 +15,14 @@ setup(
                 "monitor/ingest/event_scan.c",
                 "monitor/kafka/record_batch.c",
                 "monitor/scoring/measure_kernel.c",
+                "monitor/trec/run_order.c",
             ],
             depends=[
                 "monitor/ingest/event_scan.h",
                 "monitor/kafka/record_batch.h",
                 "monitor/scoring/judgments.h",
                 "monitor/scoring/measure_kernel.h",
+                "monitor/trec/run_order.h",
             ],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
             # Without a C compiler rankmon installs anyway and takes the pure-Python path.

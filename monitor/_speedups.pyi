@@ -59,6 +59,9 @@ def measure_codes(
 _Record = TypeVar("_Record", bound=tuple[Any, ...])
 
 def set_hash_seed(key: bytes) -> None: ...
+def order_run(
+    data: bytes, float32: bool, max_retrieved: int, /
+) -> tuple[str, dict[str, tuple[str, ...]]] | None: ...
 def parse_records(
     buffer: bytes | bytearray,
     pos: int,

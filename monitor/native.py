@@ -27,6 +27,7 @@ __all__ = [
     "decode_events",
     "judgment_index",
     "measure_codes",
+    "order_run",
     "parse_records",
     "speedups_active",
     "speedups_built",
@@ -155,6 +156,17 @@ def measure_codes(
 
 
 _Record = TypeVar("_Record", bound=tuple[Any, ...])
+
+
+def order_run(
+    data: bytes, float32: bool, max_retrieved: int
+) -> tuple[str, dict[str, tuple[str, ...]]] | None:
+    """A TREC run's tag and rankings ordered as trec_eval orders them, or None to leave the file
+    to the Python path (see monitor/trec/run_order.h); callers check speedups_active() first."""
+    result: tuple[str, dict[str, tuple[str, ...]]] | None = _speedups.order_run(
+        data, float32, max_retrieved
+    )
+    return result
 
 
 def parse_records(

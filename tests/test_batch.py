@@ -23,8 +23,9 @@ KEYS = [
     *(MeasureKey(kind, k, gain) for kind in ("ndcg", "dcg") for k in CUTOFFS
       for gain in (LINEAR, EXP, CUSTOM)),
     *(MeasureKey("ndcg", None, gain) for gain in (LINEAR, EXP, CUSTOM)),
-    *(MeasureKey(kind, k) for kind in ("precision", "recall", "judged") for k in CUTOFFS),
-    *parse_trec_names(["recip_rank", "map", "num_ret", "num_rel", "num_rel_ret"]),
+    *(MeasureKey(kind, k) for kind in ("precision", "recall", "judged", "success", "map_cut")
+      for k in CUTOFFS),
+    *parse_trec_names(["recip_rank", "map", "Rprec", "num_ret", "num_rel", "num_rel_ret"]),
 ]  # fmt: skip
 DOCS = [f"d{i}" for i in range(14)]
 
@@ -50,6 +51,9 @@ class Reference:
             "judged": lambda: measures.judged(grades, k),
             "mrr": lambda: measures.reciprocal_rank(grades, level),
             "map": lambda: measures.average_precision(grades, num_rel, level),
+            "map_cut": lambda: measures.average_precision(grades, num_rel, level, key.k),
+            "success": lambda: measures.success(grades, k, level),
+            "rprec": lambda: measures.r_precision(grades, num_rel, level),
             "num_ret": lambda: float(len(ranking)),
             "num_rel": lambda: float(num_rel),
             "num_rel_ret": lambda: float(sum(g is not None and g >= max(level, 0) for g in grades)),

@@ -12,10 +12,13 @@ q1's ranking is d3(0) d1(2) d9(-): P_2 = 1/2, recip_rank = 1/2, AP = (1/2)/2 = 0
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.cli import main
+from monitor.cli import MODULE_OF, build_parser, main
 
 QRELS = "q1 0 d1 2\nq1 0 d2 1\nq1 0 d3 0\nq2 0 d4 1\nq3 0 d5 0\n"
 RUN = "q1 Q0 d3 1 3.0 tagA\nq1 Q0 d1 2 2.0 tagA\nq1 Q0 d9 3 1.0 tagA\nq3 Q0 d5 1 1 tagA\n"
@@ -299,3 +302,31 @@ def test_any_run_file_gives_a_report_or_one_error_line_never_a_traceback(
         assert out.getvalue() == ""
         assert err.getvalue().startswith(f"rankmon eval: {folder / 'run'}:")
         assert len(err.getvalue().splitlines()) == 1
+
+
+def test_eval_loads_neither_the_kafka_client_nor_the_service(files: tuple[str, str]) -> None:
+    # The other subcommands' modules are not imported: start-up is most of a small evaluation.
+    script = (
+        "import sys\n"
+        "from monitor.cli import main\n"
+        f"code = main(['eval', '-m', 'map', {files[0]!r}, {files[1]!r}])\n"
+        "heavy = ('kafka', 'monitor.service', 'prometheus_client')\n"
+        "loaded = [m for m in heavy if m in sys.modules]\n"
+        "print(code, loaded)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "0 []"
+
+
+def subcommands(parser: argparse.ArgumentParser) -> set[str]:
+    (action,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return set(action.choices)
+
+
+def test_every_command_module_registers_the_subcommand_named_after_it() -> None:
+    assert subcommands(build_parser()) == set(MODULE_OF)
+    for command in MODULE_OF:
+        assert subcommands(build_parser(command)) == {command}
+    assert subcommands(build_parser("no-such-command")) == set(MODULE_OF)

@@ -386,7 +386,7 @@ def test_the_readme_commands_table_names_every_option_of_every_command() -> None
             )
 
 
-MEASURES = ("ndcg", "precision", "recall", "judged", "mrr", "map")
+MEASURES = ("ndcg", "precision", "recall", "judged", "success", "mrr", "map", "rprec")
 
 
 def _readme_series() -> set[str]:

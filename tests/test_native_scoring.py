@@ -34,8 +34,12 @@ CUSTOM = Gain.parse({0: 0.5, 1: 1, 2: 10, 3: 5})
 KEY_SETS: dict[str, list[MeasureKey]] = {
     "monitor keys (full ranking: mrr, map)": monitor_keys([1, 3, 5, 20], ["linear", "exp"]),
     "monitor keys, custom gain": monitor_keys([10], [CUSTOM]),
-    "trec full-ranking keys": parse_trec_names(["ndcg", "map", "recip_rank", "num_rel_ret"]),
-    "trec cutoffs only": parse_trec_names(["ndcg_cut.3,30", "P.2,5", "recall.4"]),
+    "trec full-ranking keys": parse_trec_names(
+        ["ndcg", "map", "recip_rank", "num_rel_ret", "Rprec"]
+    ),
+    "trec cutoffs only": parse_trec_names(
+        ["ndcg_cut.3,30", "P.2,5", "recall.4", "success.1,3", "map_cut.2,30"]
+    ),
     "trec counts only": parse_trec_names(["num_rel", "num_ret"]),
 }
 

@@ -25,6 +25,7 @@
 #include "../kafka/record_batch.h"
 #include "../scoring/judgments.h"
 #include "../scoring/measure_kernel.h"
+#include "../trec/run_order.h"
 
 /* ---------------------------------------------------------------- a growable byte buffer */
 
@@ -962,6 +963,10 @@ static PyMethodDef module_methods[] = {
      "set_hash_seed(key: bytes) -> None: key the hash tables with these 16 bytes (random at "
      "import). For benchmarks that craft colliding ids; indexes built before keep their "
      "layout and must not be used after."},
+    {"order_run", (PyCFunction)tr_order_run, METH_VARARGS,
+     "order_run(data, float32, max_retrieved) -> (tag, {qid: (docno, ...)}) or None: a TREC "
+     "run parsed and each query ordered as trec_eval orders it; None leaves the file to the "
+     "Python path (see monitor/trec/run_order.h)."},
     {"parse_records", (PyCFunction)rb_parse_records, METH_VARARGS,
      "parse_records(buffer, pos, count, base_offset, first_timestamp, max_timestamp, "
      "log_append_time, topic, partition, record_type) -> (records, error): the records of "

@@ -255,6 +255,6 @@ def _ideal_specs(keys: Sequence[MeasureKey]) -> tuple[IdealSpec, ...]:
 
 def _lookup_depth(keys: Sequence[MeasureKey]) -> int | None:
     """How many leading documents the keys look at; None: all of them."""
-    if any(k.kind in _FULL_RANKING_KINDS or (k.k is None and k.gain) for k in keys):
+    if any(k.k is None and k.kind in _FULL_RANKING_KINDS for k in keys):
         return None
     return max((k.k for k in keys if k.k is not None), default=0)

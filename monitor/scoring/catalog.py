@@ -13,9 +13,13 @@ summaries, alert rules and Prometheus labels:
 | `judged@10`      | -              | share of the top 10 that is judged           |
 | `mrr`            | `recip_rank`   | reciprocal rank (its mean is the MRR)        |
 | `map`            | `map`          | average precision (its mean is the MAP)      |
+| `map_cut@10`     | `map_cut_10`   | average precision of the first 10            |
+| `success@10`     | `success_10`   | 1 if a relevant document is in the top 10    |
+| `rprec`          | `Rprec`        | precision at rank R (R: relevant documents)  |
 | `num_ret`, `num_rel`, `num_rel_ret` | same | counts; trec_eval sums them over queries |
 
 trec_eval's `-m` names parse into keys through the `_TREC_FAMILIES` table: `ndcg_cut.5,10`,
+`map_cut.10`, `success.1,5`, `Rprec`,
 `ndcg_cut_10`, `P.5,10`, `P_5`, `recall.10`, `ndcg`, `recip_rank`, `map`, `num_ret`, ...; a
 family without parameters takes trec_eval's default cutoffs.
 """
@@ -48,13 +52,15 @@ class MeasureKind:
     """One row of the table every path derives from (see `KIND_TABLE`).
 
     `cutoff`: True needs one (`precision@5`), False takes none (`mrr`), None either (`ndcg`
-    and `ndcg@10` are both trec_eval measures). `code`: its number in the C kernel's enum
+    and `ndcg@10` are both trec_eval measures). `trec_family`: trec_eval's
+    name of the measure with a cutoff (`ndcg_cut`: `ndcg_cut_10`), `trec_whole`: without
+    one (`ndcg`, `recip_rank`). `code`: its number in the C kernel's enum
     (`monitor/scoring/measure_kernel.h`, checked by tests/test_measure_kinds.py).
-    `full_ranking`: its value depends on documents below the deepest cutoff, so the fast
-    path must look at the whole ranking. `gauge`: exported as `rankmon_<name>` (and
-    `rankmon_<name>_sum_of_query_means`) with this help text; None: window summaries only.
-    `quality`: alert rules (below, drop, trend) may watch it. `headline`: in the log line
-    of each finalized window.
+    `full_ranking`: without a cutoff its value depends on documents below the deepest
+    cutoff, so the fast path must look at the whole ranking. `gauge`: exported as
+    `rankmon_<name>` (and `rankmon_<name>_sum_of_query_means`) with this help text; None:
+    window summaries only. `quality`: alert rules (below, drop, trend) may watch it.
+    `headline`: in the log line of each finalized window.
     """
 
     name: str
@@ -62,6 +68,7 @@ class MeasureKind:
     gain: bool
     trec_family: str | None
     code: int
+    trec_whole: str | None = None
     full_ranking: bool = False
     gauge: str | None = None
     quality: bool = False
@@ -79,6 +86,8 @@ KIND_TABLE: Final = (
         True,
         "ndcg_cut",
         0,
+        trec_whole="ndcg",
+        full_ranking=True,
         quality=True,
         headline=True,
         gauge="nDCG@k of the latest finalized window: mean over queries of each query's mean.",
@@ -98,8 +107,9 @@ KIND_TABLE: Final = (
         "mrr",
         False,
         False,
-        "recip_rank",
+        None,
         5,
+        trec_whole="recip_rank",
         full_ranking=True,
         quality=True,
         headline=True,
@@ -109,16 +119,39 @@ KIND_TABLE: Final = (
         "map",
         False,
         False,
-        "map",
+        None,
         6,
+        trec_whole="map",
         full_ranking=True,
         quality=True,
         headline=True,
         gauge=f"Mean average precision {_MEAN}",
     ),
-    MeasureKind("num_ret", False, False, "num_ret", 7),
-    MeasureKind("num_rel", False, False, "num_rel", 8),
-    MeasureKind("num_rel_ret", False, False, "num_rel_ret", 9, full_ranking=True),
+    MeasureKind("num_ret", False, False, None, 7, trec_whole="num_ret"),
+    MeasureKind("num_rel", False, False, None, 8, trec_whole="num_rel"),
+    MeasureKind("num_rel_ret", False, False, None, 9, trec_whole="num_rel_ret", full_ranking=True),
+    MeasureKind(
+        "success",
+        True,
+        False,
+        "success",
+        10,
+        quality=True,
+        gauge=f"Success@k (1 if a relevant document is in the top k) {_MEAN}",
+    ),
+    MeasureKind(
+        "rprec",
+        False,
+        False,
+        None,
+        11,
+        trec_whole="Rprec",
+        full_ranking=True,
+        quality=True,
+        gauge=f"R-precision (precision at rank R, R the relevant documents) {_MEAN}",
+    ),
+    # Average precision of the first k; `rankmon eval`'s map_cut (the stream exports map).
+    MeasureKind("map_cut", True, False, "map_cut", 12),
 )
 KINDS: Final[dict[str, MeasureKind]] = {kind.name: kind for kind in KIND_TABLE}
 EXPORTED_KINDS: Final = tuple(kind for kind in KIND_TABLE if kind.gauge is not None)
@@ -134,6 +167,9 @@ _TREC_FAMILIES: Final[dict[str, tuple[str, bool]]] = {
     "recall": ("recall", True),
     "recip_rank": ("mrr", False),
     "map": ("map", False),
+    "map_cut": ("map_cut", True),
+    "success": ("success", True),
+    "Rprec": ("rprec", False),
     "num_ret": ("num_ret", False),
     "num_rel": ("num_rel", False),
     "num_rel_ret": ("num_rel_ret", False),
@@ -189,12 +225,10 @@ class MeasureKey:
 
         The gain is not part of it: `rankmon eval --gain exp` reports `ndcg_cut_10` too.
         """
-        family = KINDS[self.kind].trec_family
-        if self.kind == "ndcg" and self.k is None:
-            return "ndcg"
-        if family is None or self.k is None:
-            return family
-        return f"{family}_{self.k}"
+        kind = KINDS[self.kind]
+        if self.k is None:
+            return kind.trec_whole
+        return None if kind.trec_family is None else f"{kind.trec_family}_{self.k}"
 
     @property
     def is_count(self) -> bool:
@@ -248,14 +282,15 @@ def _cutoffs(name: str, params: str) -> list[int]:
 def monitor_keys(cutoffs: Sequence[int], gains: Sequence[Gain | str]) -> list[MeasureKey]:
     """The keys the streaming monitor computes for each event.
 
-    nDCG@k for each gain and cutoff, then precision@k, recall@k, judged@k for each cutoff,
-    then mrr and map.
+    nDCG@k for each gain and cutoff, then precision@k, recall@k, judged@k, success@k for each
+    cutoff, then mrr, map and R-precision. (`map_cut@k` is the engine's too, for `rankmon
+    eval`; the stream exports map without a cutoff.)
     """
     parsed = [Gain.parse(g) for g in gains]
     keys = [MeasureKey("ndcg", k, g) for g in parsed for k in cutoffs]
-    for kind in ("precision", "recall", "judged"):
+    for kind in ("precision", "recall", "judged", "success"):
         keys.extend(MeasureKey(kind, k) for k in cutoffs)
-    keys.extend([MeasureKey("mrr"), MeasureKey("map")])
+    keys.extend([MeasureKey("mrr"), MeasureKey("map"), MeasureKey("rprec")])
     return keys
 
 

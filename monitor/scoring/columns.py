@@ -279,14 +279,41 @@ def _mrr(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> F
     return result
 
 
-def _map(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
-    """Sum over relevant ranks r of (relevant so far at r) / r, over num_rel."""
+def _average_precision(batch: _RankedBatch, cutoffs: Sequence[int | None]) -> Floats:
+    """Sum over relevant ranks r (r <= k with a cutoff) of (relevant so far at r) / r, over
+    num_rel."""
     rows, ranks, counts = batch.relevant_positions
     row_start = np.cumsum(counts) - counts
     found = np.arange(1, len(rows) + 1) - row_start[rows]
-    # bincount adds each row's terms in rank order, as the reference loop does.
-    precision_sum = np.bincount(rows, weights=found / (ranks + 1), minlength=batch.rows)
-    return _ratio(precision_sum, batch.queries.num_rel, 0.0)[:, None]
+    terms = found / (ranks + 1)
+    out = np.empty((batch.rows, len(cutoffs)), dtype=np.float64)
+    for column, k in enumerate(cutoffs):
+        taken = terms if k is None else np.where(ranks < k, terms, 0.0)
+        # bincount adds each row's terms in rank order, as the reference loop does.
+        precision_sum = np.bincount(rows, weights=taken, minlength=batch.rows)
+        out[:, column] = _ratio(precision_sum, batch.queries.num_rel, 0.0)
+    return out
+
+
+def _map(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+    return _average_precision(batch, [None])
+
+
+def _map_cut(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    return _average_precision(batch, cutoffs)
+
+
+def _success(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    found: Floats = (batch.at(batch.relevant_so_far, cutoffs) > 0).astype(np.float64)
+    return found
+
+
+def _rprec(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+    """Relevant documents among the first num_rel, over num_rel."""
+    rows, ranks, _counts = batch.relevant_positions
+    num_rel = batch.queries.num_rel
+    within = np.bincount(rows[ranks < num_rel[rows]], minlength=batch.rows)
+    return _ratio(within, num_rel, 0.0)[:, None]
 
 
 # One entry per measure kind of `monitor.scoring.catalog.KIND_TABLE` (tests/test_measure_kinds.py).
@@ -301,6 +328,9 @@ _GROUPS: Final[dict[str, Group]] = {
     "num_ret": lambda b, _, __, ___: b.lengths[:, None],
     "num_rel": lambda b, _, __, ___: b.queries.num_rel[:, None],
     "num_rel_ret": lambda b, _, __, ___: b.relevant_positions[2][:, None],
+    "success": _success,
+    "rprec": _rprec,
+    "map_cut": _map_cut,
 }
 
 

@@ -6,6 +6,21 @@ static double ratio(double numerator, double denominator, double when_zero) {
     return denominator > 0 ? numerator / denominator : when_zero;
 }
 
+/* The sum of (relevant so far) / rank over the relevant documents of the first k ranks. */
+static double cut_precision_sum(const rm_measure_plan *plan, const uint8_t *codes, size_t taken,
+                                int64_t k) {
+    size_t end = (uint64_t)k < taken ? (size_t)k : taken;
+    double sum = 0.0;
+    int64_t found = 0;
+    for (size_t i = 0; i < end; i++) {
+        if (plan->relevant[codes[i]]) {
+            found++;
+            sum += (double)found / (double)(i + 1);
+        }
+    }
+    return sum;
+}
+
 void rm_measure_row(const rm_measure_plan *plan, rm_scratch *scratch, const uint8_t *codes,
                     size_t taken, int64_t length, size_t query, double *out) {
     size_t head = taken < plan->head ? taken : plan->head;
@@ -27,18 +42,21 @@ void rm_measure_row(const rm_measure_plan *plan, rm_scratch *scratch, const uint
         scratch->judged[i] = judged;
     }
     /* Whole-ranking measures: the relevant documents of every code taken. */
+    int64_t num_rel = plan->num_rel[query];
     double reciprocal = 0.0, precision_sum = 0.0;
-    int64_t found = 0;
+    int64_t found = 0, within_num_rel = 0;
     for (size_t i = 0; i < taken; i++) {
         if (plan->relevant[codes[i]]) {
             found++;
             if (found == 1) {
                 reciprocal = 1.0 / (double)(i + 1);
             }
+            if ((int64_t)i < num_rel) {
+                within_num_rel++;
+            }
             precision_sum += (double)found / (double)(i + 1);
         }
     }
-    int64_t num_rel = plan->num_rel[query];
     for (size_t c = 0; c < plan->columns; c++) {
         int64_t k = plan->cutoffs[c];
         size_t at = k < 0 || (uint64_t)k > head ? head : (size_t)k; /* ranks read */
@@ -71,6 +89,15 @@ void rm_measure_row(const rm_measure_plan *plan, rm_scratch *scratch, const uint
             break;
         case RM_MAP:
             value = ratio(precision_sum, (double)num_rel, 0.0);
+            break;
+        case RM_MAP_CUT:
+            value = ratio(cut_precision_sum(plan, codes, taken, k), (double)num_rel, 0.0);
+            break;
+        case RM_SUCCESS:
+            value = (at ? scratch->rel[at - 1] : 0) > 0 ? 1.0 : 0.0;
+            break;
+        case RM_RPREC:
+            value = ratio((double)within_num_rel, (double)num_rel, 0.0);
             break;
         case RM_NUM_RET:
             value = (double)length;

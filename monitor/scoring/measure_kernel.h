@@ -7,7 +7,9 @@
  * caller's table, made by numpy), nDCG = DCG / IDCG (or `when_zero` if IDCG is 0), P@k =
  * relevant in the first k / k, recall@k = relevant in the first k / num_rel (0 if num_rel is 0),
  * judged@k = judged in the first k / min(length, k), RR = 1 / rank of the first relevant,
- * AP = sum over relevant ranks r of (relevant so far) / r, over num_rel.
+ * AP = sum over relevant ranks r of (relevant so far) / r, over num_rel (AP@k: r <= k),
+ * success@k = 1 if a relevant document is in the first k, R-precision = relevant in the first
+ * num_rel / num_rel.
  */
 #ifndef RANKMON_MEASURE_KERNEL_H
 #define RANKMON_MEASURE_KERNEL_H
@@ -26,14 +28,17 @@ enum {
     RM_NUM_RET = 7,
     RM_NUM_REL = 8,
     RM_NUM_REL_RET = 9,
-    RM_KINDS = 10
+    RM_SUCCESS = 10,
+    RM_RPREC = 11,
+    RM_MAP_CUT = 12,
+    RM_KINDS = 13
 };
 
 #define RM_CODES 256
 
 typedef struct {
     size_t columns;
-    const int32_t *kinds;   /* per column: RM_NDCG .. RM_NUM_REL_RET */
+    const int32_t *kinds;   /* per column: RM_NDCG .. RM_MAP_CUT */
     const int32_t *gain_of; /* per column: row of `gains` (nDCG, DCG) */
     const int64_t *cutoffs; /* per column: k, or -1 for the whole head */
     const int32_t *ideal_of; /* per column: column of `ideals` (nDCG) */

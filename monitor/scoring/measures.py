@@ -30,8 +30,10 @@ __all__ = [
     "judged",
     "ndcg",
     "precision",
+    "r_precision",
     "recall",
     "reciprocal_rank",
+    "success",
 ]
 
 Grades = Sequence[int | None]
@@ -120,16 +122,20 @@ def reciprocal_rank(grades: Grades, relevance_level: int = 1) -> float:
     return 0.0
 
 
-def average_precision(grades: Grades, num_rel: int, relevance_level: int = 1) -> float:
+def average_precision(
+    grades: Grades, num_rel: int, relevance_level: int = 1, k: int | None = None
+) -> float:
     """AP = (sum over relevant retrieved documents of precision at their rank) / num_rel.
 
     Relevant documents that were not retrieved contribute 0; 0 when num_rel = 0 (trec_eval map).
+    With `k`, only the first k documents count and the divisor stays num_rel (trec_eval
+    `map_cut_k`).
     """
     if num_rel == 0:
         return 0.0
     found = 0
     total = 0.0
-    for rank, grade in enumerate(grades, start=1):
+    for rank, grade in enumerate(_top(grades, k), start=1):
         if _relevant(grade, relevance_level):
             found += 1
             total += found / rank
@@ -146,3 +152,19 @@ def judged(grades: Grades, k: int) -> float:
     if not top:
         return 0.0
     return sum(g is not None for g in top) / len(top)
+
+
+def success(grades: Grades, k: int, relevance_level: int = 1) -> float:
+    """success@k = 1 if a relevant document is in the first k, else 0 (trec_eval success_k)."""
+    return 1.0 if any(_relevant(g, relevance_level) for g in _top(grades, k)) else 0.0
+
+
+def r_precision(grades: Grades, num_rel: int, relevance_level: int = 1) -> float:
+    """R-precision: relevant documents in the first num_rel, over num_rel; 0 when num_rel = 0.
+
+    A ranking shorter than num_rel is not padded: its relevant documents still count over
+    num_rel (trec_eval Rprec).
+    """
+    if num_rel == 0:
+        return 0.0
+    return sum(_relevant(g, relevance_level) for g in grades[:num_rel]) / num_rel

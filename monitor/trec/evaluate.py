@@ -56,6 +56,9 @@ _MONITOR_KINDS = {
     "recall": "recall",
     "ndcg": "ndcg",
     "ndcg_cut": "ndcg",
+    "map_cut": "map_cut",
+    "success": "success",
+    "Rprec": "rprec",
 }
 
 

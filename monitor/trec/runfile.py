@@ -16,6 +16,10 @@ Ordering (docs/metric-conventions.md R1-R4, trec_eval form_res_rels.c):
 - R3: a docno twice in one query is an error naming the query, the document and both lines.
 - R4: `max_retrieved` keeps the first N documents after ordering (trec_eval's `-M`, whose
   default is 1000).
+
+With the C accelerators a file is parsed and ordered in C (`monitor/trec/run_order.c`), which
+leaves to the Python code below every file it does not decide alone (non-ASCII bytes, a short
+line, an unusual score token, a duplicate): the same runs, and the same errors.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
+from monitor import native
 from monitor.errors import InputError
 
 __all__ = [
@@ -106,6 +111,11 @@ def parse_run(
     _check_precision(score_precision)
     if max_retrieved is not None and max_retrieved < 0:
         raise ValueError(f"max_retrieved must be >= 0, got {max_retrieved}")
+    if native.speedups_active():
+        depth = -1 if max_retrieved is None else max_retrieved
+        ordered = native.order_run(data, score_precision == "float32", depth)
+        if ordered is not None:
+            return Run(path=path, tag=ordered[0], rankings=ordered[1])
     text = _decode(data, path)
     fields_of = _ascii_fields if _NON_ASCII_SPACE.search(text) else str.split
     scored: dict[str, dict[str, float]] = {}  # qid -> docno -> score, in file order
