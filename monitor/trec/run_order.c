@@ -89,11 +89,48 @@ static int64_t query_index(tr_queries *q, const char *name, uint32_t len) {
     return q->count++;
 }
 
+/* Clinger's fast path: [+-]digits[.digits] with at most 15 digits is the exact integer of
+   its digits divided by an exact power of ten, one correctly rounded division: the double
+   strtod (and Python's float) gives. 0 when the token is not of that form. */
+static int plain_decimal(const char *text, size_t len, double *out) {
+    static const double powers[] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                    1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    size_t i = 0;
+    int negative = 0;
+    if (i < len && (text[i] == '+' || text[i] == '-')) {
+        negative = text[i] == '-';
+        i++;
+    }
+    uint64_t mantissa = 0;
+    int digits = 0, fraction = 0, seen_point = 0;
+    for (; i < len; i++) {
+        char c = text[i];
+        if (c >= '0' && c <= '9') {
+            mantissa = mantissa * 10 + (uint64_t)(c - '0');
+            digits++;
+            fraction += seen_point;
+        } else if (c == '.' && !seen_point) {
+            seen_point = 1;
+        } else {
+            return 0;
+        }
+    }
+    if (digits == 0 || digits > 15) {
+        return 0;
+    }
+    double value = (double)mantissa / powers[fraction];
+    *out = negative ? -value : value;
+    return 1;
+}
+
 /* A score token read as Python's float() reads it, or TR_PUNT for anything unusual. */
 static int read_score(const char *text, size_t len, double *out) {
     char copy[64];
     if (len == 0 || len >= sizeof copy) {
         return TR_PUNT;
+    }
+    if (plain_decimal(text, len, out)) {
+        return TR_OK;
     }
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
@@ -116,10 +153,6 @@ static int docno_order(const tr_line *a, const tr_line *b) {
         cmp = (a->len > b->len) - (a->len < b->len);
     }
     return cmp;
-}
-
-static int by_docno(const void *x, const void *y) {
-    return docno_order(x, y);
 }
 
 static int by_trec_order(const void *x, const void *y) {
@@ -209,6 +242,38 @@ static int scan(const char *data, size_t size, int float32, tr_queries *queries,
     return TR_OK;
 }
 
+/* TR_PUNT when a docno is twice in the group: an open-addressing set of its docnos (a
+   sort would cost as much as the ordering itself). */
+static int check_unique(const tr_line *group, size_t size) {
+    uint32_t local[512];
+    size_t n_slots = 16;
+    while (n_slots < 2 * size) {
+        n_slots *= 2;
+    }
+    uint32_t *slots = n_slots <= 512 ? local : malloc(n_slots * sizeof *slots);
+    if (slots == NULL) {
+        return TR_NO_MEMORY;
+    }
+    memset(slots, 0, n_slots * sizeof *slots);
+    int status = TR_OK;
+    for (size_t i = 0; i < size && status == TR_OK; i++) {
+        size_t at = (size_t)fnv1a(group[i].doc, group[i].len) & (n_slots - 1);
+        while (slots[at]) {
+            const tr_line *other = &group[slots[at] - 1];
+            if (docno_order(other, &group[i]) == 0) {
+                status = TR_PUNT;
+                break;
+            }
+            at = (at + 1) & (n_slots - 1);
+        }
+        slots[at] = (uint32_t)i + 1;
+    }
+    if (slots != local) {
+        free(slots);
+    }
+    return status;
+}
+
 /* Lines grouped by query (counting sort), each group in trec_eval's order; `starts` has
    count + 1 entries. TR_PUNT when a group holds a docno twice. */
 static int group_and_order(tr_line *lines, size_t n, uint32_t count, tr_line **grouped,
@@ -233,18 +298,17 @@ static int group_and_order(tr_line *lines, size_t n, uint32_t count, tr_line **g
         out[fill[lines[i].query]++] = lines[i];
     }
     free(fill);
-    for (uint32_t q = 0; q < count; q++) {
+    int status = TR_OK;
+    for (uint32_t q = 0; q < count && status == TR_OK; q++) {
         tr_line *group = out + starts[q];
         size_t size = starts[q + 1] - starts[q];
-        qsort(group, size, sizeof *group, by_docno);
-        for (size_t i = 1; i < size; i++) {
-            if (docno_order(&group[i - 1], &group[i]) == 0) {
-                free(starts);
-                free(out);
-                return TR_PUNT;
-            }
-        }
+        status = check_unique(group, size);
         qsort(group, size, sizeof *group, by_trec_order);
+    }
+    if (status != TR_OK) {
+        free(starts);
+        free(out);
+        return status;
     }
     *grouped = out;
     *starts_out = starts;
