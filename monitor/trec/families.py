@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cmp_to_key
+from functools import cmp_to_key, lru_cache
 from typing import Final
 
 import numpy as np
@@ -436,6 +436,12 @@ class _Gains:
         return cls(order, np.array(ideal, dtype=np.float64))
 
     def gain_of(self, rels: Sequence[int]) -> Floats:
+        """The gain of each relevance value (a value without a level gains 0)."""
+        values = np.array(rels, dtype=np.int64)
+        if all(level >= 0 and gain == level for level, gain, _ in self.order):
+            # Every grade gains itself (no pairs): the query's grades are all levels.
+            gains: Floats = np.maximum(values, 0).astype(np.float64)
+            return gains
         table: dict[int, float] = {}
         for level, gain, _ in self.order:
             table.setdefault(level, gain)
@@ -449,6 +455,12 @@ class _Gains:
             return self
         order = tuple((lv, (g - low) / (high - low), n) for lv, g, n in self.order)
         return _Gains(order, self.ideal)
+
+
+@lru_cache(maxsize=4096)
+def _gains_of(params: Params, counts: tuple[tuple[int, int], ...]) -> _Gains:
+    """`_Gains.of`, once per parameters and judgment counts (queries and measures share it)."""
+    return _Gains.of(params, dict(counts))
 
 
 def _by_truncated_gain(x: list[float], y: list[float]) -> int:
@@ -467,7 +479,7 @@ def _per_query(
     values = []
     rows = zip(_rows(ranked), ranked.levels, ranked.num_rel.tolist(), strict=True)
     for (row, num_ret), counts, num_rel in rows:
-        gains = _Gains.of(params, counts)
+        gains = _gains_of(params, tuple(sorted(counts.items())))
         if rescale:
             gains = gains.rescaled()
         values.append(value(gains.gain_of(row[:num_ret]), gains, num_rel))
@@ -494,7 +506,12 @@ def _total(terms: Floats) -> float:
 
 
 def _c_divide(numerator: float, denominator: float) -> float:
-    return float(_divide(numerator, denominator))
+    """numerator / denominator as C doubles divide: x / 0 is +-inf, 0 / 0 NaN."""
+    if denominator != 0:
+        return numerator / denominator
+    if numerator == 0 or math.isnan(numerator):
+        return math.nan
+    return math.copysign(math.inf, numerator) * math.copysign(1.0, denominator)
 
 
 def _dcg_value(gains: Floats, _: _Gains, __: int) -> float:
