@@ -15,6 +15,7 @@ setup(
                 "monitor/ingest/event_scan.c",
                 "monitor/kafka/record_batch.c",
                 "monitor/scoring/measure_kernel.c",
+                "monitor/scoring/qrels_scan.c",
                 "monitor/trec/run_order.c",
             ],
             depends=[
@@ -22,6 +23,7 @@ setup(
                 "monitor/kafka/record_batch.h",
                 "monitor/scoring/judgments.h",
                 "monitor/scoring/measure_kernel.h",
+                "monitor/scoring/qrels_scan.h",
                 "monitor/trec/run_order.h",
             ],
             extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],

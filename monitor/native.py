@@ -28,6 +28,7 @@ __all__ = [
     "judgment_index",
     "measure_codes",
     "order_run",
+    "parse_qrels",
     "parse_records",
     "speedups_active",
     "speedups_built",
@@ -156,6 +157,13 @@ def measure_codes(
 
 
 _Record = TypeVar("_Record", bound=tuple[Any, ...])
+
+
+def parse_qrels(data: bytes) -> dict[str, dict[str, int]] | None:
+    """TREC qrels as {qid: {docno: grade}}, or None to leave the file to the Python path (see
+    monitor/scoring/qrels_scan.h); callers check speedups_active() first."""
+    result: dict[str, dict[str, int]] | None = _speedups.parse_qrels(data)
+    return result
 
 
 def order_run(

@@ -25,6 +25,7 @@
 #include "../kafka/record_batch.h"
 #include "../scoring/judgments.h"
 #include "../scoring/measure_kernel.h"
+#include "../scoring/qrels_scan.h"
 #include "../trec/run_order.h"
 
 /* ---------------------------------------------------------------- a growable byte buffer */
@@ -967,6 +968,9 @@ static PyMethodDef module_methods[] = {
      "order_run(data, float32, max_retrieved) -> (tag, {qid: (docno, ...)}) or None: a TREC "
      "run parsed and each query ordered as trec_eval orders it; None leaves the file to the "
      "Python path (see monitor/trec/run_order.h)."},
+    {"parse_qrels", (PyCFunction)qs_parse_qrels, METH_VARARGS,
+     "parse_qrels(data) -> {qid: {docno: grade}} or None: TREC qrels read in C; None leaves "
+     "the file to the Python path (see monitor/scoring/qrels_scan.h)."},
     {"parse_records", (PyCFunction)rb_parse_records, METH_VARARGS,
      "parse_records(buffer, pos, count, base_offset, first_timestamp, max_timestamp, "
      "log_append_time, topic, partition, record_type) -> (records, error): the records of "

@@ -7,6 +7,10 @@ Two file formats, chosen by suffix:
 - JSON Lines (`.jsonl`, `.json`): one `{"query_id": str, "doc_id": str, "grade": int}` per
   line; blank lines are skipped.
 
+With the C accelerators TREC qrels are read in C (`monitor/scoring/qrels_scan.c`), which
+leaves every file it does not decide alone to the Python code here: the same judgments and
+the same errors.
+
 Grades are integers. A negative grade means "judged, but unjudged" (trec_eval's RELVALUE_UNJUDGED,
 docs/metric-conventions.md V1): the document counts as judged for judged@k, but it gains 0, is never
 relevant, and is left out of the ideal ranking and of num_rel (V2).
@@ -25,6 +29,7 @@ from types import MappingProxyType
 
 import orjson
 
+from monitor import native
 from monitor.errors import InputError
 
 __all__ = ["GRADE_RANGE", "EvaluationSet", "load_evaluation_set"]
@@ -124,8 +129,14 @@ def _content_hash(grades: Mapping[str, Mapping[str, int]]) -> str:
 def load_evaluation_set(path: str | Path) -> EvaluationSet:
     """Read TREC qrels or JSON Lines; any bad line raises `InputError` naming file and line."""
     name = str(path)
-    text = _read_text(name)
-    parse_line = _json_line if name.endswith(_JSON_SUFFIXES) else _trec_line
+    data = _read_bytes(name)
+    json_lines = name.endswith(_JSON_SUFFIXES)
+    if not json_lines and native.speedups_active():
+        parsed = native.parse_qrels(data)
+        if parsed is not None:
+            return EvaluationSet(parsed, name)
+    text = _decode(name, data)
+    parse_line = _json_line if json_lines else _trec_line
     grades: dict[str, dict[str, int]] = {}
     lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
@@ -163,10 +174,18 @@ def _first_line(
     raise AssertionError("a duplicate has a first line")
 
 
-def _read_text(name: str) -> str:
+def _read_bytes(name: str) -> bytes:
     try:
-        return Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        return Path(name).read_bytes()
+    except OSError as error:
+        raise InputError.unreadable(name, "judgments", error) from None
+
+
+def _decode(name: str, data: bytes) -> str:
+    try:
+        # As read_text does: universal newlines ("\r\n" and "\r" end a line).
+        return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    except UnicodeDecodeError as error:
         raise InputError.unreadable(name, "judgments", error) from None
 
 
