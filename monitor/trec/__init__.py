@@ -1,7 +1,7 @@
 """`rankmon eval`: the scoring stage offline on TREC files, printed as trec_eval prints.
 
 Enters: a qrels file and a run file. Leaves: trec_eval's lines (or JSON) per query and for
-all, from the same engine as the stream.
+all; the measures the stream computes too come from its engine, the others from `families`.
 """
 
 from __future__ import annotations

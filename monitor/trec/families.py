@@ -1,8 +1,8 @@
 """trec_eval's measures that the streaming monitor does not compute, over `RankedRelevance`.
 
 Each family takes every evaluated query at once (one row each) and returns one column per
-value name of its `Requested` measure. The definitions are trec_eval 10.0's (its `m_*.c`,
-docs/metric-conventions.md "trec_eval's other measures"); where a value is a sum, the terms are
+value name of its `Requested` measure. The definitions are trec_eval 10.0's (its `m_*.c`;
+docs/metrics.md, "`rankmon eval`: every trec_eval measure"); where a value is a sum, the terms are
 added in rank order, as trec_eval's loops add them, so that the printed values agree with
 trec_eval's to the last digit. Logarithms come from the C library (`math.log2`, `math.log`),
 as trec_eval's do.

@@ -9,7 +9,8 @@ evaluated queries, or its total for the counts.
 
 JSON format: `{"per_query": {qid: {measure: value}}, "all": {measure: value}}` with the same
 measure names (`ndcg_cut_10`, `P_10`, ...) at full float precision (shortest round-trip form);
-counts stay integers. The run id is trec-only, so that every JSON value is a number.
+counts stay integers, relstring is a string, NaN is null, summary-only values (gm_map, num_q)
+are in `all` only and `-n` leaves `all` out. The run id is trec-only.
 """
 
 from __future__ import annotations
