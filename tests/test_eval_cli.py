@@ -330,3 +330,28 @@ def test_every_command_module_registers_the_subcommand_named_after_it() -> None:
     for command in MODULE_OF:
         assert subcommands(build_parser(command)) == {command}
     assert subcommands(build_parser("no-such-command")) == set(MODULE_OF)
+
+
+def test_no_summary_prints_only_the_per_query_lines(
+    files: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = eval_lines(capsys, "-q", "-n", "-m", "map", "-m", "runid", *files)
+    assert [line.split("\t")[1] for line in lines] == ["q1", "q3"]
+    assert eval_lines(capsys, "-n", "-m", "map", *files) == []
+    assert "all" not in eval_json(capsys, "-n", "-m", "map", *files)
+
+
+def test_judged_only_and_collection_size_reach_the_measures_from_the_command_line(
+    files: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # q1 retrieves d3 (0), d1 (2), d9 (not judged); q3 retrieves d5 (0).
+    plain = eval_json(capsys, "-q", "-m", "num_ret", "-m", "relstring", *files)["per_query"]
+    judged = eval_json(capsys, "-q", "-J", "-m", "num_ret", "-m", "relstring", *files)
+    assert (plain["q1"]["num_ret"], plain["q1"]["relstring"]) == (3, "02-")
+    assert (judged["per_query"]["q1"]["num_ret"], judged["per_query"]["q1"]["relstring"]) == (
+        2,
+        "02",
+    )
+    # utility's fourth term: N + relevant retrieved - retrieved - relevant, per query.
+    utility = eval_json(capsys, "-N", "10", "-m", "utility.0,0,0,1", *files)["all"]
+    assert utility["utility_0,0,0,1"] == ((10 + 1 - 3 - 2) + (10 + 0 - 1 - 0)) / 2
