@@ -59,7 +59,7 @@ def outcome(path: Path) -> tuple[dict[str, dict[str, int]], str] | str:
 
 
 @settings(
-    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(text=qrels_texts())
 def test_the_c_reader_gives_the_python_reader_s_judgments_or_error(

@@ -63,7 +63,7 @@ def outcome(text: str, precision: ScorePrecision, depth: int | None) -> Run | st
     return Run(run.path, run.tag, dict(run.rankings))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(run_texts(), st.sampled_from(["float64", "float32"]), st.sampled_from([None, 0, 2]))
 def test_the_c_parser_gives_the_python_parser_s_run_or_error(
     text: str, precision: ScorePrecision, depth: int | None

@@ -50,7 +50,7 @@ def collections(draw: st.DrawFn) -> tuple[dict[str, dict[str, int]], dict[str, d
     return qrels, run
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(collections(), st.sampled_from([1, 2]), st.booleans())
 def test_every_query_s_values_are_pytrec_eval_s(
     data: tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]],
