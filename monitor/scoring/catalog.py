@@ -39,6 +39,7 @@ __all__ = [
     "KINDS",
     "KIND_TABLE",
     "TREC_DEFAULT_CUTOFFS",
+    "TREC_FAMILY_KINDS",
     "MeasureKey",
     "MeasureKind",
     "monitor_keys",
@@ -174,6 +175,9 @@ _TREC_FAMILIES: Final[dict[str, tuple[str, bool]]] = {
     "num_rel": ("num_rel", False),
     "num_rel_ret": ("num_rel_ret", False),
 }
+
+# trec_eval family -> the kind that computes it (rankmon eval's engine choice reads this).
+TREC_FAMILY_KINDS: Final = {family: kind for family, (kind, _) in _TREC_FAMILIES.items()}
 
 _KEY = re.compile(r"(?P<kind>[a-z_]+)(?:@(?P<k>[0-9]+))?(?::(?P<gain>.+))?")
 _TREC_NAME = re.compile(r"(?P<family>[A-Za-z_]+?)(?:[._](?P<params>[0-9][0-9,]*))?")

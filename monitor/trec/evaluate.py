@@ -29,7 +29,7 @@ import numpy as np
 
 from monitor.errors import MeasureError
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.catalog import TREC_FAMILY_KINDS, MeasureKey
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import LINEAR, Gain
 from monitor.trec.families import Settings, compute, reset_missing
@@ -44,22 +44,6 @@ __all__ = [
     "evaluate_run",
     "select_measures",
 ]
-
-# trec_eval family -> the monitor's measure kind, for the measures both compute.
-_MONITOR_KINDS = {
-    "num_ret": "num_ret",
-    "num_rel": "num_rel",
-    "num_rel_ret": "num_rel_ret",
-    "map": "map",
-    "recip_rank": "mrr",
-    "P": "precision",
-    "recall": "recall",
-    "ndcg": "ndcg",
-    "ndcg_cut": "ndcg",
-    "map_cut": "map_cut",
-    "success": "success",
-    "Rprec": "rprec",
-}
 
 
 @dataclass(frozen=True)
@@ -128,7 +112,7 @@ def _monitor_ndcg(requested: Requested) -> bool:
 
 
 def _monitor_keys(requested: Requested, gain: Gain) -> list[MeasureKey]:
-    kind = _MONITOR_KINDS[requested.name]
+    kind = TREC_FAMILY_KINDS[requested.name]
     gain_of_kind = gain if kind == "ndcg" else None
     if requested.measure.params == "cutoffs":
         return [MeasureKey(kind, int(k), gain_of_kind) for k in requested.params.numbers]

@@ -129,36 +129,11 @@ def _yaap(ranked: RankedRelevance, _: Params, __: Settings) -> Floats:
     return _column(np.array(values, dtype=np.float64))
 
 
-def _rprec(ranked: RankedRelevance, _: Params, __: Settings) -> Floats:
-    depth = np.minimum(ranked.num_ret, ranked.num_rel)
-    found = ranked.so_far_at(ranked.relevant_so_far, depth)
-    return _column(np.where(depth > 0, _divide(found, ranked.num_rel), 0.0))
-
-
-def _map_cut(ranked: RankedRelevance, params: Params, _: Settings) -> Floats:
-    terms = np.where(ranked.relevant, _divide(ranked.relevant_so_far, _ranks(ranked.width)), 0.0)
-    sums = np.cumsum(terms, axis=1) if ranked.width else terms
-    out = np.zeros((len(ranked.num_ret), len(params.numbers)), dtype=np.float64)
-    for column, k in enumerate(params.numbers):
-        depth = np.minimum(int(k), ranked.num_ret)
-        if ranked.width:
-            taken = sums[np.arange(len(depth)), np.maximum(depth - 1, 0)]
-            total = np.where(depth > 0, taken, 0.0)
-        else:
-            total = np.zeros(len(depth))
-        out[:, column] = np.where(ranked.num_rel > 0, _divide(total, ranked.num_rel), 0.0)
-    return out
-
-
 def _cutoff_counts(ranked: RankedRelevance, counts: Int64s, params: Params) -> Int64s:
     columns = [
         ranked.so_far_at(counts, np.full(len(ranked.num_ret), int(k))) for k in params.numbers
     ]
     return np.stack(columns, axis=1) if columns else np.zeros((len(ranked.num_ret), 0), np.int64)
-
-
-def _success(ranked: RankedRelevance, params: Params, _: Settings) -> Floats:
-    return (_cutoff_counts(ranked, ranked.relevant_so_far, params) > 0).astype(np.float64)
 
 
 def _relative_p(ranked: RankedRelevance, params: Params, _: Settings) -> Floats:
@@ -619,7 +594,6 @@ def _rbp_resid(ranked: RankedRelevance, params: Params, _: Settings) -> Floats:
 
 FAMILIES: Final[dict[str, Family]] = {
     "gm_map": _gm_map,
-    "Rprec": _rprec,
     "bpref": _bpref,
     "iprec_at_recall": _iprec_at_recall,
     "relstring": _relstring,
@@ -635,9 +609,7 @@ FAMILIES: Final[dict[str, Family]] = {
     "ndcg": _gain_family(_ndcg_value),
     "ndcg_rel": _gain_family(_ndcg_rel_value),
     "Rndcg": _gain_family(_rndcg_value),
-    "map_cut": _map_cut,
     "relative_P": _relative_p,
-    "success": _success,
     "set_P": _set_p,
     "set_relative_P": _set_relative_p,
     "set_recall": _set_recall,
