@@ -28,6 +28,9 @@
 #include "../scoring/qrels_scan.h"
 #include "../trec/run_order.h"
 
+/* The key of rm_hash (see judgments.h): random once the module loads (`seed_hashes`). */
+uint64_t rm_seed[2] = {0x9E3779B97F4A7C15ULL, 0};
+
 /* ---------------------------------------------------------------- a growable byte buffer */
 
 typedef struct {

@@ -38,8 +38,9 @@ typedef struct {
 } rm_table;
 
 /* The hash's key: the first word starts the state, the second goes in before the final
-   avalanche. Fixed until `rm_seed_hash`. */
-static uint64_t rm_seed[2] = {0x9E3779B97F4A7C15ULL, 0};
+   avalanche. One for the whole module (defined in monitor/_native/speedups.c, so every C file
+   that hashes ids, the run parser's too, uses the same seeded key); fixed until `rm_seed_hash`. */
+extern uint64_t rm_seed[2];
 
 static inline void rm_seed_hash(const unsigned char key[16]) {
     memcpy(rm_seed, key, 16);

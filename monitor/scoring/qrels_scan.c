@@ -1,6 +1,8 @@
 /* See qrels_scan.h: TREC qrels read in C into {qid: {docno: grade}}. */
 #include "qrels_scan.h"
 
+#include "../_native/ascii_text.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -41,14 +43,6 @@ static int read_grade(const char *text, size_t len, long *out) {
     return QS_OK;
 }
 
-static PyObject *ascii_text(const char *text, size_t len) {
-    PyObject *string = PyUnicode_New((Py_ssize_t)len, 127);
-    if (string != NULL) {
-        memcpy(PyUnicode_DATA(string), text, len);
-    }
-    return string;
-}
-
 /* One line's judgment into `judgments`; `last_*` caches the previous line's query. */
 static int add_line(PyObject *judgments, const char *field[4], const size_t length[4],
                     PyObject **last_docs, const char **last_qid, size_t *last_len) {
@@ -58,7 +52,7 @@ static int add_line(PyObject *judgments, const char *field[4], const size_t leng
     }
     PyObject *docs = *last_docs;
     if (docs == NULL || *last_len != length[0] || memcmp(*last_qid, field[0], length[0]) != 0) {
-        PyObject *qid = ascii_text(field[0], length[0]);
+        PyObject *qid = rm_ascii_text(field[0], length[0]);
         if (qid == NULL) {
             return QS_ERROR;
         }
@@ -78,7 +72,7 @@ static int add_line(PyObject *judgments, const char *field[4], const size_t leng
         *last_qid = field[0];
         *last_len = length[0];
     }
-    PyObject *doc = ascii_text(field[2], length[2]);
+    PyObject *doc = rm_ascii_text(field[2], length[2]);
     PyObject *value = doc ? PyLong_FromLong(grade) : NULL;
     int status = QS_ERROR;
     if (value != NULL) {

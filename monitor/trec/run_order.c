@@ -1,6 +1,9 @@
 /* See run_order.h: a TREC run file parsed, grouped and ordered in C. */
 #include "run_order.h"
 
+#include "../_native/ascii_text.h"
+#include "../scoring/judgments.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,15 +31,6 @@ static int is_space(unsigned char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
-static uint64_t fnv1a(const char *text, size_t len) {
-    uint64_t hash = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++) {
-        hash ^= (unsigned char)text[i];
-        hash *= 1099511628211ULL;
-    }
-    return hash;
-}
-
 static int queries_grow(tr_queries *q) {
     size_t n_slots = q->n_slots ? q->n_slots * 2 : 1024;
     int64_t *slots = calloc(n_slots, sizeof *slots);
@@ -44,7 +38,7 @@ static int queries_grow(tr_queries *q) {
         return TR_NO_MEMORY;
     }
     for (uint32_t i = 0; i < q->count; i++) {
-        size_t at = (size_t)fnv1a(q->names[i], q->lengths[i]) & (n_slots - 1);
+        size_t at = (size_t)rm_hash(q->names[i], q->lengths[i]) & (n_slots - 1);
         while (slots[at]) {
             at = (at + 1) & (n_slots - 1);
         }
@@ -61,7 +55,7 @@ static int64_t query_index(tr_queries *q, const char *name, uint32_t len) {
     if ((size_t)(q->count + 1) * 2 > q->n_slots && queries_grow(q) != TR_OK) {
         return -1;
     }
-    size_t at = (size_t)fnv1a(name, len) & (q->n_slots - 1);
+    size_t at = (size_t)rm_hash(name, len) & (q->n_slots - 1);
     while (q->slots[at]) {
         uint32_t i = (uint32_t)(q->slots[at] - 1);
         if (q->lengths[i] == len && memcmp(q->names[i], name, len) == 0) {
@@ -257,7 +251,7 @@ static int check_unique(const tr_line *group, size_t size) {
     memset(slots, 0, n_slots * sizeof *slots);
     int status = TR_OK;
     for (size_t i = 0; i < size && status == TR_OK; i++) {
-        size_t at = (size_t)fnv1a(group[i].doc, group[i].len) & (n_slots - 1);
+        size_t at = (size_t)rm_hash(group[i].doc, group[i].len) & (n_slots - 1);
         while (slots[at]) {
             const tr_line *other = &group[slots[at] - 1];
             if (docno_order(other, &group[i]) == 0) {
@@ -315,14 +309,6 @@ static int group_and_order(tr_line *lines, size_t n, uint32_t count, tr_line **g
     return TR_OK;
 }
 
-static PyObject *ascii_text(const char *text, size_t len) {
-    PyObject *string = PyUnicode_New((Py_ssize_t)len, 127);
-    if (string != NULL) {
-        memcpy(PyUnicode_DATA(string), text, len);
-    }
-    return string;
-}
-
 static PyObject *rankings_dict(const tr_queries *queries, const tr_line *grouped,
                                const size_t *starts, long long max_retrieved) {
     PyObject *rankings = PyDict_New();
@@ -335,11 +321,11 @@ static PyObject *rankings_dict(const tr_queries *queries, const tr_line *grouped
             size = (size_t)max_retrieved;
         }
         PyObject *docs = PyTuple_New((Py_ssize_t)size);
-        PyObject *qid = ascii_text(queries->names[q], queries->lengths[q]);
+        PyObject *qid = rm_ascii_text(queries->names[q], queries->lengths[q]);
         int failed = docs == NULL || qid == NULL;
         for (size_t i = 0; !failed && i < size; i++) {
             const tr_line *line = grouped + starts[q] + i;
-            PyObject *doc = ascii_text(line->doc, line->len);
+            PyObject *doc = rm_ascii_text(line->doc, line->len);
             if (doc == NULL) {
                 failed = 1;
             } else {
@@ -387,7 +373,7 @@ PyObject *tr_order_run(PyObject *self, PyObject *args) {
         result = Py_NewRef(Py_None);
     } else {
         PyObject *rankings = rankings_dict(&queries, grouped, starts, max_retrieved);
-        PyObject *tag_text = rankings ? ascii_text(tag, tag_len) : NULL;
+        PyObject *tag_text = rankings ? rm_ascii_text(tag, tag_len) : NULL;
         if (rankings != NULL && tag_text != NULL) {
             result = PyTuple_Pack(2, tag_text, rankings);
         }
