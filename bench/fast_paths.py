@@ -176,7 +176,7 @@ def python_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequen
 def c_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
     index = scorer.judgment_index
     assert index is not None
-    _, _, _, rows, _, _, codes, lengths = decode_events(
+    decoded = decode_events(
         index,
         values,
         timestamps,
@@ -187,9 +187,9 @@ def c_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[in
         segment_keys=("model",),
         use_event_time=True,
         depth=scorer.lookup_depth or -1,
-        punt_judgments=True,
+        grade_codes=scorer.inline_grade_codes,
     )
-    return rows, codes, lengths
+    return decoded.rows, decoded.codes, decoded.lengths
 
 
 def numpy_scores(scorer: BatchScorer, codes: bytes, lengths: Sequence[int], rows: Any) -> Any:

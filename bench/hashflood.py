@@ -100,7 +100,7 @@ def scan_statuses(index: Any, values: list[bytes], now_ms: int) -> Sequence[int]
         segment_keys=(),
         use_event_time=True,
         depth=-1,
-        punt_judgments=False,
+        grade_codes=None,
     )
     statuses: Sequence[int] = decoded.status
     return statuses

@@ -6,8 +6,12 @@ graded 0-3, about 14 of them retrieved) is scored by all three engines on the sa
 distinct integers, exact in float32, so every engine sees the same order. Prints rankings/s,
 the ratios, the largest difference from pytrec_eval's values, and the per-ranking cost of the
 streaming path: `BatchScorer.score` on batches of 500 freshly decoded and validated rankings
-with the monitor's keys, at k = 5, 10, 20 alone and all together. Times are CPU seconds of
-this process (the machine it was written on is shared; wall time is printed beside them).
+with the monitor's keys, at k = 5, 10, 20 alone and all together. Then the cost of events that
+carry inline judgments (`--inline-judgments` grades each, for documents mostly not in the
+evaluation set) against the same events without, on two paths: `BatchScorer.score`, and what
+`Intake` runs on a poll of record values (the C scanner, then the kernel), with the ratio.
+Times are CPU seconds of this process (the machine it was written on is shared; wall time is
+printed beside them).
 
     .venv/bin/python bench/metrics.py               # the issue's 100k queries (~3 GB, minutes)
     .venv/bin/python bench/metrics.py --queries 5000  # a quick look
@@ -28,6 +32,7 @@ import orjson
 import pytrec_eval
 import ranx
 
+from monitor.native import decode_events
 from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
 from monitor.scoring.evalset import EvaluationSet
@@ -43,6 +48,7 @@ RANX_NAMES = {
 }
 Floats = npt.NDArray[np.float64]
 STREAM_BATCH = 500
+EVENT_TIME_MS = 1_700_000_000_000
 GRADE_PROBABILITIES = [0.4, 0.3, 0.2, 0.1]  # grades 0, 1, 2, 3
 
 
@@ -158,43 +164,125 @@ def largest_differences(
 
 
 Batch = tuple[list[str], list[list[str]], list[dict[str, int]] | None]
+Poll = tuple[list[bytes], list[int]]
 
 
-def streaming_cost(
-    data: Dataset, cutoffs: Sequence[int], rankings: int, inline_judgments: int = 0
-) -> float:
-    """CPU microseconds per ranking of `BatchScorer.score` on poll-sized batches (best of 3).
+def inline_grades(rng: np.random.Generator, ranking: Sequence[str], count: int) -> dict[str, int]:
+    """Grades an event carries itself (an LLM judge's) for `count` of its documents."""
+    return dict.fromkeys(rng.choice(ranking, count, replace=False).tolist(), 2)
 
-    `inline_judgments`: grades the event itself carries for that many of its docs (the
-    slower per-ranking path, whose ideal DCG is recomputed).
-    """
-    evaluation_set = EvaluationSet.from_judgments(data.qrels)
-    scorer = BatchScorer(evaluation_set, monitor_keys(cutoffs, ["linear", "exp"]))
+
+def scorer_batches(data: Dataset, rankings: int, inline_judgments: int) -> list[Batch]:
+    """Poll-sized batches of rankings decoded like Kafka records (new str objects), then checked
+    for duplicate docs the way monitor/ingest/events.py does (`set(ranking)`, which computes and
+    caches each hash); `inline_judgments` grades per event, if any."""
     rng = np.random.default_rng(1)
     batches: list[Batch] = []
     for start in range(0, min(rankings, len(data.rankings)), STREAM_BATCH):
         stop = start + STREAM_BATCH
-        # Decoded like Kafka records (new str objects), then checked for duplicate docs the
-        # way monitor/ingest/events.py does (`set(ranking)`), which computes and caches each hash.
         fresh = orjson.loads(orjson.dumps(data.rankings[start:stop]))
         for ranking in fresh:
             set(ranking)
         extra = None
         if inline_judgments:
-            extra = [
-                dict.fromkeys(rng.choice(r, inline_judgments, replace=False).tolist(), 2)
-                for r in fresh
-            ]
+            extra = [inline_grades(rng, r, inline_judgments) for r in fresh]
         batches.append((data.query_ids[start:stop], fresh, extra))
-    total = sum(len(ids) for ids, _, _ in batches)
+    return batches
+
+
+def intake_polls(data: Dataset, rankings: int, inline_judgments: int) -> list[Poll]:
+    """The same rankings as ranking events (JSON record values, as Kafka holds them)."""
+    rng = np.random.default_rng(1)
+    polls: list[Poll] = []
+    for start in range(0, min(rankings, len(data.rankings)), STREAM_BATCH):
+        values = []
+        for i in range(start, min(start + STREAM_BATCH, len(data.rankings))):
+            event: dict[str, Any] = {
+                "event_id": f"e{i}",
+                "query_id": data.query_ids[i],
+                "ranking": data.rankings[i],
+                "event_time": EVENT_TIME_MS,
+                "segment": {"model": "v1"},
+            }
+            if inline_judgments:
+                event["judgments"] = inline_grades(rng, data.rankings[i], inline_judgments)
+            values.append(orjson.dumps(event))
+        polls.append((values, [EVENT_TIME_MS] * len(values)))
+    return polls
+
+
+def best_per_ranking(run: Callable[[], object], total: int, rounds: int) -> float:
+    """CPU microseconds per ranking of `run` (best of `rounds`)."""
     best = float("inf")
-    for _ in range(3):
+    for _ in range(rounds):
         gc.collect()
         start_time = time.process_time()
-        for ids, batch, extra in batches:
-            scorer.score(ids, batch, extra)
+        run()
         best = min(best, time.process_time() - start_time)
     return best / total * 1e6
+
+
+def scorer_cost(scorer: BatchScorer, batches: Sequence[Batch], rounds: int = 3) -> float:
+    """`BatchScorer.score` on each batch: CPU microseconds per ranking."""
+
+    def run() -> None:
+        for ids, batch, extra in batches:
+            scorer.score(ids, batch, extra)
+
+    return best_per_ranking(run, sum(len(ids) for ids, _, _ in batches), rounds)
+
+
+def intake_cost(scorer: BatchScorer, polls: Sequence[Poll], inline: bool, rounds: int = 3) -> float:
+    """What `Intake` runs per poll on the C path: the scanner (validation, grade codes, inline
+    grades when `inline`), then the kernel. CPU microseconds per event."""
+    index = scorer.judgment_index
+    assert index is not None, "the C accelerators are not built"
+    depth = scorer.lookup_depth
+
+    def run() -> None:
+        for values, timestamps in polls:
+            decoded = decode_events(
+                index,
+                values,
+                timestamps,
+                now_ms=EVENT_TIME_MS,
+                max_depth=1000,
+                max_bytes=1_048_576,
+                max_future_ms=300_000,
+                segment_keys=("model",),
+                use_event_time=True,
+                depth=-1 if depth is None else depth,
+                grade_codes=scorer.inline_grade_codes if inline else None,
+            )
+            assert len(decoded.rows) == len(values), "the scanner punted events"
+            scorer.score_coded(
+                decoded.rows, decoded.codes, decoded.lengths, decoded.added, decoded.added_counts
+            )
+
+    return best_per_ranking(run, sum(len(values) for values, _ in polls), rounds)
+
+
+def streaming_cost(data: Dataset, cutoffs: Sequence[int], rankings: int) -> float:
+    """CPU microseconds per ranking of `BatchScorer.score` on poll-sized batches (best of 3)."""
+    evaluation_set = EvaluationSet.from_judgments(data.qrels)
+    scorer = BatchScorer(evaluation_set, monitor_keys(cutoffs, ["linear", "exp"]))
+    return scorer_cost(scorer, scorer_batches(data, rankings, 0))
+
+
+def inline_costs(data: Dataset, rankings: int, judgments: int, rounds: int) -> dict[str, float]:
+    """Plain and inline-judged rankings at k = 5,10,20, on the scorer and on the C intake path,
+    in alternating rounds (best of `rounds` each): microseconds per ranking."""
+    evaluation_set = EvaluationSet.from_judgments(data.qrels)
+    scorer = BatchScorer(evaluation_set, monitor_keys([5, 10, 20], ["linear", "exp"]))
+    batches = {n: scorer_batches(data, rankings, n) for n in (0, judgments)}
+    polls = {n: intake_polls(data, rankings, n) for n in (0, judgments)}
+    best = dict.fromkeys(["score", "score inline", "intake", "intake inline"], float("inf"))
+    for _ in range(rounds):
+        for n, suffix in ((0, ""), (judgments, " inline")):
+            best["score" + suffix] = min(best["score" + suffix], scorer_cost(scorer, batches[n], 1))
+            cost = intake_cost(scorer, polls[n], bool(n), 1)
+            best["intake" + suffix] = min(best["intake" + suffix], cost)
+    return best
 
 
 def report(data: Dataset, keys: Sequence[MeasureKey], repeats: int) -> None:
@@ -219,21 +307,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--judged", type=int, default=20, help="judged docs per query")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per engine (best)")
     parser.add_argument("--stream-rankings", type=int, default=20_000)
+    parser.add_argument("--inline-judgments", type=int, default=5, help="grades per event")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
     print(f"building {args.queries} queries x {args.depth} docs, {args.judged} judged each")
     data = build_dataset(args.queries, args.depth, args.judged, args.seed)
     report(data, parse_trec_names(TREC_NAMES), args.repeats)
     print(f"\nstreaming path: batches of {STREAM_BATCH}, monitor keys with linear and exp gain:")
-    plain = 0.0
     for cutoffs in ([5], [10], [20], [5, 10, 20]):
         keys = monitor_keys(cutoffs, ["linear", "exp"])
         plain = streaming_cost(data, cutoffs, args.stream_rankings)
         label = ",".join(map(str, cutoffs))
         print(f"  k = {label:<8} {plain:6.2f} us per ranking ({len(keys)} measures)")
-    inline = streaming_cost(data, [5, 10, 20], args.stream_rankings, inline_judgments=5)
-    print(f"  k = 5,10,20 with 5 inline judgments per event: {inline:6.2f} us per ranking")
-    print(f"  inline judgments vs plain: {inline / plain:5.2f}x the cost (target <= 1.5x)")
+    judgments = args.inline_judgments
+    print(f"\ninline judgments ({judgments} per event), k = 5,10,20, best of {args.repeats + 2}"
+          " alternating rounds (us per ranking):")  # fmt: skip
+    costs = inline_costs(data, args.stream_rankings, judgments, args.repeats + 2)
+    for path, label in (("score", "BatchScorer.score"), ("intake", "C intake (scan + kernel)")):
+        plain, inline = costs[path], costs[path + " inline"]
+        print(f"  {label:<26} plain {plain:6.2f}  inline {inline:6.2f}  "
+              f"{inline / plain:5.2f}x the cost (target <= 1.5x)")  # fmt: skip
 
 
 if __name__ == "__main__":

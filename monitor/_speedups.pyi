@@ -1,4 +1,4 @@
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy.typing as npt
@@ -11,6 +11,15 @@ class JudgmentIndex:
     def codes(
         self, rows: Sequence[int], rankings: Sequence[Sequence[str]], depth: int, /
     ) -> tuple[bytes, list[int]]: ...
+    def inline_codes(
+        self,
+        rows: Sequence[int],
+        rankings: Sequence[Sequence[str]],
+        depth: int,
+        extras: Sequence[Mapping[str, int | None] | None],
+        grade_codes: bytes,
+        /,
+    ) -> tuple[bytes, list[int], bytes, list[int]] | None: ...
     def row_of(self, query_id: str, /) -> int: ...
 
 def decode_events(
@@ -24,7 +33,7 @@ def decode_events(
     segment_keys: Sequence[str],
     use_event_time: bool,
     depth: int,
-    punt_judgments: bool,
+    grade_codes: bytes | None,
 ) -> tuple[
     bytes,
     list[str],
@@ -32,6 +41,8 @@ def decode_events(
     list[int],
     list[int],
     list[tuple[str, ...]],
+    bytes,
+    list[int],
     bytes,
     list[int],
 ]: ...
@@ -53,6 +64,25 @@ def measure_codes(
     num_rel: _Buffer,
     when_zero: float,
     out: npt.NDArray[Any],
+    /,
+) -> None: ...
+def ideal_rows(
+    offsets: _Buffer,
+    ideal_codes: _Buffer,
+    rows: _Buffer,
+    added: bytes,
+    added_counts: _Buffer,
+    spec_gain: _Buffer,
+    spec_cutoff: _Buffer,
+    gains: _Buffer,
+    order: _Buffer,
+    n_codes: int,
+    relevant: _Buffer,
+    discounts: _Buffer,
+    base_ideal: _Buffer,
+    base_num_rel: _Buffer,
+    out_ideal: npt.NDArray[Any],
+    out_num_rel: npt.NDArray[Any],
     /,
 ) -> None: ...
 

@@ -25,6 +25,7 @@ except ImportError:  # built without a C compiler: the pure-Python path only
 __all__ = [
     "DecodedEvents",
     "decode_events",
+    "ideal_rows",
     "judgment_index",
     "measure_codes",
     "order_run",
@@ -81,6 +82,8 @@ class DecodedEvents(NamedTuple):
     segments: list[tuple[str, ...]]  # values of the segment keys asked for, in that order
     codes: bytes  # grade codes of each ranking's first `depth` documents, concatenated
     lengths: list[int]  # full ranking lengths
+    added: bytes  # codes of inline grades of unjudged documents (the ideal's), concatenated
+    added_counts: list[int]  # how many of `added` are each event's
 
 
 def decode_events(
@@ -95,9 +98,12 @@ def decode_events(
     segment_keys: Sequence[str],
     use_event_time: bool,
     depth: int,
-    punt_judgments: bool,
+    grade_codes: bytes | None,
 ) -> DecodedEvents:
-    """Scan a poll's record values in C (see monitor/_native/speedups.c)."""
+    """Scan a poll's record values in C (see monitor/_native/speedups.c).
+
+    `grade_codes` (inline grade -> code, `BatchScorer.inline_grade_codes`) scores each event's
+    inline judgments with it; None ignores them."""
     scanned = _speedups.decode_events(
         index,
         values,
@@ -109,7 +115,7 @@ def decode_events(
         segment_keys,
         use_event_time,
         depth,
-        punt_judgments,
+        grade_codes,
     )
     return DecodedEvents(*scanned)
 
@@ -153,6 +159,47 @@ def measure_codes(
         num_rel,
         when_zero,
         out,
+    )
+
+
+def ideal_rows(
+    offsets: npt.NDArray[Any],
+    ideal_codes: npt.NDArray[Any],
+    rows: npt.NDArray[Any],
+    added: bytes,
+    added_counts: npt.NDArray[Any],
+    *,
+    spec_gain: npt.NDArray[Any],
+    spec_cutoff: npt.NDArray[Any],
+    gains: npt.NDArray[Any],
+    order: npt.NDArray[Any],
+    n_codes: int,
+    relevant: npt.NDArray[Any],
+    discounts: npt.NDArray[Any],
+    base_ideal: npt.NDArray[Any],
+    base_num_rel: npt.NDArray[Any],
+    out_ideal: npt.NDArray[Any],
+    out_num_rel: npt.NDArray[Any],
+) -> None:
+    """Fill the IDCG columns and num_rel of each ranking: its query's, or recomputed where its
+    inline grades add to its ideal ranking (see monitor/scoring/plan.py)."""
+    _speedups.ideal_rows(
+        offsets,
+        ideal_codes,
+        rows,
+        added,
+        added_counts,
+        spec_gain,
+        spec_cutoff,
+        gains,
+        order,
+        n_codes,
+        relevant,
+        discounts,
+        base_ideal,
+        base_num_rel,
+        out_ideal,
+        out_num_rel,
     )
 
 

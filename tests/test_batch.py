@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 import numpy as np
 import pytest
@@ -132,6 +133,49 @@ def test_inline_judgments_never_push_ndcg_above_one() -> None:
     score = scorer.score(["q"], [["b", "a"]], [{"b": 3, "a": 0}])[0, 0]
     assert score == 1.0
     assert scorer.score(["q"], [["b", "a"]])[0, 0] == pytest.approx(1 / math.log2(3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=batches(with_extras=True),
+    level=st.integers(0, 3),
+    inline_grades=st.lists(st.integers(0, 9), min_size=1, max_size=4),
+)
+def test_the_c_inline_path_gives_the_general_paths_numbers_bit_for_bit(
+    batch: tuple[EvaluationSet, list[str], list[list[str]], list[dict[str, int | None] | None]],
+    level: int,
+    inline_grades: list[int],
+) -> None:
+    evaluation_set, query_ids, rankings, extras = batch
+    # Grades the evaluation set may not use (5..9) get codes of their own on the C path.
+    extras = [
+        None if e is None else {d: inline_grades[i % len(inline_grades)] if g else g
+                                for i, (d, g) in enumerate(e.items())}
+        for e in extras
+    ]  # fmt: skip
+    fast = BatchScorer(evaluation_set, KEYS, level)
+    general = BatchScorer(evaluation_set, KEYS, level, speedups=False)
+    assert fast.judgment_index is not None
+    got = fast.score(query_ids, rankings, extras)
+    assert np.array_equal(got, general.score(query_ids, rankings, extras), equal_nan=True)
+    # The codes the first batch added stay valid for the next one.
+    assert np.array_equal(fast.score(query_ids, rankings, extras), got, equal_nan=True)
+
+
+def test_inline_grades_past_255_codes_and_odd_mappings_take_the_general_path() -> None:
+    evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1, "b": 3}})
+    keys = monitor_keys([2, 5], ["linear", "exp"])
+    fast, general = (
+        BatchScorer(evaluation_set, keys),
+        BatchScorer(evaluation_set, keys, speedups=False),
+    )
+    many: list[dict[str, int | None] | None] = [{f"u{i}": i} for i in range(300)]
+    rankings = [["b", f"u{i}", "a"] for i in range(300)]
+    assert np.array_equal(fast.score(["q"] * 300, rankings, many),
+                          general.score(["q"] * 300, rankings, many))  # fmt: skip
+    odd = [MappingProxyType({"u1": 2}), {"a": 0, "u2": 1}]
+    assert np.array_equal(fast.score(["q", "q"], [["u1", "a"], ["u2"]], odd),
+                          general.score(["q", "q"], [["u1", "a"], ["u2"]], odd))  # fmt: skip
 
 
 def test_many_distinct_grades_take_the_general_path_with_the_same_numbers() -> None:

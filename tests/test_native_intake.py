@@ -307,6 +307,26 @@ def test_the_c_intake_path_gives_the_same_outcomes_and_windows_as_the_reference_
     assert sum(statuses.counts.values()) == sum(map(len, polls))
 
 
+def test_events_with_inline_judgments_are_scored_in_c_with_the_reference_numbers() -> None:
+    when = T0 + 1_000
+    shapes = [
+        event("i1", "q1", ["new", "a", "c"], event_time=when, judgments={"new": 3, "a": 0}),
+        event("i2", "q2", ["u1", "x", "u2"], event_time=when, judgments={"u1": 2, "far": 3}),
+        event("i3", "q3", ["y", "u"], event_time=when, judgments={"u": 1, "y": 2}),
+        event("i4", "q1", ["u"], event_time=when, judgments={"u": 7}),  # a grade new to the set
+    ]
+    flush = [(p, T0, event(f"flush-{p}", event_time=T0 + 900_000)) for p in (0, 1)]
+    first = [(0, when, value) for value in shapes]
+    again = [(0, when, value.replace(b'"i', b'"j')) for value in shapes]
+    polls = polls_of([first, again, flush])
+    reference, fast, statuses = run_both(polls, KEY_SETS["full ranking (mrr, map)"], inline=True)
+    assert fast.state() == reference.state()
+    assert reference.outcomes.counts[("accepted", "")] == 10
+    # Only grade 7 had no code at first: its event went to events.py once; then it had one.
+    assert statuses.counts[1] == 1
+    assert statuses.counts[0] == 9
+
+
 def test_a_decoder_keeping_fewer_segment_keys_than_the_labeler_labels_the_same_on_both_paths() -> (
     None
 ):
@@ -361,6 +381,21 @@ VALID_SHAPES: list[Callable[[str, int], bytes]] = [
     lambda i, t: event(i, "q1", ["c", "文書"], event_time=t),
     lambda i, t: event(i, "q-é", ["b"], event_time=t),
     lambda i, t: event(i, "q1", ["new", "a"], event_time=t, judgments={"new": 2}),
+    # Inline grades: one the evaluation set never uses, a judged doc's (its grade wins), an
+    # unranked doc's (the ideal only), a doc listed twice (Python keeps the last), too many.
+    lambda i, t: event(
+        i, "q2", ["u1", "a", "u2"], event_time=t, judgments={"u1": 7, "a": 0, "elsewhere": 3}
+    ),
+    lambda i, t: event(i, "q1", ["u1", "b"], event_time=t).replace(
+        b'"ranking"', b'"judgments":{"u1":1,"u1":3},"ranking"'
+    ),
+    lambda i, t: event(
+        i,
+        "q3",
+        [f"u{j}" for j in range(MAX_DEPTH)],
+        event_time=t,
+        judgments={f"u{j}": j % 4 for j in range(130)},
+    ),
     lambda i, t: event(i, "q2", ["a"], event_time=t, extra={"nested": [1, {"a": None}]}),
     lambda i, t: event(i, "q1", ["a"], event_time=t, segment={"device": "d" + str(t % 5)}),
 ]

@@ -290,6 +290,40 @@ static PyObject *index_row_of(JudgmentIndex *self, PyObject *query_id) {
     return PyLong_FromSsize_t(index_row(self, key, (size_t)len));
 }
 
+/* The query row rows[i] (a fast sequence of ints), or -1 with an exception set. */
+static Py_ssize_t row_at(const JudgmentIndex *self, PyObject *rows, Py_ssize_t i) {
+    Py_ssize_t row = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(rows, i));
+    if (row == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (row < 0 || row >= self->queries) {
+        PyErr_Format(PyExc_IndexError, "query row %zd out of range", row);
+        return -1;
+    }
+    return row;
+}
+
+/* dst[0..take) = the codes of items[0..take) for query `row`. 1: done, -1: an error. */
+static int code_ranking(const JudgmentIndex *self, Py_ssize_t row, PyObject *const *items,
+                        Py_ssize_t take, uint8_t *dst) {
+    for (Py_ssize_t d = 0; d < take; d++) {
+        Py_ssize_t len;
+        const char *doc = utf8_of(items[d], &len, "a document id");
+        if (doc == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                /* No UTF-8 form (a lone surrogate): it equals no judged id, all of which have
+                   one. Unjudged, as the dict lookup of the Python path says. */
+                PyErr_Clear();
+                dst[d] = 0;
+                continue;
+            }
+            return -1;
+        }
+        dst[d] = index_code(self, row, doc, (size_t)len, rm_hash(doc, (size_t)len));
+    }
+    return 1;
+}
+
 /* codes(rows, rankings, depth) -> (bytes, lengths): the codes of each ranking's first `depth`
    documents (all when depth < 0), concatenated, and each ranking's full length. */
 static PyObject *index_codes(JudgmentIndex *self, PyObject *args) {
@@ -318,12 +352,8 @@ static PyObject *index_codes(JudgmentIndex *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t row = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(rows, i));
-        if (row == -1 && PyErr_Occurred()) {
-            goto done;
-        }
-        if (row < 0 || row >= self->queries) {
-            PyErr_Format(PyExc_IndexError, "query row %zd out of range", row);
+        Py_ssize_t row = row_at(self, rows, i);
+        if (row < 0) {
             goto done;
         }
         PyObject *ranking = PySequence_Fast(PySequence_Fast_GET_ITEM(rankings, i),
@@ -337,26 +367,13 @@ static PyObject *index_codes(JudgmentIndex *self, PyObject *args) {
             Py_DECREF(ranking);
             goto done;
         }
-        PyObject **items = PySequence_Fast_ITEMS(ranking);
-        uint8_t *dst = (uint8_t *)codes.data + codes.size;
-        for (Py_ssize_t d = 0; d < take; d++) {
-            Py_ssize_t len;
-            const char *doc = utf8_of(items[d], &len, "a document id");
-            if (doc == NULL) {
-                if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-                    /* No UTF-8 form (a lone surrogate): it equals no judged id, all of
-                       which have one. Unjudged, as the dict lookup of the Python path says. */
-                    PyErr_Clear();
-                    dst[d] = 0;
-                    continue;
-                }
-                Py_DECREF(ranking);
-                goto done;
-            }
-            dst[d] = index_code(self, row, doc, (size_t)len, rm_hash(doc, (size_t)len));
+        int state = code_ranking(self, row, PySequence_Fast_ITEMS(ranking), take,
+                                 (uint8_t *)codes.data + codes.size);
+        Py_DECREF(ranking);
+        if (state < 0) {
+            goto done;
         }
         codes.size += (size_t)take;
-        Py_DECREF(ranking);
         PyObject *length = PyLong_FromSsize_t(docs);
         if (length == NULL) {
             goto done;
@@ -376,12 +393,230 @@ done:
     return out;
 }
 
+/* The code of an inline grade: grade_codes[grade] for an int 0..len-1, 0 for anything else
+   (not an int, out of range, or a grade without a code yet: the caller's general path). */
+static uint8_t inline_grade_code(PyObject *value, const Py_buffer *grade_codes) {
+    if (!PyLong_Check(value)) {
+        return 0;
+    }
+    int overflow;
+    long long grade = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (overflow || grade < 0 || grade >= (long long)grade_codes->len) {
+        PyErr_Clear();
+        return 0;
+    }
+    return ((const uint8_t *)grade_codes->buf)[grade];
+}
+
+/* A ranking's inline grades of documents the evaluation set has not judged, by keyed hash. */
+typedef struct {
+    uint64_t hash;
+    const char *doc; /* NULL: an empty slot */
+    size_t len;
+    uint8_t code;
+} rm_inline_slot;
+
+/* The inline grade's code of a ranked document (bytes, hash h) in `table`, 0 if none. */
+static uint8_t inline_slot_code(const rm_inline_slot *table, uint32_t mask, const char *bytes,
+                                size_t len, uint64_t h) {
+    for (uint32_t i = (uint32_t)h & mask; table[i].doc != NULL; i = (i + 1) & mask) {
+        if (table[i].hash == h && table[i].len == len && memcmp(table[i].doc, bytes, len) == 0) {
+            return table[i].code;
+        }
+    }
+    return 0;
+}
+
+/* Code one ranking with its inline grades: dst[0..take) = the evaluation set's code of each of
+   items[0..take), or for an unjudged document with an inline grade that grade's code. Every
+   inline grade of a document the evaluation set has not judged, ranked or not, goes to `added`
+   (the ideal ranking's extra grades). `slots` is scratch. 1: done, 0: a grade without a code
+   or a document id that is not a str (what was written is unusable), -1: an error. */
+static int code_inline_ranking(const JudgmentIndex *self, Py_ssize_t row, PyObject *extra,
+                               PyObject *const *items, Py_ssize_t take, uint8_t *dst,
+                               const Py_buffer *grade_codes, rm_buffer *slots, rm_buffer *added,
+                               Py_ssize_t *n_added) {
+    *n_added = 0;
+    if (PyDict_GET_SIZE(extra) > (1 << 24)) {
+        return 0;
+    }
+    uint32_t size = rm_slots_for((uint32_t)PyDict_GET_SIZE(extra));
+    uint32_t mask = size - 1;
+    slots->size = 0;
+    if (buffer_reserve(slots, sizeof(rm_inline_slot) * size) < 0) {
+        return -1;
+    }
+    rm_inline_slot *table = (rm_inline_slot *)slots->data;
+    memset(table, 0, sizeof(rm_inline_slot) * size);
+    uint64_t filter = 0; /* one bit per added document (its hash's top 6): most misses */
+    Py_ssize_t pos = 0;
+    PyObject *doc, *value;
+    while (PyDict_Next(extra, &pos, &doc, &value)) {
+        if (value == Py_None) {
+            continue;
+        }
+        uint8_t code = inline_grade_code(value, grade_codes);
+        if (code == 0 || !PyUnicode_Check(doc)) {
+            return 0; /* the general path decides */
+        }
+        Py_ssize_t len;
+        const char *bytes = PyUnicode_AsUTF8AndSize(doc, &len);
+        if (bytes == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                return -1;
+            }
+            PyErr_Clear();
+            return 0;
+        }
+        uint64_t h = rm_hash(bytes, (size_t)len);
+        if (index_code(self, row, bytes, (size_t)len, h) != 0) {
+            continue; /* the evaluation set's grade wins */
+        }
+        if (buffer_reserve(added, 1) < 0) {
+            return -1;
+        }
+        ((uint8_t *)added->data)[added->size++] = code;
+        (*n_added)++;
+        uint32_t i = (uint32_t)h & mask;
+        while (table[i].doc != NULL) {
+            i = (i + 1) & mask;
+        }
+        table[i] = (rm_inline_slot){h, bytes, (size_t)len, code};
+        filter |= 1ULL << (h >> 58);
+    }
+    for (Py_ssize_t d = 0; d < take; d++) {
+        Py_ssize_t len;
+        const char *bytes = utf8_of(items[d], &len, "a document id");
+        if (bytes == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+                PyErr_Clear(); /* no UTF-8 form: equals no judged id (see code_ranking) */
+                dst[d] = 0;
+                continue;
+            }
+            return -1;
+        }
+        uint64_t h = rm_hash(bytes, (size_t)len);
+        uint8_t code = index_code(self, row, bytes, (size_t)len, h);
+        if (code == 0 && (filter >> (h >> 58)) & 1) {
+            code = inline_slot_code(table, mask, bytes, (size_t)len, h);
+        }
+        dst[d] = code;
+    }
+    return 1;
+}
+
+/* inline_codes(rows, rankings, depth, extras, grade_codes) -> (codes, lengths, added,
+   added_counts), or None when an inline grade has no code in `grade_codes` (a bytes-like,
+   grade -> code, 0: none) or an extra that is not a dict. `codes` and `lengths` are those of
+   codes(); extras[i] is None or a dict doc -> grade or None; added holds, per ranking, the codes of its inline grades of
+   documents the evaluation set has not judged, concatenated, added_counts how many each. */
+static PyObject *index_inline_codes(JudgmentIndex *self, PyObject *args) {
+    PyObject *rows_arg, *rankings_arg, *extras_arg;
+    Py_ssize_t depth;
+    Py_buffer grade_codes = {0};
+    if (!PyArg_ParseTuple(args, "OOnOy*:inline_codes", &rows_arg, &rankings_arg, &depth,
+                          &extras_arg, &grade_codes)) {
+        return NULL;
+    }
+    PyObject *rows = NULL, *rankings = NULL, *extras = NULL, *lengths = NULL, *counts = NULL;
+    PyObject *out = NULL;
+    rm_buffer codes = {NULL, 0, 0}, added = {NULL, 0, 0}, slots = {NULL, 0, 0};
+    int usable = 1;
+    rows = PySequence_Fast(rows_arg, "rows must be a sequence");
+    rankings = rows ? PySequence_Fast(rankings_arg, "rankings must be a sequence") : NULL;
+    extras = rankings ? PySequence_Fast(extras_arg, "extras must be a sequence") : NULL;
+    if (extras == NULL) {
+        goto done;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(rankings);
+    if (PySequence_Fast_GET_SIZE(rows) != n || PySequence_Fast_GET_SIZE(extras) != n) {
+        PyErr_SetString(PyExc_ValueError, "rows, rankings and extras differ in length");
+        goto done;
+    }
+    lengths = PyList_New(n);
+    counts = PyList_New(n);
+    if (lengths == NULL || counts == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n && usable; i++) {
+        Py_ssize_t row = row_at(self, rows, i);
+        if (row < 0) {
+            goto done;
+        }
+        PyObject *extra = PySequence_Fast_GET_ITEM(extras, i);
+        if (extra != Py_None && !PyDict_Check(extra)) {
+            usable = 0; /* another mapping: the caller makes it a dict */
+            break;
+        }
+        PyObject *ranking = PySequence_Fast(PySequence_Fast_GET_ITEM(rankings, i),
+                                            "a ranking must be a sequence of str");
+        if (ranking == NULL) {
+            goto done;
+        }
+        Py_ssize_t docs = PySequence_Fast_GET_SIZE(ranking);
+        Py_ssize_t take = depth >= 0 && depth < docs ? depth : docs;
+        PyObject **items = PySequence_Fast_ITEMS(ranking);
+        Py_ssize_t n_added = 0;
+        int state = buffer_reserve(&codes, (size_t)take) < 0 ? -1 : 1;
+        uint8_t *dst = (uint8_t *)codes.data + codes.size;
+        if (state > 0 && extra != Py_None && PyDict_GET_SIZE(extra) > 0) {
+            state = code_inline_ranking(self, row, extra, items, take, dst, &grade_codes, &slots,
+                                        &added, &n_added);
+        } else if (state > 0) {
+            state = code_ranking(self, row, items, take, dst);
+        }
+        Py_DECREF(ranking);
+        if (state < 0) {
+            goto done;
+        }
+        usable = state;
+        codes.size += (size_t)take;
+        PyObject *length = PyLong_FromSsize_t(docs);
+        PyObject *count = PyLong_FromSsize_t(n_added);
+        if (length == NULL || count == NULL) {
+            Py_XDECREF(length);
+            Py_XDECREF(count);
+            goto done;
+        }
+        PyList_SET_ITEM(lengths, i, length);
+        PyList_SET_ITEM(counts, i, count);
+    }
+    if (!usable) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *flat = PyBytes_FromStringAndSize(codes.data ? codes.data : "", (Py_ssize_t)codes.size);
+    PyObject *new_codes =
+        PyBytes_FromStringAndSize(added.data ? added.data : "", (Py_ssize_t)added.size);
+    if (flat != NULL && new_codes != NULL) {
+        out = PyTuple_Pack(4, flat, lengths, new_codes, counts);
+    }
+    Py_XDECREF(flat);
+    Py_XDECREF(new_codes);
+done:
+    PyBuffer_Release(&grade_codes);
+    PyMem_Free(codes.data);
+    PyMem_Free(added.data);
+    PyMem_Free(slots.data);
+    Py_XDECREF(lengths);
+    Py_XDECREF(counts);
+    Py_XDECREF(extras);
+    Py_XDECREF(rankings);
+    Py_XDECREF(rows);
+    return out;
+}
+
 static Py_ssize_t index_len(JudgmentIndex *self) { return self->queries; }
 
 static PyMethodDef index_methods[] = {
     {"codes", (PyCFunction)index_codes, METH_VARARGS,
      "codes(rows, rankings, depth) -> (bytes, lengths): grade codes of each ranking's first "
      "depth documents (all if depth < 0), concatenated; and each ranking's length."},
+    {"inline_codes", (PyCFunction)index_inline_codes, METH_VARARGS,
+     "inline_codes(rows, rankings, depth, extras, grade_codes) -> (codes, lengths, added, "
+     "added_counts), or None when an inline grade has no code: codes() with each ranking's "
+     "inline grades (extras[i]: dict doc -> grade, or None) laid over its unjudged documents, "
+     "and the codes of the inline grades of documents the evaluation set has not judged."},
     {"row_of", (PyCFunction)index_row_of, METH_O,
      "row_of(query_id) -> the query's row, or -1 when it is not in the index."},
     {NULL, NULL, 0, NULL},
@@ -455,6 +690,13 @@ static int has_duplicate(rm_docset *set, const char *buf, const rm_span *docs, u
     return 0;
 }
 
+/* An event's inline grade of an unjudged document: a slot of rm_scan_job.judged. */
+typedef struct {
+    uint64_t hash;
+    rm_span doc; /* len RM_ABSENT: an empty slot */
+    uint8_t code; /* 0: the evaluation set judges the document (its grade wins) */
+} rm_judged_slot;
+
 /* What the scan of one record left for the second phase (with the GIL): where its fields are. */
 typedef struct {
     uint8_t status;
@@ -462,6 +704,7 @@ typedef struct {
     int64_t event_time_ms;
     Py_ssize_t row;
     uint32_t n_docs;
+    uint32_t n_added; /* inline grades added to the ideal ranking (in the job's `added`) */
 } rm_scanned;
 
 #define RM_ABSENT UINT32_MAX /* a segment value span's len: the event lacks the key */
@@ -490,17 +733,81 @@ typedef struct {
     const int64_t *timestamps;
     int64_t now_ms, max_future_ms;
     Py_ssize_t max_depth, max_bytes, depth;
-    int use_event_time, punt_judgments;
+    int use_event_time;
+    const uint8_t *grade_codes; /* inline grade -> code (0: none); NULL: judgments ignored */
+    size_t n_grade_codes;
     const rm_key *keys;
     Py_ssize_t nkeys;
     /* out */
     rm_scanned *scanned; /* per record */
     rm_span *segments;   /* per record x nkeys */
     rm_buffer codes;
+    rm_buffer added; /* codes of the inline grades of unjudged documents, event after event */
     /* scratch */
     rm_span *docs;
     rm_docset set;
+    rm_judged_slot judged[2 * RM_MAX_JUDGMENTS]; /* an event's inline grades, by hash */
 } rm_scan_job;
+
+#define RM_JUDGED_MASK (2 * RM_MAX_JUDGMENTS - 1)
+
+/* The inline grade's code of an unjudged ranked document (hash h), 0 if it has none. */
+static uint8_t inline_code(const rm_scan_job *job, const char *buf, rm_span doc, uint64_t h) {
+    for (uint32_t i = (uint32_t)h & RM_JUDGED_MASK; job->judged[i].doc.len != RM_ABSENT;
+         i = (i + 1) & RM_JUDGED_MASK) {
+        const rm_judged_slot *slot = &job->judged[i];
+        if (slot->hash == h && slot->doc.len == doc.len &&
+            memcmp(buf + slot->doc.off, buf + doc.off, doc.len) == 0) {
+            return slot->code;
+        }
+    }
+    return 0;
+}
+
+/* Index an event's inline judgments for the ranking's codes (job->judged, `bloom`: one bit per
+   unjudged document's hash) and append the codes of the grades of documents the evaluation
+   set has not judged to job->added (`added` of them). 1: done, 0: punt (too many judgments, a
+   document listed twice, or a grade without a code yet), -1: out of memory. */
+static int inline_judgments(rm_scan_job *job, const char *buf, const rm_event *ev,
+                            Py_ssize_t row, uint64_t *bloom, uint32_t *added) {
+    if (ev->n_judgments > RM_MAX_JUDGMENTS) {
+        return 0;
+    }
+    for (uint32_t i = 0; i <= RM_JUDGED_MASK; i++) {
+        job->judged[i].doc.len = RM_ABSENT;
+    }
+    size_t start = job->added.size;
+    if (buffer_grow(&job->added, ev->n_judgments, 1) < 0) {
+        return -1;
+    }
+    for (uint32_t j = 0; j < ev->n_judgments; j++) {
+        rm_span doc = ev->judgment_docs[j];
+        uint64_t h = rm_hash(buf + doc.off, doc.len);
+        uint32_t i = (uint32_t)h & RM_JUDGED_MASK;
+        for (; job->judged[i].doc.len != RM_ABSENT; i = (i + 1) & RM_JUDGED_MASK) {
+            const rm_judged_slot *slot = &job->judged[i];
+            if (slot->hash == h && slot->doc.len == doc.len &&
+                memcmp(buf + slot->doc.off, buf + doc.off, doc.len) == 0) {
+                job->added.size = start;
+                return 0; /* listed twice: Python keeps the last grade */
+            }
+        }
+        uint8_t code = 0;
+        if (index_code(job->index, row, buf + doc.off, doc.len, h) == 0) {
+            uint16_t grade = ev->judgment_grades[j];
+            code = grade < job->n_grade_codes ? job->grade_codes[grade] : 0;
+            if (code == 0) {
+                job->added.size = start;
+                return 0;
+            }
+            ((uint8_t *)job->added.data)[job->added.size++] = code;
+            *bloom |= 1ULL << (h >> 58);
+        }
+        job->judged[i] = (rm_judged_slot){h, doc, code};
+    }
+    *added = (uint32_t)(job->added.size - start);
+    return 1;
+}
 
 /* Phase one, without the GIL: scan, check and code every record. -1: out of memory. */
 static int scan_all(rm_scan_job *job) {
@@ -515,9 +822,6 @@ static int scan_all(rm_scan_job *job) {
         rm_event ev;
         if (rm_scan_event(buf, (size_t)len, (uint32_t)job->max_depth, job->docs, &ev) !=
             RM_SCAN_OK) {
-            continue;
-        }
-        if (ev.has_judgments && job->punt_judgments) {
             continue;
         }
         int64_t event_time;
@@ -544,15 +848,31 @@ static int scan_all(rm_scan_job *job) {
         if (job->depth >= 0 && (uint64_t)job->depth < take) {
             take = (uint32_t)job->depth;
         }
+        uint64_t bloom = 0;
+        uint32_t added = 0;
+        if (ev.has_judgments && job->grade_codes != NULL) {
+            int state = inline_judgments(job, buf, &ev, row, &bloom, &added);
+            if (state < 0) {
+                return -1;
+            }
+            if (state == 0) {
+                continue;
+            }
+        }
         if (buffer_grow(&job->codes, take, 1) < 0) {
             return -1;
         }
         uint8_t *dst = (uint8_t *)job->codes.data + job->codes.size;
         for (uint32_t d = 0; d < take; d++) {
-            dst[d] = index_code(job->index, row, buf + job->docs[d].off, job->docs[d].len,
-                                job->set.hashes[d]);
+            uint64_t h = job->set.hashes[d];
+            uint8_t code = index_code(job->index, row, buf + job->docs[d].off, job->docs[d].len, h);
+            if (code == 0 && (bloom >> (h >> 58)) & 1) {
+                code = inline_code(job, buf, job->docs[d], h);
+            }
+            dst[d] = code;
         }
         job->codes.size += take;
+        out->n_added = added;
         segment_spans(buf, &ev, job->keys, job->nkeys, job->segments + i * job->nkeys);
         out->status = STATUS_ACCEPTED;
         out->event_id = ev.event_id;
@@ -596,13 +916,17 @@ static PyObject *event_objects(const rm_scan_job *job, PyObject *empty, PyObject
     PyObject *event_ids = PyList_New(accepted), *query_ids = PyList_New(accepted);
     PyObject *rows = PyList_New(accepted), *times = PyList_New(accepted);
     PyObject *segments = PyList_New(accepted), *lengths = PyList_New(accepted);
+    PyObject *counts = PyList_New(accepted);
     PyObject *flat = PyBytes_FromStringAndSize(job->codes.data ? job->codes.data : "",
                                                (Py_ssize_t)job->codes.size);
+    PyObject *added = PyBytes_FromStringAndSize(job->added.data ? job->added.data : "",
+                                                (Py_ssize_t)job->added.size);
     PyObject *out = NULL;
     rm_span *last_spans = NULL;
     const char **last_bufs = NULL;
     if (status == NULL || event_ids == NULL || query_ids == NULL || rows == NULL ||
-        times == NULL || segments == NULL || lengths == NULL || flat == NULL) {
+        times == NULL || segments == NULL || lengths == NULL || counts == NULL || flat == NULL ||
+        added == NULL) {
         goto done;
     }
     char *state = PyBytes_AS_STRING(status);
@@ -634,12 +958,15 @@ static PyObject *event_objects(const rm_scan_job *job, PyObject *empty, PyObject
         PyObject *row = PyLong_FromSsize_t(e->row);
         PyObject *time = PyLong_FromLongLong(e->event_time_ms);
         PyObject *length = PyLong_FromUnsignedLong(e->n_docs);
+        PyObject *count = PyLong_FromUnsignedLong(e->n_added);
         PyObject *values = same ? Py_NewRef(last_values) : segment_tuple(buf, spans, job->nkeys, empty);
-        if (event_id == NULL || row == NULL || time == NULL || length == NULL || values == NULL) {
+        if (event_id == NULL || row == NULL || time == NULL || length == NULL || count == NULL ||
+            values == NULL) {
             Py_XDECREF(event_id);
             Py_XDECREF(row);
             Py_XDECREF(time);
             Py_XDECREF(length);
+            Py_XDECREF(count);
             Py_XDECREF(values);
             goto done;
         }
@@ -650,6 +977,7 @@ static PyObject *event_objects(const rm_scan_job *job, PyObject *empty, PyObject
         PyList_SET_ITEM(rows, a, row);
         PyList_SET_ITEM(times, a, time);
         PyList_SET_ITEM(lengths, a, length);
+        PyList_SET_ITEM(counts, a, count);
         PyList_SET_ITEM(segments, a, values);
         a++;
         if (!same) {
@@ -660,7 +988,8 @@ static PyObject *event_objects(const rm_scan_job *job, PyObject *empty, PyObject
             }
         }
     }
-    out = PyTuple_Pack(8, status, event_ids, query_ids, rows, times, segments, flat, lengths);
+    out = PyTuple_Pack(10, status, event_ids, query_ids, rows, times, segments, flat, lengths,
+                       added, counts);
 done:
     PyMem_Free(last_spans);
     PyMem_Free((void *)last_bufs);
@@ -671,7 +1000,9 @@ done:
     Py_XDECREF(times);
     Py_XDECREF(segments);
     Py_XDECREF(lengths);
+    Py_XDECREF(counts);
     Py_XDECREF(flat);
+    Py_XDECREF(added);
     return out;
 }
 
@@ -679,15 +1010,19 @@ static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwarg
     (void)module;
     static char *keywords[] = {"index",         "values",         "timestamps_ms", "now_ms",
                                "max_depth",     "max_bytes",      "max_future_ms", "segment_keys",
-                               "use_event_time", "depth",         "punt_judgments", NULL};
-    PyObject *index_arg, *values_arg, *timestamps_arg, *keys_arg;
+                               "use_event_time", "depth",         "grade_codes",   NULL};
+    PyObject *index_arg, *values_arg, *timestamps_arg, *keys_arg, *grade_codes;
     long long now_ms, max_future_ms;
     Py_ssize_t max_depth, max_bytes, depth;
-    int use_event_time, punt_judgments;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OOLnnLOpnp:decode_events", keywords,
+    int use_event_time;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OOLnnLOpnO:decode_events", keywords,
                                      &JudgmentIndexType, &index_arg, &values_arg, &timestamps_arg,
                                      &now_ms, &max_depth, &max_bytes, &max_future_ms, &keys_arg,
-                                     &use_event_time, &depth, &punt_judgments)) {
+                                     &use_event_time, &depth, &grade_codes)) {
+        return NULL;
+    }
+    if (grade_codes != Py_None && !PyBytes_Check(grade_codes)) {
+        PyErr_SetString(PyExc_TypeError, "grade_codes must be bytes or None");
         return NULL;
     }
     if (max_depth < 1 || max_depth > 10000000) {
@@ -757,7 +1092,10 @@ static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwarg
     job.max_bytes = max_bytes;
     job.depth = depth;
     job.use_event_time = use_event_time;
-    job.punt_judgments = punt_judgments;
+    if (grade_codes != Py_None) { /* the args hold it while the GIL is released */
+        job.grade_codes = (const uint8_t *)PyBytes_AS_STRING(grade_codes);
+        job.n_grade_codes = (size_t)PyBytes_GET_SIZE(grade_codes);
+    }
     job.keys = keys;
     job.nkeys = nkeys;
     int scanned;
@@ -771,6 +1109,7 @@ static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwarg
     out = event_objects(&job, empty, ((JudgmentIndex *)index_arg)->query_objects);
 done:
     PyMem_RawFree(job.codes.data);
+    PyMem_RawFree(job.added.data);
     PyMem_Free((void *)job.bufs);
     PyMem_Free((void *)job.lens);
     PyMem_Free((void *)job.timestamps);
@@ -918,6 +1257,160 @@ done:
     return result;
 }
 
+/* ideal_rows(offsets, ideal_codes, rows, added, added_counts, spec_gain, spec_cutoff, gains,
+   order, n_codes, relevant, discounts, base_ideal, base_num_rel, out_ideal, out_num_rel): the
+   IDCG columns (out_ideal[i]) and num_rel (out_num_rel[i]) of ranking i. With no added codes
+   they are its query's, base_ideal[rows[i]] and base_num_rel[rows[i]]; otherwise its query's
+   ideal codes ideal_codes[offsets[rows[i]]:offsets[rows[i] + 1]] and its own added codes (the
+   next added_counts[i] of `added`) make its ideal ranking (see rm_ideal_row). */
+static PyObject *ideal_rows(PyObject *module, PyObject *args) {
+    (void)module;
+    Py_buffer offsets = {0}, ideal_codes = {0}, rows = {0}, added = {0}, counts = {0};
+    Py_buffer spec_gain = {0}, spec_cutoff = {0}, gains = {0}, order = {0}, relevant = {0};
+    Py_buffer discounts = {0}, base_ideal = {0}, base_num_rel = {0}, out_ideal = {0};
+    Py_buffer out_num_rel = {0};
+    Py_ssize_t n_codes;
+    PyObject *result = NULL;
+    double *sorted = NULL;
+    uint8_t *merged = NULL;
+    uint32_t code_counts[RM_CODES] = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*ny*y*y*y*w*w*:ideal_rows", &offsets,
+                          &ideal_codes, &rows, &added, &counts, &spec_gain, &spec_cutoff, &gains,
+                          &order, &n_codes, &relevant, &discounts, &base_ideal, &base_num_rel,
+                          &out_ideal, &out_num_rel)) {
+        return NULL;
+    }
+    Py_ssize_t queries = offsets.len / 8 - 1, n = rows.len / 8, specs = spec_gain.len / 4;
+    Py_ssize_t n_gains = gains.len / (8 * RM_CODES), n_discounts = discounts.len / 8;
+    if (queries < 0 || check_buffer(&offsets, 8, queries + 1, "offsets") < 0 ||
+        check_buffer(&rows, 8, n, "rows") < 0 || check_buffer(&counts, 8, n, "added_counts") < 0 ||
+        check_buffer(&spec_gain, 4, specs, "spec_gain") < 0 ||
+        check_buffer(&spec_cutoff, 8, specs, "spec_cutoff") < 0 ||
+        check_buffer(&gains, 8 * RM_CODES, n_gains, "gains") < 0 ||
+        check_buffer(&order, RM_CODES, n_gains, "order") < 0 ||
+        check_buffer(&relevant, 1, RM_CODES, "relevant") < 0 ||
+        check_buffer(&discounts, 8, n_discounts, "discounts") < 0 ||
+        check_buffer(&base_ideal, 8, queries * specs, "base_ideal") < 0 ||
+        check_buffer(&base_num_rel, 8, queries, "base_num_rel") < 0 ||
+        check_buffer(&out_ideal, 8, n * specs, "out_ideal") < 0 ||
+        check_buffer(&out_num_rel, 8, n, "out_num_rel") < 0) {
+        goto done;
+    }
+    const int64_t *offset_of = offsets.buf, *row_of = rows.buf, *count_of = counts.buf;
+    const int32_t *gain_index = spec_gain.buf;
+    for (Py_ssize_t s = 0; s < specs; s++) {
+        if (gain_index[s] < 0 || gain_index[s] >= n_gains) {
+            PyErr_Format(PyExc_ValueError, "spec_gain: column %zd has no gain row", s);
+            goto done;
+        }
+    }
+    if (n_codes < 0 || n_codes > RM_CODES) {
+        PyErr_Format(PyExc_ValueError, "n_codes: %zd is not 0..%d", n_codes, RM_CODES);
+        goto done;
+    }
+    /* A code missing from the gain order would be dropped from the ideal ranking. */
+    uint8_t listed[RM_CODES];
+    for (Py_ssize_t g = 0; g < n_gains; g++) {
+        memset(listed, 0, sizeof(listed));
+        for (Py_ssize_t o = 0; o < n_codes; o++) {
+            listed[((const uint8_t *)order.buf)[g * RM_CODES + o]] = 1;
+        }
+        for (Py_ssize_t c = 0; c < n_codes; c++) {
+            if (!listed[c]) {
+                PyErr_Format(PyExc_ValueError, "order: gain row %zd lacks code %zd", g, c);
+                goto done;
+            }
+        }
+    }
+    Py_ssize_t longest = 0, total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (row_of[i] < 0 || row_of[i] >= queries || count_of[i] < 0 ||
+            count_of[i] > added.len - total || offset_of[row_of[i]] < 0 ||
+            offset_of[row_of[i]] > offset_of[row_of[i] + 1] ||
+            offset_of[row_of[i] + 1] > ideal_codes.len) {
+            PyErr_Format(PyExc_ValueError, "ranking %zd: bad row, offsets or added count", i);
+            goto done;
+        }
+        total += (Py_ssize_t)count_of[i];
+        if (count_of[i] > 0) {
+            Py_ssize_t size =
+                (Py_ssize_t)(offset_of[row_of[i] + 1] - offset_of[row_of[i]] + count_of[i]);
+            longest = size > longest ? size : longest;
+        }
+    }
+    for (Py_ssize_t a = 0; a < added.len; a++) {
+        if (((const uint8_t *)added.buf)[a] >= n_codes) {
+            PyErr_Format(PyExc_ValueError, "added: code %d is not below n_codes",
+                         (int)((const uint8_t *)added.buf)[a]);
+            goto done;
+        }
+    }
+    if (total != added.len) {
+        PyErr_Format(PyExc_ValueError, "added: %zd codes, the counts say %zd", added.len, total);
+        goto done;
+    }
+    if (n_discounts < longest) {
+        PyErr_Format(PyExc_ValueError, "discounts: %zd, an ideal ranking has %zd grades",
+                     n_discounts, longest);
+        goto done;
+    }
+    sorted = PyMem_Malloc(sizeof(double) * (size_t)(longest ? longest : 1) *
+                          (size_t)(n_gains ? n_gains : 1));
+    merged = PyMem_Malloc((size_t)(longest ? longest : 1));
+    if (sorted == NULL || merged == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    rm_ideal_plan plan = {
+        .n_specs = (size_t)specs,
+        .spec_gain = gain_index,
+        .spec_cutoff = spec_cutoff.buf,
+        .n_gains = (size_t)n_gains,
+        .gains = gains.buf,
+        .order = order.buf,
+        .n_codes = (size_t)n_codes,
+        .relevant = relevant.buf,
+        .discounts = discounts.buf,
+    };
+    const uint8_t *known = ideal_codes.buf, *extra = added.buf;
+    double *ideal = out_ideal.buf;
+    int64_t *num_rel = out_num_rel.buf;
+    const double *query_ideal = base_ideal.buf;
+    const int64_t *query_num_rel = base_num_rel.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (count_of[i] == 0) {
+            memcpy(ideal + i * specs, query_ideal + row_of[i] * specs, sizeof(double) * (size_t)specs);
+            num_rel[i] = query_num_rel[row_of[i]];
+            continue;
+        }
+        size_t start = (size_t)offset_of[row_of[i]];
+        size_t own = (size_t)(offset_of[row_of[i] + 1] - offset_of[row_of[i]]);
+        memcpy(merged, known + start, own);
+        memcpy(merged + own, extra, (size_t)count_of[i]);
+        extra += count_of[i];
+        for (size_t c = 0; c < own; c++) {
+            if (merged[c] >= n_codes) {
+                PyErr_Format(PyExc_ValueError, "ideal_codes: code %d is not below n_codes",
+                             (int)merged[c]);
+                goto done;
+            }
+        }
+        rm_ideal_row(&plan, merged, own + (size_t)count_of[i], sorted, code_counts,
+                     ideal + i * specs, num_rel + i);
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(sorted);
+    PyMem_Free(merged);
+    Py_buffer *views[] = {&offsets, &ideal_codes, &rows,      &added,     &counts,
+                          &spec_gain, &spec_cutoff, &gains, &order, &relevant,
+                          &discounts, &base_ideal, &base_num_rel, &out_ideal, &out_num_rel};
+    for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++) {
+        PyBuffer_Release(views[v]);
+    }
+    return result;
+}
+
 /* Key the hash tables with 16 bytes from os.urandom. */
 static int seed_hashes(void) {
     PyObject *os = PyImport_ImportModule("os");
@@ -952,17 +1445,26 @@ static PyObject *set_hash_seed(PyObject *self, PyObject *arg) {
 static PyMethodDef module_methods[] = {
     {"decode_events", (PyCFunction)(void (*)(void))decode_events, METH_VARARGS | METH_KEYWORDS,
      "decode_events(index, values, timestamps_ms, now_ms, max_depth, max_bytes, max_future_ms, "
-     "segment_keys, use_event_time, depth, punt_judgments) -> (status, event_ids, query_ids, "
-     "rows, event_times_ms, segments, codes, lengths). segments[i] is the tuple of the event's "
+     "segment_keys, use_event_time, depth, grade_codes) -> (status, event_ids, query_ids, "
+     "rows, event_times_ms, segments, codes, lengths, added, added_counts). segments[i] is the "
+     "tuple of the event's "
      "values of segment_keys (a sequence of str), in that order, '' for a key it lacks. "
      "status[i]: 0 accepted, 1 punted (decode it with monitor.ingest.events), 2 unknown query; the "
      "other lists hold the accepted events in "
-     "order, codes their first `depth` grade codes (all if depth < 0) concatenated."},
+     "order, codes their first `depth` grade codes (all if depth < 0) concatenated. "
+     "grade_codes (bytes, inline grade -> code) lays each event's inline judgments over its "
+     "unjudged documents, and `added` holds the codes of those grades, added_counts[i] of "
+     "them event i's; None ignores inline judgments."},
     {"measure_codes", (PyCFunction)measure_codes, METH_VARARGS,
      "measure_codes(codes, taken, lengths, rows, kinds, gain_of, cutoffs, ideal_of, gains, "
      "relevant, judged, discounts, ideals, n_ideals, num_rel, when_zero, out): fill `out` "
      "(rankings x columns, float64) with the measures of rankings given as grade codes; "
      "see monitor/scoring/plan.py."},
+    {"ideal_rows", (PyCFunction)ideal_rows, METH_VARARGS,
+     "ideal_rows(offsets, ideal_codes, rows, added, added_counts, spec_gain, spec_cutoff, gains, "
+     "order, n_codes, relevant, discounts, base_ideal, base_num_rel, out_ideal, out_num_rel): "
+     "the IDCG columns and num_rel of each ranking, its query's or, when its inline grades add "
+     "to its ideal ranking, recomputed; see monitor/scoring/plan.py."},
     {"set_hash_seed", (PyCFunction)set_hash_seed, METH_O,
      "set_hash_seed(key: bytes) -> None: key the hash tables with these 16 bytes (random at "
      "import). For benchmarks that craft colliding ids; indexes built before keep their "

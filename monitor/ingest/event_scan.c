@@ -281,13 +281,14 @@ static const u8 *scan_ranking(const u8 *p, const u8 *end, const u8 *base, uint32
 /* events.py `_judgments`: None -> None; else a dict (non-dict -> wrong type) whose values are
  * all ints 0..MAX_GRADE (type() is int, so true/false and floats are bad grades). Narrowed:
  * a grade must be the plain token 0..1000 ("-0" punts). `{}` -> None via `value or None`. */
-static const u8 *scan_judgments(const u8 *p, const u8 *end, int *has_judgments)
+static const u8 *scan_judgments(const u8 *p, const u8 *end, const u8 *base, rm_event *out)
 {
+    out->has_judgments = 0;
+    out->n_judgments = 0;
     if (p >= end) {
         return NULL;
     }
     if (*p == 'n') {
-        *has_judgments = 0;
         return skip_literal(p, end, "null", 4);
     }
     if (*p != '{') {
@@ -295,7 +296,6 @@ static const u8 *scan_judgments(const u8 *p, const u8 *end, int *has_judgments)
     }
     p = skip_ws(p + 1, end);
     if (p < end && *p == '}') {
-        *has_judgments = 0;
         return p + 1;
     }
     for (;;) {
@@ -315,10 +315,16 @@ static const u8 *scan_judgments(const u8 *p, const u8 *end, int *has_judgments)
         if (n == 0 || n > 4 || grade > RM_MAX_GRADE || (*start == '0' && n > 1)) {
             return NULL;
         }
+        if (out->n_judgments < RM_MAX_JUDGMENTS) {
+            out->judgment_docs[out->n_judgments].off = (uint32_t)(key - base);
+            out->judgment_docs[out->n_judgments].len = (uint32_t)key_len;
+            out->judgment_grades[out->n_judgments] = (uint16_t)grade;
+        }
+        out->n_judgments++;
         int closed;
         p = after_item(p, end, '}', &closed);
         if (!p || closed) {
-            *has_judgments = 1;
+            out->has_judgments = 1;
             return p;
         }
     }
@@ -571,6 +577,7 @@ int rm_scan_event(const char *buf, size_t len, uint32_t max_docs, rm_span *docs,
     out->has_event_time = 0;
     out->event_time_ms = 0;
     out->has_judgments = 0;
+    out->n_judgments = 0;
     out->n_docs = 0;
     out->n_segment = 0;
 
@@ -617,7 +624,7 @@ int rm_scan_event(const char *buf, size_t len, uint32_t max_docs, rm_span *docs,
             p = scan_event_time(p, end, out);
             break;
         case K_JUDGMENTS:
-            p = scan_judgments(p, end, &out->has_judgments);
+            p = scan_judgments(p, end, base, out);
             break;
         case K_SEGMENT:
             p = scan_segment(p, end, base, out);

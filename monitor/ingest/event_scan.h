@@ -13,7 +13,8 @@
  *   - has_event_time == 0: the record timestamp is >= 0 and is the event time;
  *     use_event_time false: the record timestamp is the event time (event_time is ignored);
  *   - the event time is not past now_ms + max_future_ms (TOO_FAR_IN_FUTURE);
- *   - segment key filtering (`segment_keys`), and the judgments' contents (has_judgments).
+ *   - segment key filtering (`segment_keys`);
+ *   - what the judgments mean (has_judgments, n_judgments: doc ids may repeat).
  *
  * All strings reported are ASCII without escapes, so their bytes are the Python str exactly.
  */
@@ -31,6 +32,7 @@ typedef struct {
 #define RM_SCAN_OK 0
 #define RM_SCAN_PUNT 1
 #define RM_MAX_SEGMENT 16
+#define RM_MAX_JUDGMENTS 128
 
 typedef struct {
     rm_span event_id; /* string contents without quotes */
@@ -41,6 +43,12 @@ typedef struct {
      * grades 0..1000. 0: absent, null or the empty object `{}`, all of which events.py
      * `_judgments` turns into None (`return value or None`). */
     int has_judgments;
+    /* The judgments in order, when has_judgments: doc id spans and grades, the first
+     * RM_MAX_JUDGMENTS of n_judgments (more than that: the caller punts if it needs them). A
+     * doc id may be listed twice (Python keeps the last grade); the caller checks. */
+    uint32_t n_judgments;
+    rm_span judgment_docs[RM_MAX_JUDGMENTS];
+    uint16_t judgment_grades[RM_MAX_JUDGMENTS];
     uint32_t n_docs;    /* ranking length, 1..max_docs */
     uint32_t n_segment; /* segment pairs (0 if absent or null) */
     rm_span segment_keys[RM_MAX_SEGMENT];

@@ -170,7 +170,7 @@ class Intake:
                 segment_keys=self.labeler.keys,
                 use_event_time=decoder.use_event_time,
                 depth=-1 if depth is None else depth,
-                punt_judgments=self.inline_judgments,
+                grade_codes=scorer.inline_grade_codes if self.inline_judgments else None,
             )
 
         try:
@@ -211,7 +211,9 @@ class Intake:
     ) -> None:
         event_ids, query_ids, times = decoded.event_ids, decoded.query_ids, decoded.times_ms
         segments = decoded.segments
-        measures = scorer.score_coded(decoded.rows, decoded.codes, decoded.lengths)
+        measures = scorer.score_coded(
+            decoded.rows, decoded.codes, decoded.lengths, decoded.added, decoded.added_counts
+        )
         records = scanned
         if slow:
             # Merge the punted events back in: the windows see a poll in record order.

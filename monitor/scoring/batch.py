@@ -17,8 +17,12 @@ With the C accelerators (`monitor.native`) the lookup is a per-query hash table 
 the numpy ones; the dicts and numpy columns above are then the reference they are tested on.
 
 A ranking with inline `extra_judgments` (grades for documents the evaluation set has not
-judged) takes a slower, per-ranking path: its ideal DCG and num_rel are recomputed from the
-evaluation set's judgments plus those grades.
+judged) has its ideal DCG and num_rel recomputed from the evaluation set's judgments plus
+those grades. With the C accelerators that stays on the coded path: `JudgmentIndex.inline_codes`
+lays the inline grades' codes over the unjudged documents and returns the codes of the grades
+added to each ideal ranking; `MeasurePlan.ideals_with` recomputes those rankings' ideals in C
+(bit for bit what `QueryIdeals.of_matrix` gives) and the C kernel scores every ranking. An inline grade the code table lacks gets the next free code (the plan is remade);
+past 255 codes, and without the accelerators, the general per-batch path below decides.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ if TYPE_CHECKING:
 __all__ = ["BatchScorer"]
 
 Floats = npt.NDArray[np.float64]
+Int64s = npt.NDArray[np.int64]
 CodeLookup = Callable[[str, int], int]
 ExtraJudgments = Sequence[Mapping[str, int | None] | None]
 
@@ -58,6 +63,7 @@ _FULL_RANKING_KINDS: Final = frozenset(kind.name for kind in KIND_TABLE if kind.
 # One shared infinite iterator: `map` stops at the ranking's end, so every call can use it.
 _NO_CODES: Final = repeat(0)
 _MAX_CODES: Final = 255  # one byte per document; more distinct grades take the general path
+_MAX_INLINE_GRADE: Final = 65_535  # a larger inline grade takes the general path
 
 
 class BatchScorer:
@@ -94,11 +100,19 @@ class BatchScorer:
             [evaluation_set.ideal_grades(qid) for qid in self._qids], self._specs, relevance_level
         )
         self._code_lookups: list[CodeLookup] = []
+        self._code_grades: list[int] = [NO_GRADE]  # grade of each code; code 0: not judged
+        self._inline_table = b""  # grade -> code for inline grades (0: no code yet)
+        self._ideal_codes: tuple[Int64s, npt.NDArray[np.uint8], int] | None = None
         self._tables, self.judgment_index = self._grade_codes(speedups)
         # The C index comes only with code tables, so the C kernel's plan comes with it.
         self._plan: MeasurePlan | None = None
         if self.judgment_index is not None and self._tables is not None:
             self._plan = MeasurePlan.of(self.keys, self._tables, self._queries, idcg_zero)
+
+    @property
+    def inline_grade_codes(self) -> bytes:
+        """grade -> code (one byte each, 0: none yet) for the C decoder's inline judgments."""
+        return self._inline_table
 
     @property
     def lookup_depth(self) -> int | None:
@@ -116,8 +130,13 @@ class BatchScorer:
         index = judgment_index(self._qids, coded) if speedups else None
         if index is None:
             self._code_lookups = [codes.get for codes in coded]
-        table = np.array([NO_GRADE, *grades], dtype=np.int64)
-        return CodeTables.of(table, self._gains, self.relevance_level), index
+        self._code_grades = [NO_GRADE, *grades]
+        self._inline_table = _inline_table(self._code_grades)
+        return self._code_tables(), index
+
+    def _code_tables(self) -> CodeTables:
+        table = np.array(self._code_grades, dtype=np.int64)
+        return CodeTables.of(table, self._gains, self.relevance_level)
 
     def score(
         self,
@@ -151,6 +170,10 @@ class BatchScorer:
         extra_judgments: ExtraJudgments | None,
     ) -> Floats:
         rows = self._query_rows(query_ids)
+        if extra_judgments is not None and self._plan is not None and any(extra_judgments):
+            inline = self._score_inline(rows, rankings, extra_judgments)
+            if inline is not None:
+                return inline
         extra = self._new_judgments(rows, extra_judgments)
         if not extra:
             return self._score_known(rows, rankings)
@@ -164,6 +187,54 @@ class BatchScorer:
         )
         out[list(extra)] = self._score_grades(merged, [rankings[i] for i in extra], ideals)
         return out
+
+    def _score_inline(
+        self, rows: Sequence[int], rankings: Sequence[Sequence[str]], extra: ExtraJudgments
+    ) -> Floats | None:
+        """The coded path for rankings with inline grades; None leaves them to the general one."""
+        index = self.judgment_index
+        assert index is not None
+        depth = -1 if self._depth is None else self._depth
+        coded = index.inline_codes(rows, rankings, depth, extra, self._inline_table)
+        if coded is None:  # a grade without a code yet, or a mapping that is not a dict
+            extras = [e if e is None or type(e) is dict else dict(e) for e in extra]
+            self._code_inline_grades(extras)
+            coded = index.inline_codes(rows, rankings, depth, extras, self._inline_table)
+        if coded is None:
+            return None
+        codes, lengths, added, added_counts = coded
+        return self.score_coded(rows, codes, lengths, added, added_counts)
+
+    def _code_inline_grades(self, extras: ExtraJudgments) -> bool:
+        """Give every inline grade of `extras` a code; False when that cannot be done."""
+        grades = {g for e in extras if e for g in e.values() if g is not None}
+        if not all(type(g) is int and 0 <= g <= _MAX_INLINE_GRADE for g in grades):
+            return False
+        new = sorted(grades.difference(self._code_grades))
+        if not new or len(self._code_grades) - 1 + len(new) > _MAX_CODES:
+            return False
+        self._code_grades.extend(new)
+        self._inline_table = _inline_table(self._code_grades)
+        self._tables = self._code_tables()
+        self._plan = MeasurePlan.of(self.keys, self._tables, self._queries, self.idcg_zero)
+        return True
+
+    def _ideal_code_lists(self) -> tuple[Int64s, npt.NDArray[np.uint8], int]:
+        """Each query's ideal grades (>= 0) as codes, concatenated; where each query's start;
+        and the longest query's count."""
+        if self._ideal_codes is None:
+            code_of = {grade: code for code, grade in enumerate(self._code_grades)}
+            lists = [self.evaluation_set.ideal_grades(qid) for qid in self._qids]
+            counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
+            offsets = np.zeros(len(lists) + 1, dtype=np.int64)
+            np.cumsum(counts, out=offsets[1:])
+            codes = np.fromiter(
+                map(code_of.__getitem__, chain.from_iterable(lists)),
+                dtype=np.uint8,
+                count=int(offsets[-1]),
+            )
+            self._ideal_codes = (offsets, codes, int(counts.max(initial=0)))
+        return self._ideal_codes
 
     def _query_rows(self, query_ids: Sequence[str]) -> list[int]:
         try:
@@ -215,12 +286,21 @@ class BatchScorer:
         codes = RankedCodes.from_parts(parts, width, rankings)
         return measure_matrix(self.keys, codes, self._tables, ideals, self.idcg_zero)
 
-    def score_coded(self, rows: Sequence[int], codes: bytes, lengths: Sequence[int]) -> Floats:
+    def score_coded(
+        self,
+        rows: Sequence[int],
+        codes: bytes,
+        lengths: Sequence[int],
+        added: bytes = b"",
+        added_counts: Sequence[int] | None = None,
+    ) -> Floats:
         """Rankings the C decoder already turned into grade codes (`monitor.native`).
 
         `rows` are evaluation-set rows (`judgment_index.row_of`), `codes` the codes of each
         ranking's first `lookup_depth` documents (all when None) concatenated, `lengths` the
-        full ranking lengths. Same rows and columns as `score`.
+        full ranking lengths. `added` holds the codes of inline grades each ranking adds to its
+        query's ideal ranking, `added_counts[i]` how many are ranking i's. Same rows and
+        columns as `score`.
         """
         if self._plan is None:
             raise ValueError(
@@ -228,7 +308,16 @@ class BatchScorer:
             )
         full = np.asarray(lengths, dtype=np.int64)
         taken = full if self._depth is None else np.minimum(full, self._depth)
-        return self._plan.measure(codes, taken, full, np.asarray(rows, dtype=np.int64))
+        query_rows = np.asarray(rows, dtype=np.int64)
+        if not added:
+            return self._plan.measure(codes, taken, full, query_rows)
+        counts = np.asarray(added_counts, dtype=np.int64)
+        offsets, ideal_codes, longest = self._ideal_code_lists()
+        ideals = self._plan.ideals_with(
+            offsets, ideal_codes, query_rows, added, counts, longest=longest + int(counts.max())
+        )
+        own_rows = np.arange(len(query_rows), dtype=np.int64)  # each ranking its own ideals
+        return self._plan.measure(codes, taken, full, own_rows, ideals)
 
     def _score_grades(
         self,
@@ -246,6 +335,17 @@ class BatchScorer:
         codes, table = RankedCodes.from_grades(flat, width, rankings)
         tables = CodeTables.of(table, self._gains, self.relevance_level)
         return measure_matrix(self.keys, codes, tables, ideals, self.idcg_zero)
+
+
+def _inline_table(code_grades: Sequence[int]) -> bytes:
+    """grade -> code (one byte each) for the grades 0..max that have a code; 0: none yet."""
+    coded = [
+        (grade, code) for code, grade in enumerate(code_grades) if 0 <= grade <= _MAX_INLINE_GRADE
+    ]
+    table = bytearray(max((grade for grade, _ in coded), default=-1) + 1)
+    for grade, code in coded:
+        table[grade] = code
+    return bytes(table)
 
 
 def _ideal_specs(keys: Sequence[MeasureKey]) -> tuple[IdealSpec, ...]:

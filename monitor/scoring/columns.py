@@ -139,11 +139,19 @@ class QueryIdeals:
         num_rel = np.zeros(rows, dtype=np.int64)
         for start in range(0, rows, CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, rows)
-            grades = _padded_grades(grade_lists[start:stop])
-            # NO_GRADE padding is below every level; max(.., 0): negative grades never count.
-            num_rel[start:stop] = np.count_nonzero(grades >= max(relevance_level, 0), axis=1)
-            ideal[start:stop] = _ideal_dcg_columns(grades, specs)
+            chunk = cls.of_matrix(_padded_grades(grade_lists[start:stop]), specs, relevance_level)
+            ideal[start:stop] = chunk.ideal
+            num_rel[start:stop] = chunk.num_rel
         return cls(specs, ideal, num_rel)
+
+    @classmethod
+    def of_matrix(
+        cls, grades: Int64s, specs: tuple[IdealSpec, ...], relevance_level: int
+    ) -> QueryIdeals:
+        """From a (queries, width) matrix of judged grades, right-padded with NO_GRADE."""
+        # NO_GRADE padding is below every level; max(.., 0): negative grades never count.
+        num_rel = np.count_nonzero(grades >= max(relevance_level, 0), axis=1).astype(np.int64)
+        return cls(specs, _ideal_dcg_columns(grades, specs), num_rel)
 
     def take(self, rows: Int64s) -> QueryIdeals:
         """The rows of the given queries, in that order."""

@@ -114,3 +114,46 @@ void rm_measure_row(const rm_measure_plan *plan, rm_scratch *scratch, const uint
         out[c] = value;
     }
 }
+
+void rm_ideal_row(const rm_ideal_plan *plan, const uint8_t *codes, size_t n, double *sums,
+                  uint32_t *counts, double *ideal, int64_t *num_rel) {
+    int64_t relevant = 0;
+    for (size_t i = 0; i < n; i++) {
+        relevant += plan->relevant[codes[i]];
+        counts[codes[i]]++;
+    }
+    *num_rel = relevant;
+    /* Each gain rule's gains highest first: its codes in gain order, each as often as it
+       occurs (a counting sort: the same sequence of values as numpy's sort), then the running
+       sum of gain / discount. Once per gain rule, however many columns use it. */
+    for (size_t g = 0; g < plan->n_gains; g++) {
+        int used = 0;
+        for (size_t s = 0; s < plan->n_specs && !used; s++) {
+            used = (size_t)plan->spec_gain[s] == g;
+        }
+        if (!used) {
+            continue;
+        }
+        const double *gain = plan->gains + g * RM_CODES;
+        const uint8_t *order = plan->order + g * RM_CODES;
+        double *row = sums + g * n, sum = 0.0;
+        size_t i = 0;
+        for (size_t o = 0; o < plan->n_codes && i < n; o++) {
+            uint8_t code = order[o];
+            double value = gain[code];
+            for (uint32_t c = counts[code]; c > 0; c--, i++) {
+                sum += value / plan->discounts[i];
+                row[i] = sum;
+            }
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        counts[codes[i]] = 0;
+    }
+    for (size_t s = 0; s < plan->n_specs; s++) {
+        const double *row = sums + (size_t)plan->spec_gain[s] * n;
+        int64_t k = plan->spec_cutoff[s];
+        size_t end = k < 0 || (uint64_t)k > n ? n : (size_t)k;
+        ideal[s] = end ? row[end - 1] : 0.0;
+    }
+}

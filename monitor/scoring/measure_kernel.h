@@ -66,4 +66,26 @@ typedef struct {
 void rm_measure_row(const rm_measure_plan *plan, rm_scratch *scratch, const uint8_t *codes,
                     size_t taken, int64_t length, size_t query, double *out);
 
+/* What rm_ideal_row needs: per IDCG column its gain rule (a row of `gains`) and cutoff, and
+   per gain rule the codes in order of their gain, highest first. */
+typedef struct {
+    size_t n_specs;
+    const int32_t *spec_gain;   /* per column: row of `gains`, below n_gains */
+    const int64_t *spec_cutoff; /* per column: k, or -1 for every judged grade */
+    size_t n_gains;
+    const double *gains;        /* n_gains x RM_CODES */
+    const uint8_t *order;       /* n_gains x RM_CODES: codes by gain, highest first */
+    size_t n_codes;             /* entries of each `order` row: every code in use */
+    const uint8_t *relevant;    /* RM_CODES flags */
+    const double *discounts;    /* at least as many as the longest list of codes */
+} rm_ideal_plan;
+
+/* One query's IDCG columns and num_rel from the codes of its judged grades >= 0, in any order
+   (`codes`, n of them, each listed in `order`): as columns.py `_ideal_dcg_columns`, each gain
+   rule's gains sorted highest first and summed as gain / discount in rank order up to the
+   column's cutoff, so the values are numpy's bit for bit. `sums` has room for n_gains x n
+   doubles; `counts` holds RM_CODES zeros, and does again on return. */
+void rm_ideal_row(const rm_ideal_plan *plan, const uint8_t *codes, size_t n, double *sums,
+                  uint32_t *counts, double *ideal, int64_t *num_rel);
+
 #endif

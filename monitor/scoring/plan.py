@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from monitor import native
 from monitor.scoring.catalog import KINDS, MeasureKey
-from monitor.scoring.columns import CodeTables, QueryIdeals, discounts, head_depth
+from monitor.scoring.columns import CodeTables, IdealSpec, QueryIdeals, discounts, head_depth
 from monitor.scoring.gain import LINEAR
 from monitor.scoring.measures import IdcgZero
 
@@ -46,6 +46,11 @@ class MeasurePlan:
     num_rel: Int64s
     when_zero: float
     head_depth: int | None
+    specs: tuple[IdealSpec, ...]  # the IDCG columns, (gain, cutoff) each
+    spec_gain: npt.NDArray[np.int32]  # per IDCG column: its row of `gains`
+    spec_cutoff: Int64s  # per IDCG column: k, or -1 for the whole ideal ranking
+    gain_order: npt.NDArray[np.uint8]  # (gains, 256): per gain, the codes by gain, highest first
+    codes: int  # codes in use (the rest of each gain_order row is padding)
 
     @classmethod
     def of(
@@ -86,10 +91,69 @@ class MeasurePlan:
             num_rel=np.ascontiguousarray(queries.num_rel, dtype=np.int64),
             when_zero=0.0 if idcg_zero == "zero" else float("nan"),
             head_depth=head_depth(keys),
+            specs=specs,
+            spec_gain=np.array([gain_list.index(gain) for gain, _ in specs], dtype=np.int32),
+            spec_cutoff=np.array([-1 if k is None else k for _, k in specs], dtype=np.int64),
+            gain_order=_gain_order(gains, codes),
+            codes=codes,
         )
 
-    def measure(self, codes: bytes, taken: Int64s, lengths: Int64s, rows: Int64s) -> Floats:
-        """One row per ranking: `codes` holds the first `taken[i]` codes of each, in order."""
+    def ideals_with(
+        self,
+        offsets: Int64s,
+        ideal_codes: npt.NDArray[np.uint8],
+        rows: Int64s,
+        added: bytes,
+        added_counts: Int64s,
+        *,
+        longest: int,
+    ) -> QueryIdeals:
+        """Per ranking (query `rows[i]`): its IDCG columns and num_rel, with its inline grades.
+
+        A ranking's ideal ranking holds its query's ideal codes (`ideal_codes[offsets[q]:
+        offsets[q + 1]]`) and its next `added_counts[i]` codes of `added`; with none added the
+        values are its query's. They equal `QueryIdeals.of_matrix` on those grades bit for bit.
+        `longest` bounds the length of any ideal ranking.
+        """
+        ideal = np.empty((len(rows), len(self.spec_gain)), dtype=np.float64)
+        num_rel = np.empty(len(rows), dtype=np.int64)
+        native.ideal_rows(
+            offsets,
+            ideal_codes,
+            rows,
+            added,
+            added_counts,
+            spec_gain=self.spec_gain,
+            spec_cutoff=self.spec_cutoff,
+            gains=self.gains,
+            order=self.gain_order,
+            n_codes=self.codes,
+            relevant=self.relevant,
+            discounts=discounts(longest),
+            base_ideal=self.ideals,
+            base_num_rel=self.num_rel,
+            out_ideal=ideal,
+            out_num_rel=num_rel,
+        )
+        return QueryIdeals(self.specs, ideal, num_rel)
+
+    def measure(
+        self,
+        codes: bytes,
+        taken: Int64s,
+        lengths: Int64s,
+        rows: Int64s,
+        ideals: QueryIdeals | None = None,
+    ) -> Floats:
+        """One row per ranking: `codes` holds the first `taken[i]` codes of each, in order.
+
+        `rows` index the plan's per-query ideals, or `ideals` when given (a ranking whose
+        inline judgments change its query's ideal ranking has a row of its own there).
+        """
+        ideal, num_rel = self.ideals, self.num_rel
+        if ideals is not None:
+            ideal = np.ascontiguousarray(ideals.ideal, dtype=np.float64)
+            num_rel = np.ascontiguousarray(ideals.num_rel, dtype=np.int64)
         width = int(taken.max(initial=0))
         head = width if self.head_depth is None else min(self.head_depth, width)
         out = np.empty((len(rows), len(self.kinds)), dtype=np.float64)
@@ -106,10 +170,17 @@ class MeasurePlan:
             relevant=self.relevant,
             judged=self.judged,
             discounts=discounts(head),
-            ideals=self.ideals,
-            n_ideals=self.ideals.shape[1],
-            num_rel=self.num_rel,
+            ideals=ideal,
+            n_ideals=ideal.shape[1],
+            num_rel=num_rel,
             when_zero=self.when_zero,
             out=out,
         )
         return out
+
+
+def _gain_order(gains: Floats, codes: int) -> npt.NDArray[np.uint8]:
+    """Per gain rule (row of `gains`): codes 0..codes-1 by their gain, highest first."""
+    order = np.zeros((len(gains), _CODES), dtype=np.uint8)
+    order[:, :codes] = np.argsort(-gains[:, :codes], axis=1, kind="stable")
+    return order

@@ -90,7 +90,11 @@ def main() -> None:
                 "ranking": [f"d{rng.randrange(200)}" for _ in range(rng.randrange(1, 40))],
                 "event_time": rng.randrange(0, 10**13),
                 "segment": {"model": rng.choice("ab"), "x": "y"},
-                "judgments": {"d1": 2} if n % 7 == 0 else None,
+                "judgments": (
+                    {f"d{rng.randrange(200)}": rng.randrange(0, 8) for _ in range(n % 9)}
+                    if n % 3 == 0
+                    else None
+                ),
                 "extra": [1, {"a": None}, "z"],
             }
         )
@@ -138,7 +142,8 @@ def main() -> None:
         corrupt += error is not None
         values = [damaged(v, rng) for v in rng.sample(events, 50)]
         depth = rng.choice((-1, 0, 5, 20))
-        status, _, _, rows, _, _, codes, lengths = speedups.decode_events(
+        grade_codes = bytes(rng.randrange(0, 7) for _ in range(rng.randrange(0, 9)))
+        status, _, _, rows, _, _, codes, lengths, added, added_counts = speedups.decode_events(
             index,
             values,
             [rng.randrange(-5, 10**13) for _ in values],
@@ -149,8 +154,9 @@ def main() -> None:
             ("model", "x", "absent"),
             rng.random() < 0.8,
             depth,
-            rng.random() < 0.5,
+            grade_codes if rng.random() < 0.5 else None,
         )
+        assert len(added) == sum(added_counts), (len(added), sum(added_counts))
         accepted += status.count(0)
         punted += status.count(1)
         taken = np.array([n if depth < 0 else min(n, depth) for n in lengths], dtype=np.int64)
@@ -177,6 +183,38 @@ def main() -> None:
         speedups.JudgmentIndex(queries, judged).codes(
             rows[:10], [["d1", "d2", "\ud800"]] * min(10, len(rows)), depth
         )
+        extras = [
+            rng.choice((None, {}, {"d1": 2, "d9": None}, {"\ud800": 1, "d3": 3}, {"d4": 9}))
+            for _ in rows[:10]
+        ]
+        inline = index.inline_codes(
+            rows[:10], [["d1", "d4", "\ud800", "d3"]] * len(extras), depth, extras, grade_codes
+        )
+        if inline is not None:
+            _, _, new, new_counts = inline
+            offsets = np.zeros(len(queries) + 1, dtype=np.int64)
+            ideal_codes = np.zeros(0, dtype=np.uint8)
+            ideal = np.empty((len(new_counts), 2), dtype=np.float64)
+            num_rel = np.empty(len(new_counts), dtype=np.int64)
+            order = np.tile(np.arange(256, dtype=np.uint8)[::-1], (2, 1))
+            speedups.ideal_rows(
+                offsets,
+                ideal_codes,
+                np.array(rows[:10], dtype=np.int64),
+                new,
+                np.array(new_counts, dtype=np.int64),
+                np.array([0, 1], dtype=np.int32),
+                np.array([5, -1], dtype=np.int64),
+                np.tile(np.linspace(0, 1, 256), (2, 1)),
+                order,
+                256,
+                np.arange(256, dtype=np.uint8) % 2,
+                np.log2(np.arange(2, 64, dtype=np.float64)),
+                np.ones((len(queries), 2)),
+                np.full(len(queries), 3, dtype=np.int64),
+                ideal,
+                num_rel,
+            )
     print("ok", accepted, punted, records, corrupt)
 
 
