@@ -6,7 +6,12 @@ import numpy.typing as npt
 _Buffer = bytes | npt.NDArray[Any]
 
 class JudgmentIndex:
-    def __init__(self, query_ids: Sequence[str], judgments: Sequence[dict[str, int]]) -> None: ...
+    def __init__(
+        self,
+        query_ids: Sequence[str],
+        judgments: Sequence[dict[str, int]],
+        code_of: dict[int, int] | None = None,
+    ) -> None: ...
     def __len__(self) -> int: ...
     def codes(
         self, rows: Sequence[int], rankings: Sequence[Sequence[str]], depth: int, /
@@ -20,7 +25,15 @@ class JudgmentIndex:
         grade_codes: bytes,
         /,
     ) -> tuple[bytes, list[int], bytes, list[int]] | None: ...
+    def code_run(
+        self, data: bytes, float32: bool, max_retrieved: int, depth: int, /
+    ) -> tuple[str, list[str], list[int], bytes, list[int]] | None: ...
+    def run_coder(self, float32: bool, max_retrieved: int, depth: int, /) -> RunCoder: ...
     def row_of(self, query_id: str, /) -> int: ...
+
+class RunCoder:
+    def feed(self, chunk: bytes, /) -> bool: ...
+    def finish(self) -> tuple[str, list[str], list[int], bytes, list[int]] | None: ...
 
 def decode_events(
     index: JudgmentIndex,

@@ -59,12 +59,16 @@ def speedups_active() -> bool:
 
 
 def judgment_index(
-    query_ids: Sequence[str], judgments: Sequence[dict[str, int]]
+    query_ids: Sequence[str],
+    judgments: Sequence[dict[str, int]],
+    code_of: dict[int, int] | None = None,
 ) -> _speedups.JudgmentIndex | None:
-    """Per query (by position) its doc id -> grade code 1..255, in C; None: no speedups."""
+    """Per query (by position) its doc id -> grade code 1..255, in C; None: no speedups.
+
+    `judgments[i]` maps doc -> code, or doc -> grade when `code_of` (grade -> code) is given."""
     if not speedups_active():
         return None
-    return _speedups.JudgmentIndex(query_ids, judgments)
+    return _speedups.JudgmentIndex(query_ids, judgments, code_of)
 
 
 class DecodedEvents(NamedTuple):

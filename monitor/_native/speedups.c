@@ -109,10 +109,11 @@ static const char *utf8_of(PyObject *text, Py_ssize_t *len, const char *what) {
     return PyUnicode_AsUTF8AndSize(text, len);
 }
 
-/* Fill `table`/`store` with the keys of `keys` (a sequence of str), entry.code from `codes`
-   (a dict key -> int) or, when `codes` is NULL, the key's position. */
+/* Fill `table`/`store` with the keys of `groups`: each a sequence of str keyed by position
+   (`by_position`), or a dict key -> code, or key -> grade when `code_of` (a dict grade ->
+   code) is given. */
 static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObject *const *groups,
-                      int by_position) {
+                      int by_position, PyObject *code_of) {
     /* Pass 1: sizes. */
     size_t total_keys = 0, total_slots = 0, total_bytes = 0;
     for (Py_ssize_t g = 0; g < count; g++) {
@@ -160,6 +161,16 @@ static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObj
             } else {
                 if (!PyDict_Next(group, &pos, &key, &value)) {
                     break;
+                }
+                if (code_of != NULL) {
+                    PyObject *grade = value;
+                    value = PyDict_GetItemWithError(code_of, grade);
+                    if (value == NULL) {
+                        if (!PyErr_Occurred()) {
+                            PyErr_Format(PyExc_ValueError, "grade %R has no code", grade);
+                        }
+                        goto fail;
+                    }
                 }
                 code = PyLong_AsLong(value);
                 if (code == -1 && PyErr_Occurred()) {
@@ -211,10 +222,10 @@ fail:
 }
 
 static PyObject *index_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"query_ids", "judgments", NULL};
-    PyObject *query_arg, *judgment_arg;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:JudgmentIndex", keywords, &query_arg,
-                                     &judgment_arg)) {
+    static char *keywords[] = {"query_ids", "judgments", "code_of", NULL};
+    PyObject *query_arg, *judgment_arg, *code_of = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O!:JudgmentIndex", keywords, &query_arg,
+                                     &judgment_arg, &PyDict_Type, &code_of)) {
         return NULL;
     }
     PyObject *query_ids = PySequence_Tuple(query_arg);
@@ -251,11 +262,11 @@ static PyObject *index_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         PyErr_NoMemory();
         goto fail;
     }
-    if (fill_store(&self->judged, self->tables, n, groups, 0) < 0) {
+    if (fill_store(&self->judged, self->tables, n, groups, 0, code_of) < 0) {
         goto fail;
     }
     PyObject *as_group = self->query_objects; /* a tuple is a "fast" sequence */
-    if (fill_store(&self->query_ids, &self->query_table, 1, &as_group, 1) < 0) {
+    if (fill_store(&self->query_ids, &self->query_table, 1, &as_group, 1, NULL) < 0) {
         goto fail;
     }
     Py_DECREF(judgments);
@@ -606,6 +617,110 @@ done:
     return out;
 }
 
+static int64_t run_row_of(const void *ctx, const char *qid, size_t len) {
+    return index_row((const JudgmentIndex *)ctx, qid, len);
+}
+
+static uint8_t run_code_of(const void *ctx, int64_t row, const char *doc, size_t len,
+                           uint64_t hash) {
+    return index_code((const JudgmentIndex *)ctx, (Py_ssize_t)row, doc, len, hash);
+}
+
+/* code_run(data, float32, max_retrieved, depth) -> (tag, qids, rows, codes, lengths) | None:
+   a TREC run parsed, ordered and coded against this index (see monitor/trec/run_order.h). */
+static PyObject *index_code_run(JudgmentIndex *self, PyObject *args) {
+    Py_buffer data;
+    int float32;
+    long long max_retrieved, depth;
+    if (!PyArg_ParseTuple(args, "y*pLL:code_run", &data, &float32, &max_retrieved, &depth)) {
+        return NULL;
+    }
+    PyObject *result = tr_code_run(data.buf, (size_t)data.len, float32, max_retrieved, depth,
+                                   self, run_row_of, run_code_of);
+    PyBuffer_Release(&data);
+    return result;
+}
+
+/* ---------------------------------------------------------------- RunCoder */
+
+typedef struct {
+    PyObject_HEAD
+    tr_coder *coder;
+    PyObject *index; /* the JudgmentIndex the coder looks grades up in, kept alive */
+} RunCoder;
+
+static void coder_dealloc(RunCoder *self) {
+    tr_coder_free(self->coder);
+    Py_XDECREF(self->index);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *coder_feed(RunCoder *self, PyObject *arg) {
+    Py_buffer chunk;
+    if (self->coder == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the run coder is finished");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(arg, &chunk, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS;
+    status = tr_coder_feed(self->coder, chunk.buf, (size_t)chunk.len);
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&chunk);
+    return PyBool_FromLong(status == 0);
+}
+
+static PyObject *coder_finish(RunCoder *self, PyObject *unused) {
+    (void)unused;
+    if (self->coder == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the run coder is finished");
+        return NULL;
+    }
+    PyObject *result = tr_coder_finish(self->coder);
+    tr_coder_free(self->coder);
+    self->coder = NULL;
+    return result;
+}
+
+static PyMethodDef coder_methods[] = {
+    {"feed", (PyCFunction)coder_feed, METH_O,
+     "feed(chunk) -> bool: read the next bytes of the run; False once the coder has given up "
+     "(a query in two blocks, or a line it leaves to the Python path)."},
+    {"finish", (PyCFunction)coder_finish, METH_NOARGS,
+     "finish() -> (tag, qids, rows, codes, lengths) or None: as JudgmentIndex.code_run."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RunCoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "monitor._speedups.RunCoder",
+    .tp_basicsize = sizeof(RunCoder),
+    .tp_dealloc = (destructor)coder_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A run file fed in chunks and coded query by query (JudgmentIndex.run_coder).",
+    .tp_methods = coder_methods,
+};
+
+static PyObject *index_run_coder(JudgmentIndex *self, PyObject *args) {
+    int float32;
+    long long max_retrieved, depth;
+    if (!PyArg_ParseTuple(args, "pLL:run_coder", &float32, &max_retrieved, &depth)) {
+        return NULL;
+    }
+    RunCoder *coder = PyObject_New(RunCoder, &RunCoderType);
+    if (coder == NULL) {
+        return NULL;
+    }
+    coder->index = Py_NewRef((PyObject *)self);
+    coder->coder = tr_coder_new(float32, max_retrieved, depth, self, run_row_of, run_code_of);
+    if (coder->coder == NULL) {
+        Py_DECREF(coder);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)coder;
+}
+
 static Py_ssize_t index_len(JudgmentIndex *self) { return self->queries; }
 
 static PyMethodDef index_methods[] = {
@@ -617,6 +732,14 @@ static PyMethodDef index_methods[] = {
      "added_counts), or None when an inline grade has no code: codes() with each ranking's "
      "inline grades (extras[i]: dict doc -> grade, or None) laid over its unjudged documents, "
      "and the codes of the inline grades of documents the evaluation set has not judged."},
+    {"code_run", (PyCFunction)index_code_run, METH_VARARGS,
+     "code_run(data, float32, max_retrieved, depth) -> (tag, qids, rows, codes, lengths) or "
+     "None: a TREC run parsed and ordered as order_run does, each query's first `depth` "
+     "documents (all if depth < 0) as grade codes; None leaves the file to the Python path "
+     "(see monitor/trec/run_order.h)."},
+    {"run_coder", (PyCFunction)index_run_coder, METH_VARARGS,
+     "run_coder(float32, max_retrieved, depth) -> RunCoder: code_run on a file fed in chunks, "
+     "one query's lines in memory at a time (see monitor/trec/run_order.h)."},
     {"row_of", (PyCFunction)index_row_of, METH_O,
      "row_of(query_id) -> the query's row, or -1 when it is not in the index."},
     {NULL, NULL, 0, NULL},
@@ -629,7 +752,9 @@ static PyTypeObject JudgmentIndexType = {
     .tp_basicsize = sizeof(JudgmentIndex),
     .tp_dealloc = (destructor)index_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "JudgmentIndex(query_ids, judgments): per query row, doc id -> grade code 1..255.",
+    .tp_doc = "JudgmentIndex(query_ids, judgments, code_of=None): per query row, doc id -> grade "
+              "code 1..255 (judgments[row] maps doc -> code, or doc -> grade with code_of, a "
+              "dict grade -> code).",
     .tp_methods = index_methods,
     .tp_as_sequence = &index_as_sequence,
     .tp_new = index_new,
@@ -1493,6 +1618,9 @@ static struct PyModuleDef speedups_module = {
 };
 
 PyMODINIT_FUNC PyInit__speedups(void) {
+    if (PyType_Ready(&RunCoderType) < 0) {
+        return NULL;
+    }
     if (PyType_Ready(&JudgmentIndexType) < 0) {
         return NULL;
     }

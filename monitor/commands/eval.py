@@ -16,7 +16,7 @@ from typing import Any
 from monitor.errors import MeasureError
 from monitor.scoring.evalset import load_evaluation_set
 from monitor.scoring.gain import Gain
-from monitor.trec.evaluate import ALL_RANKMON, evaluate_run, select_measures
+from monitor.trec.evaluate import ALL_RANKMON, evaluate_coded, evaluate_run, select_measures
 from monitor.trec.runfile import TREC_EVAL_MAX_RETRIEVED, load_run
 
 __all__ = ["register"]
@@ -171,17 +171,32 @@ def run_eval(args: argparse.Namespace) -> int:
     num_docs = _whole_number(args.num_docs, "-N DOCS (documents in the collection)")
     _check_rel_format(args.rel_format)
     evaluation_set = load_evaluation_set(args.qrels)
-    run = load_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
-    _warn_when_nothing_is_scored(args.run, run.query_ids, evaluation_set.query_ids)
-    report = evaluate_run(
-        evaluation_set,
-        run,
-        selection,
-        complete=args.complete,
-        relevance_level=relevance_level,
-        judged_only=args.judged_only,
-        num_docs=num_docs,
-    )
+    coded = None
+    if not args.judged_only:
+        coded = evaluate_coded(
+            evaluation_set,
+            args.run,
+            selection,
+            complete=args.complete,
+            relevance_level=relevance_level,
+            score_precision=args.score_precision,
+            max_retrieved=max_retrieved,
+        )
+    if coded is not None:
+        report, run_queries = coded
+        _warn_when_nothing_is_scored(args.run, run_queries, evaluation_set.query_ids)
+    else:
+        run = load_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
+        _warn_when_nothing_is_scored(args.run, run.query_ids, evaluation_set.query_ids)
+        report = evaluate_run(
+            evaluation_set,
+            run,
+            selection,
+            complete=args.complete,
+            relevance_level=relevance_level,
+            judged_only=args.judged_only,
+            num_docs=num_docs,
+        )
     if args.format == "json":
         sys.stdout.write(report.to_json(summary=not args.no_summary).decode())
     else:

@@ -21,8 +21,9 @@ judged) has its ideal DCG and num_rel recomputed from the evaluation set's judgm
 those grades. With the C accelerators that stays on the coded path: `JudgmentIndex.inline_codes`
 lays the inline grades' codes over the unjudged documents and returns the codes of the grades
 added to each ideal ranking; `MeasurePlan.ideals_with` recomputes those rankings' ideals in C
-(bit for bit what `QueryIdeals.of_matrix` gives) and the C kernel scores every ranking. An inline grade the code table lacks gets the next free code (the plan is remade);
-past 255 codes, and without the accelerators, the general per-batch path below decides.
+(bit for bit what `QueryIdeals.of_matrix` gives) and the C kernel scores every ranking. An
+inline grade the code table lacks gets the next free code (the plan is remade); past 255
+codes, and without the accelerators, the general per-batch path below decides.
 """
 
 from __future__ import annotations
@@ -126,9 +127,9 @@ class BatchScorer:
         if len(grades) > _MAX_CODES:
             return None, None
         code_of = {grade: code for code, grade in enumerate(grades, start=1)}
-        coded = [{doc: code_of[g] for doc, g in docs.items()} for docs in judgments]
-        index = judgment_index(self._qids, coded) if speedups else None
+        index = judgment_index(self._qids, judgments, code_of) if speedups else None
         if index is None:
+            coded = [{doc: code_of[g] for doc, g in docs.items()} for docs in judgments]
             self._code_lookups = [codes.get for codes in coded]
         self._code_grades = [NO_GRADE, *grades]
         self._inline_table = _inline_table(self._code_grades)
@@ -235,6 +236,10 @@ class BatchScorer:
             )
             self._ideal_codes = (offsets, codes, int(counts.max(initial=0)))
         return self._ideal_codes
+
+    def query_rows(self, query_ids: Sequence[str]) -> list[int]:
+        """The evaluation-set rows of these queries (what `score_coded` takes)."""
+        return self._query_rows(query_ids)
 
     def _query_rows(self, query_ids: Sequence[str]) -> list[int]:
         try:

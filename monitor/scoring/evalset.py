@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator, Mapping
+from functools import cached_property
 from pathlib import Path
 from types import MappingProxyType
 
@@ -47,18 +48,27 @@ class EvaluationSet:
     number of queries; `qid in evaluation_set` tells whether a query is known.
     """
 
-    def __init__(self, judgments: Mapping[str, Mapping[str, int]], path: str | None) -> None:
+    def __init__(
+        self, judgments: Mapping[str, Mapping[str, int]], path: str | None, *, own: bool = False
+    ) -> None:
         self.path = path
+        # `own`: the loaders' freshly built dicts are taken as they are, not copied.
         self._grades: dict[str, dict[str, int]] = {
-            qid: dict(docs) for qid, docs in judgments.items() if docs
+            qid: docs if own and type(docs) is dict else dict(docs)
+            for qid, docs in judgments.items()
+            if docs
         }
         # Grades >= 0 sorted descending: the ideal ranking under any gain that does not
         # decrease with the grade (linear, exp); `batch` and `measures` sort gains themselves.
         self._ideal: dict[str, tuple[int, ...]] = {
-            qid: tuple(sorted((g for g in docs.values() if g >= 0), reverse=True))
-            for qid, docs in self._grades.items()
+            qid: _ideal_of(docs) for qid, docs in self._grades.items()
         }
-        self.version = _content_hash(self._grades)
+
+    @cached_property
+    def version(self) -> str:
+        """The first 12 hex digits of the canonical content's sha256 (made when first asked:
+        `rankmon eval` never needs it)."""
+        return _content_hash(self._grades)
 
     @classmethod
     def from_judgments(
@@ -116,6 +126,13 @@ class EvaluationSet:
         return sum(len(docs) for docs in self._grades.values())
 
 
+def _ideal_of(docs: Mapping[str, int]) -> tuple[int, ...]:
+    grades = sorted(docs.values(), reverse=True)
+    while grades and grades[-1] < 0:  # negative grades sort last: judged, never ideal
+        grades.pop()
+    return tuple(grades)
+
+
 def _content_hash(grades: Mapping[str, Mapping[str, int]]) -> str:
     # One update of the whole canonical text: the same digest as a line at a time, faster.
     lines = [
@@ -134,7 +151,7 @@ def load_evaluation_set(path: str | Path) -> EvaluationSet:
     if not json_lines and native.speedups_active():
         parsed = native.parse_qrels(data)
         if parsed is not None:
-            return EvaluationSet(parsed, name)
+            return EvaluationSet(parsed, name, own=True)
     text = _decode(name, data)
     parse_line = _json_line if json_lines else _trec_line
     grades: dict[str, dict[str, int]] = {}
@@ -160,7 +177,7 @@ def load_evaluation_set(path: str | Path) -> EvaluationSet:
         docs[doc] = grade
     if not grades:
         raise InputError(name, "holds no judgments")
-    return EvaluationSet(grades, name)
+    return EvaluationSet(grades, name, own=True)
 
 
 def _first_line(

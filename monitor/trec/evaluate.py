@@ -18,14 +18,21 @@ recall, MAP, MRR and the counts) come from its batch engine (`monitor.scoring.ba
 trec_eval conformance tests vouch for the numbers the monitor exports; the others from
 `monitor.trec.families`. Queries are reported in `strcmp` order of their ids, as trec_eval sorts
 them; measures in trec_eval's table order (`monitor.trec.table`), whatever order `-m` named them.
+
+When the batch engine computes every value asked for, `evaluate_coded` reads the run file
+straight into grade codes (`monitor.trec.runfile.load_coded_run`) instead: the same report,
+with no Python string per retrieved document.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress
+from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from monitor.errors import MeasureError
 from monitor.scoring.batch import BatchScorer
@@ -35,12 +42,13 @@ from monitor.scoring.gain import LINEAR, Gain
 from monitor.trec.families import Settings, compute, reset_missing
 from monitor.trec.ranked import RankedRelevance
 from monitor.trec.report import NUM_Q, RUN_ID, Column, EvaluationReport, Value, summarize
-from monitor.trec.runfile import Run
+from monitor.trec.runfile import Run, ScorePrecision, load_coded_run
 from monitor.trec.table import ALL_RANKMON, Requested, request_measures
 
 __all__ = [
     "ALL_RANKMON",
     "MeasureSelection",
+    "evaluate_coded",
     "evaluate_run",
     "select_measures",
 ]
@@ -80,6 +88,11 @@ class MeasureSelection:
     def names(self) -> tuple[str, ...]:
         """trec_eval's names of the values (`ndcg_cut_10`, `P_5`, `gm_map`, ...)."""
         return tuple(column.name for column in self.columns)
+
+    @property
+    def engine_only(self) -> bool:
+        """True when the batch engine computes every value (no per-document family)."""
+        return bool(self.keys) and not _family_requests(self)
 
     def not_averaged(self) -> list[str]:
         """The values that are no per-query mean (counts, geometric means, relstring): they
@@ -142,7 +155,6 @@ def evaluate_run(
     rankings = [run.rankings.get(qid) for qid in queries]
     if judged_only:
         rankings = [_judged(evaluation_set, q, r) for q, r in zip(queries, rankings, strict=True)]
-    columns = selection.columns
     values = _monitor_values(evaluation_set, queries, rankings, selection, relevance_level)
     values.update(
         _trec_values(
@@ -155,6 +167,63 @@ def evaluate_run(
             num_docs=num_docs,
         )
     )
+    return _report(queries, values, selection, run.tag)
+
+
+def evaluate_coded(
+    evaluation_set: EvaluationSet,
+    path: str | Path,
+    selection: MeasureSelection,
+    *,
+    complete: bool = False,
+    relevance_level: int = 1,
+    score_precision: ScorePrecision = "float64",
+    max_retrieved: int | None = None,
+) -> tuple[EvaluationReport, frozenset[str]] | None:
+    """`evaluate_run` on a run file read straight into grade codes (`load_coded_run`), and the
+    run's query ids; None when that path does not apply (a measure needs the documents
+    themselves, no C accelerators, a file the C reader leaves to Python). Same report."""
+    if relevance_level < 0:
+        raise MeasureError(f"relevance level must be >= 0, got {relevance_level}")
+    if not selection.engine_only:
+        return None
+    keys = list(selection.keys.values())
+    scorer = BatchScorer(evaluation_set, keys, relevance_level=relevance_level)
+    if scorer.judgment_index is None:
+        return None
+    run = load_coded_run(
+        path,
+        scorer.judgment_index,
+        scorer.lookup_depth,
+        score_precision=score_precision,
+        max_retrieved=max_retrieved,
+    )
+    if run is None:
+        return None
+    rows = np.asarray(run.rows, dtype=np.int64)
+    known = rows >= 0
+    scored = scorer.score_coded(
+        rows[known].tolist(), run.codes, np.asarray(run.lengths, dtype=np.int64)[known].tolist()
+    )
+    at = {qid: i for i, qid in enumerate(compress(run.query_ids, known.tolist()))}
+    queries = sorted(evaluation_set) if complete else sorted(at)
+    missing = [qid for qid in queries if qid not in at]
+    if missing:  # -c: a query the run misses is an empty ranking, as in `evaluate_run`
+        empty = scorer.score_coded(scorer.query_rows(missing), b"", [0] * len(missing))
+        at.update((qid, len(scored) + i) for i, qid in enumerate(missing))
+        scored = np.concatenate([scored, empty])
+    matrix = scored[[at[qid] for qid in queries]]
+    values = _engine_columns(selection, matrix)
+    return _report(queries, values, selection, run.tag), frozenset(run.query_ids)
+
+
+def _report(
+    queries: Sequence[str],
+    values: dict[str, list[Value]],
+    selection: MeasureSelection,
+    tag: str,
+) -> EvaluationReport:
+    columns = selection.columns
     per_query = {
         qid: {column.name: values[column.name][row] for column in columns}
         for row, qid in enumerate(queries)
@@ -165,7 +234,7 @@ def evaluate_run(
         columns=columns,
         per_query=per_query,
         summary=summary,
-        run_id=run.tag if selection.run_id else None,
+        run_id=tag if selection.run_id else None,
     )
 
 
@@ -189,13 +258,20 @@ def _monitor_values(
     # A query the run misses is scored as an empty ranking: 0 everywhere but num_rel (-c).
     if not selection.keys:
         return {}
-    names, keys = list(selection.keys), list(selection.keys.values())
+    keys = list(selection.keys.values())
     scorer = BatchScorer(evaluation_set, keys, relevance_level=relevance_level)
     matrix = scorer.score(queries, [ranking or () for ranking in rankings])
-    columns = matrix.T.tolist()
+    return _engine_columns(selection, matrix)
+
+
+def _engine_columns(
+    selection: MeasureSelection, matrix: npt.NDArray[np.float64]
+) -> dict[str, list[Value]]:
+    """The batch engine's (queries x keys) matrix as one list of values per name."""
+    names, keys = list(selection.keys), list(selection.keys.values())
     return {
         name: [int(v) for v in column] if key.is_count else column
-        for name, key, column in zip(names, keys, columns, strict=True)
+        for name, key, column in zip(names, keys, matrix.T.tolist(), strict=True)
     }
 
 
@@ -209,11 +285,7 @@ def _trec_values(
     judged_only: bool,
     num_docs: int,
 ) -> dict[str, list[Value]]:
-    wanted = [
-        r
-        for r in selection.requested
-        if r.measure.engine == "trec" and not set(r.value_names) <= set(selection.keys)
-    ]
+    wanted = _family_requests(selection)
     if not wanted:
         return {}
     ranked = RankedRelevance.of(
@@ -232,3 +304,12 @@ def _trec_values(
             shown: list[Value] = [int(v) for v in column] if requested.measure.count else [*column]
             out[name] = shown
     return out
+
+
+def _family_requests(selection: MeasureSelection) -> list[Requested]:
+    """The requested measures `monitor.trec.families` computes (not the batch engine)."""
+    return [
+        r
+        for r in selection.requested
+        if r.measure.engine == "trec" and not set(r.value_names) <= set(selection.keys)
+    ]

@@ -13,6 +13,7 @@ typedef struct {
     uint32_t len;
     uint32_t query;
     double score;
+    uint64_t hash; /* rm_hash of the docno, set by check_unique */
 } tr_line;
 
 typedef struct {
@@ -25,11 +26,6 @@ typedef struct {
 } tr_queries;
 
 enum { TR_OK = 0, TR_PUNT = 1, TR_NO_MEMORY = 2 };
-
-static int is_space(unsigned char c) {
-    /* C's isspace in the C locale, as trec_eval splits its fields. */
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
 
 static int queries_grow(tr_queries *q) {
     size_t n_slots = q->n_slots ? q->n_slots * 2 : 1024;
@@ -160,6 +156,64 @@ static int by_trec_order(const void *x, const void *y) {
     return -docno_order(a, b); /* ties: docno descending */
 }
 
+/* Byte classes for splitting fields: 1 for C's isspace in the C locale (as trec_eval splits its
+   fields), 2 outside ASCII (the file is punted). */
+static const unsigned char tr_class[256] = {
+    ['\t'] = 1, ['\n'] = 1, ['\v'] = 1, ['\f'] = 1, ['\r'] = 1, [' '] = 1,
+    [0x80] = 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+};
+
+/* The fields of one line (without its '\n'): how many there are (only the first 6 are
+   stored), or -1 when a byte is outside ASCII. */
+static int split_line(const char *c, const char *line_end, const char *field[6],
+                      size_t field_len[6]) {
+    int fields = 0;
+    while (c < line_end) {
+        while (c < line_end && tr_class[(unsigned char)*c] == 1) {
+            c++;
+        }
+        if (c == line_end) {
+            break;
+        }
+        const char *start = c;
+        unsigned char k;
+        while (c < line_end && (k = tr_class[(unsigned char)*c]) != 1) {
+            if (k == 2) {
+                return -1;
+            }
+            c++;
+        }
+        if (fields < 6) {
+            field[fields] = start;
+            field_len[fields] = (size_t)(c - start);
+        }
+        fields++;
+    }
+    return fields;
+}
+
+/* One line read: TR_OK with its fields, TR_PUNT (a line we do not decide), or blank (1 in
+   *blank). */
+static int read_line(const char *p, const char *line_end, const char *field[6],
+                     size_t field_len[6], double *score, int *blank) {
+    int fields = split_line(p, line_end, field, field_len);
+    *blank = fields == 0;
+    if (fields == 0) {
+        return TR_OK;
+    }
+    if (fields < 6 || field_len[0] > UINT32_MAX || field_len[2] > UINT32_MAX) {
+        return TR_PUNT;
+    }
+    return read_score(field[4], field_len[4], score);
+}
+
 /* Split the run into lines; fills lines/tag; TR_PUNT or TR_NO_MEMORY on the way out. */
 static int scan(const char *data, size_t size, int float32, tr_queries *queries, tr_line **out,
                 size_t *n_out, const char **tag, size_t *tag_len) {
@@ -180,41 +234,16 @@ static int scan(const char *data, size_t size, int float32, tr_queries *queries,
         }
         const char *field[6];
         size_t field_len[6];
-        int fields = 0;
-        const char *c = p;
-        while (c < line_end) {
-            while (c < line_end && is_space((unsigned char)*c)) {
-                c++;
-            }
-            if (c == line_end) {
-                break;
-            }
-            const char *start = c;
-            while (c < line_end && !is_space((unsigned char)*c)) {
-                if ((unsigned char)*c >= 0x80) {
-                    free(lines);
-                    return TR_PUNT;
-                }
-                c++;
-            }
-            if (fields < 6) {
-                field[fields] = start;
-                field_len[fields] = (size_t)(c - start);
-            }
-            fields++;
-        }
-        p = line_end + 1;
-        if (fields == 0) {
-            continue;
-        }
-        if (fields < 6 || field_len[0] > UINT32_MAX || field_len[2] > UINT32_MAX) {
-            free(lines);
-            return TR_PUNT;
-        }
         double score;
-        if (read_score(field[4], field_len[4], &score) != TR_OK) {
+        int blank;
+        int status = read_line(p, line_end, field, field_len, &score, &blank);
+        p = line_end + 1;
+        if (status != TR_OK) {
             free(lines);
-            return TR_PUNT;
+            return status;
+        }
+        if (blank) {
+            continue;
         }
         int64_t query = query_index(queries, field[0], (uint32_t)field_len[0]);
         if (query < 0) {
@@ -236,9 +265,19 @@ static int scan(const char *data, size_t size, int float32, tr_queries *queries,
     return TR_OK;
 }
 
+/* A group in trec_eval's order; most runs list each query by rank already: no sort then. */
+static void order_group(tr_line *group, size_t size) {
+    for (size_t i = 1; i < size; i++) {
+        if (by_trec_order(&group[i - 1], &group[i]) > 0) {
+            qsort(group, size, sizeof *group, by_trec_order);
+            return;
+        }
+    }
+}
+
 /* TR_PUNT when a docno is twice in the group: an open-addressing set of its docnos (a
    sort would cost as much as the ordering itself). */
-static int check_unique(const tr_line *group, size_t size) {
+static int check_unique(tr_line *group, size_t size) {
     uint32_t local[512];
     size_t n_slots = 16;
     while (n_slots < 2 * size) {
@@ -251,10 +290,11 @@ static int check_unique(const tr_line *group, size_t size) {
     memset(slots, 0, n_slots * sizeof *slots);
     int status = TR_OK;
     for (size_t i = 0; i < size && status == TR_OK; i++) {
-        size_t at = (size_t)rm_hash(group[i].doc, group[i].len) & (n_slots - 1);
+        group[i].hash = rm_hash(group[i].doc, group[i].len);
+        size_t at = (size_t)group[i].hash & (n_slots - 1);
         while (slots[at]) {
             const tr_line *other = &group[slots[at] - 1];
-            if (docno_order(other, &group[i]) == 0) {
+            if (other->hash == group[i].hash && docno_order(other, &group[i]) == 0) {
                 status = TR_PUNT;
                 break;
             }
@@ -297,7 +337,7 @@ static int group_and_order(tr_line *lines, size_t n, uint32_t count, tr_line **g
         tr_line *group = out + starts[q];
         size_t size = starts[q + 1] - starts[q];
         status = check_unique(group, size);
-        qsort(group, size, sizeof *group, by_trec_order);
+        order_group(group, size);
     }
     if (status != TR_OK) {
         free(starts);
@@ -307,6 +347,39 @@ static int group_and_order(tr_line *lines, size_t n, uint32_t count, tr_line **g
     *grouped = out;
     *starts_out = starts;
     return TR_OK;
+}
+
+/* A whole run parsed, grouped by query and ordered (tr_order_run and tr_code_run). */
+typedef struct {
+    tr_queries queries;
+    tr_line *grouped;
+    size_t *starts;
+    const char *tag;
+    size_t tag_len;
+} tr_parsed;
+
+/* scan, then group_and_order, without the GIL: TR_OK, TR_PUNT or TR_NO_MEMORY. */
+static int parse_and_group(const char *data, size_t size, int float32, tr_parsed *run) {
+    tr_line *lines = NULL;
+    size_t n = 0;
+    int status;
+    run->tag = "";
+    Py_BEGIN_ALLOW_THREADS;
+    status = scan(data, size, float32, &run->queries, &lines, &n, &run->tag, &run->tag_len);
+    if (status == TR_OK) {
+        status = group_and_order(lines, n, run->queries.count, &run->grouped, &run->starts);
+    }
+    free(lines); /* the grouped copy holds every line now */
+    Py_END_ALLOW_THREADS;
+    return status;
+}
+
+static void free_parsed(tr_parsed *run) {
+    free(run->grouped);
+    free(run->starts);
+    free((void *)run->queries.names);
+    free(run->queries.lengths);
+    free(run->queries.slots);
 }
 
 static PyObject *rankings_dict(const tr_queries *queries, const tr_line *grouped,
@@ -353,20 +426,14 @@ PyObject *tr_order_run(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*pL", &data, &float32, &max_retrieved)) {
         return NULL;
     }
-    tr_queries queries = {0};
-    tr_line *lines = NULL, *grouped = NULL;
-    size_t n = 0, *starts = NULL, tag_len = 0;
-    const char *tag = "";
+    tr_parsed run = {0};
     PyObject *result = NULL;
-    int status;
-    Py_BEGIN_ALLOW_THREADS;
-    status = scan(data.buf, (size_t)data.len, float32, &queries, &lines, &n, &tag, &tag_len);
-    if (status == TR_OK) {
-        status = group_and_order(lines, n, queries.count, &grouped, &starts);
-        free(lines); /* the grouped copy holds every line now */
-        lines = NULL;
-    }
-    Py_END_ALLOW_THREADS;
+    int status = parse_and_group(data.buf, (size_t)data.len, float32, &run);
+    tr_queries queries = run.queries;
+    const tr_line *grouped = run.grouped;
+    const size_t *starts = run.starts;
+    const char *tag = run.tag;
+    size_t tag_len = run.tag_len;
     if (status == TR_NO_MEMORY) {
         PyErr_NoMemory();
     } else if (status == TR_PUNT) {
@@ -380,12 +447,372 @@ PyObject *tr_order_run(PyObject *self, PyObject *args) {
         Py_XDECREF(rankings);
         Py_XDECREF(tag_text);
     }
-    free(lines);
-    free(grouped);
-    free(starts);
-    free((void *)queries.names);
-    free(queries.lengths);
-    free(queries.slots);
+    free_parsed(&run);
     PyBuffer_Release(&data);
+    return result;
+}
+
+/* (qids, rows, codes, lengths) of the grouped, ordered run: see tr_code_run. */
+static PyObject *coded_queries(const tr_queries *queries, const tr_line *grouped,
+                               const size_t *starts, long long max_retrieved, long long depth,
+                               const void *ctx, tr_row_fn row_of, tr_code_fn code_of) {
+    PyObject *qids = PyList_New(queries->count), *rows = PyList_New(queries->count);
+    PyObject *lengths = PyList_New(queries->count), *out = NULL;
+    size_t total = 0;
+    for (uint32_t q = 0; q < queries->count; q++) {
+        size_t size = starts[q + 1] - starts[q];
+        total += depth >= 0 && (unsigned long long)depth < size ? (size_t)depth : size;
+    }
+    PyObject *codes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (qids == NULL || rows == NULL || lengths == NULL || codes == NULL) {
+        goto done;
+    }
+    uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(codes);
+    size_t written = 0;
+    for (uint32_t q = 0; q < queries->count; q++) {
+        size_t size = starts[q + 1] - starts[q];
+        if (max_retrieved >= 0 && (unsigned long long)max_retrieved < size) {
+            size = (size_t)max_retrieved;
+        }
+        int64_t row = row_of(ctx, queries->names[q], queries->lengths[q]);
+        PyObject *qid = rm_ascii_text(queries->names[q], queries->lengths[q]);
+        PyObject *row_number = PyLong_FromLongLong(row);
+        PyObject *length = PyLong_FromSize_t(size);
+        if (qid == NULL || row_number == NULL || length == NULL) {
+            Py_XDECREF(qid);
+            Py_XDECREF(row_number);
+            Py_XDECREF(length);
+            goto done;
+        }
+        PyList_SET_ITEM(qids, q, qid);
+        PyList_SET_ITEM(rows, q, row_number);
+        PyList_SET_ITEM(lengths, q, length);
+        if (row < 0) {
+            continue;
+        }
+        size_t take = depth >= 0 && (unsigned long long)depth < size ? (size_t)depth : size;
+        const tr_line *line = grouped + starts[q];
+        for (size_t i = 0; i < take; i++) {
+            dst[written + i] = code_of(ctx, row, line[i].doc, line[i].len, line[i].hash);
+        }
+        written += take;
+    }
+    if (_PyBytes_Resize(&codes, (Py_ssize_t)written) == 0) {
+        out = PyTuple_Pack(4, qids, rows, codes, lengths);
+    }
+done:
+    Py_XDECREF(qids);
+    Py_XDECREF(rows);
+    Py_XDECREF(lengths);
+    Py_XDECREF(codes);
+    return out;
+}
+
+PyObject *tr_code_run(const char *data, size_t size, int float32, long long max_retrieved,
+                      long long depth, const void *ctx, tr_row_fn row_of, tr_code_fn code_of) {
+    tr_parsed run = {0};
+    PyObject *result = NULL;
+    int status = parse_and_group(data, size, float32, &run);
+    const tr_queries queries = run.queries;
+    const tr_line *grouped = run.grouped;
+    const size_t *starts = run.starts;
+    const char *tag = run.tag;
+    size_t tag_len = run.tag_len;
+    if (status == TR_NO_MEMORY) {
+        PyErr_NoMemory();
+    } else if (status == TR_PUNT) {
+        result = Py_NewRef(Py_None);
+    } else {
+        PyObject *coded =
+            coded_queries(&queries, grouped, starts, max_retrieved, depth, ctx, row_of, code_of);
+        PyObject *tag_text = coded ? rm_ascii_text(tag, tag_len) : NULL;
+        if (coded != NULL && tag_text != NULL) {
+            result = PyTuple_Pack(5, tag_text, PyTuple_GET_ITEM(coded, 0),
+                                  PyTuple_GET_ITEM(coded, 1), PyTuple_GET_ITEM(coded, 2),
+                                  PyTuple_GET_ITEM(coded, 3));
+        }
+        Py_XDECREF(coded);
+        Py_XDECREF(tag_text);
+    }
+    free_parsed(&run);
+    return result;
+}
+
+/* ---------------------------------------------------------------- the streaming coder */
+
+typedef struct {
+    char *data;
+    size_t size, capacity;
+} tr_bytes;
+
+static int bytes_add(tr_bytes *b, const void *data, size_t size) {
+    if (b->size + size > b->capacity) {
+        size_t capacity = b->capacity ? b->capacity : 4096;
+        while (capacity < b->size + size) {
+            capacity *= 2;
+        }
+        char *grown = realloc(b->data, capacity);
+        if (grown == NULL) {
+            return TR_NO_MEMORY;
+        }
+        b->data = grown;
+        b->capacity = capacity;
+    }
+    if (size && data != NULL) { /* NULL: room only, the caller fills it */
+        memcpy(b->data + b->size, data, size);
+    }
+    b->size += size;
+    return TR_OK;
+}
+
+typedef struct {
+    double score;
+    size_t off; /* into the group's docno bytes */
+    uint32_t len;
+} tr_pending;
+
+struct tr_coder {
+    int float32;
+    long long max_retrieved, depth;
+    const void *ctx;
+    tr_row_fn row_of;
+    tr_code_fn code_of;
+    int status;
+    tr_bytes carry;   /* the incomplete last line of the previous chunk */
+    tr_bytes names;   /* every query id, one after another */
+    tr_queries queries; /* its names point into `names` (remade whenever that moves) */
+    size_t *name_offsets;
+    int64_t current;  /* the query whose lines are being read, -1 before the first */
+    tr_bytes pending; /* its lines (tr_pending) */
+    tr_bytes docnos;  /* and their docnos */
+    tr_bytes tag;
+    int has_tag;
+    tr_bytes codes, rows, lengths; /* per query, in order: codes; int64 row; int64 length */
+};
+
+tr_coder *tr_coder_new(int float32, long long max_retrieved, long long depth, const void *ctx,
+                       tr_row_fn row_of, tr_code_fn code_of) {
+    tr_coder *c = calloc(1, sizeof *c);
+    if (c != NULL) {
+        c->float32 = float32;
+        c->max_retrieved = max_retrieved;
+        c->depth = depth;
+        c->ctx = ctx;
+        c->row_of = row_of;
+        c->code_of = code_of;
+        c->current = -1;
+    }
+    return c;
+}
+
+void tr_coder_free(tr_coder *c) {
+    if (c == NULL) {
+        return;
+    }
+    free(c->carry.data);
+    free(c->names.data);
+    free((void *)c->queries.names);
+    free(c->queries.lengths);
+    free(c->queries.slots);
+    free(c->name_offsets);
+    free(c->pending.data);
+    free(c->docnos.data);
+    free(c->tag.data);
+    free(c->codes.data);
+    free(c->rows.data);
+    free(c->lengths.data);
+    free(c);
+}
+
+/* The finished query `current`: checked, ordered, cut and coded. */
+static int code_group(tr_coder *c) {
+    if (c->current < 0) {
+        return TR_OK;
+    }
+    size_t size = c->pending.size / sizeof(tr_pending);
+    const tr_pending *pending = (const tr_pending *)c->pending.data;
+    tr_line *group = malloc((size ? size : 1) * sizeof *group);
+    if (group == NULL) {
+        return TR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < size; i++) {
+        group[i].doc = c->docnos.data + pending[i].off;
+        group[i].len = pending[i].len;
+        group[i].query = (uint32_t)c->current;
+        group[i].score = pending[i].score;
+    }
+    int status = check_unique(group, size);
+    if (status == TR_OK) {
+        order_group(group, size);
+        if (c->max_retrieved >= 0 && (unsigned long long)c->max_retrieved < size) {
+            size = (size_t)c->max_retrieved;
+        }
+        const char *qid = c->names.data + c->name_offsets[c->current];
+        int64_t row = c->row_of(c->ctx, qid, c->queries.lengths[c->current]);
+        int64_t length = (int64_t)size;
+        status = bytes_add(&c->rows, &row, sizeof row);
+        if (status == TR_OK) {
+            status = bytes_add(&c->lengths, &length, sizeof length);
+        }
+        size_t take = c->depth >= 0 && (unsigned long long)c->depth < size ? (size_t)c->depth : size;
+        if (status == TR_OK && row >= 0 && (status = bytes_add(&c->codes, NULL, take)) == TR_OK) {
+            uint8_t *dst = (uint8_t *)c->codes.data + c->codes.size - take;
+            for (size_t i = 0; i < take; i++) {
+                dst[i] = c->code_of(c->ctx, row, group[i].doc, group[i].len, group[i].hash);
+            }
+        }
+    }
+    free(group);
+    c->pending.size = 0;
+    c->docnos.size = 0;
+    return status;
+}
+
+/* The index of query `name` (a copy of it kept in `names`), a new one if unseen. */
+static int64_t coder_query(tr_coder *c, const char *name, uint32_t len, int *is_new) {
+    uint32_t before = c->queries.count;
+    /* Probe with the line's bytes; a new id is then copied and pointed at. */
+    int64_t index = query_index(&c->queries, name, len);
+    *is_new = index >= 0 && (uint32_t)index == before;
+    if (!*is_new) {
+        return index;
+    }
+    size_t *offsets = realloc(c->name_offsets, c->queries.capacity * sizeof *offsets);
+    if (offsets == NULL) {
+        return -1;
+    }
+    c->name_offsets = offsets;
+    offsets[index] = c->names.size;
+    const char *before_data = c->names.data;
+    if (bytes_add(&c->names, name, len) != TR_OK) {
+        return -1;
+    }
+    if (c->names.data != before_data) { /* moved as it grew: remake every pointer */
+        for (uint32_t i = 0; i < (uint32_t)index; i++) {
+            c->queries.names[i] = c->names.data + offsets[i];
+        }
+    }
+    c->queries.names[index] = c->names.data + offsets[index];
+    return index;
+}
+
+static int coder_line(tr_coder *c, const char *p, const char *line_end) {
+    const char *field[6];
+    size_t field_len[6];
+    double score;
+    int blank;
+    int status = read_line(p, line_end, field, field_len, &score, &blank);
+    if (status != TR_OK || blank) {
+        return status;
+    }
+    int is_new = 0;
+    int64_t query = c->current >= 0 && c->queries.lengths[c->current] == field_len[0] &&
+                            memcmp(c->queries.names[c->current], field[0], field_len[0]) == 0
+                        ? c->current
+                        : coder_query(c, field[0], (uint32_t)field_len[0], &is_new);
+    if (query < 0) {
+        return TR_NO_MEMORY;
+    }
+    if (query != c->current) {
+        if (!is_new) {
+            return TR_PUNT; /* the query's lines are not all in one block */
+        }
+        if ((status = code_group(c)) != TR_OK) {
+            return status;
+        }
+        c->current = query;
+    }
+    if (!c->has_tag) {
+        c->has_tag = 1;
+        if (bytes_add(&c->tag, field[5], field_len[5]) != TR_OK) {
+            return TR_NO_MEMORY;
+        }
+    }
+    tr_pending line = {c->float32 ? (double)(float)score : score, c->docnos.size,
+                       (uint32_t)field_len[2]};
+    if (bytes_add(&c->docnos, field[2], field_len[2]) != TR_OK ||
+        bytes_add(&c->pending, &line, sizeof line) != TR_OK) {
+        return TR_NO_MEMORY;
+    }
+    return TR_OK;
+}
+
+int tr_coder_feed(tr_coder *c, const char *data, size_t size) {
+    const char *p = data, *end = data + size;
+    while (c->status == TR_OK && p < end) {
+        const char *line_end = memchr(p, '\n', (size_t)(end - p));
+        if (line_end == NULL) { /* the rest waits for the next chunk */
+            c->status = bytes_add(&c->carry, p, (size_t)(end - p));
+            break;
+        }
+        if (c->carry.size) {
+            c->status = bytes_add(&c->carry, p, (size_t)(line_end - p));
+            if (c->status == TR_OK) {
+                c->status = coder_line(c, c->carry.data, c->carry.data + c->carry.size);
+            }
+            c->carry.size = 0;
+        } else {
+            c->status = coder_line(c, p, line_end);
+        }
+        p = line_end + 1;
+    }
+    return c->status;
+}
+
+static PyObject *int64_list(const tr_bytes *values) {
+    size_t n = values->size / sizeof(int64_t);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list != NULL && i < n; i++) {
+        int64_t value;
+        memcpy(&value, values->data + i * sizeof value, sizeof value);
+        PyObject *number = PyLong_FromLongLong(value);
+        if (number == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, number);
+    }
+    return list;
+}
+
+PyObject *tr_coder_finish(tr_coder *c) {
+    if (c->status == TR_OK && c->carry.size) {
+        c->status = coder_line(c, c->carry.data, c->carry.data + c->carry.size);
+        c->carry.size = 0;
+    }
+    if (c->status == TR_OK) {
+        c->status = code_group(c);
+        c->current = -1;
+    }
+    if (c->status == TR_NO_MEMORY) {
+        return PyErr_NoMemory();
+    }
+    if (c->status == TR_PUNT) {
+        return Py_NewRef(Py_None);
+    }
+    PyObject *qids = PyList_New(c->queries.count);
+    PyObject *rows = int64_list(&c->rows), *lengths = int64_list(&c->lengths);
+    PyObject *codes = PyBytes_FromStringAndSize(c->codes.data ? c->codes.data : "",
+                                                (Py_ssize_t)c->codes.size);
+    PyObject *tag = rm_ascii_text(c->tag.data ? c->tag.data : "", c->tag.size);
+    PyObject *result = NULL;
+    if (qids != NULL && rows != NULL && lengths != NULL && codes != NULL && tag != NULL) {
+        uint32_t q = 0;
+        for (; q < c->queries.count; q++) {
+            PyObject *qid = rm_ascii_text(c->queries.names[q], c->queries.lengths[q]);
+            if (qid == NULL) {
+                break;
+            }
+            PyList_SET_ITEM(qids, q, qid);
+        }
+        if (q == c->queries.count) {
+            result = PyTuple_Pack(5, tag, qids, rows, codes, lengths);
+        }
+    }
+    Py_XDECREF(qids);
+    Py_XDECREF(rows);
+    Py_XDECREF(lengths);
+    Py_XDECREF(codes);
+    Py_XDECREF(tag);
     return result;
 }

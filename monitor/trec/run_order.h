@@ -16,6 +16,38 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdint.h>
+
 PyObject *tr_order_run(PyObject *self, PyObject *args);
+
+/* The evaluator's coded path: the same parse and order, then each query's documents as grade
+ * codes, with no Python string per document. `row_of` maps a query id to its evaluation-set
+ * row (-1: not in it), `code_of` a row's document (and its rm_hash, judgments.h) to its
+ * grade code (0: not judged).
+ *
+ * Returns (tag, qids, rows, codes, lengths) | None (the same punts as tr_order_run) | NULL
+ * with an exception: every query in first-appearance order, its row, its ranking's length
+ * after the max_retrieved cut; `codes` holds the codes of the first `depth` (< 0: all)
+ * documents of each query with a row >= 0, concatenated in that order. */
+typedef int64_t (*tr_row_fn)(const void *ctx, const char *qid, size_t len);
+typedef uint8_t (*tr_code_fn)(const void *ctx, int64_t row, const char *doc, size_t len,
+                              uint64_t hash); /* hash: rm_hash(doc, len) */
+PyObject *tr_code_run(const char *data, size_t size, int float32, long long max_retrieved,
+                      long long depth, const void *ctx, tr_row_fn row_of, tr_code_fn code_of);
+
+/* The same, streaming: a file fed in chunks, each query coded as soon as its lines end, so
+ * memory holds one query's lines at a time instead of the whole file. It only takes runs
+ * whose queries each sit in one block of lines (what every ranker writes); a query seen
+ * again after another punts, and the caller reads the whole file with tr_code_run.
+ *
+ * tr_coder_feed returns TR_OK (0), or nonzero once punted or out of memory (feeding more is
+ * a no-op); tr_coder_finish returns tr_code_run's tuple, None on a punt, or NULL with an
+ * exception. */
+typedef struct tr_coder tr_coder;
+tr_coder *tr_coder_new(int float32, long long max_retrieved, long long depth, const void *ctx,
+                       tr_row_fn row_of, tr_code_fn code_of);
+int tr_coder_feed(tr_coder *coder, const char *data, size_t size);
+PyObject *tr_coder_finish(tr_coder *coder);
+void tr_coder_free(tr_coder *coder);
 
 #endif

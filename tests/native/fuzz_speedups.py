@@ -187,6 +187,21 @@ def main() -> None:
             rng.choice((None, {}, {"d1": 2, "d9": None}, {"\ud800": 1, "d3": 3}, {"d4": 9}))
             for _ in rows[:10]
         ]
+        # Run files, damaged, read whole and in chunks of every size (the run coder's carry).
+        run = b"".join(
+            b"q%d Q0 d%d %d %d.%d t\n" % (rng.randrange(60), rng.randrange(50), r, 50 - r, r)
+            for r in range(rng.randrange(0, 40))
+        )
+        run = damaged(run, rng) or b""
+        cut, lookup = rng.choice((-1, 0, 3)), rng.choice((-1, 0, 5))
+        whole = index.code_run(run, rng.random() < 0.5, cut, lookup)
+        coder = index.run_coder(False, cut, lookup)
+        step = rng.randrange(1, 50)
+        for at in range(0, len(run), step):
+            if not coder.feed(run[at : at + step]):
+                break
+        streamed = coder.finish()
+        assert whole is None or streamed is None or len(streamed[3]) == len(whole[3])
         inline = index.inline_codes(
             rows[:10], [["d1", "d4", "\ud800", "d3"]] * len(extras), depth, extras, grade_codes
         )

@@ -1,0 +1,135 @@
+"""The evaluator's coded path (a run read straight into grade codes, streamed in chunks) gives
+`evaluate_run`'s report on the Python-string path, or leaves the file to it.
+
+Every generated run (the C parser's test cases: ties, blank lines, odd tokens, short lines, a
+document twice, non-ASCII docnos; and queries split over several blocks of lines), read in
+chunks of any size, with or without `-c`, `-M` and C-float scores.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from monitor.errors import InputError
+from monitor.scoring.batch import BatchScorer
+from monitor.scoring.catalog import parse_trec_names
+from monitor.scoring.evalset import EvaluationSet
+from monitor.trec import runfile
+from monitor.trec.evaluate import evaluate_coded, evaluate_run, select_measures
+from monitor.trec.runfile import ScorePrecision, load_coded_run, load_run
+from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
+from tests.test_run_order import run_texts
+
+require_speedups()
+
+EVALUATION_SET = EvaluationSet.from_judgments(
+    {
+        "q1": {"a": 2, "b": 0, "d9": 1, "far": 3},
+        "q2": {"B": 1, "d10": -1, "ab": 3},
+        "q3": {"x": 1},
+    }
+)
+ENGINE_MEASURES = ["ndcg_cut.1,3", "P.2", "recall.3", "recip_rank", "map", "num_ret", "num_rel"]
+
+
+def both_paths(
+    text: str,
+    chunk: int,
+    *,
+    complete: bool,
+    depth: int | None,
+    precision: ScorePrecision,
+) -> tuple[object, object]:
+    selection = select_measures(ENGINE_MEASURES)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "run.txt"
+        path.write_bytes(text.encode())
+        try:
+            run = load_run(path, score_precision=precision, max_retrieved=depth)
+        except InputError as error:
+            expected: object = f"error: {error}"
+        else:
+            expected = evaluate_run(EVALUATION_SET, run, selection, complete=complete)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(runfile, "_CHUNK_BYTES", chunk)
+            coded = evaluate_coded(
+                EVALUATION_SET,
+                path,
+                selection,
+                complete=complete,
+                score_precision=precision,
+                max_retrieved=depth,
+            )
+    return expected, None if coded is None else coded[0]
+
+
+@st.composite
+def block_texts(draw: st.DrawFn) -> str:
+    """The C parser's run texts, now and then with a query's lines split into two blocks."""
+    text = draw(run_texts())
+    if draw(st.booleans()):
+        text += "\nq1 Q0 later 1 0.25 tagA\n"
+    return text
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=block_texts(),
+    chunk=st.sampled_from([1, 2, 7, 64, 1 << 22]),
+    complete=st.booleans(),
+    depth=st.sampled_from([None, 0, 1, 3]),
+    precision=st.sampled_from(["float64", "float32"]),
+)
+def test_the_coded_path_gives_the_same_report_or_leaves_the_file_to_python(
+    text: str,
+    chunk: int,
+    complete: bool,
+    depth: int | None,
+    precision: ScorePrecision,
+) -> None:
+    expected, coded = both_paths(text, chunk, complete=complete, depth=depth, precision=precision)
+    if isinstance(expected, str):  # an error on the Python path: the coded path gives up
+        assert coded is None, expected
+    elif coded is not None:
+        assert coded == expected
+    else:  # only a file the C parser leaves to Python (non-ASCII, an odd token) gets here
+        assert not text.isascii() or any(
+            token in text for token in ("nan", "inf", "_", "0x", "1e", "two", ".", "--")
+        )
+
+
+def test_a_run_is_coded_the_same_in_any_chunk_size_and_split_queries_are_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = [f"q{q} Q0 d{d} {d} {100 - d} tag" for q in (1, 2, 3) for d in range(40)]
+    index = BatchScorer(EVALUATION_SET, parse_trec_names(["map"])).judgment_index
+    assert index is not None
+    path = tmp_path / "run.txt"
+    path.write_text("\n".join(lines))
+    whole = load_coded_run(path, index, None)
+    for chunk in (1, 5, 33, 1 << 22):
+        monkeypatch.setattr(runfile, "_CHUNK_BYTES", chunk)
+        assert load_coded_run(path, index, None) == whole
+    assert whole is not None
+    assert whole.query_ids == ["q1", "q2", "q3"]
+    assert whole.lengths == [40, 40, 40]
+    # q2's lines in two blocks: the streaming reader gives up, the whole-file reader decides.
+    path.write_text("\n".join([*lines[40:60], *lines[:40], *lines[60:]]))
+    monkeypatch.setattr(runfile, "_CHUNK_BYTES", 16)
+    split = load_coded_run(path, index, None)
+    assert split is not None
+    assert (split.query_ids, split.lengths) == (["q2", "q1", "q3"], [40, 40, 40])
+
+
+def test_measures_that_need_the_documents_take_the_string_path(tmp_path: Path) -> None:
+    path = tmp_path / "run.txt"
+    path.write_text("q1 Q0 a 1 3 tag\n")
+    assert evaluate_coded(EVALUATION_SET, path, select_measures(["bpref"])) is None
+    assert evaluate_coded(EVALUATION_SET, path, select_measures(["map"])) is not None
+    path.write_text("q1 Q0 \u00e9 1 3 tag\n")  # non-ASCII: the C reader leaves it to Python
+    assert evaluate_coded(EVALUATION_SET, path, select_measures(["map"])) is None
