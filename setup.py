@@ -19,6 +19,7 @@ setup(
                 "monitor/trec/run_order.c",
             ],
             depends=[
+                "monitor/scoring/ascii_text.h",
                 "monitor/ingest/event_scan.h",
                 "monitor/kafka/record_batch.h",
                 "monitor/scoring/judgments.h",

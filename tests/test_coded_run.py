@@ -77,7 +77,7 @@ def block_texts(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(
     text=block_texts(),
     chunk=st.sampled_from([1, 2, 7, 64, 1 << 22]),

@@ -224,8 +224,14 @@ fail:
 static PyObject *index_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"query_ids", "judgments", "code_of", NULL};
     PyObject *query_arg, *judgment_arg, *code_of = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O!:JudgmentIndex", keywords, &query_arg,
-                                     &judgment_arg, &PyDict_Type, &code_of)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|O:JudgmentIndex", keywords, &query_arg,
+                                     &judgment_arg, &code_of)) {
+        return NULL;
+    }
+    if (code_of == Py_None) {
+        code_of = NULL;
+    } else if (code_of != NULL && !PyDict_Check(code_of)) {
+        PyErr_SetString(PyExc_TypeError, "code_of must be a dict grade -> code, or None");
         return NULL;
     }
     PyObject *query_ids = PySequence_Tuple(query_arg);

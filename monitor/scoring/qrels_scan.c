@@ -1,7 +1,7 @@
 /* See qrels_scan.h: TREC qrels read in C into {qid: {docno: grade}}. */
 #include "qrels_scan.h"
 
-#include "../_native/ascii_text.h"
+#include "ascii_text.h"
 
 #include <stdint.h>
 #include <string.h>

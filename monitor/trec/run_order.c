@@ -1,7 +1,7 @@
 /* See run_order.h: a TREC run file parsed, grouped and ordered in C. */
 #include "run_order.h"
 
-#include "../_native/ascii_text.h"
+#include "../scoring/ascii_text.h"
 #include "../scoring/judgments.h"
 
 #include <stdint.h>
