@@ -320,9 +320,39 @@ static Py_ssize_t row_at(const JudgmentIndex *self, PyObject *rows, Py_ssize_t i
     return row;
 }
 
-/* dst[0..take) = the codes of items[0..take) for query `row`. 1: done, -1: an error. */
+/* One slot of a small open-addressing table of an event's (or ranking's) inline grades, by
+   keyed hash: the JudgmentIndex paths and the scanner share it. */
+typedef struct {
+    uint64_t hash;
+    const char *doc; /* NULL: an empty slot */
+    size_t len;
+    uint8_t code; /* the inline grade's code; 0: the evaluation set judges the document */
+} rm_inline_slot;
+
+/* The slot of `table` holding `doc` (bytes, hash h), or the empty slot where it would go. */
+static uint32_t inline_slot_at(const rm_inline_slot *table, uint32_t mask, const char *doc,
+                               size_t len, uint64_t h) {
+    uint32_t i = (uint32_t)h & mask;
+    while (table[i].doc != NULL &&
+           !(table[i].hash == h && table[i].len == len && memcmp(table[i].doc, doc, len) == 0)) {
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+/* The inline grade's code of a ranked document (bytes, hash h) in `table`, 0 if none. */
+static uint8_t inline_slot_code(const rm_inline_slot *table, uint32_t mask, const char *doc,
+                                size_t len, uint64_t h) {
+    const rm_inline_slot *slot = &table[inline_slot_at(table, mask, doc, len, h)];
+    return slot->doc != NULL ? slot->code : 0;
+}
+
+/* dst[0..take) = the codes of items[0..take) for query `row`; an unjudged document whose hash
+   passes `filter` (one bit per entry of `table`, 0: no table) takes its code in `table`.
+   1: done, -1: an error. */
 static int code_ranking(const JudgmentIndex *self, Py_ssize_t row, PyObject *const *items,
-                        Py_ssize_t take, uint8_t *dst) {
+                        Py_ssize_t take, uint8_t *dst, const rm_inline_slot *table,
+                        uint32_t mask, uint64_t filter) {
     for (Py_ssize_t d = 0; d < take; d++) {
         Py_ssize_t len;
         const char *doc = utf8_of(items[d], &len, "a document id");
@@ -336,7 +366,12 @@ static int code_ranking(const JudgmentIndex *self, Py_ssize_t row, PyObject *con
             }
             return -1;
         }
-        dst[d] = index_code(self, row, doc, (size_t)len, rm_hash(doc, (size_t)len));
+        uint64_t h = rm_hash(doc, (size_t)len);
+        uint8_t code = index_code(self, row, doc, (size_t)len, h);
+        if (code == 0 && (filter >> (h >> 58)) & 1) {
+            code = inline_slot_code(table, mask, doc, (size_t)len, h);
+        }
+        dst[d] = code;
     }
     return 1;
 }
@@ -385,7 +420,7 @@ static PyObject *index_codes(JudgmentIndex *self, PyObject *args) {
             goto done;
         }
         int state = code_ranking(self, row, PySequence_Fast_ITEMS(ranking), take,
-                                 (uint8_t *)codes.data + codes.size);
+                                 (uint8_t *)codes.data + codes.size, NULL, 0, 0);
         Py_DECREF(ranking);
         if (state < 0) {
             goto done;
@@ -423,25 +458,6 @@ static uint8_t inline_grade_code(PyObject *value, const Py_buffer *grade_codes) 
         return 0;
     }
     return ((const uint8_t *)grade_codes->buf)[grade];
-}
-
-/* A ranking's inline grades of documents the evaluation set has not judged, by keyed hash. */
-typedef struct {
-    uint64_t hash;
-    const char *doc; /* NULL: an empty slot */
-    size_t len;
-    uint8_t code;
-} rm_inline_slot;
-
-/* The inline grade's code of a ranked document (bytes, hash h) in `table`, 0 if none. */
-static uint8_t inline_slot_code(const rm_inline_slot *table, uint32_t mask, const char *bytes,
-                                size_t len, uint64_t h) {
-    for (uint32_t i = (uint32_t)h & mask; table[i].doc != NULL; i = (i + 1) & mask) {
-        if (table[i].hash == h && table[i].len == len && memcmp(table[i].doc, bytes, len) == 0) {
-            return table[i].code;
-        }
-    }
-    return 0;
 }
 
 /* Code one ranking with its inline grades: dst[0..take) = the evaluation set's code of each of
@@ -494,32 +510,11 @@ static int code_inline_ranking(const JudgmentIndex *self, Py_ssize_t row, PyObje
         }
         ((uint8_t *)added->data)[added->size++] = code;
         (*n_added)++;
-        uint32_t i = (uint32_t)h & mask;
-        while (table[i].doc != NULL) {
-            i = (i + 1) & mask;
-        }
-        table[i] = (rm_inline_slot){h, bytes, (size_t)len, code};
+        table[inline_slot_at(table, mask, bytes, (size_t)len, h)] =
+            (rm_inline_slot){h, bytes, (size_t)len, code};
         filter |= 1ULL << (h >> 58);
     }
-    for (Py_ssize_t d = 0; d < take; d++) {
-        Py_ssize_t len;
-        const char *bytes = utf8_of(items[d], &len, "a document id");
-        if (bytes == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
-                PyErr_Clear(); /* no UTF-8 form: equals no judged id (see code_ranking) */
-                dst[d] = 0;
-                continue;
-            }
-            return -1;
-        }
-        uint64_t h = rm_hash(bytes, (size_t)len);
-        uint8_t code = index_code(self, row, bytes, (size_t)len, h);
-        if (code == 0 && (filter >> (h >> 58)) & 1) {
-            code = inline_slot_code(table, mask, bytes, (size_t)len, h);
-        }
-        dst[d] = code;
-    }
-    return 1;
+    return code_ranking(self, row, items, take, dst, table, mask, filter);
 }
 
 /* inline_codes(rows, rankings, depth, extras, grade_codes) -> (codes, lengths, added,
@@ -580,7 +575,7 @@ static PyObject *index_inline_codes(JudgmentIndex *self, PyObject *args) {
             state = code_inline_ranking(self, row, extra, items, take, dst, &grade_codes, &slots,
                                         &added, &n_added);
         } else if (state > 0) {
-            state = code_ranking(self, row, items, take, dst);
+            state = code_ranking(self, row, items, take, dst, NULL, 0, 0);
         }
         Py_DECREF(ranking);
         if (state < 0) {
@@ -653,6 +648,7 @@ typedef struct {
     PyObject_HEAD
     tr_coder *coder;
     PyObject *index; /* the JudgmentIndex the coder looks grades up in, kept alive */
+    int split;       /* after finish(): tr_coder_split */
 } RunCoder;
 
 static void coder_dealloc(RunCoder *self) {
@@ -685,10 +681,24 @@ static PyObject *coder_finish(RunCoder *self, PyObject *unused) {
         return NULL;
     }
     PyObject *result = tr_coder_finish(self->coder);
+    self->split = tr_coder_split(self->coder);
     tr_coder_free(self->coder);
     self->coder = NULL;
     return result;
 }
+
+static PyObject *coder_split(RunCoder *self, void *closure) {
+    (void)closure;
+    return PyBool_FromLong(self->split);
+}
+
+static PyGetSetDef coder_getset[] = {
+    {"split", (getter)coder_split, NULL,
+     "True when finish() gave None because a query's lines are in two blocks: code_run then "
+     "reads the file whole; any other None leaves it to the Python path.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
 
 static PyMethodDef coder_methods[] = {
     {"feed", (PyCFunction)coder_feed, METH_O,
@@ -706,6 +716,7 @@ static PyTypeObject RunCoderType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "A run file fed in chunks and coded query by query (JudgmentIndex.run_coder).",
     .tp_methods = coder_methods,
+    .tp_getset = coder_getset,
 };
 
 static PyObject *index_run_coder(JudgmentIndex *self, PyObject *args) {
@@ -719,6 +730,7 @@ static PyObject *index_run_coder(JudgmentIndex *self, PyObject *args) {
         return NULL;
     }
     coder->index = Py_NewRef((PyObject *)self);
+    coder->split = 0;
     coder->coder = tr_coder_new(float32, max_retrieved, depth, self, run_row_of, run_code_of);
     if (coder->coder == NULL) {
         Py_DECREF(coder);
@@ -821,12 +833,6 @@ static int has_duplicate(rm_docset *set, const char *buf, const rm_span *docs, u
     return 0;
 }
 
-/* An event's inline grade of an unjudged document: a slot of rm_scan_job.judged. */
-typedef struct {
-    uint64_t hash;
-    rm_span doc; /* len RM_ABSENT: an empty slot */
-    uint8_t code; /* 0: the evaluation set judges the document (its grade wins) */
-} rm_judged_slot;
 
 /* What the scan of one record left for the second phase (with the GIL): where its fields are. */
 typedef struct {
@@ -877,54 +883,37 @@ typedef struct {
     /* scratch */
     rm_span *docs;
     rm_docset set;
-    rm_judged_slot judged[2 * RM_MAX_JUDGMENTS]; /* an event's inline grades, by hash */
+    rm_inline_slot judged[2 * RM_MAX_JUDGMENTS]; /* an event's inline grades, by hash */
 } rm_scan_job;
 
-#define RM_JUDGED_MASK (2 * RM_MAX_JUDGMENTS - 1)
-
-/* The inline grade's code of an unjudged ranked document (hash h), 0 if it has none. */
-static uint8_t inline_code(const rm_scan_job *job, const char *buf, rm_span doc, uint64_t h) {
-    for (uint32_t i = (uint32_t)h & RM_JUDGED_MASK; job->judged[i].doc.len != RM_ABSENT;
-         i = (i + 1) & RM_JUDGED_MASK) {
-        const rm_judged_slot *slot = &job->judged[i];
-        if (slot->hash == h && slot->doc.len == doc.len &&
-            memcmp(buf + slot->doc.off, buf + doc.off, doc.len) == 0) {
-            return slot->code;
-        }
-    }
-    return 0;
-}
-
-/* Index an event's inline judgments for the ranking's codes (job->judged, `bloom`: one bit per
-   unjudged document's hash) and append the codes of the grades of documents the evaluation
-   set has not judged to job->added (`added` of them). 1: done, 0: punt (too many judgments, a
-   document listed twice, or a grade without a code yet), -1: out of memory. */
+/* Index an event's inline judgments for the ranking's codes (job->judged, `*mask` its size - 1,
+   `filter`: one bit per unjudged document's hash) and append the codes of the grades of
+   documents the evaluation set has not judged to job->added (`added` of them). 1: done, 0:
+   punt (too many judgments, a document listed twice, or a grade without a code yet), -1: out
+   of memory. A judged document keeps a slot with code 0: the evaluation set's grade wins. */
 static int inline_judgments(rm_scan_job *job, const char *buf, const rm_event *ev,
-                            Py_ssize_t row, uint64_t *bloom, uint32_t *added) {
+                            Py_ssize_t row, uint32_t *mask, uint64_t *filter, uint32_t *added) {
     if (ev->n_judgments > RM_MAX_JUDGMENTS) {
         return 0;
     }
-    for (uint32_t i = 0; i <= RM_JUDGED_MASK; i++) {
-        job->judged[i].doc.len = RM_ABSENT;
-    }
+    uint32_t slots = rm_slots_for(ev->n_judgments);
+    *mask = slots - 1;
+    memset(job->judged, 0, sizeof(rm_inline_slot) * slots);
     size_t start = job->added.size;
     if (buffer_grow(&job->added, ev->n_judgments, 1) < 0) {
         return -1;
     }
     for (uint32_t j = 0; j < ev->n_judgments; j++) {
-        rm_span doc = ev->judgment_docs[j];
-        uint64_t h = rm_hash(buf + doc.off, doc.len);
-        uint32_t i = (uint32_t)h & RM_JUDGED_MASK;
-        for (; job->judged[i].doc.len != RM_ABSENT; i = (i + 1) & RM_JUDGED_MASK) {
-            const rm_judged_slot *slot = &job->judged[i];
-            if (slot->hash == h && slot->doc.len == doc.len &&
-                memcmp(buf + slot->doc.off, buf + doc.off, doc.len) == 0) {
-                job->added.size = start;
-                return 0; /* listed twice: Python keeps the last grade */
-            }
+        const char *doc = buf + ev->judgment_docs[j].off;
+        size_t len = ev->judgment_docs[j].len;
+        uint64_t h = rm_hash(doc, len);
+        uint32_t i = inline_slot_at(job->judged, *mask, doc, len, h);
+        if (job->judged[i].doc != NULL) {
+            job->added.size = start;
+            return 0; /* listed twice: Python keeps the last grade */
         }
         uint8_t code = 0;
-        if (index_code(job->index, row, buf + doc.off, doc.len, h) == 0) {
+        if (index_code(job->index, row, doc, len, h) == 0) {
             uint16_t grade = ev->judgment_grades[j];
             code = grade < job->n_grade_codes ? job->grade_codes[grade] : 0;
             if (code == 0) {
@@ -932,9 +921,9 @@ static int inline_judgments(rm_scan_job *job, const char *buf, const rm_event *e
                 return 0;
             }
             ((uint8_t *)job->added.data)[job->added.size++] = code;
-            *bloom |= 1ULL << (h >> 58);
+            *filter |= 1ULL << (h >> 58);
         }
-        job->judged[i] = (rm_judged_slot){h, doc, code};
+        job->judged[i] = (rm_inline_slot){h, doc, len, code};
     }
     *added = (uint32_t)(job->added.size - start);
     return 1;
@@ -979,10 +968,10 @@ static int scan_all(rm_scan_job *job) {
         if (job->depth >= 0 && (uint64_t)job->depth < take) {
             take = (uint32_t)job->depth;
         }
-        uint64_t bloom = 0;
-        uint32_t added = 0;
+        uint64_t filter = 0;
+        uint32_t mask = 0, added = 0;
         if (ev.has_judgments && job->grade_codes != NULL) {
-            int state = inline_judgments(job, buf, &ev, row, &bloom, &added);
+            int state = inline_judgments(job, buf, &ev, row, &mask, &filter, &added);
             if (state < 0) {
                 return -1;
             }
@@ -997,8 +986,9 @@ static int scan_all(rm_scan_job *job) {
         for (uint32_t d = 0; d < take; d++) {
             uint64_t h = job->set.hashes[d];
             uint8_t code = index_code(job->index, row, buf + job->docs[d].off, job->docs[d].len, h);
-            if (code == 0 && (bloom >> (h >> 58)) & 1) {
-                code = inline_code(job, buf, job->docs[d], h);
+            if (code == 0 && (filter >> (h >> 58)) & 1) {
+                code = inline_slot_code(job->judged, mask, buf + job->docs[d].off,
+                                        job->docs[d].len, h);
             }
             dst[d] = code;
         }

@@ -170,7 +170,7 @@ class BatchScorer:
         rankings: Sequence[Sequence[str]],
         extra_judgments: ExtraJudgments | None,
     ) -> Floats:
-        rows = self._query_rows(query_ids)
+        rows = self.query_rows(query_ids)
         if extra_judgments is not None and self._plan is not None and any(extra_judgments):
             inline = self._score_inline(rows, rankings, extra_judgments)
             if inline is not None:
@@ -239,9 +239,6 @@ class BatchScorer:
 
     def query_rows(self, query_ids: Sequence[str]) -> list[int]:
         """The evaluation-set rows of these queries (what `score_coded` takes)."""
-        return self._query_rows(query_ids)
-
-    def _query_rows(self, query_ids: Sequence[str]) -> list[int]:
         try:
             return [self._rows[qid] for qid in query_ids]
         except KeyError as error:

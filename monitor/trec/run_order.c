@@ -25,7 +25,7 @@ typedef struct {
     size_t n_slots;
 } tr_queries;
 
-enum { TR_OK = 0, TR_PUNT = 1, TR_NO_MEMORY = 2 };
+enum { TR_OK = 0, TR_PUNT = 1, TR_NO_MEMORY = 2, TR_SPLIT = 3 /* the coder: a query in two blocks */ };
 
 static int queries_grow(tr_queries *q) {
     size_t n_slots = q->n_slots ? q->n_slots * 2 : 1024;
@@ -349,6 +349,19 @@ static int group_and_order(tr_line *lines, size_t n, uint32_t count, tr_line **g
     return TR_OK;
 }
 
+/* min(size, limit), a limit < 0 being none (-M, the lookup depth). */
+static size_t at_most(size_t size, long long limit) {
+    return limit >= 0 && (unsigned long long)limit < size ? (size_t)limit : size;
+}
+
+/* dst[0..take) = the grade codes of a query's first `take` ordered lines (its row >= 0). */
+static void code_lines(const tr_line *lines, size_t take, int64_t row, const void *ctx,
+                       tr_code_fn code_of, uint8_t *dst) {
+    for (size_t i = 0; i < take; i++) {
+        dst[i] = code_of(ctx, row, lines[i].doc, lines[i].len, lines[i].hash);
+    }
+}
+
 /* A whole run parsed, grouped by query and ordered (tr_order_run and tr_code_run). */
 typedef struct {
     tr_queries queries;
@@ -390,9 +403,7 @@ static PyObject *rankings_dict(const tr_queries *queries, const tr_line *grouped
     }
     for (uint32_t q = 0; q < queries->count; q++) {
         size_t size = starts[q + 1] - starts[q];
-        if (max_retrieved >= 0 && (unsigned long long)max_retrieved < size) {
-            size = (size_t)max_retrieved;
-        }
+        size = at_most(size, max_retrieved);
         PyObject *docs = PyTuple_New((Py_ssize_t)size);
         PyObject *qid = rm_ascii_text(queries->names[q], queries->lengths[q]);
         int failed = docs == NULL || qid == NULL;
@@ -429,18 +440,13 @@ PyObject *tr_order_run(PyObject *self, PyObject *args) {
     tr_parsed run = {0};
     PyObject *result = NULL;
     int status = parse_and_group(data.buf, (size_t)data.len, float32, &run);
-    tr_queries queries = run.queries;
-    const tr_line *grouped = run.grouped;
-    const size_t *starts = run.starts;
-    const char *tag = run.tag;
-    size_t tag_len = run.tag_len;
     if (status == TR_NO_MEMORY) {
         PyErr_NoMemory();
     } else if (status == TR_PUNT) {
         result = Py_NewRef(Py_None);
     } else {
-        PyObject *rankings = rankings_dict(&queries, grouped, starts, max_retrieved);
-        PyObject *tag_text = rankings ? rm_ascii_text(tag, tag_len) : NULL;
+        PyObject *rankings = rankings_dict(&run.queries, run.grouped, run.starts, max_retrieved);
+        PyObject *tag_text = rankings ? rm_ascii_text(run.tag, run.tag_len) : NULL;
         if (rankings != NULL && tag_text != NULL) {
             result = PyTuple_Pack(2, tag_text, rankings);
         }
@@ -461,7 +467,7 @@ static PyObject *coded_queries(const tr_queries *queries, const tr_line *grouped
     size_t total = 0;
     for (uint32_t q = 0; q < queries->count; q++) {
         size_t size = starts[q + 1] - starts[q];
-        total += depth >= 0 && (unsigned long long)depth < size ? (size_t)depth : size;
+        total += at_most(at_most(size, max_retrieved), depth);
     }
     PyObject *codes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
     if (qids == NULL || rows == NULL || lengths == NULL || codes == NULL) {
@@ -470,10 +476,7 @@ static PyObject *coded_queries(const tr_queries *queries, const tr_line *grouped
     uint8_t *dst = (uint8_t *)PyBytes_AS_STRING(codes);
     size_t written = 0;
     for (uint32_t q = 0; q < queries->count; q++) {
-        size_t size = starts[q + 1] - starts[q];
-        if (max_retrieved >= 0 && (unsigned long long)max_retrieved < size) {
-            size = (size_t)max_retrieved;
-        }
+        size_t size = at_most(starts[q + 1] - starts[q], max_retrieved);
         int64_t row = row_of(ctx, queries->names[q], queries->lengths[q]);
         PyObject *qid = rm_ascii_text(queries->names[q], queries->lengths[q]);
         PyObject *row_number = PyLong_FromLongLong(row);
@@ -490,11 +493,8 @@ static PyObject *coded_queries(const tr_queries *queries, const tr_line *grouped
         if (row < 0) {
             continue;
         }
-        size_t take = depth >= 0 && (unsigned long long)depth < size ? (size_t)depth : size;
-        const tr_line *line = grouped + starts[q];
-        for (size_t i = 0; i < take; i++) {
-            dst[written + i] = code_of(ctx, row, line[i].doc, line[i].len, line[i].hash);
-        }
+        size_t take = at_most(size, depth);
+        code_lines(grouped + starts[q], take, row, ctx, code_of, dst + written);
         written += take;
     }
     if (_PyBytes_Resize(&codes, (Py_ssize_t)written) == 0) {
@@ -513,19 +513,14 @@ PyObject *tr_code_run(const char *data, size_t size, int float32, long long max_
     tr_parsed run = {0};
     PyObject *result = NULL;
     int status = parse_and_group(data, size, float32, &run);
-    const tr_queries queries = run.queries;
-    const tr_line *grouped = run.grouped;
-    const size_t *starts = run.starts;
-    const char *tag = run.tag;
-    size_t tag_len = run.tag_len;
     if (status == TR_NO_MEMORY) {
         PyErr_NoMemory();
     } else if (status == TR_PUNT) {
         result = Py_NewRef(Py_None);
     } else {
-        PyObject *coded =
-            coded_queries(&queries, grouped, starts, max_retrieved, depth, ctx, row_of, code_of);
-        PyObject *tag_text = coded ? rm_ascii_text(tag, tag_len) : NULL;
+        PyObject *coded = coded_queries(&run.queries, run.grouped, run.starts, max_retrieved, depth,
+                                        ctx, row_of, code_of);
+        PyObject *tag_text = coded ? rm_ascii_text(run.tag, run.tag_len) : NULL;
         if (coded != NULL && tag_text != NULL) {
             result = PyTuple_Pack(5, tag_text, PyTuple_GET_ITEM(coded, 0),
                                   PyTuple_GET_ITEM(coded, 1), PyTuple_GET_ITEM(coded, 2),
@@ -644,9 +639,7 @@ static int code_group(tr_coder *c) {
     int status = check_unique(group, size);
     if (status == TR_OK) {
         order_group(group, size);
-        if (c->max_retrieved >= 0 && (unsigned long long)c->max_retrieved < size) {
-            size = (size_t)c->max_retrieved;
-        }
+        size = at_most(size, c->max_retrieved);
         const char *qid = c->names.data + c->name_offsets[c->current];
         int64_t row = c->row_of(c->ctx, qid, c->queries.lengths[c->current]);
         int64_t length = (int64_t)size;
@@ -654,12 +647,10 @@ static int code_group(tr_coder *c) {
         if (status == TR_OK) {
             status = bytes_add(&c->lengths, &length, sizeof length);
         }
-        size_t take = c->depth >= 0 && (unsigned long long)c->depth < size ? (size_t)c->depth : size;
+        size_t take = at_most(size, c->depth);
         if (status == TR_OK && row >= 0 && (status = bytes_add(&c->codes, NULL, take)) == TR_OK) {
-            uint8_t *dst = (uint8_t *)c->codes.data + c->codes.size - take;
-            for (size_t i = 0; i < take; i++) {
-                dst[i] = c->code_of(c->ctx, row, group[i].doc, group[i].len, group[i].hash);
-            }
+            code_lines(group, take, row, c->ctx, c->code_of,
+                       (uint8_t *)c->codes.data + c->codes.size - take);
         }
     }
     free(group);
@@ -715,7 +706,7 @@ static int coder_line(tr_coder *c, const char *p, const char *line_end) {
     }
     if (query != c->current) {
         if (!is_new) {
-            return TR_PUNT; /* the query's lines are not all in one block */
+            return TR_SPLIT; /* the query's lines are not all in one block */
         }
         if ((status = code_group(c)) != TR_OK) {
             return status;
@@ -775,6 +766,8 @@ static PyObject *int64_list(const tr_bytes *values) {
     return list;
 }
 
+int tr_coder_split(const tr_coder *c) { return c->status == TR_SPLIT; }
+
 PyObject *tr_coder_finish(tr_coder *c) {
     if (c->status == TR_OK && c->carry.size) {
         c->status = coder_line(c, c->carry.data, c->carry.data + c->carry.size);
@@ -787,7 +780,7 @@ PyObject *tr_coder_finish(tr_coder *c) {
     if (c->status == TR_NO_MEMORY) {
         return PyErr_NoMemory();
     }
-    if (c->status == TR_PUNT) {
+    if (c->status == TR_PUNT || c->status == TR_SPLIT) {
         return Py_NewRef(Py_None);
     }
     PyObject *qids = PyList_New(c->queries.count);

@@ -42,12 +42,14 @@ PyObject *tr_code_run(const char *data, size_t size, int float32, long long max_
  *
  * tr_coder_feed returns TR_OK (0), or nonzero once punted or out of memory (feeding more is
  * a no-op); tr_coder_finish returns tr_code_run's tuple, None on a punt, or NULL with an
- * exception. */
+ * exception; tr_coder_split says whether the punt was a query in two blocks (then
+ * tr_code_run decides the file; any other punt is the Python path's). */
 typedef struct tr_coder tr_coder;
 tr_coder *tr_coder_new(int float32, long long max_retrieved, long long depth, const void *ctx,
                        tr_row_fn row_of, tr_code_fn code_of);
 int tr_coder_feed(tr_coder *coder, const char *data, size_t size);
 PyObject *tr_coder_finish(tr_coder *coder);
+int tr_coder_split(const tr_coder *coder);
 void tr_coder_free(tr_coder *coder);
 
 #endif

@@ -119,7 +119,7 @@ def load_coded_run(
             while (chunk := file.read(_CHUNK_BYTES)) and coder.feed(chunk):
                 pass
         coded = coder.finish()
-        if coded is None:  # a query in two blocks (or a line for the Python path): all at once
+        if coded is None and coder.split:  # a query in two blocks: the file read whole
             coded = index.code_run(Path(path).read_bytes(), float32, cut, lookup)
     except OSError as error:
         raise InputError.unreadable(str(path), "run", error) from error
