@@ -20,6 +20,7 @@ setup(
             ],
             depends=[
                 "monitor/scoring/ascii_text.h",
+                "monitor/scoring/id_table.h",
                 "monitor/ingest/event_scan.h",
                 "monitor/kafka/record_batch.h",
                 "monitor/scoring/judgments.h",

@@ -29,8 +29,8 @@ __all__ = [
     "judgment_index",
     "measure_codes",
     "order_run",
-    "parse_qrels",
     "parse_records",
+    "qrels_index",
     "speedups_active",
     "speedups_built",
 ]
@@ -210,11 +210,10 @@ def ideal_rows(
 _Record = TypeVar("_Record", bound=tuple[Any, ...])
 
 
-def parse_qrels(data: bytes) -> dict[str, dict[str, int]] | None:
-    """TREC qrels as {qid: {docno: grade}}, or None to leave the file to the Python path (see
-    monitor/scoring/qrels_scan.h); callers check speedups_active() first."""
-    result: dict[str, dict[str, int]] | None = _speedups.parse_qrels(data)
-    return result
+def qrels_index(data: bytes) -> _speedups.JudgmentIndex | None:
+    """TREC qrels read straight into a judgment index, or None to leave the file to the Python
+    path (see monitor/scoring/qrels_scan.h); callers check speedups_active() first."""
+    return _speedups.JudgmentIndex.from_qrels(data)
 
 
 def order_run(

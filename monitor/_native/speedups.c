@@ -4,6 +4,7 @@
  *
  * - JudgmentIndex(query_ids, judgments).codes(rows, rankings, depth): the grade code of every
  *   ranked document (what BatchScorer otherwise does with one dict probe per document).
+ *   JudgmentIndex.from_qrels(data) builds one straight from a TREC qrels file (qrels_scan.c).
  * - decode_events(index, values, ...): a poll's record values -> accepted events with their
  *   grade codes, scanned from the bytes (event_scan.c) without building a Python string per
  *   document. A record the scanner is not sure about is "punted": the caller decodes it with
@@ -25,6 +26,7 @@
 #include "../kafka/record_batch.h"
 #include "../scoring/judgments.h"
 #include "../scoring/measure_kernel.h"
+#include "../scoring/ascii_text.h"
 #include "../scoring/qrels_scan.h"
 #include "../trec/run_order.h"
 
@@ -63,40 +65,16 @@ static int buffer_grow(rm_buffer *b, size_t extra, int raw) {
 
 static int buffer_reserve(rm_buffer *b, size_t extra) { return buffer_grow(b, extra, 0); }
 
-/* ---------------------------------------------------------------- a set of strings -> rows */
-
-/* Tables over many byte strings sharing one pool: the per-query judgments and the query ids. */
-typedef struct {
-    rm_slot *slots;
-    rm_entry *entries;
-    char *pool;
-} rm_store;
-
-static void store_free(rm_store *s) {
-    PyMem_Free(s->slots);
-    PyMem_Free(s->entries);
-    PyMem_Free(s->pool);
-    s->slots = NULL;
-    s->entries = NULL;
-    s->pool = NULL;
-}
-
 /* ---------------------------------------------------------------- JudgmentIndex */
 
 typedef struct {
     PyObject_HEAD
-    Py_ssize_t queries;
-    rm_table *tables; /* one per query row */
-    rm_store judged;
-    rm_table query_table; /* query id -> row (entry.code) */
-    rm_store query_ids;
+    rm_judgments j;
     PyObject *query_objects; /* tuple of the query id str objects, by row */
 } JudgmentIndex;
 
 static void index_dealloc(JudgmentIndex *self) {
-    PyMem_Free(self->tables);
-    store_free(&self->judged);
-    store_free(&self->query_ids);
+    rm_judgments_free(&self->j);
     Py_XDECREF(self->query_objects);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -111,9 +89,10 @@ static const char *utf8_of(PyObject *text, Py_ssize_t *len, const char *what) {
 
 /* Fill `table`/`store` with the keys of `groups`: each a sequence of str keyed by position
    (`by_position`), or a dict key -> code, or key -> grade when `code_of` (a dict grade ->
-   code) is given. */
+   code) is given. `grades` (when not NULL) gets each entry's value: the grade, or the code
+   without `code_of`. */
 static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObject *const *groups,
-                      int by_position, PyObject *code_of) {
+                      int by_position, PyObject *code_of, int32_t **grades) {
     /* Pass 1: sizes. */
     size_t total_keys = 0, total_slots = 0, total_bytes = 0;
     for (Py_ssize_t g = 0; g < count; g++) {
@@ -134,9 +113,11 @@ static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObj
         PyErr_SetString(PyExc_OverflowError, "too many judgments");
         return -1;
     }
-    store->slots = PyMem_Malloc(sizeof(rm_slot) * (total_slots ? total_slots : 1));
-    store->entries = PyMem_Malloc(sizeof(rm_entry) * (total_keys ? total_keys : 1));
-    if (store->slots == NULL || store->entries == NULL) {
+    store->slots = malloc(sizeof(rm_slot) * (total_slots ? total_slots : 1));
+    store->entries = malloc(sizeof(rm_entry) * (total_keys ? total_keys : 1));
+    int32_t *values = grades ? malloc(sizeof(int32_t) * (total_keys ? total_keys : 1)) : NULL;
+    if (store->slots == NULL || store->entries == NULL || (grades && values == NULL)) {
+        free(values);
         PyErr_NoMemory();
         return -1;
     }
@@ -151,7 +132,7 @@ static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObj
         Py_ssize_t pos = 0, index = 0;
         PyObject *key, *value;
         for (;;) {
-            long code;
+            long code, given = 0;
             if (by_position) {
                 if (index >= PySequence_Fast_GET_SIZE(group)) {
                     break;
@@ -164,6 +145,10 @@ static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObj
                 }
                 if (code_of != NULL) {
                     PyObject *grade = value;
+                    given = PyLong_AsLong(grade);
+                    if (given == -1 && PyErr_Occurred()) {
+                        goto fail;
+                    }
                     value = PyDict_GetItemWithError(code_of, grade);
                     if (value == NULL) {
                         if (!PyErr_Occurred()) {
@@ -178,6 +163,11 @@ static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObj
                 }
                 if (code < 1 || code > 255) {
                     PyErr_Format(PyExc_ValueError, "grade code %ld is not 1..255", code);
+                    goto fail;
+                }
+                given = code_of != NULL ? given : code;
+                if (given < INT32_MIN || given > INT32_MAX) {
+                    PyErr_Format(PyExc_OverflowError, "grade %ld is not a 32-bit integer", given);
                     goto fail;
                 }
             }
@@ -204,21 +194,45 @@ static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObj
             store->entries[next].off = (uint32_t)pool.size;
             store->entries[next].len = (uint32_t)len;
             store->entries[next].code = (uint32_t)code;
+            if (values != NULL) {
+                values[next] = (int32_t)given;
+            }
             pool.size += (size_t)len;
             total_bytes += (size_t)len;
             rm_place(&tables[g], store->slots, next, h);
             next++;
         }
     }
-    store->pool = pool.data ? pool.data : PyMem_Malloc(1);
+    /* The store is malloc'd (built without the GIL elsewhere): the pool moves there. */
+    store->pool = malloc(pool.size ? pool.size : 1);
     if (store->pool == NULL) {
         PyErr_NoMemory();
-        return -1;
+        goto fail;
+    }
+    memcpy(store->pool, pool.data ? pool.data : "", pool.size);
+    PyMem_Free(pool.data);
+    if (grades != NULL) {
+        *grades = values;
     }
     return 0;
 fail:
     PyMem_Free(pool.data);
+    free(values);
     return -1;
+}
+
+/* A new index over `j` (taken over: freed with the index) with `query_objects`, the query
+   ids by row; NULL (and `j` freed) on failure. */
+static JudgmentIndex *index_of(PyTypeObject *type, rm_judgments *j, PyObject *query_objects) {
+    JudgmentIndex *self = (JudgmentIndex *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        rm_judgments_free(j);
+        Py_DECREF(query_objects);
+        return NULL;
+    }
+    self->j = *j;
+    self->query_objects = query_objects;
+    return self;
 }
 
 static PyObject *index_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
@@ -243,7 +257,7 @@ static PyObject *index_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         Py_DECREF(query_ids);
         return NULL;
     }
-    JudgmentIndex *self = NULL;
+    rm_judgments j = {0};
     Py_ssize_t n = PyTuple_GET_SIZE(query_ids);
     if (PySequence_Fast_GET_SIZE(judgments) != n) {
         PyErr_SetString(PyExc_ValueError, "query_ids and judgments differ in length");
@@ -256,45 +270,173 @@ static PyObject *index_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             goto fail;
         }
     }
-    self = (JudgmentIndex *)type->tp_alloc(type, 0);
-    if (self == NULL) {
+    if ((size_t)n >= UINT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "too many queries");
         goto fail;
     }
-    self->queries = n;
-    self->query_objects = query_ids;
-    query_ids = NULL;
-    self->tables = PyMem_Calloc((size_t)(n ? n : 1), sizeof(rm_table));
-    if (self->tables == NULL) {
+    j.queries = (uint32_t)n;
+    j.tables = calloc((size_t)(n ? n : 1), sizeof(rm_table));
+    if (j.tables == NULL) {
         PyErr_NoMemory();
         goto fail;
     }
-    if (fill_store(&self->judged, self->tables, n, groups, 0, code_of) < 0) {
+    if (fill_store(&j.judged, j.tables, n, groups, 0, code_of, &j.grades) < 0) {
         goto fail;
     }
-    PyObject *as_group = self->query_objects; /* a tuple is a "fast" sequence */
-    if (fill_store(&self->query_ids, &self->query_table, 1, &as_group, 1, NULL) < 0) {
+    size_t entries = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        entries += j.tables[i].count;
+    }
+    rm_find_code_grades(&j, entries);
+    PyObject *as_group = query_ids; /* a tuple is a "fast" sequence */
+    if (fill_store(&j.query_ids, &j.query_table, 1, &as_group, 1, NULL, NULL) < 0) {
         goto fail;
     }
     Py_DECREF(judgments);
-    return (PyObject *)self;
+    return (PyObject *)index_of(type, &j, query_ids);
 fail:
-    Py_XDECREF(query_ids);
+    rm_judgments_free(&j);
+    Py_DECREF(query_ids);
     Py_DECREF(judgments);
-    Py_XDECREF(self);
     return NULL;
 }
 
+/* from_qrels(data) -> JudgmentIndex | None: see qrels_scan.h. */
+static PyObject *index_from_qrels(PyTypeObject *type, PyObject *args) {
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*:from_qrels", &data)) {
+        return NULL;
+    }
+    rm_judgments j = {0};
+    int status;
+    Py_BEGIN_ALLOW_THREADS;
+    status = qs_read_qrels(data.buf, (size_t)data.len, &j);
+    Py_END_ALLOW_THREADS;
+    PyBuffer_Release(&data);
+    if (status != QS_OK) {
+        rm_judgments_free(&j);
+        return status == QS_PUNT ? Py_NewRef(Py_None) : PyErr_NoMemory();
+    }
+    PyObject *query_objects = PyTuple_New((Py_ssize_t)j.queries);
+    for (uint32_t q = 0; query_objects != NULL && q < j.queries; q++) {
+        const rm_entry *e = &j.query_ids.entries[q];
+        PyObject *qid = rm_ascii_text(j.query_ids.pool + e->off, e->len);
+        if (qid == NULL) {
+            Py_CLEAR(query_objects);
+            break;
+        }
+        PyTuple_SET_ITEM(query_objects, (Py_ssize_t)q, qid);
+    }
+    if (query_objects == NULL) {
+        rm_judgments_free(&j);
+        return NULL;
+    }
+    return (PyObject *)index_of(type, &j, query_objects);
+}
+
+/* judgments() -> [{doc: grade}, ...] by row, each in the order its judgments were given. */
+static PyObject *index_judgments(JudgmentIndex *self, PyObject *unused) {
+    (void)unused;
+    PyObject *rows = PyList_New((Py_ssize_t)self->j.queries);
+    size_t e = 0;
+    for (uint32_t q = 0; rows != NULL && q < self->j.queries; q++) {
+        PyObject *docs = PyDict_New();
+        if (docs == NULL) {
+            Py_CLEAR(rows);
+            break;
+        }
+        PyList_SET_ITEM(rows, (Py_ssize_t)q, docs);
+        for (uint32_t k = 0; k < self->j.tables[q].count; k++, e++) {
+            const rm_entry *entry = &self->j.judged.entries[e];
+            PyObject *doc = PyUnicode_DecodeUTF8(self->j.judged.pool + entry->off,
+                                                 (Py_ssize_t)entry->len, "strict");
+            PyObject *grade = doc ? PyLong_FromLong(self->j.grades[e]) : NULL;
+            int failed = grade == NULL || PyDict_SetItem(docs, doc, grade) < 0;
+            Py_XDECREF(doc);
+            Py_XDECREF(grade);
+            if (failed) {
+                Py_CLEAR(rows);
+                break;
+            }
+        }
+    }
+    return rows;
+}
+
+/* ideal_codes() -> (offsets, codes): see the method's doc. */
+static PyObject *index_ideal_codes(JudgmentIndex *self, PyObject *unused) {
+    (void)unused;
+    if (self->j.n_codes < 0) {
+        PyErr_SetString(PyExc_ValueError, "the index has no grade codes (more than 255 grades)");
+        return NULL;
+    }
+    size_t ideal = 0, entries = 0;
+    for (uint32_t q = 0; q < self->j.queries; q++) {
+        entries += self->j.tables[q].count;
+    }
+    for (size_t e = 0; e < entries; e++) {
+        ideal += self->j.grades[e] >= 0;
+    }
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(sizeof(int64_t) *
+                                                                     ((size_t)self->j.queries + 1)));
+    PyObject *codes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)ideal);
+    if (offsets == NULL || codes == NULL) {
+        Py_XDECREF(offsets);
+        Py_XDECREF(codes);
+        return NULL;
+    }
+    char *offset_bytes = PyBytes_AS_STRING(offsets);
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(codes);
+    int64_t written = 0;
+    size_t e = 0;
+    for (uint32_t q = 0; q < self->j.queries; q++) {
+        memcpy(offset_bytes + sizeof written * q, &written, sizeof written);
+        for (uint32_t k = 0; k < self->j.tables[q].count; k++, e++) {
+            if (self->j.grades[e] >= 0) {
+                out[written++] = (uint8_t)self->j.judged.entries[e].code;
+            }
+        }
+    }
+    memcpy(offset_bytes + sizeof written * self->j.queries, &written, sizeof written);
+    PyObject *result = PyTuple_Pack(2, offsets, codes);
+    Py_DECREF(offsets);
+    Py_DECREF(codes);
+    return result;
+}
+
+static PyObject *index_code_grades(JudgmentIndex *self, void *closure) {
+    (void)closure;
+    if (self->j.n_codes < 0) {
+        Py_RETURN_NONE;
+    }
+    PyObject *grades = PyTuple_New(self->j.n_codes);
+    for (int c = 0; grades != NULL && c < self->j.n_codes; c++) {
+        PyObject *grade = PyLong_FromLong(self->j.code_grades[c]);
+        if (grade == NULL) {
+            Py_CLEAR(grades);
+            break;
+        }
+        PyTuple_SET_ITEM(grades, c, grade);
+    }
+    return grades;
+}
+
+static PyObject *index_query_ids(JudgmentIndex *self, void *closure) {
+    (void)closure;
+    return Py_NewRef(self->query_objects);
+}
+
 static inline Py_ssize_t index_row(const JudgmentIndex *self, const char *key, size_t len) {
-    const rm_entry *e = rm_find(&self->query_table, self->query_ids.slots,
-                                self->query_ids.entries, self->query_ids.pool, key, len,
+    const rm_entry *e = rm_find(&self->j.query_table, self->j.query_ids.slots,
+                                self->j.query_ids.entries, self->j.query_ids.pool, key, len,
                                 rm_hash(key, len));
     return e == NULL ? -1 : (Py_ssize_t)e->code;
 }
 
 static inline uint8_t index_code(const JudgmentIndex *self, Py_ssize_t row, const char *doc,
                                  size_t len, uint64_t h) {
-    const rm_entry *e = rm_find(&self->tables[row], self->judged.slots, self->judged.entries,
-                                self->judged.pool, doc, len, h);
+    const rm_entry *e = rm_find(&self->j.tables[row], self->j.judged.slots,
+                                self->j.judged.entries, self->j.judged.pool, doc, len, h);
     return e == NULL ? 0 : (uint8_t)e->code;
 }
 
@@ -313,7 +455,7 @@ static Py_ssize_t row_at(const JudgmentIndex *self, PyObject *rows, Py_ssize_t i
     if (row == -1 && PyErr_Occurred()) {
         return -1;
     }
-    if (row < 0 || row >= self->queries) {
+    if (row < 0 || row >= (Py_ssize_t)self->j.queries) {
         PyErr_Format(PyExc_IndexError, "query row %zd out of range", row);
         return -1;
     }
@@ -739,7 +881,7 @@ static PyObject *index_run_coder(JudgmentIndex *self, PyObject *args) {
     return (PyObject *)coder;
 }
 
-static Py_ssize_t index_len(JudgmentIndex *self) { return self->queries; }
+static Py_ssize_t index_len(JudgmentIndex *self) { return (Py_ssize_t)self->j.queries; }
 
 static PyMethodDef index_methods[] = {
     {"codes", (PyCFunction)index_codes, METH_VARARGS,
@@ -760,7 +902,27 @@ static PyMethodDef index_methods[] = {
      "one query's lines in memory at a time (see monitor/trec/run_order.h)."},
     {"row_of", (PyCFunction)index_row_of, METH_O,
      "row_of(query_id) -> the query's row, or -1 when it is not in the index."},
+    {"from_qrels", (PyCFunction)index_from_qrels, METH_VARARGS | METH_CLASS,
+     "from_qrels(data) -> JudgmentIndex or None: TREC qrels read in C straight into the "
+     "index, with no Python object per judgment (codes: each grade's rank among the distinct "
+     "grades, 1 the lowest); None leaves the file to the Python path (see "
+     "monitor/scoring/qrels_scan.h)."},
+    {"judgments", (PyCFunction)index_judgments, METH_NOARGS,
+     "judgments() -> [{doc: grade}, ...]: each row's judgments, in the order they were given."},
+    {"ideal_codes", (PyCFunction)index_ideal_codes, METH_NOARGS,
+     "ideal_codes() -> (offsets, codes): the codes of each row's judgments with a grade >= 0 "
+     "(its ideal ranking's, unordered), concatenated in `codes`; row q's are "
+     "codes[offsets[q]:offsets[q + 1]], offsets being queries + 1 native int64s."},
     {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef index_getset[] = {
+    {"code_grades", (getter)index_code_grades, NULL,
+     "The distinct grades, ascending (a qrels index codes grade code_grades[c - 1] as c); "
+     "None when there are more than 255.",
+     NULL},
+    {"query_ids", (getter)index_query_ids, NULL, "The query ids, by row (a tuple).", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 static PySequenceMethods index_as_sequence = {.sq_length = (lenfunc)index_len};
@@ -774,6 +936,7 @@ static PyTypeObject JudgmentIndexType = {
               "code 1..255 (judgments[row] maps doc -> code, or doc -> grade with code_of, a "
               "dict grade -> code).",
     .tp_methods = index_methods,
+    .tp_getset = index_getset,
     .tp_as_sequence = &index_as_sequence,
     .tp_new = index_new,
 };
@@ -1383,7 +1546,9 @@ done:
    IDCG columns (out_ideal[i]) and num_rel (out_num_rel[i]) of ranking i. With no added codes
    they are its query's, base_ideal[rows[i]] and base_num_rel[rows[i]]; otherwise its query's
    ideal codes ideal_codes[offsets[rows[i]]:offsets[rows[i] + 1]] and its own added codes (the
-   next added_counts[i] of `added`) make its ideal ranking (see rm_ideal_row). */
+   next added_counts[i] of `added`) make its ideal ranking (see rm_ideal_row). With no base
+   (base_ideal and base_num_rel empty) every ranking's ideal ranking is made that way: the
+   queries' own values, from their ideal codes. */
 static PyObject *ideal_rows(PyObject *module, PyObject *args) {
     (void)module;
     Py_buffer offsets = {0}, ideal_codes = {0}, rows = {0}, added = {0}, counts = {0};
@@ -1403,6 +1568,7 @@ static PyObject *ideal_rows(PyObject *module, PyObject *args) {
     }
     Py_ssize_t queries = offsets.len / 8 - 1, n = rows.len / 8, specs = spec_gain.len / 4;
     Py_ssize_t n_gains = gains.len / (8 * RM_CODES), n_discounts = discounts.len / 8;
+    int from_codes = base_ideal.len == 0 && base_num_rel.len == 0;
     if (queries < 0 || check_buffer(&offsets, 8, queries + 1, "offsets") < 0 ||
         check_buffer(&rows, 8, n, "rows") < 0 || check_buffer(&counts, 8, n, "added_counts") < 0 ||
         check_buffer(&spec_gain, 4, specs, "spec_gain") < 0 ||
@@ -1411,8 +1577,8 @@ static PyObject *ideal_rows(PyObject *module, PyObject *args) {
         check_buffer(&order, RM_CODES, n_gains, "order") < 0 ||
         check_buffer(&relevant, 1, RM_CODES, "relevant") < 0 ||
         check_buffer(&discounts, 8, n_discounts, "discounts") < 0 ||
-        check_buffer(&base_ideal, 8, queries * specs, "base_ideal") < 0 ||
-        check_buffer(&base_num_rel, 8, queries, "base_num_rel") < 0 ||
+        (!from_codes && (check_buffer(&base_ideal, 8, queries * specs, "base_ideal") < 0 ||
+                         check_buffer(&base_num_rel, 8, queries, "base_num_rel") < 0)) ||
         check_buffer(&out_ideal, 8, n * specs, "out_ideal") < 0 ||
         check_buffer(&out_num_rel, 8, n, "out_num_rel") < 0) {
         goto done;
@@ -1453,7 +1619,7 @@ static PyObject *ideal_rows(PyObject *module, PyObject *args) {
             goto done;
         }
         total += (Py_ssize_t)count_of[i];
-        if (count_of[i] > 0) {
+        if (count_of[i] > 0 || from_codes) {
             Py_ssize_t size =
                 (Py_ssize_t)(offset_of[row_of[i] + 1] - offset_of[row_of[i]] + count_of[i]);
             longest = size > longest ? size : longest;
@@ -1499,7 +1665,7 @@ static PyObject *ideal_rows(PyObject *module, PyObject *args) {
     const double *query_ideal = base_ideal.buf;
     const int64_t *query_num_rel = base_num_rel.buf;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (count_of[i] == 0) {
+        if (count_of[i] == 0 && !from_codes) {
             memcpy(ideal + i * specs, query_ideal + row_of[i] * specs, sizeof(double) * (size_t)specs);
             num_rel[i] = query_num_rel[row_of[i]];
             continue;
@@ -1594,9 +1760,6 @@ static PyMethodDef module_methods[] = {
      "order_run(data, float32, max_retrieved) -> (tag, {qid: (docno, ...)}) or None: a TREC "
      "run parsed and each query ordered as trec_eval orders it; None leaves the file to the "
      "Python path (see monitor/trec/run_order.h)."},
-    {"parse_qrels", (PyCFunction)qs_parse_qrels, METH_VARARGS,
-     "parse_qrels(data) -> {qid: {docno: grade}} or None: TREC qrels read in C; None leaves "
-     "the file to the Python path (see monitor/scoring/qrels_scan.h)."},
     {"parse_records", (PyCFunction)rb_parse_records, METH_VARARGS,
      "parse_records(buffer, pos, count, base_offset, first_timestamp, max_timestamp, "
      "log_append_time, topic, partition, record_type) -> (records, error): the records of "

@@ -12,9 +12,10 @@ one uint8 matrix. Gains, relevance and judged flags are then tiny per-code table
 measure is a cumulative sum along the ranks. Only the first max(k) documents are looked up
 unless a key needs the whole ranking (mrr, map, nDCG without cutoff, num_rel_ret). The ideal
 DCG at every (gain, cutoff) the keys use is computed once per query at construction.
-With the C accelerators (`monitor.native`) the lookup is a per-query hash table in C
-(`JudgmentIndex`) and the columns come from the C kernel (`monitor.scoring.plan`), bit for bit
-the numpy ones; the dicts and numpy columns above are then the reference they are tested on.
+With the C accelerators (`monitor.native`) the lookup is a per-query hash table in C (the
+evaluation set's `JudgmentIndex`), the ideals and the columns come from the C kernel
+(`monitor.scoring.plan`), bit for bit the numpy ones; the dicts and numpy columns above are
+then the reference they are tested on.
 
 A ranking with inline `extra_judgments` (grades for documents the evaluation set has not
 judged) has its ideal DCG and num_rel recomputed from the evaluation set's judgments plus
@@ -29,13 +30,12 @@ codes, and without the accelerators, the general per-batch path below decides.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from itertools import chain, repeat
+from itertools import repeat
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from monitor.native import judgment_index
 from monitor.scoring.catalog import KIND_TABLE, MeasureKey
 from monitor.scoring.columns import (
     CHUNK_ROWS,
@@ -46,9 +46,9 @@ from monitor.scoring.columns import (
     RankedCodes,
     measure_matrix,
 )
-from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.evalset import MAX_CODES, EvaluationSet
 from monitor.scoring.measures import IdcgZero
-from monitor.scoring.plan import MeasurePlan
+from monitor.scoring.plan import MeasurePlan, query_ideals
 
 if TYPE_CHECKING:
     from monitor._speedups import JudgmentIndex
@@ -63,7 +63,6 @@ ExtraJudgments = Sequence[Mapping[str, int | None] | None]
 _FULL_RANKING_KINDS: Final = frozenset(kind.name for kind in KIND_TABLE if kind.full_ranking)
 # One shared infinite iterator: `map` stops at the ranking's end, so every call can use it.
 _NO_CODES: Final = repeat(0)
-_MAX_CODES: Final = 255  # one byte per document; more distinct grades take the general path
 _MAX_INLINE_GRADE: Final = 65_535  # a larger inline grade takes the general path
 
 
@@ -96,15 +95,13 @@ class BatchScorer:
         self._gains = tuple(dict.fromkeys(k.gain for k in self.keys if k.gain is not None))
         self._depth = _lookup_depth(self.keys)
         self._qids = evaluation_set.query_ids
-        self._rows = {qid: row for row, qid in enumerate(self._qids)}
-        self._queries = QueryIdeals.of(
-            [evaluation_set.ideal_grades(qid) for qid in self._qids], self._specs, relevance_level
-        )
+        self._rows = evaluation_set.rows
         self._code_lookups: list[CodeLookup] = []
         self._code_grades: list[int] = [NO_GRADE]  # grade of each code; code 0: not judged
         self._inline_table = b""  # grade -> code for inline grades (0: no code yet)
         self._ideal_codes: tuple[Int64s, npt.NDArray[np.uint8], int] | None = None
         self._tables, self.judgment_index = self._grade_codes(speedups)
+        self._queries = self._query_ideals()
         # The C index comes only with code tables, so the C kernel's plan comes with it.
         self._plan: MeasurePlan | None = None
         if self.judgment_index is not None and self._tables is not None:
@@ -121,19 +118,29 @@ class BatchScorer:
         return self._depth
 
     def _grade_codes(self, speedups: bool) -> tuple[CodeTables | None, JudgmentIndex | None]:
-        """Each query's doc -> grade code (1..255), in C or as dict lookups; the codes' tables."""
-        judgments = [self.evaluation_set.grade_dict(qid) for qid in self._qids]
-        grades = sorted(set(chain.from_iterable(docs.values() for docs in judgments)))
-        if len(grades) > _MAX_CODES:
+        """Each query's doc -> grade code (1..255): the evaluation set's C index, or dict
+        lookups; and the codes' tables. None, None with more than 255 grades."""
+        grades = self.evaluation_set.code_grades
+        if grades is None:
             return None, None
-        code_of = {grade: code for code, grade in enumerate(grades, start=1)}
-        index = judgment_index(self._qids, judgments, code_of) if speedups else None
+        index = self.evaluation_set.judgment_index() if speedups else None
         if index is None:
+            code_of = {grade: code for code, grade in enumerate(grades, start=1)}
+            judgments = (self.evaluation_set.grade_dict(qid) for qid in self._qids)
             coded = [{doc: code_of[g] for doc, g in docs.items()} for docs in judgments]
             self._code_lookups = [codes.get for codes in coded]
         self._code_grades = [NO_GRADE, *grades]
         self._inline_table = _inline_table(self._code_grades)
         return self._code_tables(), index
+
+    def _query_ideals(self) -> QueryIdeals:
+        """Each query's IDCG columns and num_rel: in C from the index's ideal codes, or from
+        the evaluation set's ideal grades (the reference, bit for bit the same)."""
+        if self.judgment_index is None or self._tables is None:
+            ideal_grades = [self.evaluation_set.ideal_grades(qid) for qid in self._qids]
+            return QueryIdeals.of(ideal_grades, self._specs, self.relevance_level)
+        offsets, codes, _ = self._ideal_code_lists()
+        return query_ideals(self._tables, self._specs, offsets, codes)
 
     def _code_tables(self) -> CodeTables:
         table = np.array(self._code_grades, dtype=np.int64)
@@ -212,7 +219,7 @@ class BatchScorer:
         if not all(type(g) is int and 0 <= g <= _MAX_INLINE_GRADE for g in grades):
             return False
         new = sorted(grades.difference(self._code_grades))
-        if not new or len(self._code_grades) - 1 + len(new) > _MAX_CODES:
+        if not new or len(self._code_grades) - 1 + len(new) > MAX_CODES:
             return False
         self._code_grades.extend(new)
         self._inline_table = _inline_table(self._code_grades)
@@ -222,19 +229,13 @@ class BatchScorer:
 
     def _ideal_code_lists(self) -> tuple[Int64s, npt.NDArray[np.uint8], int]:
         """Each query's ideal grades (>= 0) as codes, concatenated; where each query's start;
-        and the longest query's count."""
+        and the longest query's count (from the C index)."""
         if self._ideal_codes is None:
-            code_of = {grade: code for code, grade in enumerate(self._code_grades)}
-            lists = [self.evaluation_set.ideal_grades(qid) for qid in self._qids]
-            counts = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))
-            offsets = np.zeros(len(lists) + 1, dtype=np.int64)
-            np.cumsum(counts, out=offsets[1:])
-            codes = np.fromiter(
-                map(code_of.__getitem__, chain.from_iterable(lists)),
-                dtype=np.uint8,
-                count=int(offsets[-1]),
-            )
-            self._ideal_codes = (offsets, codes, int(counts.max(initial=0)))
+            assert self.judgment_index is not None
+            offset_bytes, code_bytes = self.judgment_index.ideal_codes()
+            offsets = np.frombuffer(offset_bytes, dtype=np.int64)
+            codes = np.frombuffer(code_bytes, dtype=np.uint8)
+            self._ideal_codes = (offsets, codes, int(np.diff(offsets).max(initial=0)))
         return self._ideal_codes
 
     def query_rows(self, query_ids: Sequence[str]) -> list[int]:

@@ -7,9 +7,10 @@ Two file formats, chosen by suffix:
 - JSON Lines (`.jsonl`, `.json`): one `{"query_id": str, "doc_id": str, "grade": int}` per
   line; blank lines are skipped.
 
-With the C accelerators TREC qrels are read in C (`monitor/scoring/qrels_scan.c`), which
-leaves every file it does not decide alone to the Python code here: the same judgments and
-the same errors.
+With the C accelerators TREC qrels are read in C (`monitor/scoring/qrels_scan.c`) straight
+into the judgment index the batch engine looks grades up in, with no Python object per
+judgment; it leaves every file it does not decide alone to the Python code here: the same
+judgments and the same errors.
 
 Grades are integers. A negative grade means "judged, but unjudged" (trec_eval's RELVALUE_UNJUDGED,
 docs/metric-conventions.md V1): the document counts as judged for judged@k, but it gains 0, is never
@@ -25,20 +26,26 @@ import hashlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
+from itertools import chain
 from pathlib import Path
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Final
 
 import orjson
 
 from monitor import native
 from monitor.errors import InputError
 
-__all__ = ["GRADE_RANGE", "EvaluationSet", "load_evaluation_set"]
+if TYPE_CHECKING:
+    from monitor._speedups import JudgmentIndex
+
+__all__ = ["GRADE_RANGE", "MAX_CODES", "EvaluationSet", "load_evaluation_set"]
 
 _JSON_SUFFIXES = (".jsonl", ".json")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 # Grades are C ints in trec_eval; the batch engine also keeps a sentinel below this range.
 GRADE_RANGE = range(-(2**31), 2**31)
+MAX_CODES: Final = 255  # grade codes are one byte (0: not judged)
 
 
 class EvaluationSet:
@@ -46,6 +53,10 @@ class EvaluationSet:
 
     Queries without any judgment do not exist here (docs/metric-conventions.md Q4). `len()` is the
     number of queries; `qid in evaluation_set` tells whether a query is known.
+
+    A set read from TREC qrels by the C reader is held in its `JudgmentIndex` alone: the
+    per-query dicts of Python strings are made the first time something asks for a query's
+    grades (the batch engine's coded path never does).
     """
 
     def __init__(
@@ -53,22 +64,66 @@ class EvaluationSet:
     ) -> None:
         self.path = path
         # `own`: the loaders' freshly built dicts are taken as they are, not copied.
-        self._grades: dict[str, dict[str, int]] = {
+        grades = {
             qid: docs if own and type(docs) is dict else dict(docs)
             for qid, docs in judgments.items()
             if docs
         }
+        self._rows = {qid: row for row, qid in enumerate(grades)}
+        self._loaded: dict[str, dict[str, int]] | None = grades
+        self._index: JudgmentIndex | None = None
+
+    @classmethod
+    def of_index(cls, index: JudgmentIndex, path: str | None) -> EvaluationSet:
+        """The set a qrels `JudgmentIndex` holds (every query of it has a judgment)."""
+        evaluation_set = cls.__new__(cls)
+        evaluation_set.path = path
+        evaluation_set._rows = {qid: row for row, qid in enumerate(index.query_ids)}
+        evaluation_set._loaded = None
+        evaluation_set._index = index
+        return evaluation_set
+
+    @property
+    def _grades(self) -> dict[str, dict[str, int]]:
+        if self._loaded is None:
+            assert self._index is not None
+            self._loaded = dict(zip(self._index.query_ids, self._index.judgments(), strict=True))
+        return self._loaded
+
+    @cached_property
+    def _ideal(self) -> dict[str, tuple[int, ...]]:
         # Grades >= 0 sorted descending: the ideal ranking under any gain that does not
         # decrease with the grade (linear, exp); `batch` and `measures` sort gains themselves.
-        self._ideal: dict[str, tuple[int, ...]] = {
-            qid: _ideal_of(docs) for qid, docs in self._grades.items()
-        }
+        return {qid: _ideal_of(docs) for qid, docs in self._grades.items()}
 
     @cached_property
     def version(self) -> str:
         """The first 12 hex digits of the canonical content's sha256 (made when first asked:
         `rankmon eval` never needs it)."""
         return _content_hash(self._grades)
+
+    @cached_property
+    def code_grades(self) -> tuple[int, ...] | None:
+        """The distinct grades, ascending: grade `code_grades[c - 1]` has the one-byte code c in
+        the batch engine and the judgment index. None when there are more than 255."""
+        if self._index is not None:
+            return self._index.code_grades
+        grades = sorted(set(chain.from_iterable(docs.values() for docs in self._grades.values())))
+        return tuple(grades) if len(grades) <= MAX_CODES else None
+
+    def judgment_index(self) -> JudgmentIndex | None:
+        """The judgments as the C accelerators' index, graded by `code_grades`; None without
+        the accelerators (or with RANKMON_SPEEDUPS=off) or with more than 255 grades.
+
+        Built once, from the qrels file's bytes by the C reader or else from the dicts, and
+        shared by every scorer of this set."""
+        if not native.speedups_active() or self.code_grades is None:
+            return None
+        if self._index is None:
+            code_of = {grade: code for code, grade in enumerate(self.code_grades, start=1)}
+            judgments = [self._grades[qid] for qid in self._rows]
+            self._index = native.judgment_index(list(self._rows), judgments, code_of)
+        return self._index
 
     @classmethod
     def from_judgments(
@@ -88,13 +143,13 @@ class EvaluationSet:
         return cls(judgments, path)
 
     def __len__(self) -> int:
-        return len(self._grades)
+        return len(self._rows)
 
     def __contains__(self, query_id: object) -> bool:
-        return query_id in self._grades
+        return query_id in self._rows
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._grades)
+        return iter(self._rows)
 
     def __repr__(self) -> str:
         return f"EvaluationSet(path={self.path!r}, queries={len(self)}, version={self.version!r})"
@@ -102,7 +157,12 @@ class EvaluationSet:
     @property
     def query_ids(self) -> list[str]:
         """The query ids, in first-seen order."""
-        return list(self._grades)
+        return list(self._rows)
+
+    @property
+    def rows(self) -> Mapping[str, int]:
+        """Query id -> its row: its position in `query_ids` (callers must not mutate it)."""
+        return self._rows
 
     def grades(self, query_id: str) -> Mapping[str, int]:
         """Doc id -> grade of one query (read-only); `KeyError` for an unknown query."""
@@ -149,9 +209,9 @@ def load_evaluation_set(path: str | Path) -> EvaluationSet:
     data = _read_bytes(name)
     json_lines = name.endswith(_JSON_SUFFIXES)
     if not json_lines and native.speedups_active():
-        parsed = native.parse_qrels(data)
-        if parsed is not None:
-            return EvaluationSet(parsed, name, own=True)
+        index = native.qrels_index(data)
+        if index is not None:
+            return EvaluationSet.of_index(index, name)
     text = _decode(name, data)
     parse_line = _json_line if json_lines else _trec_line
     grades: dict[str, dict[str, int]] = {}

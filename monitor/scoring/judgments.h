@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define RM_EMPTY_SLOT UINT32_MAX
@@ -127,6 +128,89 @@ static inline void rm_place(const rm_table *t, rm_slot *slots, uint32_t index, u
     }
     slots[t->base + i].tag = rm_tag(h);
     slots[t->base + i].entry = index;
+}
+
+/* Tables over many byte strings sharing one pool: the per-query judgments, the query ids.
+   malloc'd, so that they can be built without the GIL. */
+typedef struct {
+    rm_slot *slots;
+    rm_entry *entries;
+    char *pool;
+} rm_store;
+
+static inline void rm_store_free(rm_store *s) {
+    free(s->slots);
+    free(s->entries);
+    free(s->pool);
+    s->slots = NULL;
+    s->entries = NULL;
+    s->pool = NULL;
+}
+
+#define RM_MAX_CODES 255
+
+/* What a judgment index holds. Row q's judgments are entries [start, start + tables[q].count)
+   of `judged`, where start is the sum of the counts of the rows before it, in the order they
+   were given (file order for qrels). */
+typedef struct {
+    uint32_t queries;
+    rm_table *tables;     /* per query row */
+    rm_store judged;      /* entry.code: the grade's code, 0 when the grades have no codes */
+    int32_t *grades;      /* per entry of `judged`: its grade */
+    rm_table query_table; /* query id -> row (entry.code) */
+    rm_store query_ids;
+    /* The grades of codes 1..n_codes, ascending; n_codes -1: more than RM_MAX_CODES grades,
+       which one byte cannot code (the entries' codes are 0 then). */
+    int32_t code_grades[RM_MAX_CODES];
+    int n_codes;
+} rm_judgments;
+
+/* The first of the `n` ascending values that is >= value (n when none is). */
+static inline int rm_lower_bound(const int32_t *sorted, int n, int32_t value) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (sorted[mid] < value) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+/* code_grades and n_codes from the grades of the first `n` entries. */
+static inline void rm_find_code_grades(rm_judgments *j, size_t n) {
+    int count = 0;
+    int32_t last = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t grade = j->grades[i];
+        if (i > 0 && grade == last) { /* runs of one grade are common: no search */
+            continue;
+        }
+        last = grade;
+        int at = rm_lower_bound(j->code_grades, count, grade);
+        if (at < count && j->code_grades[at] == grade) {
+            continue;
+        }
+        if (count == RM_MAX_CODES) {
+            j->n_codes = -1;
+            return;
+        }
+        memmove(j->code_grades + at + 1, j->code_grades + at, sizeof(int32_t) * (size_t)(count - at));
+        j->code_grades[at] = grade;
+        count++;
+    }
+    j->n_codes = count;
+}
+
+static inline void rm_judgments_free(rm_judgments *j) {
+    free(j->tables);
+    free(j->grades);
+    rm_store_free(&j->judged);
+    rm_store_free(&j->query_ids);
+    j->tables = NULL;
+    j->grades = NULL;
 }
 
 #endif

@@ -6,6 +6,9 @@ the same operations in the same order, with the same discount table, so the valu
 for bit (tests/test_native_scoring.py). The plan is the keys turned into small arrays (kind,
 gain, cutoff, ideal column per key) plus the code tables and the per-query ideals, made once
 per scorer; `measure` then fills a (rankings x keys) matrix with no Python work per ranking.
+
+`query_ideals` computes the per-query ideals themselves in C, from each query's ideal grade
+codes (`JudgmentIndex.ideal_codes`), bit for bit what `QueryIdeals.of` gives.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ import numpy.typing as npt
 from monitor import native
 from monitor.scoring.catalog import KINDS, MeasureKey
 from monitor.scoring.columns import CodeTables, IdealSpec, QueryIdeals, discounts, head_depth
-from monitor.scoring.gain import LINEAR
+from monitor.scoring.gain import LINEAR, Gain
 from monitor.scoring.measures import IdcgZero
 
-__all__ = ["MeasurePlan"]
+__all__ = ["KernelTables", "MeasurePlan", "query_ideals"]
 
 Floats = npt.NDArray[np.float64]
 Int64s = npt.NDArray[np.int64]
@@ -32,20 +35,13 @@ _CODES: Final = 256
 
 
 @dataclass(frozen=True)
-class MeasurePlan:
-    """What the kernel needs to know of the keys, the code tables and the queries."""
+class KernelTables:
+    """The code tables and the IDCG columns (specs) as the C kernel reads them."""
 
-    kinds: npt.NDArray[np.int32]
-    gain_of: npt.NDArray[np.int32]
-    cutoffs: Int64s
-    ideal_of: npt.NDArray[np.int32]
+    gain_list: tuple[Gain, ...]  # the gain rules, by row of `gains`
     gains: Floats  # (gains, 256)
     relevant: npt.NDArray[np.uint8]
     judged: npt.NDArray[np.uint8]
-    ideals: Floats  # (queries, ideal columns), C order
-    num_rel: Int64s
-    when_zero: float
-    head_depth: int | None
     specs: tuple[IdealSpec, ...]  # the IDCG columns, (gain, cutoff) each
     spec_gain: npt.NDArray[np.int32]  # per IDCG column: its row of `gains`
     spec_cutoff: Int64s  # per IDCG column: k, or -1 for the whole ideal ranking
@@ -53,15 +49,8 @@ class MeasurePlan:
     codes: int  # codes in use (the rest of each gain_order row is padding)
 
     @classmethod
-    def of(
-        cls,
-        keys: Sequence[MeasureKey],
-        tables: CodeTables,
-        queries: QueryIdeals,
-        idcg_zero: IdcgZero,
-    ) -> MeasurePlan:
-        """The plan of `keys` over codes of `tables` and the queries' ideals."""
-        gain_list = list(tables.gains)
+    def of(cls, tables: CodeTables, specs: tuple[IdealSpec, ...]) -> KernelTables:
+        gain_list = tuple(tables.gains)
         codes = len(tables.grades)
         if codes > _CODES:
             raise ValueError(f"{codes} grade codes do not fit in one byte")
@@ -72,11 +61,107 @@ class MeasurePlan:
         relevant[:codes] = tables.relevant
         judged = np.zeros(_CODES, dtype=np.uint8)
         judged[:codes] = tables.judged
+        return cls(
+            gain_list=gain_list,
+            gains=gains,
+            relevant=relevant,
+            judged=judged,
+            specs=specs,
+            spec_gain=np.array([gain_list.index(gain) for gain, _ in specs], dtype=np.int32),
+            spec_cutoff=np.array([-1 if k is None else k for _, k in specs], dtype=np.int64),
+            gain_order=_gain_order(gains, codes),
+            codes=codes,
+        )
+
+    def ideal_rows(
+        self,
+        offsets: Int64s,
+        ideal_codes: npt.NDArray[np.uint8],
+        rows: Int64s,
+        added: bytes,
+        added_counts: Int64s,
+        *,
+        longest: int,
+        base: QueryIdeals | None,
+    ) -> QueryIdeals:
+        """`native.ideal_rows`: ranking i's ideals are its query's in `base` when it adds no
+        code, else made from its query's ideal codes and its added ones; with no `base`, every
+        ranking's are made from its codes."""
+        ideal = np.empty((len(rows), len(self.specs)), dtype=np.float64)
+        num_rel = np.empty(len(rows), dtype=np.int64)
+        empty = np.empty(0, dtype=np.float64)
+        native.ideal_rows(
+            offsets,
+            ideal_codes,
+            rows,
+            added,
+            added_counts,
+            spec_gain=self.spec_gain,
+            spec_cutoff=self.spec_cutoff,
+            gains=self.gains,
+            order=self.gain_order,
+            n_codes=self.codes,
+            relevant=self.relevant,
+            discounts=discounts(longest),
+            base_ideal=empty if base is None else np.ascontiguousarray(base.ideal),
+            base_num_rel=empty if base is None else np.ascontiguousarray(base.num_rel),
+            out_ideal=ideal,
+            out_num_rel=num_rel,
+        )
+        return QueryIdeals(self.specs, ideal, num_rel)
+
+
+def query_ideals(
+    tables: CodeTables,
+    specs: tuple[IdealSpec, ...],
+    offsets: Int64s,
+    ideal_codes: npt.NDArray[np.uint8],
+) -> QueryIdeals:
+    """Every query's IDCG columns and num_rel from its ideal codes: query q's are
+    `ideal_codes[offsets[q]:offsets[q + 1]]`, the codes of its grades >= 0 in any order. Bit
+    for bit `QueryIdeals.of` on those grades."""
+    queries = len(offsets) - 1
+    longest = int(np.diff(offsets).max(initial=0))
+    return KernelTables.of(tables, specs).ideal_rows(
+        offsets,
+        ideal_codes,
+        np.arange(queries, dtype=np.int64),
+        b"",
+        np.zeros(queries, dtype=np.int64),
+        longest=longest,
+        base=None,
+    )
+
+
+@dataclass(frozen=True)
+class MeasurePlan:
+    """What the kernel needs to know of the keys, the code tables and the queries."""
+
+    kinds: npt.NDArray[np.int32]
+    gain_of: npt.NDArray[np.int32]
+    cutoffs: Int64s
+    ideal_of: npt.NDArray[np.int32]
+    tables: KernelTables
+    ideals: Floats  # (queries, ideal columns), C order
+    num_rel: Int64s
+    when_zero: float
+    head_depth: int | None
+
+    @classmethod
+    def of(
+        cls,
+        keys: Sequence[MeasureKey],
+        tables: CodeTables,
+        queries: QueryIdeals,
+        idcg_zero: IdcgZero,
+    ) -> MeasurePlan:
+        """The plan of `keys` over codes of `tables` and the queries' ideals."""
+        kernel = KernelTables.of(tables, queries.specs)
         specs = queries.specs
         return cls(
             kinds=np.array([KINDS[key.kind].code for key in keys], dtype=np.int32),
             gain_of=np.array(
-                [gain_list.index(key.gain or LINEAR) if key.gain else 0 for key in keys],
+                [kernel.gain_list.index(key.gain or LINEAR) if key.gain else 0 for key in keys],
                 dtype=np.int32,
             ),
             cutoffs=np.array([-1 if key.k is None else key.k for key in keys], dtype=np.int64),
@@ -84,18 +169,11 @@ class MeasurePlan:
                 [specs.index((key.gain, key.k)) if key.kind == "ndcg" else 0 for key in keys],
                 dtype=np.int32,
             ),
-            gains=gains,
-            relevant=relevant,
-            judged=judged,
+            tables=kernel,
             ideals=np.ascontiguousarray(queries.ideal, dtype=np.float64),
             num_rel=np.ascontiguousarray(queries.num_rel, dtype=np.int64),
             when_zero=0.0 if idcg_zero == "zero" else float("nan"),
             head_depth=head_depth(keys),
-            specs=specs,
-            spec_gain=np.array([gain_list.index(gain) for gain, _ in specs], dtype=np.int32),
-            spec_cutoff=np.array([-1 if k is None else k for _, k in specs], dtype=np.int64),
-            gain_order=_gain_order(gains, codes),
-            codes=codes,
         )
 
     def ideals_with(
@@ -115,27 +193,10 @@ class MeasurePlan:
         values are its query's. They equal `QueryIdeals.of_matrix` on those grades bit for bit.
         `longest` bounds the length of any ideal ranking.
         """
-        ideal = np.empty((len(rows), len(self.spec_gain)), dtype=np.float64)
-        num_rel = np.empty(len(rows), dtype=np.int64)
-        native.ideal_rows(
-            offsets,
-            ideal_codes,
-            rows,
-            added,
-            added_counts,
-            spec_gain=self.spec_gain,
-            spec_cutoff=self.spec_cutoff,
-            gains=self.gains,
-            order=self.gain_order,
-            n_codes=self.codes,
-            relevant=self.relevant,
-            discounts=discounts(longest),
-            base_ideal=self.ideals,
-            base_num_rel=self.num_rel,
-            out_ideal=ideal,
-            out_num_rel=num_rel,
+        base = QueryIdeals(self.tables.specs, self.ideals, self.num_rel)
+        return self.tables.ideal_rows(
+            offsets, ideal_codes, rows, added, added_counts, longest=longest, base=base
         )
-        return QueryIdeals(self.specs, ideal, num_rel)
 
     def measure(
         self,
@@ -166,9 +227,9 @@ class MeasurePlan:
             gain_of=self.gain_of,
             cutoffs=self.cutoffs,
             ideal_of=self.ideal_of,
-            gains=self.gains,
-            relevant=self.relevant,
-            judged=self.judged,
+            gains=self.tables.gains,
+            relevant=self.tables.relevant,
+            judged=self.tables.judged,
             discounts=discounts(head),
             ideals=ideal,
             n_ideals=ideal.shape[1],

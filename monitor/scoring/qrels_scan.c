@@ -1,12 +1,19 @@
-/* See qrels_scan.h: TREC qrels read in C into {qid: {docno: grade}}. */
+/* See qrels_scan.h: TREC qrels read in C into judgment tables. */
 #include "qrels_scan.h"
 
-#include "ascii_text.h"
+#include "id_table.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
-enum { QS_OK = 0, QS_PUNT = 1, QS_ERROR = 2 };
+/* One judgment line: its docno (offset and length in the file), query and grade. */
+typedef struct {
+    uint32_t off;
+    uint32_t len;
+    uint32_t query;
+    int32_t grade;
+} qs_line;
 
 static int line_break(unsigned char c) {
     /* str.splitlines() within ASCII: \n \r \v \f and the separators \x1c \x1d \x1e. */
@@ -18,7 +25,7 @@ static int field_break(unsigned char c) {
     return c == ' ' || c == '\t' || c == 0x1f;
 }
 
-static int read_grade(const char *text, size_t len, long *out) {
+static int read_grade(const char *text, size_t len, int32_t *out) {
     size_t i = 0;
     int negative = 0;
     if (len && (text[0] == '+' || text[0] == '-')) {
@@ -39,68 +46,35 @@ static int read_grade(const char *text, size_t len, long *out) {
     if (value < INT32_MIN || value > INT32_MAX) {
         return QS_PUNT;
     }
-    *out = (long)value;
+    *out = (int32_t)value;
     return QS_OK;
 }
 
-/* One line's judgment into `judgments`; `last_*` caches the previous line's query. */
-static int add_line(PyObject *judgments, const char *field[4], const size_t length[4],
-                    PyObject **last_docs, const char **last_qid, size_t *last_len) {
-    long grade;
-    if (read_grade(field[3], length[3], &grade) != QS_OK) {
-        return QS_PUNT;
+typedef struct {
+    qs_line *lines;
+    size_t count, capacity;
+    size_t doc_bytes; /* the docnos' total length */
+} qs_lines;
+
+static int add_line(qs_lines *l, qs_line line) {
+    if (l->count == l->capacity) {
+        size_t capacity = l->capacity ? l->capacity * 2 : 4096;
+        qs_line *grown = realloc(l->lines, capacity * sizeof *grown);
+        if (grown == NULL) {
+            return QS_NO_MEMORY;
+        }
+        l->lines = grown;
+        l->capacity = capacity;
     }
-    PyObject *docs = *last_docs;
-    if (docs == NULL || *last_len != length[0] || memcmp(*last_qid, field[0], length[0]) != 0) {
-        PyObject *qid = rm_ascii_text(field[0], length[0]);
-        if (qid == NULL) {
-            return QS_ERROR;
-        }
-        docs = PyDict_GetItemWithError(judgments, qid);
-        if (docs == NULL && !PyErr_Occurred()) {
-            docs = PyDict_New();
-            if (docs != NULL && PyDict_SetItem(judgments, qid, docs) < 0) {
-                Py_CLEAR(docs);
-            }
-            Py_XDECREF(docs); /* the dict holds it */
-        }
-        Py_DECREF(qid);
-        if (docs == NULL) {
-            return QS_ERROR;
-        }
-        *last_docs = docs;
-        *last_qid = field[0];
-        *last_len = length[0];
-    }
-    PyObject *doc = rm_ascii_text(field[2], length[2]);
-    PyObject *value = doc ? PyLong_FromLong(grade) : NULL;
-    int status = QS_ERROR;
-    if (value != NULL) {
-        int known = PyDict_Contains(docs, doc);
-        if (known == 1) {
-            status = QS_PUNT;
-        } else if (known == 0 && PyDict_SetItem(docs, doc, value) == 0) {
-            status = QS_OK;
-        }
-    }
-    Py_XDECREF(doc);
-    Py_XDECREF(value);
-    return status;
+    l->lines[l->count++] = line;
+    l->doc_bytes += line.len;
+    return QS_OK;
 }
 
-PyObject *qs_parse_qrels(PyObject *self, PyObject *args) {
-    (void)self;
-    Py_buffer data;
-    if (!PyArg_ParseTuple(args, "y*", &data)) {
-        return NULL;
-    }
-    PyObject *judgments = PyDict_New();
-    PyObject *last_docs = NULL;
-    const char *last_qid = NULL;
-    size_t last_len = 0;
-    int status = judgments ? QS_OK : QS_ERROR;
-    const char *p = data.buf, *end = p + data.len;
-    while (status == QS_OK && p < end) {
+/* Every judgment line of the file, its query numbered in `queries`. */
+static int scan_lines(const char *data, size_t size, rm_id_table *queries, qs_lines *out) {
+    const char *p = data, *end = data + size;
+    while (p < end) {
         const char *field[4];
         size_t length[4];
         int fields = 0;
@@ -114,7 +88,7 @@ PyObject *qs_parse_qrels(PyObject *self, PyObject *args) {
             const char *start = p;
             while (p < end && !line_break((unsigned char)*p) && !field_break((unsigned char)*p)) {
                 if ((unsigned char)*p >= 0x80) {
-                    status = QS_PUNT;
+                    return QS_PUNT;
                 }
                 p++;
             }
@@ -125,23 +99,161 @@ PyObject *qs_parse_qrels(PyObject *self, PyObject *args) {
             fields++;
         }
         p++; /* past the line break */
-        if (status != QS_OK || fields == 0 || field[0][0] == '#') {
+        if (fields == 0 || field[0][0] == '#') {
             continue;
         }
-        status = fields == 4 ? add_line(judgments, field, length, &last_docs, &last_qid,
-                                        &last_len)
-                             : QS_PUNT;
+        qs_line line;
+        if (fields != 4 || read_grade(field[3], length[3], &line.grade) != QS_OK) {
+            return QS_PUNT;
+        }
+        int64_t query = rm_id_index(queries, field[0], (uint32_t)length[0], NULL);
+        if (query < 0) {
+            return QS_NO_MEMORY;
+        }
+        line.off = (uint32_t)(field[2] - data);
+        line.len = (uint32_t)length[2];
+        line.query = (uint32_t)query;
+        if (add_line(out, line) != QS_OK) {
+            return QS_NO_MEMORY;
+        }
     }
-    PyBuffer_Release(&data);
-    if (status == QS_OK && PyDict_GET_SIZE(judgments) == 0) {
+    return out->count ? QS_OK : QS_PUNT;
+}
+
+/* A store of `keys` byte strings (`total` bytes) in `groups` tables of the given sizes: the
+   tables laid out, slots emptied, the pool and entries allocated. */
+static int store_layout(rm_store *store, rm_table *tables, const uint32_t *sizes, size_t groups,
+                        size_t keys, size_t total) {
+    size_t slots = 0;
+    for (size_t g = 0; g < groups; g++) {
+        uint32_t n = rm_slots_for(sizes[g]);
+        tables[g].base = (uint32_t)slots;
+        tables[g].mask = n ? n - 1 : 0;
+        tables[g].count = sizes[g];
+        slots += n;
+    }
+    if (slots >= UINT32_MAX) {
+        return QS_PUNT;
+    }
+    store->slots = malloc(sizeof(rm_slot) * (slots ? slots : 1));
+    store->entries = malloc(sizeof(rm_entry) * (keys ? keys : 1));
+    store->pool = malloc(total ? total : 1);
+    if (store->slots == NULL || store->entries == NULL || store->pool == NULL) {
+        return QS_NO_MEMORY;
+    }
+    for (size_t i = 0; i < slots; i++) {
+        store->slots[i].tag = 0;
+        store->slots[i].entry = RM_EMPTY_SLOT;
+    }
+    return QS_OK;
+}
+
+/* Key `index` (bytes at `key`) into table t and the pool at *pool_size; QS_PUNT when the
+   table holds it already. */
+static int store_key(rm_store *store, const rm_table *t, uint32_t index, const char *key,
+                     uint32_t len, uint32_t code, size_t *pool_size) {
+    uint64_t h = rm_hash(key, len);
+    if (rm_find(t, store->slots, store->entries, store->pool, key, len, h) != NULL) {
+        return QS_PUNT;
+    }
+    memcpy(store->pool + *pool_size, key, len);
+    store->entries[index].off = (uint32_t)*pool_size;
+    store->entries[index].len = len;
+    store->entries[index].code = code;
+    *pool_size += len;
+    rm_place(t, store->slots, index, h);
+    return QS_OK;
+}
+
+/* The query ids' table: id -> row. */
+static int build_query_ids(const rm_id_table *queries, rm_judgments *out) {
+    size_t total = 0;
+    for (uint32_t q = 0; q < queries->count; q++) {
+        total += queries->lengths[q];
+    }
+    if (total >= UINT32_MAX) {
+        return QS_PUNT;
+    }
+    int status = store_layout(&out->query_ids, &out->query_table, &queries->count, 1,
+                              queries->count, total);
+    size_t pool = 0;
+    for (uint32_t q = 0; status == QS_OK && q < queries->count; q++) {
+        status = store_key(&out->query_ids, &out->query_table, q, queries->names[q],
+                           queries->lengths[q], q, &pool);
+    }
+    return status;
+}
+
+/* Each query's judgments, in file order: their table, grades and codes. */
+static int build_judgments(const char *data, const qs_lines *lines, uint32_t n_queries,
+                           rm_judgments *out) {
+    uint32_t *sizes = calloc((size_t)n_queries + 1, sizeof *sizes);
+    size_t *next = malloc(((size_t)n_queries + 1) * sizeof *next);
+    uint32_t *order = malloc(lines->count * sizeof *order);
+    out->tables = calloc(n_queries ? n_queries : 1, sizeof *out->tables);
+    out->grades = malloc(lines->count * sizeof *out->grades);
+    int status = QS_NO_MEMORY;
+    if (sizes == NULL || next == NULL || order == NULL || out->tables == NULL ||
+        out->grades == NULL) {
+        goto done;
+    }
+    for (size_t i = 0; i < lines->count; i++) {
+        sizes[lines->lines[i].query]++;
+    }
+    /* A counting sort by query, stable: each query's lines keep their file order. */
+    size_t start = 0;
+    for (uint32_t q = 0; q < n_queries; q++) {
+        next[q] = start;
+        start += sizes[q];
+    }
+    for (size_t i = 0; i < lines->count; i++) {
+        order[next[lines->lines[i].query]++] = (uint32_t)i;
+    }
+    status = store_layout(&out->judged, out->tables, sizes, n_queries, lines->count,
+                          lines->doc_bytes);
+    for (size_t e = 0; status == QS_OK && e < lines->count; e++) {
+        out->grades[e] = lines->lines[order[e]].grade;
+    }
+    if (status == QS_OK) {
+        rm_find_code_grades(out, lines->count);
+    }
+    size_t pool = 0, e = 0;
+    for (uint32_t q = 0; status == QS_OK && q < n_queries; q++) {
+        for (uint32_t k = 0; status == QS_OK && k < sizes[q]; k++, e++) {
+            const qs_line *line = &lines->lines[order[e]];
+            uint32_t code = 0;
+            if (out->n_codes > 0) {
+                code = 1 + (uint32_t)rm_lower_bound(out->code_grades, out->n_codes, line->grade);
+            }
+            status = store_key(&out->judged, &out->tables[q], (uint32_t)e, data + line->off,
+                               line->len, code, &pool);
+        }
+    }
+done:
+    free(sizes);
+    free(next);
+    free(order);
+    return status;
+}
+
+int qs_read_qrels(const char *data, size_t size, rm_judgments *out) {
+    if (size >= UINT32_MAX) {
+        return QS_PUNT; /* docno offsets are 32-bit */
+    }
+    rm_id_table queries = {0};
+    qs_lines lines = {0};
+    int status = scan_lines(data, size, &queries, &lines);
+    if (status == QS_OK && lines.doc_bytes >= UINT32_MAX) {
         status = QS_PUNT;
     }
     if (status == QS_OK) {
-        return judgments;
+        out->queries = queries.count;
+        status = build_judgments(data, &lines, queries.count, out);
     }
-    Py_XDECREF(judgments);
-    if (status == QS_PUNT) {
-        Py_RETURN_NONE;
+    if (status == QS_OK) {
+        status = build_query_ids(&queries, out);
     }
-    return NULL;
+    free(lines.lines);
+    rm_id_table_free(&queries);
+    return status;
 }

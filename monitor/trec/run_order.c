@@ -2,6 +2,7 @@
 #include "run_order.h"
 
 #include "../scoring/ascii_text.h"
+#include "../scoring/id_table.h"
 #include "../scoring/judgments.h"
 
 #include <stdint.h>
@@ -16,68 +17,7 @@ typedef struct {
     uint64_t hash; /* rm_hash of the docno, set by check_unique */
 } tr_line;
 
-typedef struct {
-    const char **names; /* per query index: its id, in first-appearance order */
-    uint32_t *lengths;
-    uint32_t count;
-    uint32_t capacity;
-    int64_t *slots; /* open addressing: query index + 1, 0 empty */
-    size_t n_slots;
-} tr_queries;
-
 enum { TR_OK = 0, TR_PUNT = 1, TR_NO_MEMORY = 2, TR_SPLIT = 3 /* the coder: a query in two blocks */ };
-
-static int queries_grow(tr_queries *q) {
-    size_t n_slots = q->n_slots ? q->n_slots * 2 : 1024;
-    int64_t *slots = calloc(n_slots, sizeof *slots);
-    if (slots == NULL) {
-        return TR_NO_MEMORY;
-    }
-    for (uint32_t i = 0; i < q->count; i++) {
-        size_t at = (size_t)rm_hash(q->names[i], q->lengths[i]) & (n_slots - 1);
-        while (slots[at]) {
-            at = (at + 1) & (n_slots - 1);
-        }
-        slots[at] = (int64_t)i + 1;
-    }
-    free(q->slots);
-    q->slots = slots;
-    q->n_slots = n_slots;
-    return TR_OK;
-}
-
-/* The index of query `name`, a new one if unseen; -1 when out of memory. */
-static int64_t query_index(tr_queries *q, const char *name, uint32_t len) {
-    if ((size_t)(q->count + 1) * 2 > q->n_slots && queries_grow(q) != TR_OK) {
-        return -1;
-    }
-    size_t at = (size_t)rm_hash(name, len) & (q->n_slots - 1);
-    while (q->slots[at]) {
-        uint32_t i = (uint32_t)(q->slots[at] - 1);
-        if (q->lengths[i] == len && memcmp(q->names[i], name, len) == 0) {
-            return i;
-        }
-        at = (at + 1) & (q->n_slots - 1);
-    }
-    if (q->count == q->capacity) {
-        uint32_t capacity = q->capacity ? q->capacity * 2 : 256;
-        const char **names = realloc((void *)q->names, capacity * sizeof *names);
-        if (names == NULL) {
-            return -1;
-        }
-        q->names = names;
-        uint32_t *lengths = realloc(q->lengths, capacity * sizeof *lengths);
-        if (lengths == NULL) {
-            return -1;
-        }
-        q->lengths = lengths;
-        q->capacity = capacity;
-    }
-    q->names[q->count] = name;
-    q->lengths[q->count] = len;
-    q->slots[at] = (int64_t)q->count + 1;
-    return q->count++;
-}
 
 /* Clinger's fast path: [+-]digits[.digits] with at most 15 digits is the exact integer of
    its digits divided by an exact power of ten, one correctly rounded division: the double
@@ -215,7 +155,7 @@ static int read_line(const char *p, const char *line_end, const char *field[6],
 }
 
 /* Split the run into lines; fills lines/tag; TR_PUNT or TR_NO_MEMORY on the way out. */
-static int scan(const char *data, size_t size, int float32, tr_queries *queries, tr_line **out,
+static int scan(const char *data, size_t size, int float32, rm_id_table *queries, tr_line **out,
                 size_t *n_out, const char **tag, size_t *tag_len) {
     size_t capacity = 1;
     for (const char *p = data; (p = memchr(p, '\n', (size_t)(data + size - p))) != NULL; p++) {
@@ -245,7 +185,7 @@ static int scan(const char *data, size_t size, int float32, tr_queries *queries,
         if (blank) {
             continue;
         }
-        int64_t query = query_index(queries, field[0], (uint32_t)field_len[0]);
+        int64_t query = rm_id_index(queries, field[0], (uint32_t)field_len[0], NULL);
         if (query < 0) {
             free(lines);
             return TR_NO_MEMORY;
@@ -364,7 +304,7 @@ static void code_lines(const tr_line *lines, size_t take, int64_t row, const voi
 
 /* A whole run parsed, grouped by query and ordered (tr_order_run and tr_code_run). */
 typedef struct {
-    tr_queries queries;
+    rm_id_table queries;
     tr_line *grouped;
     size_t *starts;
     const char *tag;
@@ -390,12 +330,10 @@ static int parse_and_group(const char *data, size_t size, int float32, tr_parsed
 static void free_parsed(tr_parsed *run) {
     free(run->grouped);
     free(run->starts);
-    free((void *)run->queries.names);
-    free(run->queries.lengths);
-    free(run->queries.slots);
+    rm_id_table_free(&run->queries);
 }
 
-static PyObject *rankings_dict(const tr_queries *queries, const tr_line *grouped,
+static PyObject *rankings_dict(const rm_id_table *queries, const tr_line *grouped,
                                const size_t *starts, long long max_retrieved) {
     PyObject *rankings = PyDict_New();
     if (rankings == NULL) {
@@ -459,7 +397,7 @@ PyObject *tr_order_run(PyObject *self, PyObject *args) {
 }
 
 /* (qids, rows, codes, lengths) of the grouped, ordered run: see tr_code_run. */
-static PyObject *coded_queries(const tr_queries *queries, const tr_line *grouped,
+static PyObject *coded_queries(const rm_id_table *queries, const tr_line *grouped,
                                const size_t *starts, long long max_retrieved, long long depth,
                                const void *ctx, tr_row_fn row_of, tr_code_fn code_of) {
     PyObject *qids = PyList_New(queries->count), *rows = PyList_New(queries->count);
@@ -575,7 +513,7 @@ struct tr_coder {
     int status;
     tr_bytes carry;   /* the incomplete last line of the previous chunk */
     tr_bytes names;   /* every query id, one after another */
-    tr_queries queries; /* its names point into `names` (remade whenever that moves) */
+    rm_id_table queries; /* its names point into `names` (remade whenever that moves) */
     size_t *name_offsets;
     int64_t current;  /* the query whose lines are being read, -1 before the first */
     tr_bytes pending; /* its lines (tr_pending) */
@@ -606,9 +544,7 @@ void tr_coder_free(tr_coder *c) {
     }
     free(c->carry.data);
     free(c->names.data);
-    free((void *)c->queries.names);
-    free(c->queries.lengths);
-    free(c->queries.slots);
+    rm_id_table_free(&c->queries);
     free(c->name_offsets);
     free(c->pending.data);
     free(c->docnos.data);
@@ -661,11 +597,9 @@ static int code_group(tr_coder *c) {
 
 /* The index of query `name` (a copy of it kept in `names`), a new one if unseen. */
 static int64_t coder_query(tr_coder *c, const char *name, uint32_t len, int *is_new) {
-    uint32_t before = c->queries.count;
     /* Probe with the line's bytes; a new id is then copied and pointed at. */
-    int64_t index = query_index(&c->queries, name, len);
-    *is_new = index >= 0 && (uint32_t)index == before;
-    if (!*is_new) {
+    int64_t index = rm_id_index(&c->queries, name, len, is_new);
+    if (index < 0 || !*is_new) {
         return index;
     }
     size_t *offsets = realloc(c->name_offsets, c->queries.capacity * sizeof *offsets);
