@@ -3,8 +3,10 @@
 The service runs for months on whatever the topic holds, so the C module is built again here
 with -fsanitize=address,undefined and driven with thousands of damaged events (bit flips,
 deletions, stray quotes, NUL and 0xFF bytes, tombstones) through `decode_events`,
-`measure_codes` and `JudgmentIndex.codes`, in a subprocess with the sanitizer runtime
-preloaded: any out-of-bounds access, use after free or undefined behaviour aborts it.
+`measure_codes`, `ideal_rows` and `JudgmentIndex.codes`, and with damaged run and qrels files
+through the run coder (fed in chunks of every size) and `JudgmentIndex.from_qrels`, in a
+subprocess with the sanitizer runtime preloaded: any out-of-bounds access, use after free or
+undefined behaviour aborts it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
 /* See qrels_scan.h: TREC qrels read in C into judgment tables. */
+#include "ascii_text.h" /* first: it includes Python.h, which must precede the C headers */
 #include "qrels_scan.h"
 
 #include "id_table.h"
@@ -15,15 +16,23 @@ typedef struct {
     int32_t grade;
 } qs_line;
 
-static int line_break(unsigned char c) {
-    /* str.splitlines() within ASCII: \n \r \v \f and the separators \x1c \x1d \x1e. */
-    return c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e);
-}
-
-static int field_break(unsigned char c) {
-    /* What str.split() also splits on, once lines are cut: space, tab, \x1f. */
-    return c == ' ' || c == '\t' || c == 0x1f;
-}
+/* Byte classes (ascii_text.h): lines end where str.splitlines() ends them within ASCII (\n
+   \r \v \f and the separators \x1c \x1d \x1e), fields where str.split() also splits once
+   lines are cut (space, tab, \x1f); outside ASCII the file is left to Python. */
+static const unsigned char qs_class[256] = {
+    ['\n'] = RM_LINE_BREAK, ['\r'] = RM_LINE_BREAK, ['\v'] = RM_LINE_BREAK,
+    ['\f'] = RM_LINE_BREAK, [0x1c] = RM_LINE_BREAK, [0x1d] = RM_LINE_BREAK,
+    [0x1e] = RM_LINE_BREAK, [' '] = RM_FIELD_BREAK, ['\t'] = RM_FIELD_BREAK,
+    [0x1f] = RM_FIELD_BREAK,
+    [0x80] = RM_GIVE_UP, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, /* 2: RM_GIVE_UP */
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+};
 
 static int read_grade(const char *text, size_t len, int32_t *out) {
     size_t i = 0;
@@ -74,31 +83,15 @@ static int add_line(qs_lines *l, qs_line line) {
 /* Every judgment line of the file, its query numbered in `queries`. */
 static int scan_lines(const char *data, size_t size, rm_id_table *queries, qs_lines *out) {
     const char *p = data, *end = data + size;
+    int64_t last = -1;
     while (p < end) {
-        const char *field[4];
+        const char *field[4], *line_end;
         size_t length[4];
-        int fields = 0;
-        while (p < end && !line_break((unsigned char)*p)) {
-            while (p < end && field_break((unsigned char)*p)) {
-                p++;
-            }
-            if (p == end || line_break((unsigned char)*p)) {
-                break;
-            }
-            const char *start = p;
-            while (p < end && !line_break((unsigned char)*p) && !field_break((unsigned char)*p)) {
-                if ((unsigned char)*p >= 0x80) {
-                    return QS_PUNT;
-                }
-                p++;
-            }
-            if (fields < 4) {
-                field[fields] = start;
-                length[fields] = (size_t)(p - start);
-            }
-            fields++;
+        int fields = rm_split_line(p, end, qs_class, field, length, 4, &line_end);
+        p = line_end + 1; /* past the line break */
+        if (fields < 0) {
+            return QS_PUNT;
         }
-        p++; /* past the line break */
         if (fields == 0 || field[0][0] == '#') {
             continue;
         }
@@ -106,7 +99,12 @@ static int scan_lines(const char *data, size_t size, rm_id_table *queries, qs_li
         if (fields != 4 || read_grade(field[3], length[3], &line.grade) != QS_OK) {
             return QS_PUNT;
         }
-        int64_t query = rm_id_index(queries, field[0], (uint32_t)length[0], NULL);
+        /* Most files list a query's judgments together: the last line's query first. */
+        int64_t query = last;
+        if (last < 0 || queries->lengths[last] != length[0] ||
+            memcmp(queries->names[last], field[0], length[0]) != 0) {
+            query = last = rm_id_index(queries, field[0], (uint32_t)length[0], NULL);
+        }
         if (query < 0) {
             return QS_NO_MEMORY;
         }
@@ -214,15 +212,24 @@ static int build_judgments(const char *data, const qs_lines *lines, uint32_t n_q
     for (size_t e = 0; status == QS_OK && e < lines->count; e++) {
         out->grades[e] = lines->lines[order[e]].grade;
     }
+    /* The codes of the grades -128..127 in a table, the others by search. */
+    uint8_t small_codes[256] = {0};
     if (status == QS_OK) {
         rm_find_code_grades(out, lines->count);
+        for (int c = 0; c < out->n_codes; c++) {
+            if (out->code_grades[c] >= -128 && out->code_grades[c] <= 127) {
+                small_codes[out->code_grades[c] + 128] = (uint8_t)(c + 1);
+            }
+        }
     }
     size_t pool = 0, e = 0;
     for (uint32_t q = 0; status == QS_OK && q < n_queries; q++) {
         for (uint32_t k = 0; status == QS_OK && k < sizes[q]; k++, e++) {
             const qs_line *line = &lines->lines[order[e]];
             uint32_t code = 0;
-            if (out->n_codes > 0) {
+            if (line->grade >= -128 && line->grade <= 127) {
+                code = small_codes[line->grade + 128];
+            } else if (out->n_codes > 0) {
                 code = 1 + (uint32_t)rm_lower_bound(out->code_grades, out->n_codes, line->grade);
             }
             status = store_key(&out->judged, &out->tables[q], (uint32_t)e, data + line->off,

@@ -98,16 +98,13 @@ def compare_runs(
             f"{', '.join(counts)}: counts and summary-only values are not compared; name a "
             "measure such as ndcg_cut.10"
         )
-    queries = sorted(evaluation_set)
 
     def values(run: Run) -> dict[str, np.ndarray]:
         report = evaluate_run(
             evaluation_set, run, selection, complete=True, relevance_level=relevance_level
         )
-        return {
-            name: np.array([float(report.per_query[q][name]) for q in queries], dtype=np.float64)
-            for name in selection.names
-        }
+        # complete: every query of the qrels, in the same (strcmp) order for every run
+        return {name: np.array(report.values[name], dtype=np.float64) for name in selection.names}
 
     before = values(baseline[1])
     rows: list[tuple[str, str, float, PairedResult]] = []

@@ -224,15 +224,12 @@ def _report(
     tag: str,
 ) -> EvaluationReport:
     columns = selection.columns
-    per_query = {
-        qid: {column.name: values[column.name][row] for column in columns}
-        for row, qid in enumerate(queries)
-    }
     summary: dict[str, Value] = {NUM_Q: len(queries)} if selection.num_q else {}
-    summary.update(summarize(columns, per_query, len(queries)))
+    summary.update(summarize(columns, values, len(queries)))
     return EvaluationReport(
         columns=columns,
-        per_query=per_query,
+        queries=queries,
+        values={column.name: values[column.name] for column in columns},
         summary=summary,
         run_id=tag if selection.run_id else None,
     )

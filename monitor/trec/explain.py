@@ -44,7 +44,7 @@ def explain_runs(
     values = []
     for run in (before, after):
         report = evaluate_run(evaluation_set, run, selection)
-        values.append({q: float(v[name]) for q, v in report.per_query.items()})
+        values.append(dict(zip(report.queries, map(float, report.values[name]), strict=True)))
     change = explain_change(values[0], values[1])
     k = (key.k if key is not None else None) or DEPTH
     rankings = []

@@ -16,8 +16,9 @@ are in `all` only and `-n` leaves `all` out. The run id is trec-only.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 
 import orjson
@@ -58,12 +59,14 @@ class Column:
 class EvaluationReport:
     """Per-query values and the `all` summary, both already in trec_eval's print order.
 
-    `per_query[qid][name]` holds every column's value; `summary` starts with `num_q` when it
-    was asked for. `run_id` is printed as the first summary line when it is not `None`.
+    `queries` are the evaluated queries in print order; `values[name][i]` is column `name`'s
+    value for `queries[i]`. `summary` starts with `num_q` when it was asked for. `run_id` is
+    printed as the first summary line when it is not `None`.
     """
 
     columns: tuple[Column, ...]
-    per_query: Mapping[str, Mapping[str, Value]]
+    queries: Sequence[str]
+    values: Mapping[str, Sequence[Value]]
     summary: Mapping[str, Value]
     run_id: str | None = None
 
@@ -71,14 +74,31 @@ class EvaluationReport:
     def names(self) -> tuple[str, ...]:
         return tuple(column.name for column in self.columns)
 
+    @cached_property
+    def per_query(self) -> dict[str, dict[str, Value]]:
+        """qid -> name -> value, every column's (made when first asked)."""
+        return self._rows([column.name for column in self.columns])
+
+    def _rows(self, names: Sequence[str]) -> dict[str, dict[str, Value]]:
+        columns = [self.values[name] for name in names]
+        return (
+            {
+                qid: dict(zip(names, row, strict=True))
+                for qid, row in zip(self.queries, zip(*columns, strict=True), strict=True)
+            }
+            if columns
+            else {qid: {} for qid in self.queries}
+        )
+
     def trec_lines(self, *, per_query: bool, summary: bool = True) -> Iterator[str]:
         """trec_eval's output lines (without newlines): each query's when asked (`-q`), then
         the summary unless `summary` is False (`-n`)."""
         if per_query:
             shown = [column.name for column in self.columns if column.per_query]
-            for qid, values in self.per_query.items():
-                for name in shown:
-                    yield trec_line(name, qid, values[name])
+            columns = [self.values[name] for name in shown]
+            for row, qid in enumerate(self.queries):
+                for name, column in zip(shown, columns, strict=True):
+                    yield trec_line(name, qid, column[row])
         if not summary:
             return
         if self.run_id is not None:
@@ -89,10 +109,7 @@ class EvaluationReport:
     def to_json(self, *, summary: bool = True) -> bytes:
         """The JSON document, indented, ending in a newline (NaN is null)."""
         shown = [column.name for column in self.columns if column.per_query]
-        per_query = {
-            qid: {name: values[name] for name in shown} for qid, values in self.per_query.items()
-        }
-        document: dict[str, object] = {"per_query": per_query}
+        document: dict[str, object] = {"per_query": self._rows(shown)}
         if summary:
             document["all"] = self.summary
         return orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
@@ -116,7 +133,7 @@ def trec_line(name: str, qid: str, value: Value) -> str:
 
 
 def summarize(
-    columns: Iterable[Column], per_query: Mapping[str, Mapping[str, Value]], num_q: int
+    columns: Iterable[Column], values: Mapping[str, Sequence[Value]], num_q: int
 ) -> dict[str, Value]:
     """trec_eval's `all` values of the columns that have one, in order.
 
@@ -129,12 +146,12 @@ def summarize(
     for column in columns:
         if column.summary == "none":
             continue
-        values = [query_values[column.name] for query_values in per_query.values()]
+        column_values = values[column.name]
         if column.summary == "total":
-            summary[column.name] = int(sum(int(value) for value in values))
+            summary[column.name] = int(sum(int(value) for value in column_values))
             continue
         total = 0.0
-        for value in values:  # in order, not fsum: the same rounding as trec_eval's loop
+        for value in column_values:  # in order, not fsum: the same rounding as trec_eval's loop
             total += float(value)
         mean = total / num_q if num_q else 0.0
         summary[column.name] = math.exp(mean) if column.summary == "geometric" and num_q else mean

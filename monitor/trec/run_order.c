@@ -96,11 +96,12 @@ static int by_trec_order(const void *x, const void *y) {
     return -docno_order(a, b); /* ties: docno descending */
 }
 
-/* Byte classes for splitting fields: 1 for C's isspace in the C locale (as trec_eval splits its
-   fields), 2 outside ASCII (the file is punted). */
+/* Byte classes for splitting fields (ascii_text.h): C's isspace in the C locale, as trec_eval
+   splits its fields, '\n' ending the line; outside ASCII the file is given up. */
 static const unsigned char tr_class[256] = {
-    ['\t'] = 1, ['\n'] = 1, ['\v'] = 1, ['\f'] = 1, ['\r'] = 1, [' '] = 1,
-    [0x80] = 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    ['\t'] = RM_FIELD_BREAK, ['\n'] = RM_LINE_BREAK, ['\v'] = RM_FIELD_BREAK,
+    ['\f'] = RM_FIELD_BREAK, ['\r'] = RM_FIELD_BREAK, [' '] = RM_FIELD_BREAK,
+    [0x80] = RM_GIVE_UP, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, /* 2: RM_GIVE_UP */
     2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
     2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
     2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
@@ -110,43 +111,14 @@ static const unsigned char tr_class[256] = {
     2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
 };
 
-/* The fields of one line (without its '\n'): how many there are (only the first 6 are
-   stored), or -1 when a byte is outside ASCII. */
-static int split_line(const char *c, const char *line_end, const char *field[6],
-                      size_t field_len[6]) {
-    int fields = 0;
-    while (c < line_end) {
-        while (c < line_end && tr_class[(unsigned char)*c] == 1) {
-            c++;
-        }
-        if (c == line_end) {
-            break;
-        }
-        const char *start = c;
-        unsigned char k;
-        while (c < line_end && (k = tr_class[(unsigned char)*c]) != 1) {
-            if (k == 2) {
-                return -1;
-            }
-            c++;
-        }
-        if (fields < 6) {
-            field[fields] = start;
-            field_len[fields] = (size_t)(c - start);
-        }
-        fields++;
-    }
-    return fields;
-}
-
-/* One line read: TR_OK with its fields, TR_PUNT (a line we do not decide), or blank (1 in
-   *blank). */
-static int read_line(const char *p, const char *line_end, const char *field[6],
-                     size_t field_len[6], double *score, int *blank) {
-    int fields = split_line(p, line_end, field, field_len);
+/* One line read, up to its '\n' or `end` (*line_end says which): TR_OK with its fields,
+   TR_PUNT (a line we do not decide), or blank (1 in *blank). */
+static int read_line(const char *p, const char *end, const char *field[6], size_t field_len[6],
+                     double *score, int *blank, const char **line_end) {
+    int fields = rm_split_line(p, end, tr_class, field, field_len, 6, line_end);
     *blank = fields == 0;
-    if (fields == 0) {
-        return TR_OK;
+    if (fields <= 0) {
+        return fields == 0 ? TR_OK : TR_PUNT;
     }
     if (fields < 6 || field_len[0] > UINT32_MAX || field_len[2] > UINT32_MAX) {
         return TR_PUNT;
@@ -168,15 +140,11 @@ static int scan(const char *data, size_t size, int float32, rm_id_table *queries
     size_t n = 0;
     const char *p = data, *end = data + size;
     while (p < end) {
-        const char *line_end = memchr(p, '\n', (size_t)(end - p));
-        if (line_end == NULL) {
-            line_end = end;
-        }
-        const char *field[6];
+        const char *field[6], *line_end;
         size_t field_len[6];
         double score;
         int blank;
-        int status = read_line(p, line_end, field, field_len, &score, &blank);
+        int status = read_line(p, end, field, field_len, &score, &blank, &line_end);
         p = line_end + 1;
         if (status != TR_OK) {
             free(lines);
@@ -478,29 +446,40 @@ typedef struct {
     size_t size, capacity;
 } tr_bytes;
 
-static int bytes_add(tr_bytes *b, const void *data, size_t size) {
-    if (b->size + size > b->capacity) {
-        size_t capacity = b->capacity ? b->capacity : 4096;
-        while (capacity < b->size + size) {
-            capacity *= 2;
-        }
-        char *grown = realloc(b->data, capacity);
-        if (grown == NULL) {
-            return TR_NO_MEMORY;
-        }
-        b->data = grown;
-        b->capacity = capacity;
+/* Room for `size` more bytes: TR_OK or TR_NO_MEMORY. */
+static int bytes_reserve(tr_bytes *b, size_t size) {
+    if (b->size + size <= b->capacity) {
+        return TR_OK;
     }
-    if (size && data != NULL) { /* NULL: room only, the caller fills it */
+    size_t capacity = b->capacity ? b->capacity : 4096;
+    while (capacity < b->size + size) {
+        capacity *= 2;
+    }
+    char *grown = realloc(b->data, capacity);
+    if (grown == NULL) {
+        return TR_NO_MEMORY;
+    }
+    b->data = grown;
+    b->capacity = capacity;
+    return TR_OK;
+}
+
+/* `size` bytes appended (NULL `data`: room only, the caller fills it). */
+static inline int bytes_add(tr_bytes *b, const void *data, size_t size) {
+    if (b->size + size > b->capacity && bytes_reserve(b, size) != TR_OK) {
+        return TR_NO_MEMORY;
+    }
+    if (size && data != NULL) {
         memcpy(b->data + b->size, data, size);
     }
     b->size += size;
     return TR_OK;
 }
 
+/* A line of the query being read: its docno is `text.data + off`. */
 typedef struct {
     double score;
-    size_t off; /* into the group's docno bytes */
+    size_t off;
     uint32_t len;
 } tr_pending;
 
@@ -511,13 +490,14 @@ struct tr_coder {
     tr_row_fn row_of;
     tr_code_fn code_of;
     int status;
-    tr_bytes carry;   /* the incomplete last line of the previous chunk */
-    tr_bytes names;   /* every query id, one after another */
+    tr_bytes text;      /* the fed bytes still needed: the current query's lines, then the rest */
+    size_t parsed;      /* text[0..parsed) is read; the rest is an unfinished line */
+    tr_bytes names;     /* every query id, one after another */
     rm_id_table queries; /* its names point into `names` (remade whenever that moves) */
     size_t *name_offsets;
-    int64_t current;  /* the query whose lines are being read, -1 before the first */
-    tr_bytes pending; /* its lines (tr_pending) */
-    tr_bytes docnos;  /* and their docnos */
+    int64_t current;    /* the query whose lines are being read, -1 before the first */
+    tr_bytes pending;   /* its lines (tr_pending) */
+    tr_bytes group;     /* scratch: the same lines as tr_line, to order and code */
     tr_bytes tag;
     int has_tag;
     tr_bytes codes, rows, lengths; /* per query, in order: codes; int64 row; int64 length */
@@ -542,12 +522,12 @@ void tr_coder_free(tr_coder *c) {
     if (c == NULL) {
         return;
     }
-    free(c->carry.data);
+    free(c->text.data);
     free(c->names.data);
     rm_id_table_free(&c->queries);
     free(c->name_offsets);
     free(c->pending.data);
-    free(c->docnos.data);
+    free(c->group.data);
     free(c->tag.data);
     free(c->codes.data);
     free(c->rows.data);
@@ -562,12 +542,13 @@ static int code_group(tr_coder *c) {
     }
     size_t size = c->pending.size / sizeof(tr_pending);
     const tr_pending *pending = (const tr_pending *)c->pending.data;
-    tr_line *group = malloc((size ? size : 1) * sizeof *group);
-    if (group == NULL) {
+    c->group.size = 0;
+    if (bytes_add(&c->group, NULL, size * sizeof(tr_line)) != TR_OK) {
         return TR_NO_MEMORY;
     }
+    tr_line *group = (tr_line *)c->group.data;
     for (size_t i = 0; i < size; i++) {
-        group[i].doc = c->docnos.data + pending[i].off;
+        group[i].doc = c->text.data + pending[i].off;
         group[i].len = pending[i].len;
         group[i].query = (uint32_t)c->current;
         group[i].score = pending[i].score;
@@ -589,9 +570,7 @@ static int code_group(tr_coder *c) {
                        (uint8_t *)c->codes.data + c->codes.size - take);
         }
     }
-    free(group);
     c->pending.size = 0;
-    c->docnos.size = 0;
     return status;
 }
 
@@ -621,16 +600,11 @@ static int64_t coder_query(tr_coder *c, const char *name, uint32_t len, int *is_
     return index;
 }
 
-static int coder_line(tr_coder *c, const char *p, const char *line_end) {
-    const char *field[6];
-    size_t field_len[6];
-    double score;
-    int blank;
-    int status = read_line(p, line_end, field, field_len, &score, &blank);
-    if (status != TR_OK || blank) {
-        return status;
-    }
-    int is_new = 0;
+/* A line's fields (pointing into `text`) taken into the query being read; a new query codes
+   the one before. */
+static int coder_take(tr_coder *c, const char *field[6], const size_t field_len[6],
+                      double score) {
+    int is_new = 0, status;
     int64_t query = c->current >= 0 && c->queries.lengths[c->current] == field_len[0] &&
                             memcmp(c->queries.names[c->current], field[0], field_len[0]) == 0
                         ? c->current
@@ -653,33 +627,62 @@ static int coder_line(tr_coder *c, const char *p, const char *line_end) {
             return TR_NO_MEMORY;
         }
     }
-    tr_pending line = {c->float32 ? (double)(float)score : score, c->docnos.size,
-                       (uint32_t)field_len[2]};
-    if (bytes_add(&c->docnos, field[2], field_len[2]) != TR_OK ||
-        bytes_add(&c->pending, &line, sizeof line) != TR_OK) {
-        return TR_NO_MEMORY;
+    tr_pending line = {c->float32 ? (double)(float)score : score,
+                       (size_t)(field[2] - c->text.data), (uint32_t)field_len[2]};
+    return bytes_add(&c->pending, &line, sizeof line);
+}
+
+/* Every whole line of text[parsed..] read and taken; an unfinished last line waits, unless
+   `last` (the end of the file ends it). */
+static int coder_read(tr_coder *c, int last) {
+    const char *p = c->text.data + c->parsed, *end = c->text.data + c->text.size;
+    int status = TR_OK;
+    while (status == TR_OK && p < end) {
+        const char *field[6], *line_end;
+        size_t field_len[6];
+        double score;
+        int blank;
+        status = read_line(p, end, field, field_len, &score, &blank, &line_end);
+        if (line_end == end && !last) { /* no '\n' yet: the rest waits for the next chunk */
+            return TR_OK;
+        }
+        if (status == TR_OK && !blank) {
+            status = coder_take(c, field, field_len, score);
+        }
+        p = line_end + 1;
+        c->parsed = (size_t)(p - c->text.data);
     }
-    return TR_OK;
+    return status;
+}
+
+/* Drop the text no line needs any more: all before the current query's first docno (or
+   before the unfinished line when no line of it is pending). */
+static void coder_compact(tr_coder *c) {
+    size_t keep = c->parsed < c->text.size ? c->parsed : c->text.size;
+    size_t n = c->pending.size / sizeof(tr_pending);
+    tr_pending *pending = (tr_pending *)c->pending.data;
+    if (n && pending[0].off < keep) {
+        keep = pending[0].off; /* lines are in file order: the first docno comes first */
+    }
+    if (keep == 0) {
+        return;
+    }
+    memmove(c->text.data, c->text.data + keep, c->text.size - keep);
+    c->text.size -= keep;
+    c->parsed -= keep;
+    for (size_t i = 0; i < n; i++) {
+        pending[i].off -= keep;
+    }
 }
 
 int tr_coder_feed(tr_coder *c, const char *data, size_t size) {
-    const char *p = data, *end = data + size;
-    while (c->status == TR_OK && p < end) {
-        const char *line_end = memchr(p, '\n', (size_t)(end - p));
-        if (line_end == NULL) { /* the rest waits for the next chunk */
-            c->status = bytes_add(&c->carry, p, (size_t)(end - p));
-            break;
-        }
-        if (c->carry.size) {
-            c->status = bytes_add(&c->carry, p, (size_t)(line_end - p));
-            if (c->status == TR_OK) {
-                c->status = coder_line(c, c->carry.data, c->carry.data + c->carry.size);
-            }
-            c->carry.size = 0;
-        } else {
-            c->status = coder_line(c, p, line_end);
-        }
-        p = line_end + 1;
+    if (c->status != TR_OK) {
+        return c->status;
+    }
+    coder_compact(c);
+    c->status = bytes_add(&c->text, data, size);
+    if (c->status == TR_OK) {
+        c->status = coder_read(c, 0);
     }
     return c->status;
 }
@@ -703,9 +706,8 @@ static PyObject *int64_list(const tr_bytes *values) {
 int tr_coder_split(const tr_coder *c) { return c->status == TR_SPLIT; }
 
 PyObject *tr_coder_finish(tr_coder *c) {
-    if (c->status == TR_OK && c->carry.size) {
-        c->status = coder_line(c, c->carry.data, c->carry.data + c->carry.size);
-        c->carry.size = 0;
+    if (c->status == TR_OK) {
+        c->status = coder_read(c, 1);
     }
     if (c->status == TR_OK) {
         c->status = code_group(c);

@@ -202,6 +202,36 @@ def main() -> None:
                 break
         streamed = coder.finish()
         assert whole is None or streamed is None or len(streamed[3]) == len(whole[3])
+        # Qrels files, damaged, read straight into an index; its dicts and ideal codes.
+        qrels = b"".join(
+            b"q%d 0 d%d %d\n" % (rng.randrange(30), rng.randrange(40), rng.randrange(-2, 300))
+            for _ in range(rng.randrange(0, 60))
+        )
+        read = speedups.JudgmentIndex.from_qrels(damaged(qrels, rng) or b"")
+        if read is not None:
+            assert len(read.judgments()) == len(read.query_ids) == len(read)
+            if read.code_grades is not None:
+                offset_bytes, ideal_bytes = read.ideal_codes()
+                read_offsets = np.frombuffer(offset_bytes, dtype=np.int64)
+                longest = int(np.diff(read_offsets).max(initial=0))
+                speedups.ideal_rows(
+                    read_offsets,
+                    np.frombuffer(ideal_bytes, dtype=np.uint8),
+                    np.arange(len(read), dtype=np.int64),
+                    b"",
+                    np.zeros(len(read), dtype=np.int64),
+                    np.array([0], dtype=np.int32),
+                    np.array([5], dtype=np.int64),
+                    np.linspace(0, 1, 256)[None, :],
+                    np.arange(256, dtype=np.uint8)[::-1].reshape(1, 256).copy(),
+                    256,
+                    np.arange(256, dtype=np.uint8) % 2,
+                    np.log2(np.arange(2, longest + 2, dtype=np.float64)),
+                    np.empty(0),
+                    np.empty(0, dtype=np.int64),
+                    np.empty((len(read), 1)),
+                    np.empty(len(read), dtype=np.int64),
+                )
         inline = index.inline_codes(
             rows[:10], [["d1", "d4", "\ud800", "d3"]] * len(extras), depth, extras, grade_codes
         )
