@@ -27,6 +27,14 @@ static inline PyObject *rm_ascii_text(const char *text, size_t len) {
    that is not RM_TEXT must be below 0x21 or outside ASCII. */
 enum { RM_TEXT = 0, RM_FIELD_BREAK = 1, RM_GIVE_UP = 2, RM_LINE_BREAK = 3 };
 
+/* The last 128 entries of a reader's class table: every byte from 0x80 is RM_GIVE_UP (2). */
+#define RM_GIVE_UP_FROM_0X80                                                                      \
+    [0x80] = RM_GIVE_UP, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, \
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, \
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, \
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, \
+    2, 2, 2, 2, 2, 2, 2, 2, 2, 2
+
 /* Bit i set when p[i] (i < n <= 64) is below 0x21 or outside ASCII: the bytes that may be a
    break. 16 bytes a step with SSE2, where a signed compare finds both kinds at once. */
 static inline uint64_t rm_specials(const char *p, size_t n) {

@@ -24,14 +24,7 @@ static const unsigned char qs_class[256] = {
     ['\f'] = RM_LINE_BREAK, [0x1c] = RM_LINE_BREAK, [0x1d] = RM_LINE_BREAK,
     [0x1e] = RM_LINE_BREAK, [' '] = RM_FIELD_BREAK, ['\t'] = RM_FIELD_BREAK,
     [0x1f] = RM_FIELD_BREAK,
-    [0x80] = RM_GIVE_UP, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, /* 2: RM_GIVE_UP */
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    RM_GIVE_UP_FROM_0X80,
 };
 
 static int read_grade(const char *text, size_t len, int32_t *out) {

@@ -101,14 +101,7 @@ static int by_trec_order(const void *x, const void *y) {
 static const unsigned char tr_class[256] = {
     ['\t'] = RM_FIELD_BREAK, ['\n'] = RM_LINE_BREAK, ['\v'] = RM_FIELD_BREAK,
     ['\f'] = RM_FIELD_BREAK, ['\r'] = RM_FIELD_BREAK, [' '] = RM_FIELD_BREAK,
-    [0x80] = RM_GIVE_UP, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, /* 2: RM_GIVE_UP */
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
-    2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2,
+    RM_GIVE_UP_FROM_0X80,
 };
 
 /* One line read, up to its '\n' or `end` (*line_end says which): TR_OK with its fields,
