@@ -2,16 +2,18 @@
 
 The offline subcommands (`eval`, `compare`, `explain`) import only their own module: they do
 not load the Kafka client, the HTTP server and the rest of the service (0.9 s, most of a small
-evaluation). Every other invocation registers every module, so the service starts exactly
-as it always has.
+evaluation); and they run without the cyclic garbage collector. Every other invocation
+registers every module, so the service starts exactly as it always has.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 
 from monitor import __version__
 from monitor.errors import RankmonError
@@ -66,13 +68,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = next((a for a in arguments if not a.startswith("-")), None)
     args = build_parser(command).parse_args(arguments)
     handler: Handler = args.handler
+    offline = args.command in OFFLINE_COMMANDS
     try:
-        return handler(args)
+        with _without_cycle_collection() if offline else nullcontext():
+            return handler(args)
     except RankmonError as error:
         print(f"rankmon {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+
+
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """The offline commands build a dict per query and hold them to the end: the cyclic
+    collector would walk them again at every collection (15 % of a 100,000-query `rankmon
+    eval`), and they make no cycles worth collecting. Reference counting frees the rest."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import io
 import json
 import math
@@ -27,6 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor.cli import MODULE_OF, OFFLINE_COMMANDS, build_parser, main
+from monitor.commands import eval as eval_command
 
 QRELS = "q1 0 d1 2\nq1 0 d2 1\nq1 0 d3 0\nq2 0 d4 1\nq3 0 d5 0\n"
 RUN = "q1 Q0 d3 1 3.0 tagA\nq1 Q0 d1 2 2.0 tagA\nq1 Q0 d9 3 1.0 tagA\nq3 Q0 d5 1 1 tagA\n"
@@ -318,6 +320,26 @@ def test_eval_loads_neither_the_kafka_client_nor_the_service(files: tuple[str, s
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     )
     assert done.stdout.splitlines()[-1] == "0 []"
+
+
+def test_an_offline_command_runs_without_the_cycle_collector_and_gives_it_back(
+    files: tuple[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A large evaluation holds a dict per query: the cyclic collector would walk them again
+    # and again. Whoever calls main() in process gets the collector back, after an error too.
+    seen: list[bool] = []
+    real = eval_command.run_eval
+
+    def watched(args: argparse.Namespace) -> int:
+        seen.append(gc.isenabled())
+        return real(args)
+
+    monkeypatch.setattr(eval_command, "run_eval", watched)
+    assert main(["eval", "-m", "map", *files]) == 0
+    assert main(["eval", "-m", "no_such_measure", *files]) == 2
+    assert seen == [False, False]
+    assert gc.isenabled()
+    capsys.readouterr()
 
 
 def subcommands(parser: argparse.ArgumentParser) -> set[str]:
