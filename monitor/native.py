@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, NamedTuple, TypeVar
-
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from monitor.errors import ConfigError
+
+if TYPE_CHECKING:  # annotations only
+    import numpy.typing as npt
 
 try:
     from monitor import _speedups

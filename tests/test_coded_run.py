@@ -16,12 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor.errors import InputError
-from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import parse_trec_names
 from monitor.scoring.evalset import EvaluationSet
 from monitor.trec import runfile
-from monitor.trec.evaluate import evaluate_coded, evaluate_run, select_measures
+from monitor.trec.evaluate import evaluate_coded, evaluate_run
 from monitor.trec.runfile import ScorePrecision, load_coded_run, load_run
+from monitor.trec.selection import select_measures
 from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 from tests.test_run_order import run_texts
 
@@ -55,17 +54,20 @@ def both_paths(
             expected: object = f"error: {error}"
         else:
             expected = evaluate_run(EVALUATION_SET, run, selection, complete=complete)
+        index = EVALUATION_SET.judgment_index()
+        assert index is not None
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(runfile, "_CHUNK_BYTES", chunk)
-            coded = evaluate_coded(
-                EVALUATION_SET,
+            coded = load_coded_run(
                 path,
-                selection,
-                complete=complete,
+                index,
+                selection.lookup_depth,
                 score_precision=precision,
                 max_retrieved=depth,
             )
-    return expected, None if coded is None else coded[0]
+    if coded is None:
+        return expected, None
+    return expected, evaluate_coded(EVALUATION_SET, coded, selection, complete=complete)
 
 
 @st.composite
@@ -107,7 +109,7 @@ def test_a_run_is_coded_the_same_in_any_chunk_size_and_split_queries_are_read_wh
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     lines = [f"q{q} Q0 d{d} {d} {100 - d} tag" for q in (1, 2, 3) for d in range(40)]
-    index = BatchScorer(EVALUATION_SET, parse_trec_names(["map"])).judgment_index
+    index = EVALUATION_SET.judgment_index()
     assert index is not None
     path = tmp_path / "run.txt"
     path.write_text("\n".join(lines))
@@ -129,7 +131,17 @@ def test_a_run_is_coded_the_same_in_any_chunk_size_and_split_queries_are_read_wh
 def test_measures_that_need_the_documents_take_the_string_path(tmp_path: Path) -> None:
     path = tmp_path / "run.txt"
     path.write_text("q1 Q0 a 1 3 tag\n")
-    assert evaluate_coded(EVALUATION_SET, path, select_measures(["bpref"])) is None
-    assert evaluate_coded(EVALUATION_SET, path, select_measures(["map"])) is not None
+    index = EVALUATION_SET.judgment_index()
+    assert index is not None
+    coded = load_coded_run(path, index, None)
+    assert coded is not None
+    families = select_measures(["bpref", "map"])
+    assert not families.engine_only
+    with pytest.raises(ValueError, match="no documents"):
+        evaluate_coded(EVALUATION_SET, coded, families)
+    engine = select_measures(["map"])
+    assert engine.engine_only
+    # q1 ranks a (relevant) alone of its 3 relevant documents: AP = (1/1) / 3.
+    assert evaluate_coded(EVALUATION_SET, coded, engine).summary == {"map": 1 / 3}
     path.write_text("q1 Q0 \u00e9 1 3 tag\n")  # non-ASCII: the C reader leaves it to Python
-    assert evaluate_coded(EVALUATION_SET, path, select_measures(["map"])) is None
+    assert load_coded_run(path, index, None) is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from monitor.scoring.columns import gain_values
 from monitor.scoring.gain import EXP, LINEAR, Gain
 
 
@@ -25,7 +26,7 @@ def test_gain_map_overrides_named_grades_and_leaves_others_linear() -> None:
 def test_array_gains_equal_scalar_gains() -> None:
     grades = np.array([-3, -1, 0, 1, 2, 3, 5])
     for gain in (LINEAR, EXP, Gain.parse("1=2,3=0.25")):
-        assert gain.of_array(grades).tolist() == [gain.of(int(g)) for g in grades]
+        assert gain_values(gain, grades).tolist() == [gain.of(int(g)) for g in grades]
 
 
 def test_gain_names_parse_back_to_the_same_gain() -> None:

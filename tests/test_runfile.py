@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from monitor.errors import InputError
 from monitor.scoring.evalset import EvaluationSet
-from monitor.trec.evaluate import evaluate_run, select_measures
+from monitor.trec.evaluate import evaluate_run
 from monitor.trec.runfile import load_run, parse_run, trec_order
+from monitor.trec.selection import select_measures
 
 
 def run_text(*lines: str) -> bytes:

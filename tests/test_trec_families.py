@@ -18,8 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor.scoring.evalset import EvaluationSet
-from monitor.trec.evaluate import evaluate_run, select_measures
+from monitor.trec.evaluate import evaluate_run
 from monitor.trec.runfile import Run, trec_order
+from monitor.trec.selection import select_measures
 
 MEASURES = (
     "gm_map", "Rprec", "bpref", "infAP", "gm_bpref", "Rprec_mult", "utility", "binG", "G",

@@ -20,8 +20,8 @@ from monitor.scoring.evalset import load_evaluation_set
 from monitor.stats.corrections import CORRECTIONS
 from monitor.stats.paired import TESTS
 from monitor.trec.compare import GATES, RunComparison, compare_runs, missing_queries
-from monitor.trec.evaluate import select_measures
 from monitor.trec.runfile import load_run
+from monitor.trec.selection import select_measures
 
 __all__ = ["register"]
 

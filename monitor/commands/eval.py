@@ -14,10 +14,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from monitor.errors import MeasureError
-from monitor.scoring.evalset import load_evaluation_set
+from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.scoring.gain import Gain
-from monitor.trec.evaluate import ALL_RANKMON, evaluate_coded, evaluate_run, select_measures
-from monitor.trec.runfile import TREC_EVAL_MAX_RETRIEVED, load_run
+from monitor.trec.evaluate import evaluate_coded, evaluate_run
+from monitor.trec.runfile import TREC_EVAL_MAX_RETRIEVED, CodedRun, load_coded_run, load_run
+from monitor.trec.selection import MeasureSelection, select_measures
+from monitor.trec.table import ALL_RANKMON
 
 __all__ = ["register"]
 
@@ -172,19 +174,17 @@ def run_eval(args: argparse.Namespace) -> int:
     _check_rel_format(args.rel_format)
     evaluation_set = load_evaluation_set(args.qrels)
     coded = None
-    if not args.judged_only:
-        coded = evaluate_coded(
+    if not args.judged_only and selection.engine_only:
+        coded = _coded_run(args, evaluation_set, selection, max_retrieved)
+    if coded is not None:
+        _warn_when_nothing_is_scored(args.run, frozenset(coded.query_ids), evaluation_set.query_ids)
+        report = evaluate_coded(
             evaluation_set,
-            args.run,
+            coded,
             selection,
             complete=args.complete,
             relevance_level=relevance_level,
-            score_precision=args.score_precision,
-            max_retrieved=max_retrieved,
         )
-    if coded is not None:
-        report, run_queries = coded
-        _warn_when_nothing_is_scored(args.run, run_queries, evaluation_set.query_ids)
     else:
         run = load_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
         _warn_when_nothing_is_scored(args.run, run.query_ids, evaluation_set.query_ids)
@@ -203,6 +203,27 @@ def run_eval(args: argparse.Namespace) -> int:
         lines = report.trec_lines(per_query=args.per_query, summary=not args.no_summary)
         sys.stdout.write("".join(f"{line}\n" for line in lines))
     return 0
+
+
+def _coded_run(
+    args: argparse.Namespace,
+    evaluation_set: EvaluationSet,
+    selection: MeasureSelection,
+    max_retrieved: int,
+) -> CodedRun | None:
+    """The run read straight into grade codes against the evaluation set's judgment index,
+    or None where that path does not apply (no C accelerators, more than 255 grades, a file
+    the C reader leaves to Python)."""
+    index = evaluation_set.judgment_index()
+    if index is None:
+        return None
+    return load_coded_run(
+        args.run,
+        index,
+        selection.lookup_depth,
+        score_precision=args.score_precision,
+        max_retrieved=max_retrieved,
+    )
 
 
 def _check_rel_format(name: str) -> None:

@@ -19,9 +19,9 @@ from monitor.errors import MeasureError
 from monitor.explain.api import change_json
 from monitor.scoring.evalset import load_evaluation_set
 from monitor.scoring.gain import Gain
-from monitor.trec.evaluate import select_measures
 from monitor.trec.explain import explain_runs
 from monitor.trec.runfile import load_run
+from monitor.trec.selection import select_measures
 
 __all__ = ["register"]
 

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from monitor.scoring.catalog import KIND_TABLE, MeasureKey
+from monitor.scoring.catalog import MeasureKey, lookup_depth
 from monitor.scoring.columns import (
     CHUNK_ROWS,
     NO_GRADE,
@@ -60,7 +60,6 @@ Int64s = npt.NDArray[np.int64]
 CodeLookup = Callable[[str, int], int]
 ExtraJudgments = Sequence[Mapping[str, int | None] | None]
 
-_FULL_RANKING_KINDS: Final = frozenset(kind.name for kind in KIND_TABLE if kind.full_ranking)
 # One shared infinite iterator: `map` stops at the ranking's end, so every call can use it.
 _NO_CODES: Final = repeat(0)
 _MAX_INLINE_GRADE: Final = 65_535  # a larger inline grade takes the general path
@@ -93,7 +92,7 @@ class BatchScorer:
         self.idcg_zero: IdcgZero = idcg_zero
         self._specs = _ideal_specs(self.keys)
         self._gains = tuple(dict.fromkeys(k.gain for k in self.keys if k.gain is not None))
-        self._depth = _lookup_depth(self.keys)
+        self._depth = lookup_depth(self.keys)
         self._qids = evaluation_set.query_ids
         self._rows = evaluation_set.rows
         self._code_lookups: list[CodeLookup] = []
@@ -354,10 +353,3 @@ def _inline_table(code_grades: Sequence[int]) -> bytes:
 def _ideal_specs(keys: Sequence[MeasureKey]) -> tuple[IdealSpec, ...]:
     specs = [(k.gain, k.k) for k in keys if k.kind == "ndcg" and k.gain is not None]
     return tuple(dict.fromkeys(specs))
-
-
-def _lookup_depth(keys: Sequence[MeasureKey]) -> int | None:
-    """How many leading documents the keys look at; None: all of them."""
-    if any(k.k is None and k.kind in _FULL_RANKING_KINDS for k in keys):
-        return None
-    return max((k.k for k in keys if k.k is not None), default=0)

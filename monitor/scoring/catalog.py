@@ -42,6 +42,7 @@ __all__ = [
     "TREC_FAMILY_KINDS",
     "MeasureKey",
     "MeasureKind",
+    "lookup_depth",
     "monitor_keys",
     "parse_trec_names",
     "resolve_key",
@@ -281,6 +282,15 @@ def _cutoffs(name: str, params: str) -> list[int]:
     if any(k < 1 for k in cutoffs):
         raise MeasureError(f"trec_eval measure {name!r}: cutoffs must be >= 1")
     return cutoffs
+
+
+def lookup_depth(keys: Iterable[MeasureKey]) -> int | None:
+    """How many leading documents of a ranking the keys read (the grade lookups a ranking
+    needs); None: all of them (a `full_ranking` kind without cutoff)."""
+    keys = list(keys)
+    if any(k.k is None and KINDS[k.kind].full_ranking for k in keys):
+        return None
+    return max((k.k for k in keys if k.k is not None), default=0)
 
 
 def monitor_keys(cutoffs: Sequence[int], gains: Sequence[Gain | str]) -> list[MeasureKey]:

@@ -30,6 +30,7 @@ __all__ = [
     "QueryIdeals",
     "RankedCodes",
     "discounts",
+    "gain_values",
     "head_depth",
     "measure_matrix",
 ]
@@ -43,6 +44,17 @@ NO_GRADE: Final = -(2**62)  # the grade of "not in the evaluation set" (and of p
 IdealSpec = tuple[Gain, int | None]  # (gain, cutoff or None: whole list) of one IDCG column
 
 CHUNK_ROWS: Final = 2048  # bounds temporary matrices when a large run is scored
+
+
+def gain_values(gain: Gain, grades: npt.ArrayLike) -> Floats:
+    """`gain.of` of each grade of an integer array (negative grades gain 0)."""
+    values = np.asarray(grades, dtype=np.int64)
+    gains: Floats = np.maximum(values, 0).astype(np.float64)
+    if gain.name == "exp":
+        gains = np.exp2(gains) - 1.0
+    for grade, value in gain.table:
+        gains[values == grade] = value
+    return gains
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,7 @@ class CodeTables:
         """Tables for the code -> grade array `grades` (NO_GRADE: not in the evaluation set)."""
         return cls(
             grades=grades,
-            gains={gain: gain.of_array(grades) for gain in gains},
+            gains={gain: gain_values(gain, grades) for gain in gains},
             # max(.., 0): a negative grade is never relevant (docs/metric-conventions.md V1).
             relevant=grades >= max(relevance_level, 0),
             judged=grades != NO_GRADE,
@@ -175,7 +187,7 @@ def _ideal_dcg_columns(grades: Int64s, specs: Sequence[IdealSpec]) -> Floats:
     if width == 0:
         return out
     for gain in dict.fromkeys(gain for gain, _ in specs):
-        ideal = -np.sort(-gain.of_array(grades), axis=1)
+        ideal = -np.sort(-gain_values(gain, grades), axis=1)
         cumulative = np.cumsum(ideal / discounts(width), axis=1)
         for column, (spec_gain, k) in enumerate(specs):
             if spec_gain == gain:

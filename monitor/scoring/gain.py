@@ -9,17 +9,16 @@ Three kinds (docs/metric-conventions.md section 4):
   the map does not name gains its linear value, as in trec_eval's `gain_init.c`.
 
 A negative grade (judged, but "unjudged" by trec_eval's convention) and a document that is not
-in the evaluation set (`None`) always gain 0, whatever the kind.
+in the evaluation set (`None`) always gain 0, whatever the kind. The batch engine's array form
+is `monitor.scoring.columns.gain_values`.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
-
-import numpy as np
-import numpy.typing as npt
 
 __all__ = ["EXP", "LINEAR", "Gain"]
 
@@ -39,7 +38,7 @@ class Gain:
                 raise ValueError(f"gain {self.name!r} takes no table")
             return
         for grade, gain in self.table:
-            if grade < 0 or not np.isfinite(gain) or gain < 0:
+            if grade < 0 or not math.isfinite(gain) or gain < 0:
                 raise ValueError(
                     f"gain map entry {grade}={gain}: grades and gains must be >= 0 and finite"
                 )
@@ -76,16 +75,6 @@ class Gain:
         if self.name == "exp":
             return float(2.0**grade - 1.0)
         return dict(self.table).get(grade, float(grade))
-
-    def of_array(self, grades: npt.ArrayLike) -> npt.NDArray[np.float64]:
-        """The gain of each grade in an integer array (negative grades gain 0)."""
-        values = np.asarray(grades, dtype=np.int64)
-        gains: npt.NDArray[np.float64] = np.maximum(values, 0).astype(np.float64)
-        if self.name == "exp":
-            gains = np.exp2(gains) - 1.0
-        for grade, gain in self.table:
-            gains[values == grade] = gain
-        return gains
 
 
 def _map_name(table: tuple[tuple[int, float], ...]) -> str:

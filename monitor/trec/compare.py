@@ -27,8 +27,9 @@ from monitor.errors import MeasureError
 from monitor.scoring.evalset import EvaluationSet
 from monitor.stats.corrections import adjust_p_values
 from monitor.stats.paired import PairedResult, paired_comparison
-from monitor.trec.evaluate import MeasureSelection, evaluate_run
+from monitor.trec.evaluate import evaluate_run
 from monitor.trec.runfile import Run
+from monitor.trec.selection import MeasureSelection
 
 __all__ = ["GATES", "RunComparison", "compare_runs", "missing_queries"]
 

@@ -19,117 +19,29 @@ trec_eval conformance tests vouch for the numbers the monitor exports; the other
 `monitor.trec.families`. Queries are reported in `strcmp` order of their ids, as trec_eval sorts
 them; measures in trec_eval's table order (`monitor.trec.table`), whatever order `-m` named them.
 
-When the batch engine computes every value asked for, `evaluate_coded` reads the run file
-straight into grade codes (`monitor.trec.runfile.load_coded_run`) instead: the same report,
-with no Python string per retrieved document.
+When the batch engine computes every value asked for, `evaluate_coded` scores a run read
+straight into grade codes (`monitor.trec.runfile.load_coded_run`, against the evaluation set's
+judgment index) instead: the same report, with no Python string per retrieved document.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from itertools import compress
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from monitor.errors import MeasureError
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import TREC_FAMILY_KINDS, MeasureKey
 from monitor.scoring.evalset import EvaluationSet
-from monitor.scoring.gain import LINEAR, Gain
 from monitor.trec.families import Settings, compute, reset_missing
 from monitor.trec.ranked import RankedRelevance
-from monitor.trec.report import NUM_Q, RUN_ID, Column, EvaluationReport, Value, summarize
-from monitor.trec.runfile import Run, ScorePrecision, load_coded_run
-from monitor.trec.table import ALL_RANKMON, Requested, request_measures
+from monitor.trec.report import NUM_Q, EvaluationReport, Value, summarize
+from monitor.trec.runfile import CodedRun, Run
+from monitor.trec.selection import MeasureSelection
 
-__all__ = [
-    "ALL_RANKMON",
-    "MeasureSelection",
-    "evaluate_coded",
-    "evaluate_run",
-    "select_measures",
-]
-
-
-@dataclass(frozen=True)
-class MeasureSelection:
-    """What `-m` asked for, in print order, and which engine computes each value.
-
-    `keys[name]` is the monitor's measure key of a value the batch engine computes; the
-    other values' measures are in `requested` too.
-    """
-
-    requested: tuple[Requested, ...]
-    keys: dict[str, MeasureKey]
-    gain: Gain = LINEAR
-
-    @property
-    def run_id(self) -> bool:
-        return any(r.name == RUN_ID for r in self.requested)
-
-    @property
-    def num_q(self) -> bool:
-        return any(r.name == NUM_Q for r in self.requested)
-
-    @property
-    def columns(self) -> tuple[Column, ...]:
-        """Every value to print but runid and num_q, in print order."""
-        return tuple(
-            Column(name, r.measure.summary, r.measure.per_query, r.measure.count)
-            for r in self.requested
-            if r.measure.engine != "meta"
-            for name in r.value_names
-        )
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """trec_eval's names of the values (`ndcg_cut_10`, `P_5`, `gm_map`, ...)."""
-        return tuple(column.name for column in self.columns)
-
-    @property
-    def engine_only(self) -> bool:
-        """True when the batch engine computes every value (no per-document family)."""
-        return bool(self.keys) and not _family_requests(self)
-
-    def not_averaged(self) -> list[str]:
-        """The values that are no per-query mean (counts, geometric means, relstring): they
-        cannot be compared or explained query by query."""
-        return [c.name for c in self.columns if c.count or c.summary != "mean" or not c.per_query]
-
-
-def select_measures(names: Sequence[str], gain: Gain = LINEAR) -> MeasureSelection:
-    """Parse trec_eval `-m` names (and the groups); unknown ones raise MeasureError.
-
-    `gain` applies to `ndcg` and `ndcg_cut` (trec_eval's own gain is the grade itself).
-    """
-    requested = request_measures(names)
-    keys: dict[str, MeasureKey] = {}
-    for r in requested:
-        if r.measure.engine != "monitor" and not _monitor_ndcg(r):
-            if r.name == "ndcg" and gain != LINEAR:
-                raise MeasureError(
-                    f"-m ndcg.{r.params.text} sets the gains itself: it cannot be combined "
-                    f"with --gain {gain}"
-                )
-            continue
-        keys.update(zip(r.value_names, _monitor_keys(r, gain), strict=True))
-    return MeasureSelection(requested, keys, gain)
-
-
-def _monitor_ndcg(requested: Requested) -> bool:
-    # `ndcg` without gain parameters is the monitor's nDCG; with them, a trec_eval family.
-    return requested.name == "ndcg" and requested.params.text is None
-
-
-def _monitor_keys(requested: Requested, gain: Gain) -> list[MeasureKey]:
-    kind = TREC_FAMILY_KINDS[requested.name]
-    gain_of_kind = gain if kind == "ndcg" else None
-    if requested.measure.params == "cutoffs":
-        return [MeasureKey(kind, int(k), gain_of_kind) for k in requested.params.numbers]
-    return [MeasureKey(kind, None, gain_of_kind)]
+__all__ = ["evaluate_coded", "evaluate_run"]
 
 
 def evaluate_run(
@@ -172,34 +84,24 @@ def evaluate_run(
 
 def evaluate_coded(
     evaluation_set: EvaluationSet,
-    path: str | Path,
+    run: CodedRun,
     selection: MeasureSelection,
     *,
     complete: bool = False,
     relevance_level: int = 1,
-    score_precision: ScorePrecision = "float64",
-    max_retrieved: int | None = None,
-) -> tuple[EvaluationReport, frozenset[str]] | None:
-    """`evaluate_run` on a run file read straight into grade codes (`load_coded_run`), and the
-    run's query ids; None when that path does not apply (a measure needs the documents
-    themselves, no C accelerators, a file the C reader leaves to Python). Same report."""
+) -> EvaluationReport:
+    """`evaluate_run` on a run read straight into grade codes against the evaluation set's
+    judgment index (`load_coded_run`), when the batch engine computes every value asked for
+    (`selection.engine_only`); the run's codes must reach `selection.lookup_depth`. Same
+    report."""
     if relevance_level < 0:
         raise MeasureError(f"relevance level must be >= 0, got {relevance_level}")
     if not selection.engine_only:
-        return None
+        raise ValueError("a coded run has no documents for the trec_eval families to read")
     keys = list(selection.keys.values())
     scorer = BatchScorer(evaluation_set, keys, relevance_level=relevance_level)
     if scorer.judgment_index is None:
-        return None
-    run = load_coded_run(
-        path,
-        scorer.judgment_index,
-        scorer.lookup_depth,
-        score_precision=score_precision,
-        max_retrieved=max_retrieved,
-    )
-    if run is None:
-        return None
+        raise ValueError("coded runs need the evaluation set's judgment index")
     rows = np.asarray(run.rows, dtype=np.int64)
     known = rows >= 0
     scored = scorer.score_coded(
@@ -214,7 +116,7 @@ def evaluate_coded(
         scored = np.concatenate([scored, empty])
     matrix = scored[[at[qid] for qid in queries]]
     values = _engine_columns(selection, matrix)
-    return _report(queries, values, selection, run.tag), frozenset(run.query_ids)
+    return _report(queries, values, selection, run.tag)
 
 
 def _report(
@@ -282,7 +184,7 @@ def _trec_values(
     judged_only: bool,
     num_docs: int,
 ) -> dict[str, list[Value]]:
-    wanted = _family_requests(selection)
+    wanted = selection.family_requests
     if not wanted:
         return {}
     ranked = RankedRelevance.of(
@@ -301,12 +203,3 @@ def _trec_values(
             shown: list[Value] = [int(v) for v in column] if requested.measure.count else [*column]
             out[name] = shown
     return out
-
-
-def _family_requests(selection: MeasureSelection) -> list[Requested]:
-    """The requested measures `monitor.trec.families` computes (not the batch engine)."""
-    return [
-        r
-        for r in selection.requested
-        if r.measure.engine == "trec" and not set(r.value_names) <= set(selection.keys)
-    ]

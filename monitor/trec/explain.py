@@ -14,8 +14,9 @@ from monitor.explain.change import Change, explain_change
 from monitor.explain.rankings import RankingChange, ranking_change
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import Gain
-from monitor.trec.evaluate import MeasureSelection, evaluate_run
+from monitor.trec.evaluate import evaluate_run
 from monitor.trec.runfile import Run
+from monitor.trec.selection import MeasureSelection
 
 __all__ = ["RunExplanation", "explain_runs"]
 
