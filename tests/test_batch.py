@@ -235,3 +235,18 @@ def test_empty_batch_gives_an_empty_matrix_and_mismatched_lengths_are_rejected()
         scorer.score(["q"], [])
     with pytest.raises(ValueError, match="differ in length"):
         scorer.score(["q"], [["a"]], [])
+
+
+@pytest.mark.parametrize("speedups", [True, False])
+def test_deep_ranks_are_discounted_by_the_c_library_log2_as_trec_eval_does(
+    speedups: bool,
+) -> None:
+    # numpy's log2 of 1621 is one bit off the C library's, which trec_eval divides by.
+    ranking = [f"u{r}" for r in range(1, 1620)] + ["relevant"] + [f"v{r}" for r in range(400)]
+    evaluation_set = EvaluationSet.from_judgments({"q": {"relevant": 1}})
+    keys = [MeasureKey("dcg", 2000, LINEAR), MeasureKey("ndcg", 2000, LINEAR)]
+    scorer = BatchScorer(evaluation_set, keys, speedups=speedups)
+    dcg, ndcg = scorer.score(["q"], [ranking])[0].tolist()
+    assert math.log2(1621) != float(np.log2(1621.0))
+    assert dcg == 1 / math.log2(1621)
+    assert ndcg == (1 / math.log2(1621)) / 1.0

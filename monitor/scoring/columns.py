@@ -10,6 +10,7 @@ per-ranking functions are the reference these columns are tested against.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -121,9 +122,22 @@ class RankedCodes:
         return cls(_pad(codes, lengths, width, np.intp), lengths), table
 
 
+_DISCOUNTS: list[Floats] = [np.zeros(0)]  # one table, grown on demand
+
+
 def discounts(width: int) -> Floats:
-    """log2(rank + 1) for ranks 1..width; DCG divides by it, as trec_eval does."""
-    return np.log2(np.arange(2, width + 2, dtype=np.float64))
+    """log2(rank + 1) for ranks 1..width (read-only); DCG divides by it, as trec_eval does.
+
+    From the C library's log2, as trec_eval computes it: numpy's own log2 differs from it in
+    the last bit at some ranks (the first is 1621), which the C kernel, the numpy columns, the
+    reference measures and `monitor.trec.families` would then not share."""
+    table = _DISCOUNTS[0]
+    if len(table) < width:
+        size = max(width, 2 * len(table), 1024)
+        table = np.array([math.log2(rank + 1) for rank in range(1, size + 1)], dtype=np.float64)
+        table.setflags(write=False)
+        _DISCOUNTS[0] = table
+    return table[:width]
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from monitor.scoring.columns import discounts
 from monitor.trec.ranked import NONPOOL, UNJUDGED, RankedRelevance
 from monitor.trec.table import MIN_GEO_MEAN, Params, Requested, is_integer_name
 
@@ -461,16 +462,6 @@ def _per_query(
     return _column(np.array(values, dtype=np.float64))
 
 
-_DISCOUNTS: list[Floats] = [np.zeros(0)]
-
-
-def _discounts(size: int) -> Floats:
-    """log2(rank + 1) for ranks 1..size, from the C library (grown on demand)."""
-    if len(_DISCOUNTS[0]) < size:
-        _DISCOUNTS[0] = _log2_table(2 * size + 2)[2:]
-    return _DISCOUNTS[0][:size]
-
-
 def _running(terms: Floats) -> Floats:
     running: Floats = np.cumsum(terms) if len(terms) else np.zeros(0)
     return running
@@ -490,11 +481,11 @@ def _c_divide(numerator: float, denominator: float) -> float:
 
 
 def _dcg_value(gains: Floats, _: _Gains, __: int) -> float:
-    return _total(gains / _discounts(len(gains)))
+    return _total(gains / discounts(len(gains)))
 
 
 def _ideal_dcg_value(_: Floats, gains: _Gains, __: int) -> float:
-    return _total(gains.ideal / _discounts(len(gains.ideal)))
+    return _total(gains.ideal / discounts(len(gains.ideal)))
 
 
 def _ndcg_value(results: Floats, gains: _Gains, _: int) -> float:
@@ -523,8 +514,8 @@ def _g_value(results: Floats, gains: _Gains, _: int) -> float:
 def _ndcg_rel_value(results: Floats, gains: _Gains, _: int) -> float:
     # The mean over relevant documents of nDCG at their rank; the relevant documents not
     # retrieved count with the nDCG of the whole ranking.
-    dcg = _running(results / _discounts(len(results)))
-    ideal = _running(gains.ideal / _discounts(len(gains.ideal)))
+    dcg = _running(results / discounts(len(results)))
+    ideal = _running(gains.ideal / discounts(len(gains.ideal)))
     total = 0.0
     for rank in np.nonzero(results > 0)[0].tolist():
         total += _c_divide(dcg[rank], ideal[min(rank, len(ideal) - 1)] if len(ideal) else 0.0)
@@ -540,9 +531,9 @@ def _rndcg_value(results: Floats, gains: _Gains, num_rel: int) -> float:
     # and at the end of the ranking when it runs on past the ideal one.
     if num_rel == 0:
         return 0.0
-    dcg = _running(results / _discounts(len(results)))
+    dcg = _running(results / discounts(len(results)))
     ideal_gains = gains.ideal
-    ideal = _running(ideal_gains / _discounts(len(ideal_gains)))
+    ideal = _running(ideal_gains / discounts(len(ideal_gains)))
     n, retrieved = len(ideal_gains), len(results)
     total, taken = 0.0, 0
     for boundary in range(1, n + 1):
