@@ -8,6 +8,7 @@ chunks of any size, with or without `-c`, `-M` and C-float scores.
 
 from __future__ import annotations
 
+import errno
 import tempfile
 from pathlib import Path
 
@@ -145,3 +146,17 @@ def test_measures_that_need_the_documents_take_the_string_path(tmp_path: Path) -
     assert evaluate_coded(EVALUATION_SET, coded, engine).summary == {"map": 1 / 3}
     path.write_text("q1 Q0 \u00e9 1 3 tag\n")  # non-ASCII: the C reader leaves it to Python
     assert load_coded_run(path, index, None) is None
+
+
+def test_a_failed_read_is_an_os_error_and_an_unreadable_run_names_the_file(
+    tmp_path: Path,
+) -> None:
+    index = EVALUATION_SET.judgment_index()
+    assert index is not None
+    path = tmp_path / "run.txt"
+    path.write_text("q1 Q0 a 1 3 tag\n")
+    with path.open("wb") as write_only, pytest.raises(OSError) as failed:
+        index.run_coder(False, -1, -1).read(write_only.fileno(), 4096)
+    assert failed.value.errno == errno.EBADF
+    with pytest.raises(InputError, match="run"):
+        load_coded_run(tmp_path, index, None)  # a folder: open() fails, the file is named

@@ -816,6 +816,30 @@ static PyObject *coder_feed(RunCoder *self, PyObject *arg) {
     return PyBool_FromLong(status == 0);
 }
 
+static PyObject *coder_read(RunCoder *self, PyObject *args) {
+    int fd;
+    Py_ssize_t chunk;
+    if (!PyArg_ParseTuple(args, "in:read", &fd, &chunk)) {
+        return NULL;
+    }
+    if (self->coder == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the run coder is finished");
+        return NULL;
+    }
+    if (chunk < 1) {
+        PyErr_Format(PyExc_ValueError, "chunk must be >= 1, got %zd", chunk);
+        return NULL;
+    }
+    int status;
+    Py_BEGIN_ALLOW_THREADS;
+    status = tr_coder_read(self->coder, fd, (size_t)chunk);
+    Py_END_ALLOW_THREADS;
+    if (status < 0) {
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyBool_FromLong(status == 0);
+}
+
 static PyObject *coder_finish(RunCoder *self, PyObject *unused) {
     (void)unused;
     if (self->coder == NULL) {
@@ -846,6 +870,9 @@ static PyMethodDef coder_methods[] = {
     {"feed", (PyCFunction)coder_feed, METH_O,
      "feed(chunk) -> bool: read the next bytes of the run; False once the coder has given up "
      "(a query in two blocks, or a line it leaves to the Python path)."},
+    {"read", (PyCFunction)coder_read, METH_VARARGS,
+     "read(fd, chunk) -> bool: feed() the rest of the open file `fd`, read `chunk` bytes at a "
+     "time straight into the coder's buffer; OSError when a read fails."},
     {"finish", (PyCFunction)coder_finish, METH_NOARGS,
      "finish() -> (tag, qids, rows, codes, lengths) or None: as JudgmentIndex.code_run."},
     {NULL, NULL, 0, NULL},

@@ -5,9 +5,16 @@
 #include "../scoring/id_table.h"
 #include "../scoring/judgments.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <io.h>
+#define read _read
+#else
+#include <unistd.h>
+#endif
 
 typedef struct {
     const char *doc;
@@ -675,6 +682,33 @@ int tr_coder_feed(tr_coder *c, const char *data, size_t size) {
     coder_compact(c);
     c->status = bytes_add(&c->text, data, size);
     if (c->status == TR_OK) {
+        c->status = coder_read(c, 0);
+    }
+    return c->status;
+}
+
+int tr_coder_read(tr_coder *c, int fd, size_t chunk) {
+    if (chunk == 0 || chunk > INT32_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+    while (c->status == TR_OK) {
+        coder_compact(c);
+        if (bytes_reserve(&c->text, chunk) != TR_OK) {
+            c->status = TR_NO_MEMORY;
+            break;
+        }
+        long long got;
+        do {
+            got = (long long)read(fd, c->text.data + c->text.size, (unsigned int)chunk);
+        } while (got < 0 && errno == EINTR);
+        if (got < 0) {
+            return -1;
+        }
+        if (got == 0) { /* the end of the file */
+            break;
+        }
+        c->text.size += (size_t)got;
         c->status = coder_read(c, 0);
     }
     return c->status;

@@ -114,14 +114,9 @@ def load_coded_run(
     cut = -1 if max_retrieved is None else max_retrieved
     lookup = -1 if depth is None else depth
     coder = index.run_coder(float32, cut, lookup)
-    # One buffer, read into again and again: a fresh 4 MB object per read would fault in new
-    # pages every time.
-    chunk = bytearray(_CHUNK_BYTES)
-    view = memoryview(chunk)
     try:
         with Path(path).open("rb", buffering=0) as file:
-            while (size := file.readinto(chunk)) and coder.feed(view[:size]):
-                pass
+            coder.read(file.fileno(), _CHUNK_BYTES)  # into the coder's own buffer, in C
         coded = coder.finish()
         if coded is None and coder.split:  # a query in two blocks: the file read whole
             coded = index.code_run(Path(path).read_bytes(), float32, cut, lookup)

@@ -12,6 +12,7 @@ import importlib.machinery
 import importlib.util
 import random
 import sys
+import tempfile
 
 import numpy as np
 import orjson
@@ -202,6 +203,13 @@ def main() -> None:
                 break
         streamed = coder.finish()
         assert whole is None or streamed is None or len(streamed[3]) == len(whole[3])
+        # The same file read by the coder itself, `step` bytes a read.
+        with tempfile.TemporaryFile() as file:
+            file.write(run)
+            file.seek(0)
+            reader = index.run_coder(False, cut, lookup)
+            reader.read(file.fileno(), step)
+            assert reader.finish() == streamed
         # Qrels files, damaged, read straight into an index; its dicts and ideal codes.
         qrels = b"".join(
             b"q%d 0 d%d %d\n" % (rng.randrange(30), rng.randrange(40), rng.randrange(-2, 300))
