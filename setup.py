@@ -28,7 +28,9 @@ setup(
                 "monitor/scoring/qrels_scan.h",
                 "monitor/trec/run_order.h",
             ],
-            extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra"],
+            extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wextra", "-pthread"],
+            # The run coder reads a large run in two parts at once (monitor/trec/run_order.c).
+            extra_link_args=["-pthread"],
             # Without a C compiler rankmon installs anyway and takes the pure-Python path.
             optional=True,
         )

@@ -3,12 +3,14 @@
 
 Every generated run (the C parser's test cases: ties, blank lines, odd tokens, short lines, a
 document twice, non-ASCII docnos; and queries split over several blocks of lines), read in
-chunks of any size, with or without `-c`, `-M` and C-float scores.
+chunks of any size, by one thread or in two parts at once, with or without `-c`, `-M` and
+C-float scores.
 """
 
 from __future__ import annotations
 
 import errno
+import itertools
 import tempfile
 from pathlib import Path
 
@@ -44,6 +46,7 @@ def both_paths(
     complete: bool,
     depth: int | None,
     precision: ScorePrecision,
+    parts: int = 1,
 ) -> tuple[object, object]:
     selection = select_measures(ENGINE_MEASURES)
     with tempfile.TemporaryDirectory() as folder:
@@ -59,6 +62,7 @@ def both_paths(
         assert index is not None
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(runfile, "_CHUNK_BYTES", chunk)
+            patch.setattr(runfile, "_PARTS", parts)
             coded = load_coded_run(
                 path,
                 index,
@@ -83,19 +87,22 @@ def block_texts(draw: st.DrawFn) -> str:
 @settings(max_examples=120, deadline=None)
 @given(
     text=block_texts(),
-    chunk=st.sampled_from([1, 2, 7, 64, 1 << 22]),
+    reading=st.tuples(st.sampled_from([1, 2, 7, 64, 1 << 22]), st.sampled_from([1, 2])),
     complete=st.booleans(),
     depth=st.sampled_from([None, 0, 1, 3]),
     precision=st.sampled_from(["float64", "float32"]),
 )
 def test_the_coded_path_gives_the_same_report_or_leaves_the_file_to_python(
     text: str,
-    chunk: int,
+    reading: tuple[int, int],
     complete: bool,
     depth: int | None,
     precision: ScorePrecision,
 ) -> None:
-    expected, coded = both_paths(text, chunk, complete=complete, depth=depth, precision=precision)
+    chunk, parts = reading  # bytes a read; threads reading the file
+    expected, coded = both_paths(
+        text, chunk, complete=complete, depth=depth, precision=precision, parts=parts
+    )
     if isinstance(expected, str):  # an error on the Python path: the coded path gives up
         assert coded is None, expected
     elif coded is not None:
@@ -115,18 +122,22 @@ def test_a_run_is_coded_the_same_in_any_chunk_size_and_split_queries_are_read_wh
     path = tmp_path / "run.txt"
     path.write_text("\n".join(lines))
     whole = load_coded_run(path, index, None)
-    for chunk in (1, 5, 33, 1 << 22):
+    for chunk, parts in itertools.product((1, 5, 33, 1 << 22), (1, 2)):
         monkeypatch.setattr(runfile, "_CHUNK_BYTES", chunk)
+        monkeypatch.setattr(runfile, "_PARTS", parts)
         assert load_coded_run(path, index, None) == whole
     assert whole is not None
     assert whole.query_ids == ["q1", "q2", "q3"]
     assert whole.lengths == [40, 40, 40]
-    # q2's lines in two blocks: the streaming reader gives up, the whole-file reader decides.
+    # q2's lines in two blocks, one in each part when two threads read the file: the
+    # streaming reader gives up, the whole-file reader decides.
     path.write_text("\n".join([*lines[40:60], *lines[:40], *lines[60:]]))
     monkeypatch.setattr(runfile, "_CHUNK_BYTES", 16)
-    split = load_coded_run(path, index, None)
-    assert split is not None
-    assert (split.query_ids, split.lengths) == (["q2", "q1", "q3"], [40, 40, 40])
+    for parts in (1, 2):
+        monkeypatch.setattr(runfile, "_PARTS", parts)
+        split = load_coded_run(path, index, None)
+        assert split is not None
+        assert (split.query_ids, split.lengths) == (["q2", "q1", "q3"], [40, 40, 40])
 
 
 def test_measures_that_need_the_documents_take_the_string_path(tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ def test_the_c_module_survives_damaged_events_under_sanitizers(tmp_path: Path) -
         "-fsanitize=address,undefined",
         "-fno-sanitize-recover=all",
         "-fno-omit-frame-pointer",
+        "-pthread",
         f"-I{sysconfig.get_paths()['include']}",
         "-o",
         str(module),

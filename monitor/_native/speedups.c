@@ -817,9 +817,9 @@ static PyObject *coder_feed(RunCoder *self, PyObject *arg) {
 }
 
 static PyObject *coder_read(RunCoder *self, PyObject *args) {
-    int fd;
+    int fd, parts = 1;
     Py_ssize_t chunk;
-    if (!PyArg_ParseTuple(args, "in:read", &fd, &chunk)) {
+    if (!PyArg_ParseTuple(args, "in|i:read", &fd, &chunk, &parts)) {
         return NULL;
     }
     if (self->coder == NULL) {
@@ -832,7 +832,7 @@ static PyObject *coder_read(RunCoder *self, PyObject *args) {
     }
     int status;
     Py_BEGIN_ALLOW_THREADS;
-    status = tr_coder_read(self->coder, fd, (size_t)chunk);
+    status = tr_coder_read(self->coder, fd, (size_t)chunk, parts);
     Py_END_ALLOW_THREADS;
     if (status < 0) {
         return PyErr_SetFromErrno(PyExc_OSError);
@@ -871,8 +871,10 @@ static PyMethodDef coder_methods[] = {
      "feed(chunk) -> bool: read the next bytes of the run; False once the coder has given up "
      "(a query in two blocks, or a line it leaves to the Python path)."},
     {"read", (PyCFunction)coder_read, METH_VARARGS,
-     "read(fd, chunk) -> bool: feed() the rest of the open file `fd`, read `chunk` bytes at a "
-     "time straight into the coder's buffer; OSError when a read fails."},
+     "read(fd, chunk, parts=1) -> bool: feed() the rest of the open file `fd`, read `chunk` "
+     "bytes at a time straight into the coder's buffer; with parts=2 a regular file of at least "
+     "2 chunks, read from its start, is read in two parts at once (two threads): the same "
+     "result. OSError when a read fails."},
     {"finish", (PyCFunction)coder_finish, METH_NOARGS,
      "finish() -> (tag, qids, rows, codes, lengths) or None: as JudgmentIndex.code_run."},
     {NULL, NULL, 0, NULL},

@@ -12,8 +12,13 @@
 #ifdef _WIN32
 #include <io.h>
 #define read _read
+#define TR_PARTS 0
 #else
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
+#define TR_PARTS 1 /* a large file read in two parts at once (pread, two threads) */
 #endif
 
 typedef struct {
@@ -687,20 +692,31 @@ int tr_coder_feed(tr_coder *c, const char *data, size_t size) {
     return c->status;
 }
 
-int tr_coder_read(tr_coder *c, int fd, size_t chunk) {
-    if (chunk == 0 || chunk > INT32_MAX) {
-        errno = EINVAL;
-        return -1;
-    }
-    while (c->status == TR_OK) {
+/* [at, end) of file `fd` (end < 0: up to its end) read into the coder `chunk` bytes at a time:
+   with pread at offsets when `positioned` (two coders then share the file), else with read
+   from where the file is. The coder's status, or -1 with errno set when a read fails. */
+static int coder_read_range(tr_coder *c, int fd, long long at, long long end, size_t chunk,
+                            int positioned) {
+    while (c->status == TR_OK && (end < 0 || at < end)) {
         coder_compact(c);
-        if (bytes_reserve(&c->text, chunk) != TR_OK) {
+        size_t want = chunk;
+        if (end >= 0 && (unsigned long long)(end - at) < want) {
+            want = (size_t)(end - at);
+        }
+        if (bytes_reserve(&c->text, want) != TR_OK) {
             c->status = TR_NO_MEMORY;
             break;
         }
+        char *into = c->text.data + c->text.size;
         long long got;
         do {
-            got = (long long)read(fd, c->text.data + c->text.size, (unsigned int)chunk);
+#if TR_PARTS
+            got = positioned ? (long long)pread(fd, into, want, (off_t)at)
+                             : (long long)read(fd, into, want);
+#else
+            (void)positioned;
+            got = (long long)read(fd, into, (unsigned int)want);
+#endif
         } while (got < 0 && errno == EINTR);
         if (got < 0) {
             return -1;
@@ -708,10 +724,151 @@ int tr_coder_read(tr_coder *c, int fd, size_t chunk) {
         if (got == 0) { /* the end of the file */
             break;
         }
+        at += got;
         c->text.size += (size_t)got;
         c->status = coder_read(c, 0);
     }
     return c->status;
+}
+
+/* The end of the coder's part of the file: its last line read, its last query coded. */
+static int coder_close(tr_coder *c) {
+    if (c->status == TR_OK) {
+        c->status = coder_read(c, 1);
+    }
+    if (c->status == TR_OK) {
+        c->status = code_group(c);
+        c->current = -1;
+    }
+    return c->status;
+}
+
+#if TR_PARTS
+/* Where the file's second part starts: the first line after `mid` whose query is not the one
+   of the first whole line after `mid`, so that no query's block is cut in two. -1 when none is
+   found in the next 256 KiB (one coder then reads the whole file). */
+static long long part_start(int fd, long long mid) {
+    enum { WINDOW = 1 << 18 };
+    char *window = malloc(WINDOW);
+    long long found = -1, got;
+    if (window == NULL) {
+        return -1;
+    }
+    do {
+        got = (long long)pread(fd, window, WINDOW, (off_t)mid);
+    } while (got < 0 && errno == EINTR);
+    const char *end = window + (got > 0 ? got : 0);
+    const char *p = got > 0 ? memchr(window, '\n', (size_t)got) : NULL;
+    const char *qid = NULL;
+    size_t qid_len = 0;
+    while (p != NULL && ++p < end) {
+        const char *field[6], *line_end;
+        size_t field_len[6];
+        double score;
+        int blank;
+        int status = read_line(p, end, field, field_len, &score, &blank, &line_end);
+        if (line_end == end || status != TR_OK) {
+            break; /* past the window, or a line the coders will decide on */
+        }
+        if (!blank && qid == NULL) {
+            qid = field[0];
+            qid_len = field_len[0];
+        } else if (!blank && (field_len[0] != qid_len || memcmp(field[0], qid, qid_len) != 0)) {
+            found = mid + (long long)(p - window);
+            break;
+        }
+        p = line_end;
+    }
+    free(window);
+    return found;
+}
+
+typedef struct {
+    tr_coder *coder;
+    int fd;
+    long long at, end;
+    size_t chunk;
+    int status, error;
+} tr_part;
+
+static void *read_part(void *arg) {
+    tr_part *part = arg;
+    part->status = coder_read_range(part->coder, part->fd, part->at, part->end, part->chunk, 1);
+    part->error = errno;
+    if (part->status == TR_OK) {
+        part->status = coder_close(part->coder);
+    }
+    return NULL;
+}
+
+/* The second part's queries and codes after the first's; TR_SPLIT when a query is in both. */
+static int coder_merge(tr_coder *c, const tr_coder *next) {
+    if (c->status != TR_OK || next->status != TR_OK) {
+        return c->status != TR_OK ? c->status : (c->status = next->status);
+    }
+    for (uint32_t q = 0; q < next->queries.count; q++) {
+        int is_new = 0;
+        if (coder_query(c, next->queries.names[q], next->queries.lengths[q], &is_new) < 0) {
+            return c->status = TR_NO_MEMORY;
+        }
+        if (!is_new) {
+            return c->status = TR_SPLIT;
+        }
+    }
+    if (bytes_add(&c->rows, next->rows.data, next->rows.size) != TR_OK ||
+        bytes_add(&c->lengths, next->lengths.data, next->lengths.size) != TR_OK ||
+        bytes_add(&c->codes, next->codes.data, next->codes.size) != TR_OK ||
+        (!c->has_tag && next->has_tag && bytes_add(&c->tag, next->tag.data, next->tag.size))) {
+        return c->status = TR_NO_MEMORY;
+    }
+    c->has_tag = c->has_tag || next->has_tag;
+    return TR_OK;
+}
+
+/* The file in two parts, the first read by a new thread while this one reads the second. */
+static int coder_read_parts(tr_coder *c, int fd, long long size, size_t chunk) {
+    long long start = part_start(fd, size / 2);
+    tr_coder *next = start < 0 ? NULL
+                               : tr_coder_new(c->float32, c->max_retrieved, c->depth, c->ctx,
+                                              c->row_of, c->code_of);
+    tr_part first = {c, fd, 0, start, chunk, TR_OK, 0};
+    pthread_t thread;
+    if (next == NULL || pthread_create(&thread, NULL, read_part, &first) != 0) {
+        tr_coder_free(next);
+        return coder_read_range(c, fd, 0, -1, chunk, 1);
+    }
+    int status = coder_read_range(next, fd, start, -1, chunk, 1), error = errno;
+    if (status == TR_OK) {
+        status = coder_close(next);
+    }
+    pthread_join(thread, NULL);
+    if (first.status < 0 || status < 0) {
+        errno = first.status < 0 ? first.error : error;
+        tr_coder_free(next);
+        return -1;
+    }
+    status = coder_merge(c, next);
+    tr_coder_free(next);
+    return status;
+}
+#endif
+
+int tr_coder_read(tr_coder *c, int fd, size_t chunk, int parts) {
+    if (chunk == 0 || chunk > INT32_MAX) {
+        errno = EINVAL;
+        return -1;
+    }
+#if TR_PARTS
+    struct stat file;
+    if (parts > 1 && c->status == TR_OK && c->text.size == 0 && fstat(fd, &file) == 0 &&
+        S_ISREG(file.st_mode) && lseek(fd, 0, SEEK_CUR) == 0 &&
+        (unsigned long long)file.st_size >= 2 * (unsigned long long)chunk) {
+        return coder_read_parts(c, fd, (long long)file.st_size, chunk);
+    }
+#else
+    (void)parts;
+#endif
+    return coder_read_range(c, fd, 0, -1, chunk, 0);
 }
 
 static PyObject *int64_list(const tr_bytes *values) {
@@ -733,13 +890,7 @@ static PyObject *int64_list(const tr_bytes *values) {
 int tr_coder_split(const tr_coder *c) { return c->status == TR_SPLIT; }
 
 PyObject *tr_coder_finish(tr_coder *c) {
-    if (c->status == TR_OK) {
-        c->status = coder_read(c, 1);
-    }
-    if (c->status == TR_OK) {
-        c->status = code_group(c);
-        c->current = -1;
-    }
+    coder_close(c);
     if (c->status == TR_NO_MEMORY) {
         return PyErr_NoMemory();
     }

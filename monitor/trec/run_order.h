@@ -42,7 +42,10 @@ PyObject *tr_code_run(const char *data, size_t size, int float32, long long max_
  *
  * tr_coder_feed returns TR_OK (0), or nonzero once punted or out of memory (feeding more is
  * a no-op); tr_coder_read reads the rest of file descriptor `fd` into the coder's own buffer,
- * `chunk` bytes a read, and returns the same, or -1 with errno set when a read fails;
+ * `chunk` bytes a read, and returns the same, or -1 with errno set when a read fails. With
+ * `parts` 2, a regular file read from its start and at least 2 chunks long is read in two
+ * parts at once, the first by a second thread and a second coder, split where a query's
+ * block of lines begins: the same result, a query in both parts being a split;
  * tr_coder_finish returns tr_code_run's tuple, None on a punt, or NULL with an exception;
  * tr_coder_split says whether the punt was a query in two blocks (then tr_code_run decides
  * the file; any other punt is the Python path's). Feeding and reading need no GIL. */
@@ -50,7 +53,7 @@ typedef struct tr_coder tr_coder;
 tr_coder *tr_coder_new(int float32, long long max_retrieved, long long depth, const void *ctx,
                        tr_row_fn row_of, tr_code_fn code_of);
 int tr_coder_feed(tr_coder *coder, const char *data, size_t size);
-int tr_coder_read(tr_coder *coder, int fd, size_t chunk);
+int tr_coder_read(tr_coder *coder, int fd, size_t chunk, int parts);
 PyObject *tr_coder_finish(tr_coder *coder);
 int tr_coder_split(const tr_coder *coder);
 void tr_coder_free(tr_coder *coder);

@@ -27,6 +27,7 @@ looks each document's grade code up as it reads (`CodedRun`), so no docno become
 from __future__ import annotations
 
 import math
+import os
 import re
 from array import array
 from collections.abc import Callable, Mapping, Sequence
@@ -57,7 +58,16 @@ ScorePrecision = Literal["float64", "float32"]
 TREC_EVAL_MAX_RETRIEVED = 1000
 
 _FIELDS = 6
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on (all of the machine's where the OS does not say)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
 _CHUNK_BYTES = 1 << 22  # what the streaming C reader takes at a time
+_PARTS = 2 if _cpus() > 1 else 1  # how many threads read one run
 # Python's str.split() also splits on these, C's isspace (and so trec_eval) does not: a file
 # holding any of them is split on ASCII whitespace only, which is slower.
 _NON_ASCII_SPACE = re.compile(
@@ -116,7 +126,9 @@ def load_coded_run(
     coder = index.run_coder(float32, cut, lookup)
     try:
         with Path(path).open("rb", buffering=0) as file:
-            coder.read(file.fileno(), _CHUNK_BYTES)  # into the coder's own buffer, in C
+            # Into the coder's own buffer, in C; a large file in two parts at once when this
+            # process has two CPUs.
+            coder.read(file.fileno(), _CHUNK_BYTES, _PARTS)
         coded = coder.finish()
         if coded is None and coder.split:  # a query in two blocks: the file read whole
             coded = index.code_run(Path(path).read_bytes(), float32, cut, lookup)

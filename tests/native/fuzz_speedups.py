@@ -203,12 +203,12 @@ def main() -> None:
                 break
         streamed = coder.finish()
         assert whole is None or streamed is None or len(streamed[3]) == len(whole[3])
-        # The same file read by the coder itself, `step` bytes a read.
+        # The same file read by the coder itself, `step` bytes a read, by one thread or two.
         with tempfile.TemporaryFile() as file:
             file.write(run)
             file.seek(0)
             reader = index.run_coder(False, cut, lookup)
-            reader.read(file.fileno(), step)
+            reader.read(file.fileno(), step, rng.choice((1, 2)))
             assert reader.finish() == streamed
         # Qrels files, damaged, read straight into an index; its dicts and ideal codes.
         qrels = b"".join(
