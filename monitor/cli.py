@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -65,6 +66,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; a `RankmonError` becomes one line on stderr and exit code 2."""
     arguments = sys.argv[1:] if argv is None else list(argv)
+    # rankmon's numpy work is element-wise: OpenBLAS's worker threads (one per CPU, spinning
+    # while they wait) would only take the CPU from the run reader's second thread. Set before
+    # a command imports numpy; a value the user set stays.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     command = next((a for a in arguments if not a.startswith("-")), None)
     args = build_parser(command).parse_args(arguments)
     handler: Handler = args.handler

@@ -18,6 +18,7 @@ import gc
 import io
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -340,6 +341,29 @@ def test_an_offline_command_runs_without_the_cycle_collector_and_gives_it_back(
     assert seen == [False, False]
     assert gc.isenabled()
     capsys.readouterr()
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "1"), ("3", "3")])
+def test_rankmon_keeps_openblas_to_one_thread_unless_the_user_set_it(
+    files: tuple[str, str], given: str | None, kept: str
+) -> None:
+    script = (
+        "import os, sys\n"
+        "from monitor.cli import main\n"
+        f"code = main(['eval', '-m', 'map', {files[0]!r}, {files[1]!r}])\n"
+        "threads = len(os.listdir('/proc/self/task'))\n"  # the run reader's second has ended
+        "print(code, os.environ['OPENBLAS_NUM_THREADS'], 'numpy' in sys.modules, threads)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env
+    )
+    code, setting, numpy_loaded, threads = done.stdout.splitlines()[-1].split()
+    assert (code, setting, numpy_loaded) == ("0", kept, "True")
+    if given is None:  # numpy was imported after: OpenBLAS started no worker thread
+        assert threads == "1"
 
 
 def subcommands(parser: argparse.ArgumentParser) -> set[str]:
