@@ -10,6 +10,7 @@ C-float scores.
 from __future__ import annotations
 
 import errno
+import functools
 import itertools
 import tempfile
 from pathlib import Path
@@ -62,7 +63,7 @@ def both_paths(
         assert index is not None
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(runfile, "_CHUNK_BYTES", chunk)
-            patch.setattr(runfile, "_PARTS", parts)
+            patch.setattr(runfile, "_parts", lambda: parts)
             coded = load_coded_run(
                 path,
                 index,
@@ -124,7 +125,7 @@ def test_a_run_is_coded_the_same_in_any_chunk_size_and_split_queries_are_read_wh
     whole = load_coded_run(path, index, None)
     for chunk, parts in itertools.product((1, 5, 33, 1 << 22), (1, 2)):
         monkeypatch.setattr(runfile, "_CHUNK_BYTES", chunk)
-        monkeypatch.setattr(runfile, "_PARTS", parts)
+        monkeypatch.setattr(runfile, "_parts", functools.partial(int, parts))
         assert load_coded_run(path, index, None) == whole
     assert whole is not None
     assert whole.query_ids == ["q1", "q2", "q3"]
@@ -134,7 +135,7 @@ def test_a_run_is_coded_the_same_in_any_chunk_size_and_split_queries_are_read_wh
     path.write_text("\n".join([*lines[40:60], *lines[:40], *lines[60:]]))
     monkeypatch.setattr(runfile, "_CHUNK_BYTES", 16)
     for parts in (1, 2):
-        monkeypatch.setattr(runfile, "_PARTS", parts)
+        monkeypatch.setattr(runfile, "_parts", functools.partial(int, parts))
         split = load_coded_run(path, index, None)
         assert split is not None
         assert (split.query_ids, split.lengths) == (["q2", "q1", "q3"], [40, 40, 40])

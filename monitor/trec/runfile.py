@@ -60,14 +60,7 @@ TREC_EVAL_MAX_RETRIEVED = 1000
 _FIELDS = 6
 
 
-def _cpus() -> int:
-    """The CPUs this process may run on (all of the machine's where the OS does not say)."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
-
-
 _CHUNK_BYTES = 1 << 22  # what the streaming C reader takes at a time
-_PARTS = 2 if _cpus() > 1 else 1  # how many threads read one run
 # Python's str.split() also splits on these, C's isspace (and so trec_eval) does not: a file
 # holding any of them is split on ASCII whitespace only, which is slower.
 _NON_ASCII_SPACE = re.compile(
@@ -128,7 +121,7 @@ def load_coded_run(
         with Path(path).open("rb", buffering=0) as file:
             # Into the coder's own buffer, in C; a large file in two parts at once when this
             # process has two CPUs.
-            coder.read(file.fileno(), _CHUNK_BYTES, _PARTS)
+            coder.read(file.fileno(), _CHUNK_BYTES, _parts())
         coded = coder.finish()
         if coded is None and coder.split:  # a query in two blocks: the file read whole
             coded = index.code_run(Path(path).read_bytes(), float32, cut, lookup)
@@ -138,6 +131,13 @@ def load_coded_run(
         return None
     tag, query_ids, rows, codes, lengths = coded
     return CodedRun(str(path), tag, query_ids, rows, codes, lengths)
+
+
+def _parts() -> int:
+    """How many threads read one run: two when this process may run on two CPUs or more."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+    return 2 if cpus > 1 else 1
 
 
 def trec_order(
