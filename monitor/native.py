@@ -187,7 +187,8 @@ def ideal_rows(
     out_num_rel: npt.NDArray[Any],
 ) -> None:
     """Fill the IDCG columns and num_rel of each ranking: its query's, or recomputed where its
-    inline grades add to its ideal ranking (see monitor/scoring/plan.py)."""
+    inline grades add to its ideal ranking; with `base_ideal` and `base_num_rel` empty, every
+    ranking's from its query's ideal codes (see monitor/scoring/plan.py)."""
     _speedups.ideal_rows(
         offsets,
         ideal_codes,

@@ -94,7 +94,7 @@ static const char *utf8_of(PyObject *text, Py_ssize_t *len, const char *what) {
 static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObject *const *groups,
                       int by_position, PyObject *code_of, int32_t **grades) {
     /* Pass 1: sizes. */
-    size_t total_keys = 0, total_slots = 0, total_bytes = 0;
+    size_t total_keys = 0;
     for (Py_ssize_t g = 0; g < count; g++) {
         PyObject *group = groups[g];
         Py_ssize_t n = by_position ? PySequence_Fast_GET_SIZE(group) : PyDict_GET_SIZE(group);
@@ -102,30 +102,21 @@ static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObj
             PyErr_SetString(PyExc_OverflowError, "too many judgments");
             return -1;
         }
-        tables[g].base = (uint32_t)total_slots;
         tables[g].count = (uint32_t)n;
-        uint32_t slots = rm_slots_for((uint32_t)n);
-        tables[g].mask = slots ? slots - 1 : 0;
-        total_slots += slots;
         total_keys += (size_t)n;
     }
-    if (total_slots >= UINT32_MAX || total_keys >= UINT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "too many judgments");
-        return -1;
-    }
-    store->slots = malloc(sizeof(rm_slot) * (total_slots ? total_slots : 1));
-    store->entries = malloc(sizeof(rm_entry) * (total_keys ? total_keys : 1));
+    int laid = rm_store_layout(store, tables, (size_t)count, total_keys);
     int32_t *values = grades ? malloc(sizeof(int32_t) * (total_keys ? total_keys : 1)) : NULL;
-    if (store->slots == NULL || store->entries == NULL || (grades && values == NULL)) {
+    if (laid != RM_STORE_OK || (grades && values == NULL)) {
         free(values);
-        PyErr_NoMemory();
+        if (laid == RM_STORE_TOO_LARGE) {
+            PyErr_SetString(PyExc_OverflowError, "too many judgments");
+        } else {
+            PyErr_NoMemory();
+        }
         return -1;
     }
-    for (size_t i = 0; i < total_slots; i++) {
-        store->slots[i].tag = 0;
-        store->slots[i].entry = RM_EMPTY_SLOT;
-    }
-    rm_buffer pool = {NULL, 0, 0};
+    size_t pool_size = 0, pool_capacity = 0;
     uint32_t next = 0;
     for (Py_ssize_t g = 0; g < count; g++) {
         PyObject *group = groups[g];
@@ -177,46 +168,43 @@ static int fill_store(rm_store *store, rm_table *tables, Py_ssize_t count, PyObj
             if (bytes == NULL) {
                 goto fail;
             }
-            if (len > (Py_ssize_t)(UINT32_MAX / 2) || total_bytes + (size_t)len >= UINT32_MAX) {
+            if (len > (Py_ssize_t)(UINT32_MAX / 2) || pool_size + (size_t)len >= UINT32_MAX) {
                 PyErr_SetString(PyExc_OverflowError, "judgments too large");
                 goto fail;
             }
-            uint64_t h = rm_hash(bytes, (size_t)len);
-            if (rm_find(&tables[g], store->slots, store->entries, pool.data, bytes, (size_t)len,
-                        h) != NULL) {
+            if (pool_size + (size_t)len + 1 > pool_capacity) { /* the pool grows as it fills */
+                size_t capacity = pool_capacity ? 2 * pool_capacity : 4096;
+                while (capacity < pool_size + (size_t)len + 1) {
+                    capacity *= 2;
+                }
+                char *grown = realloc(store->pool, capacity);
+                if (grown == NULL) {
+                    PyErr_NoMemory();
+                    goto fail;
+                }
+                store->pool = grown;
+                pool_capacity = capacity;
+            }
+            if (rm_store_key(store, &tables[g], next, bytes, (uint32_t)len, (uint32_t)code,
+                             &pool_size) == RM_STORE_DUPLICATE) {
                 PyErr_Format(PyExc_ValueError, "%R is listed twice", key);
                 goto fail;
             }
-            if (buffer_reserve(&pool, (size_t)len + 1) < 0) {
-                goto fail;
-            }
-            memcpy(pool.data + pool.size, bytes, (size_t)len);
-            store->entries[next].off = (uint32_t)pool.size;
-            store->entries[next].len = (uint32_t)len;
-            store->entries[next].code = (uint32_t)code;
             if (values != NULL) {
                 values[next] = (int32_t)given;
             }
-            pool.size += (size_t)len;
-            total_bytes += (size_t)len;
-            rm_place(&tables[g], store->slots, next, h);
             next++;
         }
     }
-    /* The store is malloc'd (built without the GIL elsewhere): the pool moves there. */
-    store->pool = malloc(pool.size ? pool.size : 1);
-    if (store->pool == NULL) {
+    if (store->pool == NULL && (store->pool = malloc(1)) == NULL) { /* no key at all */
         PyErr_NoMemory();
         goto fail;
     }
-    memcpy(store->pool, pool.data ? pool.data : "", pool.size);
-    PyMem_Free(pool.data);
     if (grades != NULL) {
         *grades = values;
     }
     return 0;
 fail:
-    PyMem_Free(pool.data);
     free(values);
     return -1;
 }
@@ -1780,7 +1768,8 @@ static PyMethodDef module_methods[] = {
      "ideal_rows(offsets, ideal_codes, rows, added, added_counts, spec_gain, spec_cutoff, gains, "
      "order, n_codes, relevant, discounts, base_ideal, base_num_rel, out_ideal, out_num_rel): "
      "the IDCG columns and num_rel of each ranking, its query's or, when its inline grades add "
-     "to its ideal ranking, recomputed; see monitor/scoring/plan.py."},
+     "to its ideal ranking, recomputed (every ranking's, from its codes, when base_ideal and "
+     "base_num_rel are empty); see monitor/scoring/plan.py."},
     {"set_hash_seed", (PyCFunction)set_hash_seed, METH_O,
      "set_hash_seed(key: bytes) -> None: key the hash tables with these 16 bytes (random at "
      "import). For benchmarks that craft colliding ids; indexes built before keep their "

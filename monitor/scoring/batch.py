@@ -138,8 +138,8 @@ class BatchScorer:
         if self.judgment_index is None or self._tables is None:
             ideal_grades = [self.evaluation_set.ideal_grades(qid) for qid in self._qids]
             return QueryIdeals.of(ideal_grades, self._specs, self.relevance_level)
-        offsets, codes, _ = self._ideal_code_lists()
-        return query_ideals(self._tables, self._specs, offsets, codes)
+        offsets, codes, longest = self._ideal_code_lists()
+        return query_ideals(self._tables, self._specs, offsets, codes, longest=longest)
 
     def _code_tables(self) -> CodeTables:
         table = np.array(self._code_grades, dtype=np.int64)

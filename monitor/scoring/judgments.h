@@ -147,6 +147,52 @@ static inline void rm_store_free(rm_store *s) {
     s->pool = NULL;
 }
 
+enum { RM_STORE_OK = 0, RM_STORE_DUPLICATE = 1, RM_STORE_TOO_LARGE = 2, RM_STORE_NO_MEMORY = 3 };
+
+/* The slots and entries of a store over `groups` tables, table g to hold tables[g].count keys
+   (the caller sets the counts), `keys` in all: each table's base and mask, every slot empty.
+   The pool is the caller's to allocate. */
+static inline int rm_store_layout(rm_store *store, rm_table *tables, size_t groups, size_t keys) {
+    size_t slots = 0;
+    for (size_t g = 0; g < groups; g++) {
+        uint32_t n = rm_slots_for(tables[g].count);
+        tables[g].base = (uint32_t)slots;
+        tables[g].mask = n ? n - 1 : 0;
+        slots += n;
+    }
+    if (slots >= UINT32_MAX || keys >= UINT32_MAX) {
+        return RM_STORE_TOO_LARGE;
+    }
+    store->slots = malloc(sizeof(rm_slot) * (slots ? slots : 1));
+    store->entries = malloc(sizeof(rm_entry) * (keys ? keys : 1));
+    if (store->slots == NULL || store->entries == NULL) {
+        return RM_STORE_NO_MEMORY;
+    }
+    for (size_t i = 0; i < slots; i++) {
+        store->slots[i].tag = 0;
+        store->slots[i].entry = RM_EMPTY_SLOT;
+    }
+    return RM_STORE_OK;
+}
+
+/* Key number `index` (`len` bytes at `key`) into table t with its code: the bytes copied to
+   the pool at *pool_size (the caller made room), the entry written, a slot taken.
+   RM_STORE_DUPLICATE, and nothing added, when t holds the key already. */
+static inline int rm_store_key(rm_store *store, const rm_table *t, uint32_t index,
+                               const char *key, uint32_t len, uint32_t code, size_t *pool_size) {
+    uint64_t h = rm_hash(key, len);
+    if (rm_find(t, store->slots, store->entries, store->pool, key, len, h) != NULL) {
+        return RM_STORE_DUPLICATE;
+    }
+    memcpy(store->pool + *pool_size, key, len);
+    store->entries[index].off = (uint32_t)*pool_size;
+    store->entries[index].len = len;
+    store->entries[index].code = code;
+    *pool_size += len;
+    rm_place(t, store->slots, index, h);
+    return RM_STORE_OK;
+}
+
 #define RM_MAX_CODES 255
 
 /* What a judgment index holds. Row q's judgments are entries [start, start + tables[q].count)

@@ -116,12 +116,13 @@ def query_ideals(
     specs: tuple[IdealSpec, ...],
     offsets: Int64s,
     ideal_codes: npt.NDArray[np.uint8],
+    *,
+    longest: int,
 ) -> QueryIdeals:
     """Every query's IDCG columns and num_rel from its ideal codes: query q's are
-    `ideal_codes[offsets[q]:offsets[q + 1]]`, the codes of its grades >= 0 in any order. Bit
-    for bit `QueryIdeals.of` on those grades."""
+    `ideal_codes[offsets[q]:offsets[q + 1]]`, the codes of its grades >= 0 in any order, at
+    most `longest` of them. Bit for bit `QueryIdeals.of` on those grades."""
     queries = len(offsets) - 1
-    longest = int(np.diff(offsets).max(initial=0))
     return KernelTables.of(tables, specs).ideal_rows(
         offsets,
         ideal_codes,

@@ -111,49 +111,11 @@ static int scan_lines(const char *data, size_t size, rm_id_table *queries, qs_li
     return out->count ? QS_OK : QS_PUNT;
 }
 
-/* A store of `keys` byte strings (`total` bytes) in `groups` tables of the given sizes: the
-   tables laid out, slots emptied, the pool and entries allocated. */
-static int store_layout(rm_store *store, rm_table *tables, const uint32_t *sizes, size_t groups,
-                        size_t keys, size_t total) {
-    size_t slots = 0;
-    for (size_t g = 0; g < groups; g++) {
-        uint32_t n = rm_slots_for(sizes[g]);
-        tables[g].base = (uint32_t)slots;
-        tables[g].mask = n ? n - 1 : 0;
-        tables[g].count = sizes[g];
-        slots += n;
-    }
-    if (slots >= UINT32_MAX) {
-        return QS_PUNT;
-    }
-    store->slots = malloc(sizeof(rm_slot) * (slots ? slots : 1));
-    store->entries = malloc(sizeof(rm_entry) * (keys ? keys : 1));
-    store->pool = malloc(total ? total : 1);
-    if (store->slots == NULL || store->entries == NULL || store->pool == NULL) {
-        return QS_NO_MEMORY;
-    }
-    for (size_t i = 0; i < slots; i++) {
-        store->slots[i].tag = 0;
-        store->slots[i].entry = RM_EMPTY_SLOT;
-    }
-    return QS_OK;
-}
-
-/* Key `index` (bytes at `key`) into table t and the pool at *pool_size; QS_PUNT when the
-   table holds it already. */
-static int store_key(rm_store *store, const rm_table *t, uint32_t index, const char *key,
-                     uint32_t len, uint32_t code, size_t *pool_size) {
-    uint64_t h = rm_hash(key, len);
-    if (rm_find(t, store->slots, store->entries, store->pool, key, len, h) != NULL) {
-        return QS_PUNT;
-    }
-    memcpy(store->pool + *pool_size, key, len);
-    store->entries[index].off = (uint32_t)*pool_size;
-    store->entries[index].len = len;
-    store->entries[index].code = code;
-    *pool_size += len;
-    rm_place(t, store->slots, index, h);
-    return QS_OK;
+/* An rm_store_* status as this reader's. */
+static int qs_status(int store_status) {
+    return store_status == RM_STORE_OK          ? QS_OK
+           : store_status == RM_STORE_NO_MEMORY ? QS_NO_MEMORY
+                                                : QS_PUNT; /* a duplicate, or too large */
 }
 
 /* The query ids' table: id -> row. */
@@ -165,12 +127,16 @@ static int build_query_ids(const rm_id_table *queries, rm_judgments *out) {
     if (total >= UINT32_MAX) {
         return QS_PUNT;
     }
-    int status = store_layout(&out->query_ids, &out->query_table, &queries->count, 1,
-                              queries->count, total);
+    out->query_table.count = queries->count;
+    int status = qs_status(rm_store_layout(&out->query_ids, &out->query_table, 1, queries->count));
+    out->query_ids.pool = status == QS_OK ? malloc(total ? total : 1) : NULL;
+    if (status == QS_OK && out->query_ids.pool == NULL) {
+        status = QS_NO_MEMORY;
+    }
     size_t pool = 0;
     for (uint32_t q = 0; status == QS_OK && q < queries->count; q++) {
-        status = store_key(&out->query_ids, &out->query_table, q, queries->names[q],
-                           queries->lengths[q], q, &pool);
+        status = qs_status(rm_store_key(&out->query_ids, &out->query_table, q, queries->names[q],
+                                        queries->lengths[q], q, &pool));
     }
     return status;
 }
@@ -200,8 +166,14 @@ static int build_judgments(const char *data, const qs_lines *lines, uint32_t n_q
     for (size_t i = 0; i < lines->count; i++) {
         order[next[lines->lines[i].query]++] = (uint32_t)i;
     }
-    status = store_layout(&out->judged, out->tables, sizes, n_queries, lines->count,
-                          lines->doc_bytes);
+    for (uint32_t q = 0; q < n_queries; q++) {
+        out->tables[q].count = sizes[q];
+    }
+    status = qs_status(rm_store_layout(&out->judged, out->tables, n_queries, lines->count));
+    out->judged.pool = status == QS_OK ? malloc(lines->doc_bytes ? lines->doc_bytes : 1) : NULL;
+    if (status == QS_OK && out->judged.pool == NULL) {
+        status = QS_NO_MEMORY;
+    }
     for (size_t e = 0; status == QS_OK && e < lines->count; e++) {
         out->grades[e] = lines->lines[order[e]].grade;
     }
@@ -225,8 +197,8 @@ static int build_judgments(const char *data, const qs_lines *lines, uint32_t n_q
             } else if (out->n_codes > 0) {
                 code = 1 + (uint32_t)rm_lower_bound(out->code_grades, out->n_codes, line->grade);
             }
-            status = store_key(&out->judged, &out->tables[q], (uint32_t)e, data + line->off,
-                               line->len, code, &pool);
+            status = qs_status(rm_store_key(&out->judged, &out->tables[q], (uint32_t)e,
+                                            data + line->off, line->len, code, &pool));
         }
     }
 done:
