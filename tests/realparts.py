@@ -27,7 +27,10 @@ Fixtures (registered in `tests/conftest.py`):
 Tansu, measured here: a consumer-group join waits half the session timeout (tests set
 `session_timeout_ms` to about 6000; production keeps Kafka's default); `end_offsets()`,
 `offsets_for_times()` and commit metadata answer wrongly, so nothing may depend on them; TLS
-and SASL cannot be exercised against it.
+and SASL cannot be exercised against it. Its S3 store is not crash-safe for an idempotent
+producer: it stores the producer's new sequence number, then the high watermark, then the
+batch, so a kill -9 between them loses a batch whose resend the broker then answers as a
+duplicate (which clients count as written). Tests kill it only while nothing is produced.
 """
 
 from __future__ import annotations

@@ -9,6 +9,13 @@ by itself, and loses and double-counts nothing.
 One partition, so every record's outcome is the one the traffic was built for: the events
 of the published windows must be exactly the accepted records (less the closer, whose window
 stays open), each window once, and the dead letters exactly the rejected records.
+
+The broker is killed once the service has gone quiet after the first half (its commit no
+longer moves), not in the middle of a publish: Tansu's S3 store records an idempotent
+producer's sequence number before it writes the batch, so a kill between the two loses the
+batch, and kafka-python takes the resend's DuplicateSequenceNumber for an acknowledgement
+(seen here: a window lost in 2 runs of 13, tests/realparts.py). A publish cut off by an
+outage is covered with fakes in tests/test_recovery_shares.py.
 """
 
 from __future__ import annotations
@@ -51,6 +58,25 @@ def gauge(service: ServiceProcess, name: str) -> float | None:
     return None
 
 
+def wait_for_quiet_commit(
+    bootstrap: str, group: str, topic: str, quiet_s: float = 1.5, timeout_s: float = 30.0
+) -> None:
+    """Wait until the group's commit on partition 0 exists and has not moved for `quiet_s`
+    (several ticks): every window the records so far close is published and committed."""
+    deadline = time.monotonic() + timeout_s
+    last: int | None = None
+    since = time.monotonic()
+    while True:
+        offset = committed(bootstrap, group, topic, 1)[0]
+        now = time.monotonic()
+        if offset != last:
+            last, since = offset, now
+        elif offset is not None and now - since >= quiet_s:
+            return
+        assert now < deadline, f"the commit did not settle (last {last})"
+        time.sleep(0.3)
+
+
 def ready_status(service: ServiceProcess) -> int:
     try:
         with urllib.request.urlopen(f"{service.url}/readyz", timeout=2) as response:
@@ -75,12 +101,9 @@ def test_broker_killed_and_restarted_loses_nothing_and_the_outage_shows_while_it
         service = ServiceProcess(config, "service")
         service.wait_ready()
         produce(bootstrap, "events", records[:half])
-        wait_until(
-            lambda: committed(bootstrap, "restart", "events", 1)[0] is not None, 30, "a commit"
-        )
+        wait_for_quiet_commit(bootstrap, "restart", "events")
 
         broker.kill()
-        # kafka-python sometimes takes over 30 s to give up on the killed broker's connection.
         wait_until(lambda: gauge(service, "rankmon_broker_up") == 0.0, 60, "broker_up 0")
         assert ready_status(service) == 503
         time.sleep(2)  # ten ticks and a reconnect backoff without a broker
