@@ -124,7 +124,8 @@ class BatchScorer:
             return None, None
         index = self.evaluation_set.judgment_index() if speedups else None
         if index is None:
-            code_of = {grade: code for code, grade in enumerate(grades, start=1)}
+            code_of = self.evaluation_set.grade_codes
+            assert code_of is not None  # as code_grades is not
             judgments = (self.evaluation_set.grade_dict(qid) for qid in self._qids)
             coded = [{doc: code_of[g] for doc, g in docs.items()} for docs in judgments]
             self._code_lookups = [codes.get for codes in coded]

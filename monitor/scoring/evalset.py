@@ -111,16 +111,24 @@ class EvaluationSet:
         grades = sorted(set(chain.from_iterable(docs.values() for docs in self._grades.values())))
         return tuple(grades) if len(grades) <= MAX_CODES else None
 
+    @cached_property
+    def grade_codes(self) -> dict[int, int] | None:
+        """Grade -> its one-byte code (1..255), the inverse of `code_grades`; None with more
+        than 255 grades."""
+        if self.code_grades is None:
+            return None
+        return {grade: code for code, grade in enumerate(self.code_grades, start=1)}
+
     def judgment_index(self) -> JudgmentIndex | None:
         """The judgments as the C accelerators' index, graded by `code_grades`; None without
         the accelerators (or with RANKMON_SPEEDUPS=off) or with more than 255 grades.
 
         Built once, from the qrels file's bytes by the C reader or else from the dicts, and
         shared by every scorer of this set."""
-        if not native.speedups_active() or self.code_grades is None:
+        code_of = self.grade_codes
+        if not native.speedups_active() or code_of is None:
             return None
         if self._index is None:
-            code_of = {grade: code for code, grade in enumerate(self.code_grades, start=1)}
             judgments = [self._grades[qid] for qid in self._rows]
             self._index = native.judgment_index(list(self._rows), judgments, code_of)
         return self._index

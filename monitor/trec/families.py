@@ -100,11 +100,6 @@ def _ranks(width: int) -> Int64s:
     return ranks
 
 
-def _log2_table(size: int) -> Floats:
-    """log2(i) for i in 0..size-1 from the C library (index 0 unused)."""
-    return np.array([-math.inf] + [math.log2(i) for i in range(1, size)], dtype=np.float64)
-
-
 # -- precision-and-recall family --------------------------------------------------------------
 
 
@@ -345,12 +340,11 @@ def _utility(ranked: RankedRelevance, params: Params, settings: Settings) -> Flo
 
 
 def _bin_g(ranked: RankedRelevance, _: Params, __: Settings) -> Floats:
-    # Each relevant document gains 1 / log2(2 + nonrelevant documents above it).
-    logs = _log2_table(ranked.width + 3)
+    # Each relevant document gains 1 / log2(2 + nonrelevant documents above it):
+    # discounts(n)[i] is log2(i + 2).
+    logs = discounts(ranked.width + 1)
     nonrel_above = _ranks(ranked.width)[None, :] - ranked.relevant_so_far
-    terms = np.where(
-        ranked.relevant, 1.0 / logs[np.minimum(2 + nonrel_above, ranked.width + 2)], 0.0
-    )
+    terms = np.where(ranked.relevant, 1.0 / logs[np.minimum(nonrel_above, ranked.width)], 0.0)
     sums = _row_sums(terms)
     return _column(np.where(ranked.num_rel_ret > 0, _divide(sums, ranked.num_rel), 0.0))
 

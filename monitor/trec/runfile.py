@@ -58,8 +58,6 @@ ScorePrecision = Literal["float64", "float32"]
 TREC_EVAL_MAX_RETRIEVED = 1000
 
 _FIELDS = 6
-
-
 _CHUNK_BYTES = 1 << 22  # what the streaming C reader takes at a time
 # Python's str.split() also splits on these, C's isspace (and so trec_eval) does not: a file
 # holding any of them is split on ASCII whitespace only, which is slower.
