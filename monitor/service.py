@@ -637,7 +637,9 @@ def _explain_state(
     if not settings.max_rankings:
         return store, None
     depth = max(config.metrics.cutoffs)
-    return store, RankingSamples(spec.hop_ms or spec.size_ms, depth, settings.max_rankings)
+    return store, RankingSamples(
+        spec.hop_ms or spec.size_ms, depth, settings.max_rankings, settings.max_sample_bytes
+    )
 
 
 def _intake(

@@ -315,6 +315,9 @@ def _read_explain(export: ConfigSection) -> ExplainConfig:
     config = ExplainConfig(
         keep_windows=section.get("keep_windows", as_int(1, 10_000), defaults.keep_windows),
         max_rankings=section.get("max_rankings", as_int(0, 100_000_000), defaults.max_rankings),
+        max_sample_bytes=section.get(
+            "max_sample_bytes", as_int(0, 1 << 40), defaults.max_sample_bytes
+        ),
         max_segments=section.get("max_segments", as_int(1, 1_000_000), defaults.max_segments),
         external_url=url,
     )

@@ -68,6 +68,7 @@ def render_config(config: Config) -> dict[str, Any]:
             "explain": {
                 "keep_windows": export.explain.keep_windows,
                 "max_rankings": export.explain.max_rankings,
+                "max_sample_bytes": export.explain.max_sample_bytes,
                 "max_segments": export.explain.max_segments,
             },
         },

@@ -11,10 +11,12 @@ __all__ = ["ExplainConfig"]
 class ExplainConfig:
     """`keep_windows`: finalized windows kept per segment for `/api/v1/explain` and the page;
     `max_rankings`: sampled rankings held at most (one per query, segment and pane);
+    `max_sample_bytes`: the memory those rankings may take (their JSON plus 256 bytes each);
     `max_segments`: segments kept at most. `external_url`: how users reach this instance's
     HTTP server (alerts and dashboards link to its page); None: no links."""
 
     keep_windows: int = 12
     max_rankings: int = 50_000
+    max_sample_bytes: int = 32 * 1024 * 1024
     max_segments: int = 1000
     external_url: str | None = None

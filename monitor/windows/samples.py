@@ -4,21 +4,30 @@ The first accepted event of each (segment, query, pane) keeps its ranking, cut t
 the explanations look at (the deepest cutoff). A pane is the window spec's hop (the window
 itself when tumbling), so a window's sample of a query is the first of its panes that has
 one. Bounded twice: panes older than what the explanation store keeps are dropped at each
-finalize (`forget_before`), and past `limit` rankings new ones are not kept (`skipped`
-counts them). A ranking is held as one string (the ids joined by U+001F), about 10 times
-smaller than a tuple of strings.
+finalize (`forget_before`), and past `limit` rankings or `max_bytes` bytes new ones are not
+kept (`skipped` counts them). A ranking is held as its JSON array (one bytes object), about 10
+times smaller than a tuple of strings; JSON escapes every character, so no document id can
+split into two or merge with its neighbour when it is read back.
+
+Bytes are counted as the JSON plus `ENTRY_OVERHEAD` for the key and the dict entry, so
+`max_bytes` bounds the memory whatever the length of the ids a producer sends.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from typing import Final
+
+import orjson
 
 from monitor.windows.summary import Segment
 
-__all__ = ["RankingSamples"]
+__all__ = ["ENTRY_OVERHEAD", "RankingSamples"]
 
-SEPARATOR = "\x1f"
+# What one kept ranking costs beyond its JSON: the key tuple, the dict slot, the bytes header
+# (measured with tracemalloc on CPython 3.11: 180-230 bytes).
+ENTRY_OVERHEAD: Final = 256
 
 SampleKey = tuple[Segment, str, int]  # (raw segment, query id, pane start in ms)
 
@@ -26,12 +35,14 @@ SampleKey = tuple[Segment, str, int]  # (raw segment, query id, pane start in ms
 class RankingSamples:
     """The sampled rankings (written by the poll loop, read by the HTTP thread)."""
 
-    def __init__(self, pane_ms: int, depth: int, limit: int) -> None:
+    def __init__(self, pane_ms: int, depth: int, limit: int, max_bytes: int | None = None) -> None:
         self.pane_ms = pane_ms
         self.depth = depth
         self.limit = limit
+        self.max_bytes = max_bytes
         self.skipped = 0
-        self._rankings: dict[SampleKey, str] = {}
+        self.bytes = 0  # held now: JSON plus ENTRY_OVERHEAD per ranking
+        self._rankings: dict[SampleKey, bytes] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -48,18 +59,26 @@ class RankingSamples:
         return key
 
     def keep(self, key: SampleKey, ranking: Sequence[str]) -> None:
-        """Keep a ranking (doc ids, rank 1 first) for `key` (from `key()`)."""
-        text = SEPARATOR.join(ranking[: self.depth])
+        """Keep a ranking (doc ids, rank 1 first) for `key` (from `key()`), unless it would
+        take the samples past `max_bytes` (then `skipped` counts it)."""
+        blob = orjson.dumps(list(ranking[: self.depth]))
+        cost = len(blob) + ENTRY_OVERHEAD
         with self._lock:
-            self._rankings.setdefault(key, text)
+            if key in self._rankings:
+                return
+            if self.max_bytes is not None and self.bytes + cost > self.max_bytes:
+                self.skipped += 1
+                return
+            self._rankings[key] = blob
+            self.bytes += cost
 
     def ranking(self, segment: Segment, query: str, start_ms: int, end_ms: int) -> list[str] | None:
         """The first ranking of the query sampled in [start_ms, end_ms), if any."""
         with self._lock:
             for pane in range(start_ms - start_ms % self.pane_ms, end_ms, self.pane_ms):
-                text = self._rankings.get((segment, query, pane))
-                if text is not None:
-                    return text.split(SEPARATOR) if text else []
+                blob = self._rankings.get((segment, query, pane))
+                if blob is not None:
+                    return [str(doc) for doc in orjson.loads(blob)]
         return None
 
     def forget_before(self, time_ms: int) -> None:
@@ -67,4 +86,4 @@ class RankingSamples:
         with self._lock:
             old = [key for key in self._rankings if key[2] < time_ms]
             for key in old:
-                del self._rankings[key]
+                self.bytes -= len(self._rankings.pop(key)) + ENTRY_OVERHEAD

@@ -14,7 +14,8 @@ gets the same label in every life of the process (a replay after a crash, a rest
   values, in sorted order, while a key has fewer than `max_values`, and its new combinations
   while there are fewer than `max_combinations`; a raw segment keeps its values where they
   are admitted (`__other__` elsewhere), and becomes `__other__` on every key if its
-  combination is not admitted. Admitted values and combinations are seen at the window's end;
+  combination is not admitted. A producer that sends `__other__` itself is folded with the
+  overflow: the value is never admitted and blocks no other value's admission. Admitted values and combinations are seen at the window's end;
 - the state after a window (`LabelState`) goes with its shares to the windows topic, so a
   restart continues from the newest one, and a replayed event of a published window is
   labelled as it was then (`label_under`).
@@ -253,7 +254,11 @@ class SegmentLabeler:
         for index, key in enumerate(self.keys):
             admitted = self._values[key]
             for value in sorted({raw[index][1] for raw in raws} - admitted.keys()):
-                if value == OVERFLOW or len(admitted) >= self.max_values:
+                if value == OVERFLOW:
+                    # A producer's own `__other__` (or one folded at intake) is never a value
+                    # of its own: it stays in the overflow and takes no room from the others.
+                    continue
+                if len(admitted) >= self.max_values:
                     break
                 admitted[value] = -1  # seen at this window's end, below (if it is labelled)
         cap = self.max_combinations
