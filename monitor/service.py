@@ -169,6 +169,7 @@ class Monitor:
             version=current.version,
             set_queries=len(current),
             labeler=_labeler(config),
+            max_clock_skew_ms=config.windows.max_clock_skew.ms,
         )
         self._tally = _Tally(self.exporter)
         self._producer = producer or RecordProducer(**producer_options(config.kafka))

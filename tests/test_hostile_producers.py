@@ -3,12 +3,18 @@
 overflow marker   a producer's own `__other__` segment value
 sample bytes      doc ids of any length against the samples' byte budget
 sample separator  doc ids holding U+001F, the separator samples once joined on
+future dates      one event dated minutes ahead against the watermark
 """
 
 from __future__ import annotations
 
+import numpy as np
+
+from monitor.clock import FakeClock
+from monitor.windows.engine import EventBatch, EventWindows
 from monitor.windows.samples import ENTRY_OVERHEAD, RankingSamples
 from monitor.windows.segments import OVERFLOW, SegmentLabeler
+from monitor.windows.spec import WindowSpec
 
 
 def window_labels(labeler: SegmentLabeler, start: int, *models: str) -> dict[str, str]:
@@ -75,3 +81,61 @@ def test_a_document_id_holding_the_old_separator_comes_back_as_it_was_served() -
     assert key is not None
     samples.keep(key, served)
     assert samples.ranking((), "q", 0, 10) == served
+
+
+# -- future-dated events -----------------------------------------------------------------
+
+SECOND = 1000
+T = 1_767_225_600_000
+
+
+def skewed_windows(skew_ms: int | None) -> EventWindows:
+    spec = WindowSpec.tumbling(10 * SECOND, allowed_lateness_ms=60 * SECOND)
+    return EventWindows(spec, ["ndcg@10:linear"], FakeClock(T), max_clock_skew_ms=skew_ms)
+
+
+def stream(times_s: list[int], stamps_s: list[int]) -> EventBatch:
+    n = len(times_s)
+    return EventBatch(
+        partitions=[0] * n,
+        offsets=list(range(n)),
+        event_times_ms=[T + t * SECOND for t in times_s],
+        event_ids=[f"e{i}" for i in range(n)],
+        query_ids=["q"] * n,
+        segments=[()] * n,
+        measures=np.ones((n, 1)),
+        record_times_ms=[T + s * SECOND if s >= 0 else 0 for s in stamps_s],
+    )
+
+
+def test_one_event_dated_290_s_ahead_makes_none_of_the_next_300_honest_events_late() -> None:
+    honest = list(range(1, 301))
+    times, stamps = [290, *honest], [0, *honest]
+    admission = skewed_windows(10 * SECOND).add_batch(stream(times, stamps))
+    assert (admission.accepted, admission.late) == (301, [])
+    # Without the bound, as before: the watermark jumps to 290 - 60 s, and every honest event
+    # whose window ends by then is late.
+    unbounded = skewed_windows(None).add_batch(stream(times, stamps))
+    assert len(unbounded.late) == 229
+
+
+def test_the_bound_is_the_record_timestamp_so_a_replay_rebuilds_the_same_watermark() -> None:
+    times, stamps = [290, *range(1, 301)], [0, *range(1, 301)]
+    first, second = skewed_windows(10 * SECOND), skewed_windows(10 * SECOND)
+    first.add_batch(stream(times, stamps))
+    # The replay reads the same records later: processing time plays no part.
+    second._clock.advance(3_600 * SECOND)  # type: ignore[attr-defined]
+    second.add_batch(stream(times, stamps))
+    assert first.watermark_ms == second.watermark_ms == T + 300 * SECOND - 60 * SECOND
+
+
+def test_an_event_behind_its_record_timestamp_moves_the_watermark_by_its_own_time() -> None:
+    windows = skewed_windows(10 * SECOND)
+    windows.add_batch(stream([100], [500]))  # a backfill: old event, fresh record
+    assert windows.watermark_ms == T + 100 * SECOND - 60 * SECOND
+
+
+def test_a_record_without_a_timestamp_is_not_bounded() -> None:
+    windows = skewed_windows(10 * SECOND)
+    windows.add_batch(stream([100], [-1]))
+    assert windows.watermark_ms == T + 100 * SECOND - 60 * SECOND

@@ -71,7 +71,8 @@ class WindowsConfig:
 
     Tumbling when `hop == size`, sliding otherwise (each event is in size/hop windows).
     `time_source` "event" takes the event's `event_time` and falls back to the record
-    timestamp; "record" always takes the record timestamp.
+    timestamp; "record" always takes the record timestamp. An event moves the watermark no
+    further than its record timestamp plus `max_clock_skew`.
     """
 
     size: Duration
@@ -80,6 +81,7 @@ class WindowsConfig:
     idle_timeout: Duration
     max_future: Duration
     time_source: str
+    max_clock_skew: Duration = _TEN_SECONDS
 
     @property
     def sliding(self) -> bool:
@@ -242,6 +244,7 @@ def _read_windows(section: ConfigSection) -> WindowsConfig:
         idle_timeout=section.get("idle_timeout", as_positive_duration, parse_duration("5m")),
         max_future=section.get("max_future", as_duration, parse_duration("5m")),
         time_source=section.get("time_source", as_choice("event", "record"), "event"),
+        max_clock_skew=section.get("max_clock_skew", as_duration, _TEN_SECONDS),
     )
     section.finish()
     if config.hop.ms > size.ms:

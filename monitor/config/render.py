@@ -47,6 +47,7 @@ def render_config(config: Config) -> dict[str, Any]:
             "allowed_lateness": windows.allowed_lateness.text,
             "idle_timeout": windows.idle_timeout.text,
             "max_future": windows.max_future.text,
+            "max_clock_skew": windows.max_clock_skew.text,
             "time_source": windows.time_source,
         },
         "schedule": {

@@ -241,6 +241,7 @@ class Intake:
             query_ids=query_ids,
             segments=[label(values) for values in segments],
             measures=measures,
+            record_times_ms=[record.timestamp_ms for record in records],
         )
         self._admit(batch, records)
 
@@ -278,6 +279,7 @@ class Intake:
             query_ids=[e.query_id for e in events],
             segments=segments,
             measures=measures,
+            record_times_ms=[record.timestamp_ms for record, _ in accepted],
         )
         self._admit(batch, [record for record, _ in accepted])
 

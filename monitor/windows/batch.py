@@ -31,6 +31,9 @@ class EventBatch:
     `segments` are raw segments, reduced to the configured keys (`monitor.windows.segments`).
     `measures` has one column per measure key of the `EventWindows` it is added to, each row
     scored with the evaluation set of the event's epoch (`EventWindows.epochs`).
+    `record_times_ms`: the records' Kafka timestamps (0 or less: none), which bound how far
+    an event may move its partition's watermark (`EventWindows`, `max_clock_skew_ms`);
+    None: no bound.
     """
 
     partitions: IntColumn
@@ -40,10 +43,13 @@ class EventBatch:
     query_ids: Sequence[str]
     segments: Sequence[Segment]
     measures: npt.NDArray[np.float64]
+    record_times_ms: IntColumn | None = None
 
     def __post_init__(self) -> None:
         n = len(self.event_ids)
         columns = (self.partitions, self.offsets, self.event_times_ms, self.query_ids)
+        if self.record_times_ms is not None and len(self.record_times_ms) != n:
+            raise ValueError("every column of an event batch must have one row per event")
         if any(len(c) != n for c in (*columns, self.segments)) or self.measures.shape[0] != n:
             raise ValueError("every column of an event batch must have one row per event")
 

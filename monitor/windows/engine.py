@@ -15,6 +15,15 @@ Nothing here touches Kafka or Prometheus; the only clock is the injected one (id
 partitions). Everything runs on the service's loop thread. Batches are fastest with rows
 grouped by partition, as a poll returns them.
 
+An event moves its partition's watermark by its event time, but never past its record's
+Kafka timestamp plus `max_clock_skew_ms`: one event dated into the future (within
+`windows.max_future`) cannot make the honest events after it late. The record timestamp is
+stored with the record, so a replay after a crash rebuilds the same watermark.
+
+    lateness 60 s, skew 10 s        record timestamps: the producer's clock at send
+    event  a: time T+290 s, record T   -> counted in its own (future) window; watermark T+10-60
+    events T+1 .. T+300 s, record same -> each moves the watermark to its own time - 60: none late
+
 What becomes of an event (in batch order, against the watermark as it stands after the events
 before it, including its own; finalize timing plays no part):
 
@@ -84,7 +93,8 @@ class EventWindows:
 
     `version` and `set_queries`: the evaluation set events are scored with at first.
     `labeler`: how raw segments become labels at finalize (default: every raw segment is
-    its own label, uncapped).
+    its own label, uncapped). `max_clock_skew_ms`: how far past its record timestamp an
+    event's time may move the watermark (None: without bound).
     """
 
     def __init__(
@@ -96,8 +106,10 @@ class EventWindows:
         version: str = "",
         set_queries: int = 0,
         labeler: SegmentLabeler | None = None,
+        max_clock_skew_ms: int | None = None,
     ) -> None:
         self.spec = spec
+        self.max_clock_skew_ms = max_clock_skew_ms
         self.measure_keys = tuple(measure_keys)
         self.labeler = labeler
         self._clock = clock
@@ -246,6 +258,9 @@ class EventWindows:
         replaying = bool(self._published)
         partitions, offsets = int_list(batch.partitions), int_list(batch.offsets)
         times = int_list(batch.event_times_ms)
+        skew = self.max_clock_skew_ms
+        stamps = None if skew is None or batch.record_times_ms is None else batch.record_times_ms
+        bounds = None if stamps is None else _watermark_bounds(int_list(stamps), times, skew)
         event_ids, query_ids, segments = batch.event_ids, batch.query_ids, batch.segments
         watermarks, panes, registry = self._watermarks, self._offsets.first_in_pane, self._registry
         published = self._published
@@ -273,11 +288,12 @@ class EventWindows:
                 progress.last_record_s = now
                 floor = watermarks.floor_without(partition, now)
             progress.next_offset = offsets[i] + 1
-            if time_ms > progress.max_event_ms:
-                progress.max_event_ms = time_ms
+            mark_ms = time_ms if bounds is None else bounds[i]
+            if mark_ms > progress.max_event_ms:
+                progress.max_event_ms = mark_ms
                 # The global watermark is the minimum over active partitions: this one's new
                 # watermark or the others' minimum, whichever is lower; it never decreases.
-                candidate = time_ms - lateness if time_ms - lateness < floor else floor
+                candidate = mark_ms - lateness if mark_ms - lateness < floor else floor
                 watermark = max(watermark, candidate)
             pane = time_ms - time_ms % hop
             segment = segments[i]
@@ -519,3 +535,14 @@ class EventWindows:
             panes=len(self._offsets),
             published=len(self._published),
         )
+
+
+def _watermark_bounds(stamps: Sequence[int], times: Sequence[int], skew: int) -> Sequence[int]:
+    """How far each event moves its partition's watermark: its time, capped at its record
+    timestamp plus `skew` (records without a timestamp, 0 or less, are not capped)."""
+    if not any(time > stamp + skew for time, stamp in zip(times, stamps, strict=True)):
+        return times
+    return [
+        stamp + skew if stamp > 0 and time > stamp + skew else time
+        for time, stamp in zip(times, stamps, strict=True)
+    ]
