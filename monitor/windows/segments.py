@@ -15,7 +15,8 @@ gets the same label in every life of the process (a replay after a crash, a rest
   while there are fewer than `max_combinations`; a raw segment keeps its values where they
   are admitted (`__other__` elsewhere), and becomes `__other__` on every key if its
   combination is not admitted. A producer that sends `__other__` itself is folded with the
-  overflow: the value is never admitted and blocks no other value's admission. Admitted values and combinations are seen at the window's end;
+  overflow: the value is never admitted and blocks no other value's admission. Admitted
+  values and combinations are seen at the window's end;
 - the state after a window (`LabelState`) goes with its shares to the windows topic, so a
   restart continues from the newest one, and a replayed event of a published window is
   labelled as it was then (`label_under`).
