@@ -57,6 +57,8 @@ def decode_events(
     use_event_time: bool,
     depth: int,
     grade_codes: bytes | None,
+    max_id_bytes: int = ...,
+    max_value_bytes: int = ...,
 ) -> tuple[
     bytes,
     list[str],

@@ -104,11 +104,15 @@ def decode_events(
     use_event_time: bool,
     depth: int,
     grade_codes: bytes | None,
+    max_id_bytes: int,
+    max_value_bytes: int,
 ) -> DecodedEvents:
     """Scan a poll's record values in C (see monitor/_native/speedups.c).
 
     `grade_codes` (inline grade -> code, `BatchScorer.inline_grade_codes`) scores each event's
-    inline judgments with it; None ignores them."""
+    inline judgments with it; None ignores them. An event holding an id longer than
+    `max_id_bytes`, or a segment value longer than `max_value_bytes`, as written, is punted
+    (the reference decoder measures it)."""
     scanned = _speedups.decode_events(
         index,
         values,
@@ -121,6 +125,8 @@ def decode_events(
         use_event_time,
         depth,
         grade_codes,
+        max_id_bytes,
+        max_value_bytes,
     )
     return DecodedEvents(*scanned)
 

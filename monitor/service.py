@@ -600,13 +600,16 @@ def _labeler(config: Config) -> SegmentLabeler:
 
 def event_decoder(config: Config) -> EventDecoder:
     """The decoder with the limits `config` sets (metrics.max_depth, kafka.max_record_bytes,
-    windows.max_future and time_source, segments.keys)."""
+    windows.max_future and time_source, segments.keys, kafka.max_id_bytes,
+    segments.max_value_bytes)."""
     return EventDecoder(
         max_depth=config.metrics.max_depth,
         max_bytes=config.kafka.max_record_bytes,
         max_future_ms=config.windows.max_future.ms,
         segment_keys=frozenset(config.segments.keys),
         use_event_time=config.windows.time_source == "event",
+        max_id_bytes=config.kafka.max_id_bytes,
+        max_value_bytes=config.segments.max_value_bytes,
     )
 
 

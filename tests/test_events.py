@@ -112,6 +112,22 @@ def test_ranking_of_exactly_max_depth_documents_is_accepted() -> None:
     assert len(result.ranking) == 1000
 
 
+def test_strings_exactly_at_their_byte_limits_are_accepted() -> None:
+    value = event(
+        event_id="e" * 512,
+        query_id="\u00e9" * 256,
+        ranking=["d1", "x" * 512],
+        judgments={"y" * 512: 1},
+        segment={"model": "\u20ac" * 42 + "vv"},  # 42 x 3 + 2 = 128 bytes
+    )
+    assert isinstance(decode(value), RankingEvent)
+
+
+def test_a_long_value_of_a_segment_key_that_is_not_kept_is_ignored() -> None:
+    value = event(segment={"model": "v1", "request": "r" * 10_000})
+    assert isinstance(decode(value, segment_keys=frozenset({"model"})), RankingEvent)
+
+
 def test_event_time_exactly_max_future_ahead_is_accepted_one_ms_more_is_not() -> None:
     assert isinstance(decode(event(event_time=NOW_MS + 300_000)), RankingEvent)
     assert reason_of(event(event_time=NOW_MS + 300_001)) is Reason.TOO_FAR_IN_FUTURE
@@ -180,6 +196,11 @@ INVALID = [
     (event(schema_version="1"), Reason.UNSUPPORTED_SCHEMA_VERSION),
     (event(schema_version=True), Reason.UNSUPPORTED_SCHEMA_VERSION),
     (event(schema_version=1.0), Reason.UNSUPPORTED_SCHEMA_VERSION),
+    (event(event_id="e" * 513), Reason.STRING_TOO_LONG),
+    (event(query_id="\u00e9" * 257), Reason.STRING_TOO_LONG),  # 257 characters, 514 bytes
+    (event(ranking=["d1", "x" * 513]), Reason.STRING_TOO_LONG),
+    (event(judgments={"y" * 513: 1}), Reason.STRING_TOO_LONG),
+    (event(segment={"model": "v" * 129}), Reason.STRING_TOO_LONG),
 ]
 
 

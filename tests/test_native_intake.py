@@ -118,6 +118,10 @@ class Pipeline:
         )
 
 
+MAX_ID_BYTES = 40
+MAX_VALUE_BYTES = 8
+
+
 def pipeline(
     keys: Sequence[MeasureKey],
     *,
@@ -132,6 +136,8 @@ def pipeline(
         max_future_ms=MAX_FUTURE,
         segment_keys=segment_keys,
         use_event_time=use_event_time,
+        max_id_bytes=MAX_ID_BYTES,
+        max_value_bytes=MAX_VALUE_BYTES,
     )
     clock = FakeClock(start_ms=NOW)
     labeler = SegmentLabeler(SEGMENT_KEYS, max_values=3)
@@ -247,6 +253,14 @@ def scripted_polls() -> list[list[SourceRecord]]:
         (0, T0 + 31, event("unknown-1", "nope")),
         (1, T0 + 32, event("unknown-2", "nöpe")),
         (0, T0 + 33, event("unknown-dup-doc", "nope", ["a", "a"])),
+        # Strings past their byte limits (ids 40, segment values 8), and at them.
+        (0, T0 + 35, event("long-id-" + "x" * 33)),
+        (1, T0 + 36, event("long-doc", ranking=["a", "d" * 41])),
+        (0, T0 + 37, event("long-seg", segment={"country": "c" * 9})),
+        (0, T0 + 38, event("long-judged", judgments={"j" * 41: 1})),
+        (1, T0 + 39, event("at-limit-" + "x" * 31, "q1", ["a", "b" * 40], event_time=T0 + 3_300,
+                           segment={"country": "c" * 8})),
+        (1, T0 + 40, event("long-other", event_time=T0 + 3_400, segment={"other": "o" * 20})),
         # Duplicates by event id: in the same poll.
         (1, T0 + 34, event("e1", "q2", ["x"], event_time=T0 + 1_500)),
     ]  # fmt: skip

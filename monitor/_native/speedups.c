@@ -1050,6 +1050,7 @@ typedef struct {
     const int64_t *timestamps;
     int64_t now_ms, max_future_ms;
     Py_ssize_t max_depth, max_bytes, depth;
+    Py_ssize_t max_id, max_value; /* an id or segment value longer (raw bytes) punts */
     int use_event_time;
     const uint8_t *grade_codes; /* inline grade -> code (0: none); NULL: judgments ignored */
     size_t n_grade_codes;
@@ -1109,6 +1110,34 @@ static int inline_judgments(rm_scan_job *job, const char *buf, const rm_event *e
     return 1;
 }
 
+/* Whether a string of the event is longer than its limit in bytes as written: its ids, doc
+   ids and inline judgments' doc ids `limit`, its segment values `value_limit`. Such an event
+   punts, and the reference decoder measures the decoded string (never longer than what was
+   written). */
+static int has_long_string(const rm_event *ev, const rm_span *docs, Py_ssize_t limit,
+                           Py_ssize_t value_limit) {
+    if ((Py_ssize_t)ev->event_id.len > limit || (Py_ssize_t)ev->query_id.len > limit) {
+        return 1;
+    }
+    for (uint32_t d = 0; d < ev->n_docs; d++) {
+        if ((Py_ssize_t)docs[d].len > limit) {
+            return 1;
+        }
+    }
+    uint32_t judged = ev->n_judgments < RM_MAX_JUDGMENTS ? ev->n_judgments : RM_MAX_JUDGMENTS;
+    for (uint32_t j = 0; ev->has_judgments && j < judged; j++) {
+        if ((Py_ssize_t)ev->judgment_docs[j].len > limit) {
+            return 1;
+        }
+    }
+    for (uint32_t s = 0; s < ev->n_segment; s++) {
+        if ((Py_ssize_t)ev->segment_values[s].len > value_limit) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Phase one, without the GIL: scan, check and code every record. -1: out of memory. */
 static int scan_all(rm_scan_job *job) {
     for (Py_ssize_t i = 0; i < job->n; i++) {
@@ -1122,6 +1151,9 @@ static int scan_all(rm_scan_job *job) {
         rm_event ev;
         if (rm_scan_event(buf, (size_t)len, (uint32_t)job->max_depth, job->docs, &ev) !=
             RM_SCAN_OK) {
+            continue;
+        }
+        if (has_long_string(&ev, job->docs, job->max_id, job->max_value)) {
             continue;
         }
         int64_t event_time;
@@ -1311,15 +1343,17 @@ static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwarg
     (void)module;
     static char *keywords[] = {"index",         "values",         "timestamps_ms", "now_ms",
                                "max_depth",     "max_bytes",      "max_future_ms", "segment_keys",
-                               "use_event_time", "depth",         "grade_codes",   NULL};
+                               "use_event_time", "depth",         "grade_codes",
+                               "max_id_bytes",  "max_value_bytes", NULL};
     PyObject *index_arg, *values_arg, *timestamps_arg, *keys_arg, *grade_codes;
     long long now_ms, max_future_ms;
-    Py_ssize_t max_depth, max_bytes, depth;
+    Py_ssize_t max_depth, max_bytes, depth, max_id = PY_SSIZE_T_MAX, max_value = PY_SSIZE_T_MAX;
     int use_event_time;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OOLnnLOpnO:decode_events", keywords,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!OOLnnLOpnO|nn:decode_events", keywords,
                                      &JudgmentIndexType, &index_arg, &values_arg, &timestamps_arg,
                                      &now_ms, &max_depth, &max_bytes, &max_future_ms, &keys_arg,
-                                     &use_event_time, &depth, &grade_codes)) {
+                                     &use_event_time, &depth, &grade_codes, &max_id,
+                                     &max_value)) {
         return NULL;
     }
     if (grade_codes != Py_None && !PyBytes_Check(grade_codes)) {
@@ -1391,6 +1425,8 @@ static PyObject *decode_events(PyObject *module, PyObject *args, PyObject *kwarg
     job.max_future_ms = max_future_ms;
     job.max_depth = max_depth;
     job.max_bytes = max_bytes;
+    job.max_id = max_id;
+    job.max_value = max_value;
     job.depth = depth;
     job.use_event_time = use_event_time;
     if (grade_codes != Py_None) { /* the args hold it while the GIL is released */
@@ -1749,7 +1785,7 @@ static PyObject *set_hash_seed(PyObject *self, PyObject *arg) {
 static PyMethodDef module_methods[] = {
     {"decode_events", (PyCFunction)(void (*)(void))decode_events, METH_VARARGS | METH_KEYWORDS,
      "decode_events(index, values, timestamps_ms, now_ms, max_depth, max_bytes, max_future_ms, "
-     "segment_keys, use_event_time, depth, grade_codes) -> (status, event_ids, query_ids, "
+     "segment_keys, use_event_time, depth, grade_codes, max_id_bytes=None, max_value_bytes=None) -> (status, event_ids, query_ids, "
      "rows, event_times_ms, segments, codes, lengths, added, added_counts). segments[i] is the "
      "tuple of the event's "
      "values of segment_keys (a sequence of str), in that order, '' for a key it lacks. "
@@ -1758,7 +1794,9 @@ static PyMethodDef module_methods[] = {
      "order, codes their first `depth` grade codes (all if depth < 0) concatenated. "
      "grade_codes (bytes, inline grade -> code) lays each event's inline judgments over its "
      "unjudged documents, and `added` holds the codes of those grades, added_counts[i] of "
-     "them event i's; None ignores inline judgments."},
+     "them event i's; None ignores inline judgments. An event with an id or doc id longer "
+     "than max_id_bytes, or a segment value longer than max_value_bytes, as written, is "
+     "punted."},
     {"measure_codes", (PyCFunction)measure_codes, METH_VARARGS,
      "measure_codes(codes, taken, lengths, rows, kinds, gain_of, cutoffs, ideal_of, gains, "
      "relevant, judged, discounts, ideals, n_ideals, num_rel, when_zero, out): fill `out` "

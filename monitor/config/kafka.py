@@ -21,6 +21,7 @@ from monitor.config.source import (
     as_str,
     as_str_list,
 )
+from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES
 from monitor.kafka.settings import (
     DEFAULT_MAX_RECORD_BYTES,
     MAX_RECORD_BYTES,
@@ -56,6 +57,7 @@ def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -
         max_record_bytes=section.get(
             "max_record_bytes", as_int(1, MAX_RECORD_BYTES), DEFAULT_MAX_RECORD_BYTES
         ),
+        max_id_bytes=section.get("max_id_bytes", as_int(1, 1 << 20), DEFAULT_MAX_ID_BYTES),
         security=_read_security(section.section("security"), environ, base),
     )
     if len({config.topic, config.dead_letter_topic, config.windows_topic}) < 3:

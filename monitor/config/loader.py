@@ -36,6 +36,7 @@ from monitor.config.source import (
     read_yaml,
 )
 from monitor.explain.settings import ExplainConfig
+from monitor.ingest.schema import DEFAULT_MAX_VALUE_BYTES
 from monitor.kafka.settings import KafkaConfig
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.reload import EvaluationSetConfig
@@ -107,12 +108,14 @@ class SegmentsConfig:
     `max_combinations` combinations; the rest is reported as `monitor.windows.segments.OVERFLOW`, so
     a producer cannot explode the label cardinality. A value or combination not seen for
     `retire_after` (event time) leaves, making room for new ones (a new model release).
+    An event whose value of a key is longer than `max_value_bytes` is rejected.
     """
 
     keys: tuple[str, ...] = ()
     max_values: int = 100
     max_combinations: int = 1000
     retire_after: Duration = _ONE_DAY
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +281,7 @@ def _read_segments(section: ConfigSection) -> SegmentsConfig:
         max_values=section.get("max_values", as_int(1, 100_000), 100),
         max_combinations=section.get("max_combinations", as_int(1, 1_000_000), 1000),
         retire_after=section.get("retire_after", as_positive_duration, _ONE_DAY),
+        max_value_bytes=section.get("max_value_bytes", as_int(1, 1 << 16), DEFAULT_MAX_VALUE_BYTES),
     )
     section.finish()
     for key in keys:

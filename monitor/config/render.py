@@ -59,6 +59,7 @@ def render_config(config: Config) -> dict[str, Any]:
             "max_values": config.segments.max_values,
             "max_combinations": config.segments.max_combinations,
             "retire_after": config.segments.retire_after.text,
+            "max_value_bytes": config.segments.max_value_bytes,
         },
         "judgments": {"inline": config.judgments.inline},
         "export": {
@@ -92,6 +93,7 @@ def _kafka(kafka: KafkaConfig) -> dict[str, Any]:
         "session_timeout_ms": kafka.session_timeout_ms,
         "max_poll_records": kafka.max_poll_records,
         "max_record_bytes": kafka.max_record_bytes,
+        "max_id_bytes": kafka.max_id_bytes,
         "security": {
             "protocol": kafka.security.protocol,
             "sasl": None

@@ -17,7 +17,7 @@ reads them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -25,6 +25,8 @@ from typing import Any, Final
 import orjson
 
 from monitor.ingest.schema import (
+    DEFAULT_MAX_ID_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
     EVENT_SCHEMA_VERSION,
     MAX_GRADE,
     MIN_EPOCH_MS,
@@ -101,23 +103,32 @@ def decode_event(
     max_future_ms: int = 300_000,
     segment_keys: frozenset[str] | None = None,
     use_event_time: bool = True,
+    max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
 ) -> RankingEvent | Rejection:
     """Decode and validate one record value; never raises.
 
     `record_timestamp_ms` is the Kafka record timestamp (the event time when the event has
     none, or when `use_event_time` is false); an event time more than `max_future_ms` past
     `now_ms` is rejected. `segment_keys`, if given, keeps only those segment keys.
+    An id, doc id or inline judgment's doc id longer than `max_id_bytes`, or a kept segment
+    value longer than `max_value_bytes` (UTF-8), is rejected (STRING_TOO_LONG).
     Config: max_depth = metrics.max_depth, max_bytes = kafka.max_record_bytes,
     max_future_ms = windows.max_future.ms, segment_keys = segments.keys,
-    use_event_time = windows.time_source == "event".
+    use_event_time = windows.time_source == "event", max_id_bytes = kafka.max_id_bytes,
+    max_value_bytes = segments.max_value_bytes.
     """
     try:
         raw = _parse(value, max_bytes)
-        event_id = _identifier(raw, "event_id")
-        query_id = _identifier(raw, "query_id")
+        event_id = _identifier(raw, "event_id", max_id_bytes)
+        query_id = _identifier(raw, "query_id", max_id_bytes)
         ranking = _ranking(raw.get("ranking"), max_depth)
+        _within(ranking, max_id_bytes, "a document id")
         judgments = _judgments(raw.get("judgments"))
+        if judgments is not None:
+            _within(judgments, max_id_bytes, "a judgment's document id")
         segment = _segment(raw.get("segment"), segment_keys)
+        _within(segment.values(), max_value_bytes, "a segment value")
         event_time_ms = _event_time(raw, record_timestamp_ms, use_event_time)
     except _RejectedError as invalid:
         return invalid.rejection
@@ -135,6 +146,8 @@ class EventDecoder:
     max_future_ms: int = 300_000
     segment_keys: frozenset[str] | None = None
     use_event_time: bool = True
+    max_id_bytes: int = DEFAULT_MAX_ID_BYTES
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
 
     def __call__(
         self, value: bytes | None, record_timestamp_ms: int, now_ms: int
@@ -149,6 +162,8 @@ class EventDecoder:
             max_future_ms=self.max_future_ms,
             segment_keys=self.segment_keys,
             use_event_time=self.use_event_time,
+            max_id_bytes=self.max_id_bytes,
+            max_value_bytes=self.max_value_bytes,
         )
 
 
@@ -174,7 +189,7 @@ def _parse(value: bytes | None, max_bytes: int) -> dict[str, Any]:
     return raw
 
 
-def _identifier(raw: dict[str, Any], field: str) -> str:
+def _identifier(raw: dict[str, Any], field: str, max_bytes: int) -> str:
     value = raw.get(field)
     if value is None:
         raise _RejectedError(Reason.MISSING_FIELD, f"{field} is missing")
@@ -182,7 +197,18 @@ def _identifier(raw: dict[str, Any], field: str) -> str:
         raise _RejectedError(Reason.WRONG_TYPE, f"{field} is not a string")
     if not value:
         raise _RejectedError(Reason.MISSING_FIELD, f"{field} is empty")
+    _within((value,), max_bytes, field)
     return value
+
+
+def _within(strings: Iterable[str], max_bytes: int, what: str) -> None:
+    """Reject when one of `strings` is longer than `max_bytes` in UTF-8."""
+    for text in strings:
+        # A str of n characters takes n to 4n bytes: only the doubtful ones are encoded.
+        if len(text) * 4 > max_bytes and (
+            len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes
+        ):
+            raise _RejectedError(Reason.STRING_TOO_LONG, f"{what} is longer than {max_bytes} bytes")
 
 
 def _ranking(value: Any, max_depth: int) -> tuple[str, ...]:

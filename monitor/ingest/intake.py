@@ -171,6 +171,8 @@ class Intake:
                 use_event_time=decoder.use_event_time,
                 depth=-1 if depth is None else depth,
                 grade_codes=scorer.inline_grade_codes if self.inline_judgments else None,
+                max_id_bytes=decoder.max_id_bytes,
+                max_value_bytes=decoder.max_value_bytes,
             )
 
         try:

@@ -12,6 +12,8 @@ from enum import Enum
 from typing import Final
 
 __all__ = [
+    "DEFAULT_MAX_ID_BYTES",
+    "DEFAULT_MAX_VALUE_BYTES",
     "EVENT_FIELDS",
     "EVENT_SCHEMA_VERSION",
     "MAX_GRADE",
@@ -41,6 +43,12 @@ MAX_GRADE: Final = 1000
 # almost surely epoch seconds, a common producer mistake read as a 1970 time: refused, with
 # the reason, rather than counted in a window of 1970. (The C scanner punts such values.)
 MIN_EPOCH_MS: Final = 100_000_000_000
+# Every string an event carries has a byte limit (UTF-8), so that what rankmon keeps and
+# serves of it is bounded: event_id, query_id, each doc id and inline judgment doc id at most
+# `kafka.max_id_bytes` (Elasticsearch's own _id limit), each value of a configured segment key
+# at most `segments.max_value_bytes` (a Prometheus label value). Past them: STRING_TOO_LONG.
+DEFAULT_MAX_ID_BYTES: Final = 512
+DEFAULT_MAX_VALUE_BYTES: Final = 128
 
 
 class Outcome(Enum):
@@ -65,6 +73,7 @@ class Reason(Enum):
     DUPLICATE_DOC = "duplicate_doc"
     TOO_DEEP = "too_deep"
     TOO_LARGE = "too_large"
+    STRING_TOO_LONG = "string_too_long"
     BAD_GRADE = "bad_grade"
     BAD_EVENT_TIME = "bad_event_time"
     TOO_FAR_IN_FUTURE = "too_far_in_future"

@@ -76,4 +76,5 @@ class KafkaConfig:
     session_timeout_ms: int | None
     max_poll_records: int
     max_record_bytes: int
+    max_id_bytes: int  # an event's ids and doc ids (monitor.ingest.schema)
     security: KafkaSecurity
