@@ -10,6 +10,7 @@ same outcomes, only slower. `speedups_active()` says which path this process tak
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -104,8 +105,8 @@ def decode_events(
     use_event_time: bool,
     depth: int,
     grade_codes: bytes | None,
-    max_id_bytes: int,
-    max_value_bytes: int,
+    max_id_bytes: int = sys.maxsize,
+    max_value_bytes: int = sys.maxsize,
 ) -> DecodedEvents:
     """Scan a poll's record values in C (see monitor/_native/speedups.c).
 

@@ -258,9 +258,10 @@ class EventWindows:
         replaying = bool(self._published)
         partitions, offsets = int_list(batch.partitions), int_list(batch.offsets)
         times = int_list(batch.event_times_ms)
-        skew = self.max_clock_skew_ms
-        stamps = None if skew is None or batch.record_times_ms is None else batch.record_times_ms
-        bounds = None if stamps is None else _watermark_bounds(int_list(stamps), times, skew)
+        skew, stamps = self.max_clock_skew_ms, batch.record_times_ms
+        bounds = None
+        if skew is not None and stamps is not None:
+            bounds = _watermark_bounds(int_list(stamps), times, skew)
         event_ids, query_ids, segments = batch.event_ids, batch.query_ids, batch.segments
         watermarks, panes, registry = self._watermarks, self._offsets.first_in_pane, self._registry
         published = self._published
