@@ -149,6 +149,10 @@ def test_segments_and_windows_list_what_is_kept_with_intervals(monitor: Monitor)
         (f"/api/v1/explain?segment=model=v1&window={T0}", 404, "keeps the last 4 windows"),
         ("/api/v1/windows?segment=model=v9", 404, "no window of segment model=v9"),
         ("/api/v1/windows?segment=model=v1&limit=0", 400, "whole number"),
+        # Past int()'s 4300 digits: a 400, not a 500 and a traceback.
+        (f"/api/v1/explain?segment=model=v1&window={'9' * 5000}", 400, "epoch milliseconds"),
+        (f"/api/v1/explain?segment=model=v1&at={'9' * 5000}", 400, "whole number"),
+        (f"/api/v1/windows?segment=model=v1&limit={'9' * 5000}", 400, "whole number"),
     ],
 )
 def test_a_bad_request_gets_its_status_and_a_one_line_reason(
@@ -159,6 +163,15 @@ def test_a_bad_request_gets_its_status_and_a_one_line_reason(
     document = json.loads(body)
     validate(document, "error")
     assert words in document["error"] and "\n" not in document["error"]
+
+
+@pytest.mark.parametrize(("name", "words"), [("documents", "whole number"), ("against", "epoch")])
+def test_a_number_of_5000_digits_is_a_400_not_a_500(
+    monitor: Monitor, name: str, words: str
+) -> None:
+    path = f"/api/v1/explain?segment=model=v1&window={last_start()}&{name}={'9' * 5000}"
+    code, _, body = get(monitor, path)
+    assert code == 400 and words in json.loads(body)["error"]
 
 
 def test_the_page_shows_segments_charts_and_an_explanation_without_scripts(

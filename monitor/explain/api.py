@@ -371,6 +371,8 @@ def _one(query: Mapping[str, list[str]], name: str) -> str | None:
     return values[0]
 
 
+_MAX_DIGITS = 19  # every epoch millisecond and count fits; int64 has 19 digits
+
 def _int(
     query: Mapping[str, list[str]], name: str, default: int | None, low: int, high: int | None
 ) -> int:
@@ -382,6 +384,7 @@ def _int(
     if (
         not text.isascii()
         or not text.isdigit()
+        or len(text) > _MAX_DIGITS  # past int64 anyway; int() refuses past 4300 digits
         or (high is not None and int(text) > high)
         or int(text) < low
     ):

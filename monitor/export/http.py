@@ -13,9 +13,20 @@ client that connects and drips one byte at a time holds a few hundred bytes, not
 What one client can hold is bounded: a request (line and headers) must arrive within
 `REQUEST_DEADLINE_S` whole, not per read; a request line over `MAX_LINE_BYTES` is refused
 (414), headers over `MAX_HEADER_BYTES` or `MAX_HEADERS` (431), a body or a method other than
-GET and HEAD (413, 405); each connection serves one request and closes; at most
-`MAX_CONNECTIONS` are open at once, more are closed at once. With `certfile` and `keyfile`
-the listener speaks TLS only, the handshake bounded by the same deadline.
+GET and HEAD (413, 405), a target that is no URL (400); each connection serves one request
+and closes. With `certfile` and `keyfile` the listener speaks TLS only, the handshake bounded
+by the same deadline.
+
+Probes stay fast under load. `/healthz` and `/readyz` are answered on the event loop itself;
+every other route runs in a worker thread, one for `/metrics` and one for the page and the
+API, so a slow explanation delays neither a probe nor a scrape. At most `MAX_WAITING`
+requests wait for a worker, and the bodies not yet written to their clients take at most
+`MAX_PENDING_BYTES`: past either, a request is answered 503 at once (with Retry-After), so
+clients that ask and never read cannot hold more memory than that. At most `MAX_CONNECTIONS`
+are open at once; a new one past that closes the connection that has waited longest for its
+request (an idle or dripping client), so a flood of idle connections cannot shut out probes
+and scrapes: only when every open connection is being answered is the new one closed.
+Refused requests and their reasons are logged on one line each, never with a traceback.
 """
 
 from __future__ import annotations
@@ -27,7 +38,9 @@ import socket
 import ssl
 import threading
 import urllib.parse
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Final, Protocol
@@ -37,6 +50,8 @@ from prometheus_client.exposition import choose_encoder
 
 __all__ = [
     "MAX_CONNECTIONS",
+    "MAX_PENDING_BYTES",
+    "MAX_WAITING",
     "REQUEST_DEADLINE_S",
     "HttpEndpoint",
     "MetricsServer",
@@ -53,6 +68,10 @@ MAX_LINE_BYTES: Final = 8192
 MAX_HEADER_BYTES: Final = 16_384
 MAX_HEADERS: Final = 64
 WRITE_DEADLINE_S: Final = 30.0
+MAX_WAITING: Final = 64
+MAX_PENDING_BYTES: Final = 64 * 1024 * 1024
+# Answered on the event loop: cheap, and what a kubelet's probe or a load balancer asks.
+_PROBES: Final = frozenset({"/healthz", "/readyz"})
 
 _log = logging.getLogger(__name__)
 
@@ -128,7 +147,13 @@ class MetricsServer:
         self._server: asyncio.Server | None = None
         self._thread: threading.Thread | None = None
         self._open = 0  # connections being served now
-        self.refused = 0  # connections closed at once: MAX_CONNECTIONS were open
+        self._reading: OrderedDict[int, asyncio.StreamWriter] = OrderedDict()  # oldest first
+        self._waiting = 0  # requests waiting for a worker thread or computing
+        self._pending_bytes = 0  # bodies computed and not yet written to their clients
+        self._workers: dict[str, ThreadPoolExecutor] = {}
+        self.refused = 0  # connections closed at once: MAX_CONNECTIONS were open and busy
+        self.evicted = 0  # idle connections closed to make room for a new one
+        self.busy = 0  # requests answered 503: too many waiting, or too many bytes unsent
 
     @property
     def url(self) -> str:
@@ -136,10 +161,6 @@ class MetricsServer:
         scheme = "https" if self._tls is not None else "http"
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{scheme}://{host}:{self.port}"
-
-    def add_route(self, path: str, route: Route) -> None:
-        """Serve `route` at `path` (before `start()`)."""
-        self._routes[path] = route
 
     def start(self) -> MetricsServer:
         """Bind and serve in a daemon thread; `port` becomes the bound port.
@@ -152,6 +173,10 @@ class MetricsServer:
             loop.close()
             raise
         self._loop, self._server = loop, server
+        self._workers = {
+            name: ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"rankmon-http-{name}")
+            for name in ("metrics", "pages")
+        }
         self.port = server.sockets[0].getsockname()[1]
         self._thread = threading.Thread(
             target=loop.run_forever, name="rankmon-metrics-http", daemon=True
@@ -191,6 +216,8 @@ class MetricsServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
         loop.close()
+        for pool in self._workers.values():
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def __enter__(self) -> MetricsServer:
         return self.start()
@@ -206,28 +233,52 @@ class MetricsServer:
     # -- one connection -----------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= MAX_CONNECTIONS:
+        if self._open >= MAX_CONNECTIONS and not self._evict_oldest_reader():
             self.refused += 1
             writer.close()
             return
         self._open += 1
+        key = id(writer)
+        self._reading[key] = writer
+        pending = 0
         try:
             try:
                 async with asyncio.timeout(REQUEST_DEADLINE_S):
                     method, target, headers = await self._read_request(reader)
-                response = self._answer(method, target, headers)
+                self._reading.pop(key, None)
+                response = await self._answer(method, target, headers)
                 head_only = method == "HEAD"
             except _RequestError as error:
                 response, head_only = error.response, False
+                _log.info("HTTP request refused: %s", error.response.status)
             except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
-                return  # too slow, or gone: nothing to answer
+                return  # too slow, or gone (or evicted): nothing to answer
+            if self._pending_bytes and self._pending_bytes + len(response.body) > MAX_PENDING_BYTES:
+                response = self._busy()  # held for clients that do not read: refuse more
+            pending = len(response.body)
+            self._pending_bytes += pending
             async with asyncio.timeout(WRITE_DEADLINE_S):
                 await self._write(writer, response, head_only)
         except (TimeoutError, ConnectionError, ssl.SSLError):
             pass  # a client that stops reading, or breaks TLS, is not our error
         finally:
+            self._pending_bytes -= pending
+            self._reading.pop(key, None)
             self._open -= 1
             writer.close()
+
+    def _evict_oldest_reader(self) -> bool:
+        """Close the connection that has waited longest for its request; False if none is
+        waiting for one (every open connection is being answered)."""
+        if not self._reading:
+            return False
+        _, writer = self._reading.popitem(last=False)
+        writer.close()  # its reader sees the end of the stream and its task ends
+        transport = writer.transport
+        if transport is not None:
+            transport.abort()
+        self.evicted += 1
+        return True
 
     async def _read_request(self, reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str]]:
         line = await _read_line(reader, "414 URI Too Long", "request line too long")
@@ -257,17 +308,46 @@ class MetricsServer:
             raise _RequestError("413 Content Too Large", "requests take no body")
         return method, target, headers
 
-    def _answer(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
-        parsed = urllib.parse.urlsplit(target)
+    async def _answer(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+        try:
+            parsed = urllib.parse.urlsplit(target)
+            query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
+        except ValueError as error:  # "http://[::1/": an invalid IPv6 URL, and the like
+            raise _RequestError("400 Bad Request", "the request target is not a URL") from error
         route = self._routes.get(parsed.path)
         if route is None:
             known = ", ".join(sorted(self._routes))
             return _plain("404 Not Found", f"rankmon serves {known}\n")
-        query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
+        if parsed.path in _PROBES:
+            return self._call(parsed.path, route, query, headers)
+        if self._waiting >= MAX_WAITING or self._pending_bytes >= MAX_PENDING_BYTES:
+            return self._busy()
+        pool = self._workers["metrics" if parsed.path == "/metrics" else "pages"]
+        self._waiting += 1
+        try:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(pool, self._call, parsed.path, route, query, headers)
+        finally:
+            self._waiting -= 1
+
+    def _busy(self) -> Response:
+        self.busy += 1
+        _log.info(
+            "HTTP request refused: busy (%d waiting, %d bytes unsent)",
+            self._waiting,
+            self._pending_bytes,
+        )
+        busy = _plain("503 Service Unavailable", "busy: retry in a second\n")
+        return Response(busy.status, busy.content_type, busy.body, {"Retry-After": "1"})
+
+    @staticmethod
+    def _call(
+        path: str, route: Route, query: Mapping[str, list[str]], headers: Mapping[str, str]
+    ) -> Response:
         try:
             return route(query, headers)
         except Exception:
-            _log.exception("HTTP route %s failed", parsed.path)
+            _log.exception("HTTP route %s failed", path)
             return _plain("500 Internal Server Error", "internal error\n")
 
     @staticmethod
