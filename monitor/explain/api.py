@@ -373,6 +373,7 @@ def _one(query: Mapping[str, list[str]], name: str) -> str | None:
 
 _MAX_DIGITS = 19  # every epoch millisecond and count fits; int64 has 19 digits
 
+
 def _int(
     query: Mapping[str, list[str]], name: str, default: int | None, low: int, high: int | None
 ) -> int:
