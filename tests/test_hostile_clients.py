@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry
 
 from monitor.export import http
 from monitor.export.exporter import Exporter
-from monitor.export.http import MetricsServer, Response
+from monitor.export.http import MetricsServer, Response, Route
 
 BIG = 20 * 1024 * 1024
 
@@ -46,10 +46,11 @@ def blocking() -> Blocking:
 def server(blocking: Blocking) -> Iterator[MetricsServer]:
     registry = CollectorRegistry()
     exporter = Exporter(registry, process_metrics=False)
-    routes = {
-        "/explain": blocking,
-        "/big": lambda query, headers: Response("200 OK", "text/plain", b"x" * BIG),
-    }
+
+    def big(query: Mapping[str, list[str]], headers: Mapping[str, str]) -> Response:
+        return Response("200 OK", "text/plain", b"x" * BIG)
+
+    routes: dict[str, Route] = {"/explain": blocking, "/big": big}
     with MetricsServer(
         registry, exporter.readiness.missing, host="127.0.0.1", port=0, routes=routes
     ) as served:
