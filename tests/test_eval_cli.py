@@ -402,3 +402,29 @@ def test_judged_only_and_collection_size_reach_the_measures_from_the_command_lin
     # utility's fourth term: N + relevant retrieved - retrieved - relevant, per query.
     utility = eval_json(capsys, "-N", "10", "-m", "utility.0,0,0,1", *files)["all"]
     assert utility["utility_0,0,0,1"] == ((10 + 1 - 3 - 2) + (10 + 0 - 1 - 0)) / 2
+
+
+HUGE = "99999999999999999999999"
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["-M", HUGE], "-M DEPTH (documents per query) must be a whole number from 0 to"),
+        (["-N", HUGE], "-N DOCS (documents in the collection) must be a whole number from 0 to"),
+        (["-m", f"P.{HUGE}"], "cutoffs must be whole numbers from 1 to 2147483647"),
+        (["-m", f"ndcg_cut.5,{HUGE}"], "cutoffs must be whole numbers from 1 to 2147483647"),
+    ],
+    ids=["depth", "docs", "cutoff", "second cutoff"],
+)
+def test_a_number_too_large_to_hold_is_one_line_and_exit_2_never_a_traceback_or_a_float(
+    files: tuple[str, str], args: list[str], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert words in one_error_line(capsys, *args, *files)
+
+
+def test_the_largest_cutoff_is_printed_exactly(
+    files: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["eval", "-m", "P.2147483647", *files]) == 0
+    assert capsys.readouterr().out.startswith("P_2147483647 ")

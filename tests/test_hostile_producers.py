@@ -8,9 +8,16 @@ future dates      one event dated minutes ahead against the watermark
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from monitor.clock import FakeClock
+from monitor.config.loader import load_config
+from monitor.errors import ConfigError
 from monitor.windows.engine import EventBatch, EventWindows
 from monitor.windows.samples import ENTRY_OVERHEAD, RankingSamples
 from monitor.windows.segments import OVERFLOW, SegmentLabeler
@@ -139,3 +146,28 @@ def test_a_record_without_a_timestamp_is_not_bounded() -> None:
     windows = skewed_windows(10 * SECOND)
     windows.add_batch(stream([100], [-1]))
     assert windows.watermark_ms == T + 100 * SECOND - 60 * SECOND
+
+
+# -- credentials in the page's public link -------------------------------------------------
+
+
+def test_an_external_url_with_user_info_is_refused_without_echoing_it(tmp_path: Path) -> None:
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    config = tmp_path / "rankmon.yaml"
+    config.write_text(
+        "kafka: {topic: events}\nevaluation_set: {path: q.txt}\n"
+        "export: {external_url: 'https://admin:hunter2@rankmon.example.com'}\n"
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_config(config, environ={})
+    assert "export.external_url" in str(refused.value)
+    assert "user info" in str(refused.value)
+    assert "hunter2" not in str(refused.value)
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "check-config", str(config)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "hunter2" not in done.stdout + done.stderr

@@ -237,8 +237,13 @@ def _check_rel_format(name: str) -> None:
     raise MeasureError(f"-R {name!r}: unknown judgment format; rankmon reads -R qrels")
 
 
+MAX_COUNT = 2**31 - 1
+
+
 def _whole_number(text: str, option: str) -> int:
     # Parsed here rather than by argparse so that a bad value is one line, like every error.
-    if not text.isascii() or not text.isdigit():
-        raise MeasureError(f"{option} must be a whole number >= 0, got {text!r}")
+    # Bounded to what the C readers count in (int32 ranks): a larger depth means "all".
+    if not text.isascii() or not text.isdigit() or len(text) > 10 or int(text) > MAX_COUNT:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise MeasureError(f"{option} must be a whole number from 0 to {MAX_COUNT}, got {shown!r}")
     return int(text)

@@ -335,6 +335,13 @@ def _read_explain(export: ConfigSection) -> ExplainConfig:
 def _external_url(value: Any) -> str:
     text = as_str(value)
     parsed = urllib.parse.urlsplit(text)
+    if "@" in parsed.netloc:
+        # Never echoed: it is a credential. It would be printed by check-config and sent to
+        # every alert receiver in each alert's generatorURL.
+        raise ValueError(
+            "carries user info (user:password@); it is every alert's public link: "
+            "put the page behind an authenticating proxy instead"
+        )
     if parsed.scheme not in ("http", "https") or not parsed.netloc or parsed.query:
         raise ValueError(f"expected an http(s) URL without a query, got {text!r}")
     return text.rstrip("/")

@@ -54,6 +54,8 @@ ALL_RANKMON: Final = "all_rankmon"
 MIN_GEO_MEAN: Final = 0.00001
 
 _RANKS: Final = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
+# A cutoff is a rank: past int32 no run has it, and as a float it would no longer be exact.
+MAX_CUTOFF: Final = 2**31 - 1
 _TENTHS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 
@@ -252,8 +254,8 @@ def _with_params(measure: TrecMeasure, text: str | None) -> Requested:
         params = Params(tuple(read(part) for part in text.split(",")), text=text)
     if kind == "cutoffs":
         numbers = _sorted_unique(measure.name, params.numbers)
-        if numbers[0] <= 0:
-            raise MeasureError("cutoffs must be whole numbers >= 1")
+        if numbers[0] <= 0 or numbers[-1] > MAX_CUTOFF:
+            raise MeasureError(f"cutoffs must be whole numbers from 1 to {MAX_CUTOFF}")
         params = Params(numbers, text=params.text)
         return Requested(measure, params, tuple(f"{measure.name}_{int(k)}" for k in numbers))
     if kind == "fractions":
