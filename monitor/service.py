@@ -421,7 +421,10 @@ class Monitor:
         return self._scorers[self.evaluation.current.version]
 
     def _maybe_reload(self) -> None:
+        attempts = self.evaluation.attempts
         loaded = self.evaluation.poll()
+        if self.evaluation.attempts != attempts:
+            self.exporter.reload_attempted(failed=self.evaluation.failing)
         if loaded is not None:
             # Windows open now finish with the version they started with; events of later
             # windows are scored with the new one (`EventWindows.begin_version`).

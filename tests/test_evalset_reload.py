@@ -6,9 +6,12 @@ from pathlib import Path
 import pytest
 
 from monitor.clock import FakeClock
+from monitor.config.loader import load_config
 from monitor.errors import InputError
 from monitor.scoring.reload import EvaluationSetConfig, EvaluationSetSource
+from monitor.service import Monitor
 from monitor.values import parse_duration
+from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
 
 
 def _source(path: Path, clock: FakeClock, watch: bool = True) -> EvaluationSetSource:
@@ -75,3 +78,43 @@ def test_a_bad_file_at_start_is_an_error_naming_the_line(tmp_path: Path) -> None
     qrels.write_text("q1 0 d1 1\nbroken\n")
     with pytest.raises(InputError, match=r"qrels.txt:2"):
         _source(qrels, FakeClock(0))
+
+
+def test_a_failed_reload_is_counted_and_flagged_until_a_reload_succeeds(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 d1 1\n")
+    (tmp_path / "rankmon.yaml").write_text(
+        "kafka: {bootstrap_servers: ['127.0.0.1:1'], topic: events}\n"
+        "evaluation_set: {path: qrels.txt, reload: {watch: false}}\n"
+        "export: {host: 127.0.0.1, port: 0}\nlogging: {level: CRITICAL}\n"
+    )
+    producer = FakeProducer()
+    monitor = Monitor(
+        load_config(tmp_path / "rankmon.yaml", environ={}),
+        clock=FakeClock(1_767_225_600_000),
+        source=FakeStream("events"),
+        producer=producer,
+        windows_topic=FakeWindowsTopic(producer, "events.windows"),
+    )
+    monitor.start()
+    registry = monitor.registry
+    try:
+
+        def failures() -> tuple[float | None, float | None]:
+            return (
+                registry.get_sample_value("rankmon_evaluation_set_reload_failures_total"),
+                registry.get_sample_value("rankmon_evaluation_set_reload_failing"),
+            )
+
+        assert failures() == (0.0, 0.0)
+        _touch_later(qrels, "q1 0 d1 not-a-grade\n")
+        monitor.request_reload()
+        monitor.tick()
+        assert failures() == (1.0, 1.0)
+        _touch_later(qrels, "q1 0 d1 2\n")
+        monitor.request_reload()
+        monitor.tick()
+        assert failures() == (1.0, 0.0)
+        assert registry.get_sample_value("rankmon_evaluation_set_queries") == 1.0
+    finally:
+        monitor.close()

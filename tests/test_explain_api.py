@@ -4,8 +4,10 @@ reason."""
 
 from __future__ import annotations
 
+import html
 import json
 import math
+import re
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -51,9 +53,17 @@ def validate(document: Any, definition: str) -> None:
 
 @pytest.fixture
 def monitor(tmp_path: Path) -> Any:
+    monitor = started_monitor(tmp_path, CONFIG, QUERIES)
+    yield monitor
+    monitor.close()
+
+
+def started_monitor(tmp_path: Path, config_text: str, served_last: int) -> Monitor:
+    """Six windows of the 20 queries (only the first `served_last` in the last one), the
+    planted queries worse in the last, all finalized."""
     lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
     (tmp_path / "qrels.txt").write_text("".join(lines))
-    (tmp_path / "rankmon.yaml").write_text(CONFIG)
+    (tmp_path / "rankmon.yaml").write_text(config_text)
     config: Config = load_config(tmp_path / "rankmon.yaml", environ={})
     producer = FakeProducer()
     clock = FakeClock(T0)
@@ -68,7 +78,7 @@ def monitor(tmp_path: Path) -> Any:
     monitor.start()
     for number in range(6):  # windows 0..5; the planted queries fall in window 5
         start = T0 + number * 10_000
-        for i in range(QUERIES):
+        for i in range(QUERIES if number < 5 else served_last):
             query = f"q{i}"
             ranking = [f"best{i}", f"good{i}", "x1", "x2"]
             if number == 5 and query in PLANTED:
@@ -83,8 +93,24 @@ def monitor(tmp_path: Path) -> Any:
     for _ in range(80):
         monitor.step()
         clock.advance(100)
-    yield monitor
-    monitor.close()
+    return monitor
+
+
+def test_a_coverage_alerts_explain_link_answers_with_the_headline_measure(
+    tmp_path: Path,
+) -> None:
+    config = CONFIG + "    - {name: coverage-low, coverage: {min: 0.9}}\n"
+    monitor = started_monitor(tmp_path, config, served_last=10)
+    try:
+        _, _, page = get(monitor, "/")
+        coverage_rows = [row for row in page.decode().split("<tr>") if "coverage-low" in row]
+        assert coverage_rows and "firing" in coverage_rows[0]
+        (link,) = re.findall(r'href="(/explain\?[^"]*)"', coverage_rows[0])
+        assert "measure=ndcg" in html.unescape(link)
+        status, _, body = get(monitor, html.unescape(link))
+        assert status == 200, body[:300]
+    finally:
+        monitor.close()
 
 
 def get(monitor: Monitor, path: str) -> tuple[int, str, bytes]:

@@ -60,14 +60,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run)
 
 
-def _stop_on_sigterm(signum: int, frame: FrameType | None) -> None:
-    # SIGTERM ends the demo like Ctrl-C, so the cleanup in run_demo stops the broker.
+def _stop(signum: int, frame: FrameType | None) -> None:
+    # SIGTERM and SIGINT end the demo like Ctrl-C, so the cleanup in run_demo stops the
+    # broker. SIGINT is set too: a process started with it ignored (`rankmon demo &`, nohup,
+    # a CI script) gets no KeyboardInterrupt from Python otherwise.
     raise KeyboardInterrupt
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; it stops everything it started before returning."""
-    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         from monitor.demo.run import DemoOptions, run_demo  # the demo's imports when it runs
 
@@ -76,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
         )
         outcome = run_demo(options, write=lambda line: print(line, flush=True))
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     fired = sorted({f"{a.name} {a.segment}" for a in outcome.state.alerts if a.state == "firing"})
     print(f"sent {outcome.events_sent} events; firing at the end: {', '.join(fired) or 'none'}")
     sys.stdout.flush()

@@ -64,6 +64,8 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
         "rankmon_ready",
         "rankmon_loop_progress_timestamp_seconds",
         "rankmon_evaluation_set_queries",
+        "rankmon_evaluation_set_reload_failures_total",
+        "rankmon_evaluation_set_reload_failing",
         "rankmon_alert_firing",
         "rankmon_alert_firings_total",
         "rankmon_alert_deliveries_total",

@@ -220,6 +220,13 @@ class ExplainApi:
             )
         return ended[-1].summary.start_ms
 
+    def explainable(self, measure: str) -> bool:
+        """Whether a measure is explained query by query (coverage, for one, is not)."""
+        try:
+            return resolve_key(measure, self.store.measures) is not None
+        except MeasureError:
+            return False
+
     def _measure(self, query: Mapping[str, list[str]]) -> str:
         text = _one(query, "measure") or self.default_measure
         try:

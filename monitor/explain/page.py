@@ -120,7 +120,11 @@ class ExplainPages:
         for a in alerts:
             link = ""
             if a.window is not None:
-                link = f'<a href="{html.escape(explain_path(a.segment, a.measure, a.window[0]))}">explain</a>'
+                # A rule on no per-query measure (coverage) links to the headline measure's
+                # explanation: its queries served before and not after are what went missing.
+                measure = a.measure if self.api.explainable(a.measure) else self.api.default_measure
+                path = explain_path(a.segment, measure, a.window[0])
+                link = f'<a href="{html.escape(path)}">explain</a>'
             css = "bad" if a.status == "firing" else ""
             rows.append(
                 f'<tr><td class="{css}">{html.escape(a.status)}</td><td>{html.escape(a.name)}</td>'

@@ -47,6 +47,8 @@ and `rankmon_consumer_lag_records` per `partition`, `rankmon_broker_up`, `rankmo
 `rankmon_loop_progress_timestamp_seconds`, `rankmon_unreadable_batches_total{partition}`,
 `rankmon_consumer_errors_total{error}`, `rankmon_build_info{version}`,
 `rankmon_evaluation_set_info{version}`, `rankmon_evaluation_set_queries`,
+`rankmon_evaluation_set_reload_failures_total`, `rankmon_evaluation_set_reload_failing` (1
+while the newest reload attempt failed and the old set stays in use),
 `rankmon_alert_firing{alert,severity,<segment keys>}`,
 `rankmon_alert_firings_total{alert,severity,<segment keys>}`,
 `rankmon_alert_deliveries_total{sink,result}` and the standard `process_*` series.
@@ -347,6 +349,16 @@ class Exporter:
             "Queries in the loaded evaluation set.",
             registry=registry,
         )
+        self._reload_failures = Counter(
+            "rankmon_evaluation_set_reload_failures",
+            "Reloads of the evaluation set that failed (the set in use stays).",
+            registry=registry,
+        )
+        self._reload_failing = Gauge(
+            "rankmon_evaluation_set_reload_failing",
+            "1 while the newest reload of the evaluation set failed (the old one stays in use).",
+            registry=registry,
+        )
         build = Info("rankmon_build", "rankmon's version.", registry=registry)
         build.info({"version": __version__, "python": platform.python_version()})
         self.alerts = AlertSeries(registry, self.segment_keys)
@@ -438,6 +450,13 @@ class Exporter:
         self._evaluation_set.info({"version": version})
         self._evaluation_set_queries.set(queries)
         self.readiness.evaluation_set_loaded = True
+
+    def reload_attempted(self, failed: bool) -> None:
+        """A reload of the evaluation set was tried: it failed, or it loaded (or found the
+        file unchanged)."""
+        if failed:
+            self._reload_failures.inc()
+        self._reload_failing.set(float(failed))
 
     def set_alert_firing(self, alert: str, severity: str, segment: Segment, firing: bool) -> None:
         """An alert rule's state for one segment."""

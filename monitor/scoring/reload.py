@@ -62,6 +62,8 @@ class EvaluationSetSource:
         self._signature = _signature(self._path)
         self.current = load_evaluation_set(self._path)
         self._requested = threading.Event()
+        self.attempts = 0  # reloads tried since the start
+        self.failing = False  # the newest reload failed (the set in use stays)
         # On the monotonic clock: a wall clock stepped back must not stop the checks.
         self._next_check_s = clock.monotonic() + config.poll_interval.seconds
 
@@ -84,14 +86,17 @@ class EvaluationSetSource:
         return self._reload()
 
     def _reload(self) -> EvaluationSet | None:
+        self.attempts += 1
         try:
             loaded = load_evaluation_set(self._path)
         except RankmonError as error:
+            self.failing = True
             _log.error(
                 "evaluation set reload failed; keeping the one in use",
                 extra=fields(error=str(error), version=self.current.version),
             )
             return None
+        self.failing = False
         if loaded.version == self.current.version:
             return None
         _log.info(
