@@ -9,6 +9,7 @@ import json
 import math
 import re
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,9 @@ def monitor(tmp_path: Path) -> Any:
     monitor.close()
 
 
-def started_monitor(tmp_path: Path, config_text: str, served_last: int) -> Monitor:
+def started_monitor(
+    tmp_path: Path, config_text: str, served_last: int, model: str = "v1"
+) -> Monitor:
     """Six windows of the 20 queries (only the first `served_last` in the last one), the
     planted queries worse in the last, all finalized."""
     lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
@@ -84,7 +87,7 @@ def started_monitor(tmp_path: Path, config_text: str, served_last: int) -> Monit
             if number == 5 and query in PLANTED:
                 ranking = ["x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", f"best{i}"]
             event = {"event_id": f"{number}-{i}", "query_id": query, "ranking": ranking,
-                     "segment": {"model": "v1"}, "event_time": start + 100 + i}  # fmt: skip
+                     "segment": {"model": model}, "event_time": start + 100 + i}  # fmt: skip
             stream.append(0, orjson.dumps(event), start + 100 + i)
     for _ in range(20):
         monitor.step()
@@ -94,6 +97,28 @@ def started_monitor(tmp_path: Path, config_text: str, served_last: int) -> Monit
         monitor.step()
         clock.advance(100)
     return monitor
+
+
+def test_a_segment_value_holding_a_comma_and_an_equals_sign_is_explained(
+    tmp_path: Path,
+) -> None:
+    monitor = started_monitor(tmp_path, CONFIG, QUERIES, model="v1,market=de")
+    try:
+        _, _, page = get(monitor, "/")
+        links = [
+            html.unescape(link) for link in re.findall(r'href="(/explain\?[^"]*)"', page.decode())
+        ]
+        newest = [link for link in links if f"window={last_start()}" in link]
+        assert newest
+        for link in newest:
+            status, _, body = get(monitor, link)
+            assert status == 200, body[:300]
+        label = urllib.parse.quote("model=v1,market=de")
+        status, _, body = get(monitor, f"/api/v1/windows?segment={label}")
+        assert status == 200, body[:300]
+        assert json.loads(body)["segment"] == "model=v1,market=de"
+    finally:
+        monitor.close()
 
 
 def test_a_coverage_alerts_explain_link_answers_with_the_headline_measure(

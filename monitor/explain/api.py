@@ -154,7 +154,7 @@ class ExplainApi:
         documents = _int(query, "documents", DEFAULT_DOCUMENTS, 0, MAX_LIMIT)
         against_segment = _one(query, "segment_against")
         if against_segment is not None:
-            other = parse_segment(against_segment)
+            other = self._known_segment(against_segment)
             before_window = self._kept(other, start)
             before = before_window.query_values(measure)
             against = {"kind": "segment", "segment": segment_label(other), "windows": [start]}
@@ -205,6 +205,14 @@ class ExplainApi:
             raise ApiError(
                 "400 Bad Request", f"parameter {name!r} is required, e.g. {name}=model=v1"
             )
+        return self._known_segment(text)
+
+    def _known_segment(self, text: str) -> Segment:
+        """The kept segment whose label is `text`, else `text` parsed: a value may hold the
+        `,` and `=` that the label joins on (`model=a,b` is one value of `model`)."""
+        for segment in self.store.segments():
+            if segment_label(segment) == text:
+                return segment
         return parse_segment(text)
 
     def _window_start(self, query: Mapping[str, list[str]], segment: Segment) -> int:
