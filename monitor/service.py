@@ -187,6 +187,7 @@ class Monitor:
             self.source,
             config.kafka.max_record_bytes,
             step_hook,
+            trimmed=self.exporter.count_share_trimmed,
         )
         self.comparisons = ComparisonEngine(config.comparisons)
         self.checkpoint = Checkpoint(

@@ -6,8 +6,11 @@ these pin the record format other tools read and the replay rule the through off
 
 from __future__ import annotations
 
+import random
+import string
 import subprocess
 import sys
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
@@ -278,3 +281,64 @@ def test_restore_marks_every_share_but_keeps_only_the_newest_owned_ones_for_aler
     assert restore.read == 4
     assert monitor.state_size().published == 4
     assert restore.owned_summaries() == owned[1:]
+
+
+class KafkaSizedBroker:
+    """A sink that refuses, as Kafka's default message.max.bytes does, a record whose value
+    compressed (the producer gzips) is past `max_bytes`: the flush then fails."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.refused = 0
+        self.stored: list[bytes] = []
+        self._queued: list[bytes] = []
+
+    def send(self, topic: str, key: bytes | None, value: bytes, headers: Headers) -> None:
+        self._queued.append(value)
+
+    def flush(self) -> None:
+        queued, self._queued = self._queued, []
+        too_large = [v for v in queued if len(zlib.compress(v, 6)) > self.max_bytes]
+        if too_large:
+            self.refused += len(too_large)
+            raise KafkaUnavailableError(f"{len(too_large)} records past message.max.bytes")
+        self.stored += queued
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_share_whose_labels_never_fit_is_published_without_them_and_the_commit_moves() -> None:
+    # One event with a 900 kB incompressible segment value made every later share carry it in
+    # its label state: 1.31 MB gzipped against the 1 MiB record limit, refused for good.
+    rng = random.Random(7)
+    noise = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(1_800_000))
+    labels = {"values": {"model": {"v1": 2_000, noise: 2_000}}, "combinations": []}
+    member, broker = Member(), KafkaSizedBroker(1_048_576)
+    counted: list[str] = []
+    publisher = SharePublisher(broker, "windows", member, 1_048_576, trimmed=counted.append)
+    share = WindowShare(replace(SUMMARY, segment_labels=labels), frozenset({0}))
+
+    publisher.add([share], fence={0: 5})
+    assert publisher.publish()
+    assert publisher.held == []
+    assert counted == ["query_means", "segment_labels"]
+    (stored,) = broker.stored
+    restored = WindowShare.from_record(stored, share.headers)
+    assert restored.summary == replace(SUMMARY, query_means={}, segment_labels={})
+    publisher.add(
+        [WindowShare(replace(SUMMARY, start_ms=2_000, end_ms=3_000), frozenset({0}))], {0: 9}
+    )
+    assert publisher.publish()
+    assert member.commits[-1] == {0: 9}
+    assert broker.refused == 0
+
+
+def test_a_share_that_fits_keeps_everything_and_counts_nothing() -> None:
+    member, broker = Member(), KafkaSizedBroker(1_048_576)
+    counted: list[str] = []
+    publisher = SharePublisher(broker, "windows", member, 1_048_576, trimmed=counted.append)
+    publisher.add([WindowShare(SUMMARY, frozenset({0}))], fence={0: 5})
+    assert publisher.publish()
+    assert counted == []
+    assert WindowShare.from_record(broker.stored[0], []).summary == SUMMARY

@@ -21,7 +21,7 @@ first and flushes again for the second, so no share is sent twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import groupby
 from typing import Protocol
 
@@ -56,8 +56,10 @@ class SharePublisher:
         source: GroupMember,
         max_record_bytes: int = 1_048_576,
         step: StepHook = ignore_step,
+        trimmed: Callable[[str], None] | None = None,
     ) -> None:
         self._producer = producer
+        self._trimmed = trimmed  # told each part a share went without to fit one record
         self._max_record_bytes = max_record_bytes
         self._topic = topic
         self._source = source
@@ -103,7 +105,7 @@ class SharePublisher:
         for index, part in enumerate(parts):
             self._unacked.extend(part)
             try:
-                publish_shares(self._producer, self._topic, part, self._max_record_bytes)
+                dropped = publish_shares(self._producer, self._topic, part, self._max_record_bytes)
             except KafkaUnavailableError as error:
                 self._unsent = [share for later in parts[index + 1 :] for share in later]
                 _log.warning(
@@ -112,6 +114,9 @@ class SharePublisher:
                 )
                 return False
             self._unacked = []  # the flush acknowledged everything sent so far
+            if self._trimmed is not None:
+                for name in dropped:
+                    self._trimmed(name)
             if part:
                 self._step("after-window-publish")
         if shares:

@@ -242,41 +242,58 @@ def publish_shares(
     topic: str,
     shares: Iterable[WindowShare],
     max_record_bytes: int = 1_048_576,
-) -> None:
-    """Send every share and wait for the acknowledgements.
+) -> list[str]:
+    """Send every share and wait for the acknowledgements; return what was left out of them
+    to fit (`fitted_value`: one name per part dropped, e.g. "query_means").
 
     Raises `KafkaUnavailableError` if any is not acknowledged: commit nothing past these
     windows then; the producer keeps them and the next flush sends them again. A share that
-    would not fit in one record of `max_record_bytes` even compressed goes without its
-    per-query means (`fitted_value`): a record the broker refuses would hold every later
-    commit back for good.
+    would not fit in one record of `max_record_bytes` even compressed goes without what makes
+    it too large: a record the broker refuses would hold every later commit back for good.
     """
+    dropped: list[str] = []
     for share in shares:
-        producer.send(topic, share.key, fitted_value(share, max_record_bytes), share.headers)
+        value, left_out = fitted_value(share, max_record_bytes)
+        dropped += left_out
+        producer.send(topic, share.key, value, share.headers)
     producer.flush()
+    return dropped
 
 
-def fitted_value(share: WindowShare, max_record_bytes: int) -> bytes:
-    """The share's record value, without its per-query means if it is too large with them.
+# What a share can go without, in the order it is dropped, and what that costs: the per-query
+# means feed explanations and restored baselines' per-query tests; the segment labels make a
+# restart label as before (without them, the next window's labels are decided afresh).
+TRIMMABLE = ("query_means", "segment_labels")
+
+
+def fitted_value(share: WindowShare, max_record_bytes: int) -> tuple[bytes, tuple[str, ...]]:
+    """The share's record value, and the parts (`TRIMMABLE`) left out to make it fit.
 
     The producer compresses with gzip; the size checked is that of the value compressed
-    alone, with room left for the record's key, headers and batch framing.
+    alone, with room left for the record's key, headers and batch framing. What remains once
+    both are dropped (sums, counts, the segment and partitions) is bounded by the measures
+    and `segments.max_value_bytes`, so the record is sent whatever it carried.
     """
-    value = share.to_json()
     budget = max_record_bytes - RECORD_OVERHEAD_BYTES
-    if len(value) <= budget or len(zlib.compress(value, 6)) <= budget:
-        return value
-    trimmed = replace(share, summary=replace(share.summary, query_means={})).to_json()
-    _log.warning(
-        "window share too large for one record: published without its per-query means",
-        extra=fields(
-            key=share.key.decode(),
-            queries=share.summary.queries,
-            json_bytes=len(value),
-            max_record_bytes=max_record_bytes,
-        ),
-    )
-    return trimmed
+    value, dropped, summary = share.to_json(), [], share.summary
+    for part in TRIMMABLE:
+        if len(value) <= budget or len(zlib.compress(value, 6)) <= budget:
+            break
+        dropped.append(part)
+        summary = replace(summary, **{part: {}})
+        value = replace(share, summary=summary).to_json()
+    if dropped:
+        _log.warning(
+            "window share too large for one record: published without %s",
+            " and ".join(dropped),
+            extra=fields(
+                key=share.key.decode()[:200],
+                queries=share.summary.queries,
+                json_bytes=len(share.to_json()),
+                max_record_bytes=max_record_bytes,
+            ),
+        )
+    return value, tuple(dropped)
 
 
 # The windows topic holds window shares and, when comparisons are configured, one

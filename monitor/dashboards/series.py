@@ -66,6 +66,7 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
         "rankmon_evaluation_set_queries",
         "rankmon_evaluation_set_reload_failures_total",
         "rankmon_evaluation_set_reload_failing",
+        "rankmon_window_shares_trimmed_total",
         "rankmon_alert_firing",
         "rankmon_alert_firings_total",
         "rankmon_alert_deliveries_total",

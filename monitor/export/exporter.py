@@ -47,7 +47,8 @@ and `rankmon_consumer_lag_records` per `partition`, `rankmon_broker_up`, `rankmo
 `rankmon_loop_progress_timestamp_seconds`, `rankmon_unreadable_batches_total{partition}`,
 `rankmon_consumer_errors_total{error}`, `rankmon_build_info{version}`,
 `rankmon_evaluation_set_info{version}`, `rankmon_evaluation_set_queries`,
-`rankmon_evaluation_set_reload_failures_total`, `rankmon_evaluation_set_reload_failing` (1
+`rankmon_evaluation_set_reload_failures_total`, `rankmon_window_shares_trimmed_total{dropped}`
+(window shares published without a part so that they fit one record), `rankmon_evaluation_set_reload_failing` (1
 while the newest reload attempt failed and the old set stays in use),
 `rankmon_alert_firing{alert,severity,<segment keys>}`,
 `rankmon_alert_firings_total{alert,severity,<segment keys>}`,
@@ -354,6 +355,13 @@ class Exporter:
             "Reloads of the evaluation set that failed (the set in use stays).",
             registry=registry,
         )
+        self._shares_trimmed = Counter(
+            "rankmon_window_shares_trimmed",
+            "Window shares published without a part (per-query means, segment labels) to fit "
+            "one record of kafka.max_record_bytes.",
+            ["dropped"],
+            registry=registry,
+        )
         self._reload_failing = Gauge(
             "rankmon_evaluation_set_reload_failing",
             "1 while the newest reload of the evaluation set failed (the old one stays in use).",
@@ -450,6 +458,10 @@ class Exporter:
         self._evaluation_set.info({"version": version})
         self._evaluation_set_queries.set(queries)
         self.readiness.evaluation_set_loaded = True
+
+    def count_share_trimmed(self, dropped: str) -> None:
+        """A window share went without `dropped` to fit one record."""
+        self._shares_trimmed.labels(dropped).inc()
 
     def reload_attempted(self, failed: bool) -> None:
         """A reload of the evaluation set was tried: it failed, or it loaded (or found the
