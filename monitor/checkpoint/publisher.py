@@ -56,6 +56,7 @@ class SharePublisher:
         source: GroupMember,
         max_record_bytes: int = 1_048_576,
         step: StepHook = ignore_step,
+        *,
         trimmed: Callable[[str], None] | None = None,
     ) -> None:
         self._producer = producer

@@ -280,7 +280,10 @@ def fitted_value(share: WindowShare, max_record_bytes: int) -> tuple[bytes, tupl
         if len(value) <= budget or len(zlib.compress(value, 6)) <= budget:
             break
         dropped.append(part)
-        summary = replace(summary, **{part: {}})
+        if part == "query_means":
+            summary = replace(summary, query_means={})
+        else:
+            summary = replace(summary, segment_labels={})
         value = replace(share, summary=summary).to_json()
     if dropped:
         _log.warning(

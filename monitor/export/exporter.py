@@ -47,9 +47,10 @@ and `rankmon_consumer_lag_records` per `partition`, `rankmon_broker_up`, `rankmo
 `rankmon_loop_progress_timestamp_seconds`, `rankmon_unreadable_batches_total{partition}`,
 `rankmon_consumer_errors_total{error}`, `rankmon_build_info{version}`,
 `rankmon_evaluation_set_info{version}`, `rankmon_evaluation_set_queries`,
-`rankmon_evaluation_set_reload_failures_total`, `rankmon_window_shares_trimmed_total{dropped}`
-(window shares published without a part so that they fit one record), `rankmon_evaluation_set_reload_failing` (1
+`rankmon_evaluation_set_reload_failures_total`, `rankmon_evaluation_set_reload_failing` (1
 while the newest reload attempt failed and the old set stays in use),
+`rankmon_window_shares_trimmed_total{dropped}` (window shares published without a part so
+that they fit one record),
 `rankmon_alert_firing{alert,severity,<segment keys>}`,
 `rankmon_alert_firings_total{alert,severity,<segment keys>}`,
 `rankmon_alert_deliveries_total{sink,result}` and the standard `process_*` series.
