@@ -779,7 +779,23 @@ typedef struct {
     tr_coder *coder;
     PyObject *index; /* the JudgmentIndex the coder looks grades up in, kept alive */
     int split;       /* after finish(): tr_coder_split */
+    int busy;        /* feed() or read() runs without the GIL: no other call may enter */
 } RunCoder;
+
+/* The coder, or NULL with an exception when it is finished or another thread is in
+   feed()/read() (they release the GIL: a finish() then would free what they read). Set and
+   tested under the GIL, so two threads cannot both pass. */
+static tr_coder *coder_usable(RunCoder *self) {
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the run coder is in use by another thread");
+        return NULL;
+    }
+    if (self->coder == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the run coder is finished");
+        return NULL;
+    }
+    return self->coder;
+}
 
 static void coder_dealloc(RunCoder *self) {
     tr_coder_free(self->coder);
@@ -789,17 +805,19 @@ static void coder_dealloc(RunCoder *self) {
 
 static PyObject *coder_feed(RunCoder *self, PyObject *arg) {
     Py_buffer chunk;
-    if (self->coder == NULL) {
-        PyErr_SetString(PyExc_ValueError, "the run coder is finished");
+    tr_coder *coder = coder_usable(self);
+    if (coder == NULL) {
         return NULL;
     }
     if (PyObject_GetBuffer(arg, &chunk, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
     int status;
+    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS;
-    status = tr_coder_feed(self->coder, chunk.buf, (size_t)chunk.len);
+    status = tr_coder_feed(coder, chunk.buf, (size_t)chunk.len);
     Py_END_ALLOW_THREADS;
+    self->busy = 0;
     PyBuffer_Release(&chunk);
     return PyBool_FromLong(status == 0);
 }
@@ -810,8 +828,8 @@ static PyObject *coder_read(RunCoder *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "in|i:read", &fd, &chunk, &parts)) {
         return NULL;
     }
-    if (self->coder == NULL) {
-        PyErr_SetString(PyExc_ValueError, "the run coder is finished");
+    tr_coder *coder = coder_usable(self);
+    if (coder == NULL) {
         return NULL;
     }
     if (chunk < 1) {
@@ -819,9 +837,11 @@ static PyObject *coder_read(RunCoder *self, PyObject *args) {
         return NULL;
     }
     int status;
+    self->busy = 1;
     Py_BEGIN_ALLOW_THREADS;
-    status = tr_coder_read(self->coder, fd, (size_t)chunk, parts);
+    status = tr_coder_read(coder, fd, (size_t)chunk, parts);
     Py_END_ALLOW_THREADS;
+    self->busy = 0;
     if (status < 0) {
         return PyErr_SetFromErrno(PyExc_OSError);
     }
@@ -830,8 +850,7 @@ static PyObject *coder_read(RunCoder *self, PyObject *args) {
 
 static PyObject *coder_finish(RunCoder *self, PyObject *unused) {
     (void)unused;
-    if (self->coder == NULL) {
-        PyErr_SetString(PyExc_ValueError, "the run coder is finished");
+    if (coder_usable(self) == NULL) {
         return NULL;
     }
     PyObject *result = tr_coder_finish(self->coder);
@@ -890,6 +909,7 @@ static PyObject *index_run_coder(JudgmentIndex *self, PyObject *args) {
     }
     coder->index = Py_NewRef((PyObject *)self);
     coder->split = 0;
+    coder->busy = 0;
     coder->coder = tr_coder_new(float32, max_retrieved, depth, self, run_row_of, run_code_of);
     if (coder->coder == NULL) {
         Py_DECREF(coder);

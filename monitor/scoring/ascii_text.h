@@ -69,7 +69,8 @@ static inline int rm_lowest_bit(uint64_t bits) {
 }
 
 /* The fields of the line at p, which ends at its first RM_LINE_BREAK byte or at `end`: how
-   many there are (the first `most` stored in field/field_len), or -1 at an RM_GIVE_UP byte.
+   many there are, counted up to `most + 1` (the first `most` stored in field/field_len; a
+   line of billions of fields cannot overflow the count), or -1 at an RM_GIVE_UP byte.
    *line_end: the line break, or `end`, or the RM_GIVE_UP byte. Fields are the runs of bytes
    between RM_FIELD_BREAK bytes; RM_TEXT bytes below 0x21 belong to their field. */
 static inline int rm_split_line(const char *p, const char *end, const unsigned char kind[256],
@@ -96,7 +97,9 @@ static inline int rm_split_line(const char *p, const char *end, const unsigned c
                     field[fields] = start;
                     field_len[fields] = (size_t)(at - start);
                 }
-                fields++;
+                if (fields <= most) {
+                    fields++;
+                }
             }
             start = at + 1;
             if (k == RM_LINE_BREAK) {
@@ -110,7 +113,9 @@ static inline int rm_split_line(const char *p, const char *end, const unsigned c
             field[fields] = start;
             field_len[fields] = (size_t)(end - start);
         }
-        fields++;
+        if (fields <= most) {
+            fields++;
+        }
     }
     *line_end = end;
     return fields;

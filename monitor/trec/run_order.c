@@ -497,6 +497,7 @@ struct tr_coder {
     int status;
     tr_bytes text;      /* the fed bytes still needed: the current query's lines, then the rest */
     size_t parsed;      /* text[0..parsed) is read; the rest is an unfinished line */
+    size_t seen_to;     /* text[parsed..seen_to) is known to hold no '\n' (when > parsed) */
     tr_bytes names;     /* every query id, one after another */
     rm_id_table queries; /* its names point into `names` (remade whenever that moves) */
     size_t *name_offsets;
@@ -642,6 +643,15 @@ static int coder_take(tr_coder *c, const char *field[6], const size_t field_len[
 static int coder_read(tr_coder *c, int last) {
     const char *p = c->text.data + c->parsed, *end = c->text.data + c->text.size;
     int status = TR_OK;
+    if (!last && c->seen_to > c->parsed) {
+        /* The unfinished line was split once already: until a chunk brings its '\n', only
+           the new bytes are looked at, so a line spanning many chunks costs linear time. */
+        const char *from = c->text.data + c->seen_to;
+        if (memchr(from, '\n', (size_t)(end - from)) == NULL) {
+            c->seen_to = c->text.size;
+            return TR_OK;
+        }
+    }
     while (status == TR_OK && p < end) {
         const char *field[6], *line_end;
         size_t field_len[6];
@@ -649,6 +659,7 @@ static int coder_read(tr_coder *c, int last) {
         int blank;
         status = read_line(p, end, field, field_len, &score, &blank, &line_end);
         if (line_end == end && !last) { /* no '\n' yet: the rest waits for the next chunk */
+            c->seen_to = c->text.size;
             return TR_OK;
         }
         if (status == TR_OK && !blank) {
@@ -675,6 +686,7 @@ static void coder_compact(tr_coder *c) {
     memmove(c->text.data, c->text.data + keep, c->text.size - keep);
     c->text.size -= keep;
     c->parsed -= keep;
+    c->seen_to = c->seen_to > keep ? c->seen_to - keep : 0;
     for (size_t i = 0; i < n; i++) {
         pending[i].off -= keep;
     }
