@@ -188,6 +188,7 @@ class Monitor:
             config.kafka.max_record_bytes,
             step_hook,
             trimmed=self.exporter.count_share_trimmed,
+            group=config.kafka.group_id,
         )
         self.comparisons = ComparisonEngine(config.comparisons)
         self.checkpoint = Checkpoint(
@@ -198,7 +199,11 @@ class Monitor:
             hop_ms=config.windows.hop.ms,
             step=step_hook,
             comparisons=ComparisonPublisher(
-                self.comparisons, self._producer, config.kafka.windows_topic, self.source
+                self.comparisons,
+                self._producer,
+                config.kafka.windows_topic,
+                self.source,
+                group=config.kafka.group_id,
             )
             if config.comparisons
             else None,

@@ -401,6 +401,8 @@ kafka:
   bootstrap_servers: ["{broker.bootstrap_servers}"]
   topic: {topic}
   group_id: g-{topic}
+  dead_letter_topic: {topic}.dlq
+  windows_topic: {topic}.windows
   session_timeout_ms: 6000
 evaluation_set: {{path: {qrels_file}}}
 windows: {{size: 10s, allowed_lateness: 1s, idle_timeout: 1h}}

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 
 from monitor.checkpoint.publisher import GroupMember
-from monitor.checkpoint.shares import WindowShare
+from monitor.checkpoint.shares import WindowShare, group_headers
 from monitor.comparisons.engine import ComparisonEngine
 from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.bootstrap import KafkaUnavailableError
@@ -32,9 +32,15 @@ class ComparisonPublisher:
     """Computes a tick's comparisons from its finalized shares and publishes them."""
 
     def __init__(
-        self, engine: ComparisonEngine, producer: RecordSink, topic: str, source: GroupMember
+        self,
+        engine: ComparisonEngine,
+        producer: RecordSink,
+        topic: str,
+        source: GroupMember,
+        group: str | None = None,
     ) -> None:
         self.engine = engine
+        self._headers = [*HEADERS, *group_headers(group)]
         self._producer = producer
         self._topic = topic
         self._source = source
@@ -60,7 +66,7 @@ class ComparisonPublisher:
         if not self._source.broker_up:
             return False
         for record in self._held:
-            self._producer.send(self._topic, record.key, record.to_json(), HEADERS)
+            self._producer.send(self._topic, record.key, record.to_json(), self._headers)
         try:
             self._producer.flush()
         except KafkaUnavailableError as error:

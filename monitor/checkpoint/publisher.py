@@ -58,9 +58,11 @@ class SharePublisher:
         step: StepHook = ignore_step,
         *,
         trimmed: Callable[[str], None] | None = None,
+        group: str | None = None,
     ) -> None:
         self._producer = producer
         self._trimmed = trimmed  # told each part a share went without to fit one record
+        self._group = group  # stamped on each share: the consumer group (deployment)
         self._max_record_bytes = max_record_bytes
         self._topic = topic
         self._source = source
@@ -106,7 +108,9 @@ class SharePublisher:
         for index, part in enumerate(parts):
             self._unacked.extend(part)
             try:
-                dropped = publish_shares(self._producer, self._topic, part, self._max_record_bytes)
+                dropped = publish_shares(
+                    self._producer, self._topic, part, self._max_record_bytes, self._group
+                )
             except KafkaUnavailableError as error:
                 self._unsent = [share for later in parts[index + 1 :] for share in later]
                 _log.warning(

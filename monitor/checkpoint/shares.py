@@ -100,6 +100,10 @@ SHARE_HEADERS = [("content-type", b"application/json")]
 # Room a share's record needs beyond its compressed value: key, headers, batch framing.
 RECORD_OVERHEAD_BYTES = 16_384
 THROUGH_HEADER = "rankmon-through-offsets"
+# The consumer group (the deployment) that published a windows-topic record. A reader of
+# another group ignores the record: two deployments on one windows topic would otherwise
+# restore each other's windows, labels and alerts. Records without it predate the header.
+GROUP_HEADER = "rankmon-group"
 FIRST_CHUNK_RECORDS = 64  # the tail read's first step back (then sized from what it found)
 
 
@@ -242,6 +246,7 @@ def publish_shares(
     topic: str,
     shares: Iterable[WindowShare],
     max_record_bytes: int = 1_048_576,
+    group: str | None = None,
 ) -> list[str]:
     """Send every share and wait for the acknowledgements; return what was left out of them
     to fit (`fitted_value`: one name per part dropped, e.g. "query_means").
@@ -250,14 +255,21 @@ def publish_shares(
     windows then; the producer keeps them and the next flush sends them again. A share that
     would not fit in one record of `max_record_bytes` even compressed goes without what makes
     it too large: a record the broker refuses would hold every later commit back for good.
+    `group`: the publishing consumer group, sent as the `GROUP_HEADER` header.
     """
     dropped: list[str] = []
+    stamp = group_headers(group)
     for share in shares:
         value, left_out = fitted_value(share, max_record_bytes)
         dropped += left_out
-        producer.send(topic, share.key, value, share.headers)
+        producer.send(topic, share.key, value, [*share.headers, *stamp])
     producer.flush()
     return dropped
+
+
+def group_headers(group: str | None) -> list[tuple[str, bytes]]:
+    """The header that says which consumer group published a windows-topic record."""
+    return [] if group is None else [(GROUP_HEADER, group.encode())]
 
 
 # What a share can go without, in the order it is dropped, and what that costs: the per-query
@@ -322,6 +334,8 @@ class WindowsTopic:
         self._options = options
         self._kafka = kafka
         self._timeout_s = timeout_s
+        self.foreign: dict[str, int] = {}  # records of other groups ignored, by group
+        self._warned = False
 
     def read(
         self, take: Callable[[WindowsRecord], None], needs: RestoreNeeds | None = None
@@ -336,8 +350,23 @@ class WindowsTopic:
             timeout_s=self._timeout_s,
             take=take,
             needs=needs,
+            group=self._kafka.group_id,
+            foreign=self.foreign,
             **self._options,
         )
+        if self.foreign and not self._warned:
+            self._warned = True
+            _log.error(
+                "the windows topic holds records of another deployment: ignored, not restored. "
+                "Give each deployment (consumer group) its own kafka.windows_topic and "
+                "kafka.dead_letter_topic",
+                extra=fields(
+                    topic=self._kafka.windows_topic,
+                    group=self._kafka.group_id,
+                    other_groups=",".join(sorted(self.foreign))[:400],
+                    records=sum(self.foreign.values()),
+                ),
+            )
 
 
 class ShareRestore:
@@ -454,11 +483,15 @@ def read_shares(
     timeout_s: float = 60.0,
     take: Callable[[WindowsRecord], None] | None = None,
     needs: RestoreNeeds | None = None,
+    group: str | None = None,
+    foreign: dict[str, int] | None = None,
     **kafka_options: Any,
 ) -> list[WindowsRecord]:
     """The shares on the windows topic in offset order per partition; none if no topic.
     Without `needs` every share, with it the tail the restore needs (module docstring).
-    With `take`, each share goes to it as it is read and none is returned.
+    With `take`, each share goes to it as it is read and none is returned. With `group`,
+    records another consumer group published (`GROUP_HEADER`) are passed over, and counted
+    by their group in `foreign`.
 
     Reads with a plain consumer (no group, nothing committed) until each partition's position
     reaches the highwater that came with the fetch responses (`end_offsets()` is wrong on
@@ -479,7 +512,8 @@ def read_shares(
     try:
         shares: list[WindowsRecord] = []
         deadline = time.monotonic() + timeout_s
-        _read_to_end(consumer, topic, deadline, take or shares.append, needs)
+        only = _GroupFilter(group, {} if foreign is None else foreign)
+        _read_to_end(consumer, topic, deadline, take or shares.append, needs, only=only)
         return shares
     except KafkaError as error:
         raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
@@ -498,6 +532,8 @@ def _read_to_end(
     deadline: float,
     take: Callable[[WindowsRecord], None],
     needs: RestoreNeeds | None,
+    *,
+    only: _GroupFilter,
 ) -> None:
     partitions = [
         TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())
@@ -511,13 +547,13 @@ def _read_to_end(
         for tp in partitions:
             begin = begins[tp] or 0
             end = _highwater(consumer, tp, begin, deadline)
-            _read_tail(consumer, tp, (begin, end), needs, take, deadline=deadline)
+            _read_tail(consumer, tp, (begin, end), needs, take, deadline=deadline, only=only)
         return
     while not _at_end(consumer, partitions):
         if time.monotonic() > deadline:
             raise KafkaUnavailableError(f"{topic} not read to its end in time")
         for tp in sorted(batches := consumer.poll(timeout_ms=200)):
-            for share in _parsed(batches[tp]):
+            for share in _parsed(only.records(batches[tp])):
                 take(share)
 
 
@@ -543,6 +579,7 @@ def _read_tail(
     take: Callable[[WindowsRecord], None],
     *,
     deadline: float,
+    only: _GroupFilter,
 ) -> None:
     """Hand `take` the shares of [x, end) for the x `needs` asks for: chunks read backwards;
     `offsets` are the partition's (begin, end)."""
@@ -551,7 +588,7 @@ def _read_tail(
     upper, size = end, FIRST_CHUNK_RECORDS
     while upper > begin:
         lower = max(begin, upper - size)
-        for share in _shares_between(consumer, tp, lower, upper, deadline):
+        for share in _shares_between(consumer, tp, lower, upper, deadline, only=only):
             if isinstance(share, WindowShare):
                 heads.append(share.head)
             take(share)  # one at a time: a chunk of whole shares would weigh ~150 MB
@@ -561,7 +598,13 @@ def _read_tail(
 
 
 def _shares_between(
-    consumer: KafkaConsumer, tp: TopicPartition, lower: int, upper: int, deadline: float
+    consumer: KafkaConsumer,
+    tp: TopicPartition,
+    lower: int,
+    upper: int,
+    deadline: float,
+    *,
+    only: _GroupFilter,
 ) -> Iterator[WindowsRecord]:
     """The shares at offsets [lower, upper) of one partition, in offset order, as read."""
     consumer.seek(tp, lower)
@@ -569,7 +612,7 @@ def _shares_between(
         if time.monotonic() > deadline:
             raise KafkaUnavailableError(f"{tp.topic} not read back in time")
         for records in consumer.poll(timeout_ms=200, max_records=16).values():
-            yield from _parsed([r for r in records if r.offset < upper])
+            yield from _parsed(only.records([r for r in records if r.offset < upper]))
 
 
 def _position(consumer: KafkaConsumer, tp: TopicPartition, unknown: int) -> int:
@@ -584,6 +627,28 @@ def _at_end(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> bool:
         if highwater is None or position is None or position < highwater:
             return False
     return True
+
+
+class _GroupFilter:
+    """Passes the records of `group` (and those without a group header); counts the others
+    by their group in `foreign`. A None group passes everything."""
+
+    def __init__(self, group: str | None, foreign: dict[str, int]) -> None:
+        self.group = None if group is None else group.encode()
+        self.foreign = foreign
+
+    def records(self, records: Iterable[Any]) -> list[Any]:
+        if self.group is None:
+            return list(records)
+        kept = []
+        for record in records:
+            found = dict(record.headers or ()).get(GROUP_HEADER)
+            if found is None or found == self.group:
+                kept.append(record)
+            else:
+                other = found.decode("utf-8", "replace")[:200]
+                self.foreign[other] = self.foreign.get(other, 0) + 1
+        return kept
 
 
 def _parsed(records: Iterable[Any]) -> list[WindowsRecord]:

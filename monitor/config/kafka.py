@@ -42,13 +42,15 @@ _TOPIC: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
 def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -> KafkaConfig:
     """Build the `kafka` section; relative file paths are taken from `base` (the config's dir)."""
     topic = section.get("topic", _topic)
+    group = section.get("group_id", as_str, DEFAULT_GROUP)
+    own = deployment_prefix(topic, group)
     config = KafkaConfig(
         bootstrap_servers=section.get("bootstrap_servers", _servers, ("localhost:9092",)),
         topic=topic,
-        group_id=section.get("group_id", as_str, "rankmon"),
+        group_id=group,
         client_id=section.get("client_id", as_str, "rankmon"),
-        dead_letter_topic=section.get("dead_letter_topic", _topic, f"{topic}.dlq"),
-        windows_topic=section.get("windows_topic", _topic, f"{topic}.windows"),
+        dead_letter_topic=section.get("dead_letter_topic", _topic, f"{own}.dlq"),
+        windows_topic=section.get("windows_topic", _topic, f"{own}.windows"),
         auto_offset_reset=section.get(
             "auto_offset_reset", as_choice("earliest", "latest"), "earliest"
         ),
@@ -66,6 +68,21 @@ def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -
         )
     section.finish()
     return config
+
+
+DEFAULT_GROUP: Final = "rankmon"
+
+
+def deployment_prefix(topic: str, group: str) -> str:
+    """What a deployment's own topics are named from: `<topic>.<group>`, so that two
+    deployments (consumer groups) reading one events topic never share a windows or a
+    dead-letter topic by default. The default group keeps `<topic>`, the names rankmon used
+    before. Characters a topic name cannot hold become `_`; the whole stays within Kafka's
+    249 characters (with room for `.windows`)."""
+    if group == DEFAULT_GROUP:
+        return topic
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", group)
+    return f"{topic}.{safe}"[:240]
 
 
 def _topic(value: object) -> str:
