@@ -5,16 +5,18 @@ the explanations look at (the deepest cutoff). A pane is the window spec's hop (
 itself when tumbling), so a window's sample of a query is the first of its panes that has
 one. Bounded twice: panes older than what the explanation store keeps are dropped at each
 finalize (`forget_before`), and past `limit` rankings or `max_bytes` bytes new ones are not
-kept (`skipped` counts them). A ranking is held as its JSON array (one bytes object), about 10
-times smaller than a tuple of strings; JSON escapes every character, so no document id can
-split into two or merge with its neighbour when it is read back.
+kept (`skipped` counts them). A ranking is held as its JSON array text (one str), about 10
+times smaller than a tuple of strings; JSON escapes the quotes and controls a document id may
+hold, so no id can split into two or merge with its neighbour when it is read back. (Not the
+bytes orjson returns: each of those keeps a 4 KiB allocation, whatever its length.)
 
-Bytes are counted as the JSON plus `ENTRY_OVERHEAD` for the key and the dict entry, so
-`max_bytes` bounds the memory whatever the length of the ids a producer sends.
+Bytes are counted as the str's own size plus `ENTRY_OVERHEAD` for the key and the dict
+entry, so `max_bytes` bounds the memory whatever the length of the ids a producer sends.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Final
@@ -25,8 +27,8 @@ from monitor.windows.summary import Segment
 
 __all__ = ["ENTRY_OVERHEAD", "RankingSamples"]
 
-# What one kept ranking costs beyond its JSON: the key tuple, the dict slot, the bytes header
-# (measured with tracemalloc on CPython 3.11: 180-230 bytes).
+# What one kept ranking costs beyond its text: the key tuple and the dict slot (measured with
+# tracemalloc on CPython 3.11: 180-230 bytes).
 ENTRY_OVERHEAD: Final = 256
 
 SampleKey = tuple[Segment, str, int]  # (raw segment, query id, pane start in ms)
@@ -41,8 +43,8 @@ class RankingSamples:
         self.limit = limit
         self.max_bytes = max_bytes
         self.skipped = 0
-        self.bytes = 0  # held now: JSON plus ENTRY_OVERHEAD per ranking
-        self._rankings: dict[SampleKey, bytes] = {}
+        self.bytes = 0  # held now: each text's size plus ENTRY_OVERHEAD
+        self._rankings: dict[SampleKey, str] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -61,24 +63,24 @@ class RankingSamples:
     def keep(self, key: SampleKey, ranking: Sequence[str]) -> None:
         """Keep a ranking (doc ids, rank 1 first) for `key` (from `key()`), unless it would
         take the samples past `max_bytes` (then `skipped` counts it)."""
-        blob = orjson.dumps(list(ranking[: self.depth]))
-        cost = len(blob) + ENTRY_OVERHEAD
+        text = orjson.dumps(list(ranking[: self.depth])).decode()
+        cost = sys.getsizeof(text) + ENTRY_OVERHEAD
         with self._lock:
             if key in self._rankings:
                 return
             if self.max_bytes is not None and self.bytes + cost > self.max_bytes:
                 self.skipped += 1
                 return
-            self._rankings[key] = blob
+            self._rankings[key] = text
             self.bytes += cost
 
     def ranking(self, segment: Segment, query: str, start_ms: int, end_ms: int) -> list[str] | None:
         """The first ranking of the query sampled in [start_ms, end_ms), if any."""
         with self._lock:
             for pane in range(start_ms - start_ms % self.pane_ms, end_ms, self.pane_ms):
-                blob = self._rankings.get((segment, query, pane))
-                if blob is not None:
-                    return [str(doc) for doc in orjson.loads(blob)]
+                text = self._rankings.get((segment, query, pane))
+                if text is not None:
+                    return [str(doc) for doc in orjson.loads(text)]
         return None
 
     def forget_before(self, time_ms: int) -> None:
@@ -86,4 +88,4 @@ class RankingSamples:
         with self._lock:
             old = [key for key in self._rankings if key[2] < time_ms]
             for key in old:
-                self.bytes -= len(self._rankings.pop(key)) + ENTRY_OVERHEAD
+                self.bytes -= sys.getsizeof(self._rankings.pop(key)) + ENTRY_OVERHEAD
