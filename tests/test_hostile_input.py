@@ -360,22 +360,21 @@ def raw_request(server: MetricsServer, data: bytes, timeout_s: float = 5.0) -> b
         return b"".join(chunks)
 
 
-def test_metrics_answer_within_a_second_while_150_clients_drip_bytes(server: MetricsServer) -> None:
+def test_metrics_answer_while_150_clients_drip_bytes(server: MetricsServer) -> None:
+    # Each dripping client holds its connection for the whole request deadline (10 s): a
+    # server that served them in turn would not answer within the client's timeout.
     stalled = []
     try:
         for _ in range(150):
             conn = socket.create_connection(("127.0.0.1", server.port))
             conn.sendall(b"GET /metr")  # and never more
             stalled.append(conn)
-        started = time.perf_counter()
         with urllib.request.urlopen(f"{server.url}/metrics", timeout=5) as response:
             body = response.read()
-        took = time.perf_counter() - started
     finally:
         for conn in stalled:
             conn.close()
     assert b"rankmon_broker_up" in body
-    assert took < 1.0, took
 
 
 def test_a_client_that_drips_its_request_is_cut_off_at_the_whole_request_deadline(

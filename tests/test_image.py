@@ -182,12 +182,11 @@ export: {{host: 127.0.0.1, port: {port}}}
             )
 
         wait_for(window_finalized, 60, "a finalized window of 2 queries on /metrics", logs)
-        began = time.monotonic()
         stopped = sh(name, "stop", "-t", str(GRACE_S), container, env=env, timeout=GRACE_S + 30)
-        took = time.monotonic() - began
         assert stopped.returncode == 0, stopped.stderr
         code = sh(name, "inspect", "--format", "{{.State.ExitCode}}", container, env=env)
-        assert code.stdout.strip() == "0", logs()[-4000:]  # SIGTERM handled, not SIGKILL's 137
-        assert took < GRACE_S
+        # 0: it ended on SIGTERM by itself within the grace period; past it, the engine's
+        # SIGKILL would have made it 137.
+        assert code.stdout.strip() == "0", logs()[-4000:]
     finally:
         sh(name, "rm", "-f", container, env=env)
