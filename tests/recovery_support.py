@@ -77,6 +77,8 @@ kafka:
   bootstrap_servers: ["{bootstrap}"]
   topic: {topic}
   group_id: {group}
+  dead_letter_topic: {topic}.dlq
+  windows_topic: {topic}.windows
   session_timeout_ms: {session_timeout_ms}
   max_poll_records: 50
 evaluation_set: {{path: {qrels}}}

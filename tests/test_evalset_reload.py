@@ -101,8 +101,11 @@ def test_a_failed_reload_is_counted_and_flagged_until_a_reload_succeeds(tmp_path
     try:
 
         def failures() -> tuple[float | None, float | None]:
+            failed = registry.get_sample_value(
+                "rankmon_evaluation_set_reloads_total", {"result": "failed"}
+            )
             return (
-                registry.get_sample_value("rankmon_evaluation_set_reload_failures_total"),
+                failed or 0.0,
                 registry.get_sample_value("rankmon_evaluation_set_reload_failing"),
             )
 
@@ -115,6 +118,10 @@ def test_a_failed_reload_is_counted_and_flagged_until_a_reload_succeeds(tmp_path
         monitor.request_reload()
         monitor.tick()
         assert failures() == (1.0, 0.0)
+        assert (
+            registry.get_sample_value("rankmon_evaluation_set_reloads_total", {"result": "ok"})
+            == 1.0
+        )
         assert registry.get_sample_value("rankmon_evaluation_set_queries") == 1.0
     finally:
         monitor.close()

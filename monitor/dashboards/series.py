@@ -64,7 +64,7 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
         "rankmon_ready",
         "rankmon_loop_progress_timestamp_seconds",
         "rankmon_evaluation_set_queries",
-        "rankmon_evaluation_set_reload_failures_total",
+        "rankmon_evaluation_set_reloads_total",
         "rankmon_evaluation_set_reload_failing",
         "rankmon_window_shares_trimmed_total",
         "rankmon_alert_firing",

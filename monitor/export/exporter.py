@@ -47,7 +47,7 @@ and `rankmon_consumer_lag_records` per `partition`, `rankmon_broker_up`, `rankmo
 `rankmon_loop_progress_timestamp_seconds`, `rankmon_unreadable_batches_total{partition}`,
 `rankmon_consumer_errors_total{error}`, `rankmon_build_info{version}`,
 `rankmon_evaluation_set_info{version}`, `rankmon_evaluation_set_queries`,
-`rankmon_evaluation_set_reload_failures_total`, `rankmon_evaluation_set_reload_failing` (1
+`rankmon_evaluation_set_reloads_total{result}`, `rankmon_evaluation_set_reload_failing` (1
 while the newest reload attempt failed and the old set stays in use),
 `rankmon_window_shares_trimmed_total{dropped}` (window shares published without a part so
 that they fit one record),
@@ -351,9 +351,10 @@ class Exporter:
             "Queries in the loaded evaluation set.",
             registry=registry,
         )
-        self._reload_failures = Counter(
-            "rankmon_evaluation_set_reload_failures",
-            "Reloads of the evaluation set that failed (the set in use stays).",
+        self._reloads = Counter(
+            "rankmon_evaluation_set_reloads",
+            "Reloads of the evaluation set tried, by result: ok, or failed (the set in use stays).",
+            ["result"],
             registry=registry,
         )
         self._shares_trimmed = Counter(
@@ -467,8 +468,7 @@ class Exporter:
     def reload_attempted(self, failed: bool) -> None:
         """A reload of the evaluation set was tried: it failed, or it loaded (or found the
         file unchanged)."""
-        if failed:
-            self._reload_failures.inc()
+        self._reloads.labels("failed" if failed else "ok").inc()
         self._reload_failing.set(float(failed))
 
     def set_alert_firing(self, alert: str, severity: str, segment: Segment, firing: bool) -> None:
