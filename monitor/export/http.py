@@ -156,6 +156,11 @@ class MetricsServer:
         self.busy = 0  # requests answered 503: too many waiting, or too many bytes unsent
 
     @property
+    def waiting(self) -> int:
+        """Requests waiting for a worker thread or being answered by one, now."""
+        return self._waiting
+
+    @property
     def url(self) -> str:
         """Base URL of the listener (after `start()`, with the bound port)."""
         scheme = "https" if self._tls is not None else "http"
@@ -261,6 +266,8 @@ class MetricsServer:
                 await self._write(writer, response, head_only)
         except (TimeoutError, ConnectionError, ssl.SSLError):
             pass  # a client that stops reading, or breaks TLS, is not our error
+        except asyncio.CancelledError:
+            pass  # the server is stopping: end quietly (a cancelled task is logged as an error)
         finally:
             self._pending_bytes -= pending
             self._reading.pop(key, None)
