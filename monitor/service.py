@@ -486,6 +486,8 @@ class Monitor:
                 and rule.measure == measure
                 and (rule.segment is None or set(rule.segment) <= set(segment))
             ],
+            refresh_s=self.config.export.explain.refresh.ms // 1000 or None,
+            now_ms=self.clock.now_ms,
         )
         return {**api.routes(), **pages.routes()}
 
@@ -507,6 +509,12 @@ class Monitor:
                 a.rule.measure,
                 _alert_why(a),
                 a.window,
+                since_ms=a.fired_at_ms if a.status.value == "firing" else a.state.active_since_ms,
+                windows=a.state.bad_streak,
+                p_value=None if a.verdict is None else a.verdict.p_value,
+                runbook_url=a.rule.runbook_url,
+                value=None if a.verdict is None else a.verdict.value,
+                baseline=None if a.verdict is None else a.verdict.baseline,
             )
             for a in active
         ]

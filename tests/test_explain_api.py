@@ -129,7 +129,7 @@ def test_a_coverage_alerts_explain_link_answers_with_the_headline_measure(
     try:
         _, _, page = get(monitor, "/")
         coverage_rows = [row for row in page.decode().split("<tr>") if "coverage-low" in row]
-        assert coverage_rows and "firing" in coverage_rows[0]
+        assert coverage_rows and "FIRING" in coverage_rows[0]
         (link,) = re.findall(r'href="(/explain\?[^"]*)"', coverage_rows[0])
         assert "measure=ndcg" in html.unescape(link)
         status, _, body = get(monitor, html.unescape(link))

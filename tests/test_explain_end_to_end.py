@@ -3,15 +3,17 @@ of known queries pages through a real Alertmanager; the alert's generatorURL ope
 explanation of that window, which Debian's headless Chromium renders with the planted
 queries on top.
 
-    With RANKMON_SCREENSHOT_DIR set, the page and the explanation are saved there as
-    page.png and explain.png (docs/ holds those of a run).
+    With RANKMON_SCREENSHOT_DIR set, the page (1280 px and 400 px wide) and the explanation
+    are saved there as page.png, page-phone.png and explain.png (docs/ holds those of a run).
 
     30 queries, tumbling 10 s windows 0..5; in window 5 queries q4, q9, q17, q23 and q28 lose
-    their two judged documents from the top 10; the rule ndcg10-floor (below 0.95) fires on it.
+    their two judged documents from the top 10; the rules ndcg10-floor (below 0.95) and
+    ndcg10-drop (against the trailing median, gated by the paired test) fire on it.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -49,7 +51,9 @@ alerts:
   alertmanager: {{url: "{url}", min_firing: 1s}}
   delivery: {{resend_interval: 2s, backoff_initial: 200ms, backoff_max: 1s}}
   rules:
-    - {{name: ndcg10-floor, measure: ndcg@10, severity: critical, below: 0.95}}
+    - {{name: ndcg10-floor, measure: ndcg@10, severity: warning, below: 0.95}}
+    - {{name: ndcg10-drop, measure: ndcg@10, severity: critical, runbook_url: "{runbook}",
+        drop: {{relative: 0.05, baseline_windows: 4, significance: 0.05, min_queries: 10}}}}
 """
 
 
@@ -103,8 +107,9 @@ def test_an_alerts_generator_url_opens_its_explanation_with_the_planted_queries_
 ) -> None:
     alertmanager = start_alertmanager(webhook_receiver.url)
     topic = new_topic(1)
+    runbook = f"{alertmanager.url}/#/alerts"  # a page that answers, as a runbook's would
     config = write_service_config(
-        tmp_path, tansu, topic, QRELS, ALERTS.format(url=alertmanager.url)
+        tmp_path, tansu, topic, QRELS, ALERTS.format(url=alertmanager.url, runbook=runbook)
     )
     port = free_port()
     text = config.read_text().replace(
@@ -133,8 +138,21 @@ def test_an_alerts_generator_url_opens_its_explanation_with_the_planted_queries_
         assert set(shown[:5]) == set(PLANTED), shown[:8]
         assert "left the top 10: best4, good4" in dom.stdout
 
-        home = chromium("--dump-dom", f"http://127.0.0.1:{port}/")
-        assert "Segment model=v1" in home.stdout and "ndcg10-floor" in home.stdout
+        home = chromium("--dump-dom", f"http://127.0.0.1:{port}/").stdout
+        assert "Segment model=v1" in home and "ndcg10-floor" in home
+        # The firing drop alert first, with since, baseline, p-value and its runbook.
+        first = "</tr>".join(home.split('<td class="bad">FIRING</td>', 1)[1].split("</tr>")[:2])
+        assert "<strong>ndcg10-drop</strong>" in first
+        assert "2026-01-01 00:01:00 UTC" in first  # the bad window's end
+        assert re.search(r"against the baseline 1\.0000; 30 common queries", first), first
+        assert re.search(r"p = 0\.0\d+", first), first
+        assert f'href="{runbook}">runbook</a>' in first
+        # Every link on the page answers, the runbook's included.
+        links = {html.unescape(link) for link in re.findall(r'href="([^"#]+)', home)}
+        for link in sorted(links):
+            absolute = link if link.startswith("http") else f"http://127.0.0.1:{port}{link}"
+            with urllib.request.urlopen(absolute, timeout=10) as answer:
+                assert answer.status == 200, link
 
         screenshot = tmp_path / "explain.png"
         shot = chromium(f"--screenshot={screenshot}", "--window-size=1280,1000", url)
@@ -148,3 +166,5 @@ def test_an_alerts_generator_url_opens_its_explanation_with_the_planted_queries_
             shutil.copy(screenshot, Path(keep) / "explain.png")
             page = Path(keep) / "page.png"
             chromium(f"--screenshot={page}", "--window-size=1280,1100", f"http://127.0.0.1:{port}/")
+            phone = Path(keep) / "page-phone.png"
+            chromium(f"--screenshot={phone}", "--window-size=400,1400", f"http://127.0.0.1:{port}/")

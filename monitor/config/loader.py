@@ -327,6 +327,7 @@ def _read_explain(export: ConfigSection) -> ExplainConfig:
         ),
         max_segments=section.get("max_segments", as_int(1, 1_000_000), defaults.max_segments),
         external_url=url,
+        refresh=section.get("refresh", as_duration, defaults.refresh),
     )
     section.finish()
     return config

@@ -72,6 +72,7 @@ def render_config(config: Config) -> dict[str, Any]:
                 "max_rankings": export.explain.max_rankings,
                 "max_sample_bytes": export.explain.max_sample_bytes,
                 "max_segments": export.explain.max_segments,
+                "refresh": export.explain.refresh.text,
             },
         },
         "logging": {"level": config.logging.level, "format": config.logging.format},

@@ -1,11 +1,16 @@
 """The web page at `/` and `/explain`: server-rendered HTML with inline SVG, no JavaScript,
 nothing loaded from anywhere but rankmon itself.
 
-`/`: the segments; per segment each headline measure over the kept windows, its 95 %
-interval as a band and the alert floors (`below` rules) as dashed lines; the alerts; per
-window links to its explanation against its baseline. `/explain?...` takes the parameters
-of `/api/v1/explain` and shows the explanation as a table of queries by contribution, each
-query expandable (`<details>`) to its two rankings with grades.
+`/`: the alerts first (`monitor.explain.alert_table`: state, since, value against threshold
+or baseline, p-value, explanation, runbook, silence), then the segments in order of trouble
+(firing, pending, then the largest drop of the headline measure in the newest window first),
+each with its coverage and queries in words, each headline measure over the kept windows
+(`monitor.explain.charts`: the 95 % band of the mean over queries, the alert floors, gaps
+where windows are missing) and per window a link to its explanation against its baseline.
+It refreshes itself (`Refresh` header, `export.explain.refresh`) and says when it was
+rendered. `/explain?...` takes the parameters of `/api/v1/explain` and shows the explanation
+as a table of queries by contribution, each query expandable (`<details>`) to its two
+rankings with grades; it does not refresh.
 """
 
 from __future__ import annotations
@@ -15,44 +20,23 @@ import html
 import math
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
+from monitor.explain.alert_table import (
+    AlertView,
+    alerts_html,
+    explain_path,
+    segment_anchor,
+    trouble_of,
+)
 from monitor.explain.api import ApiError, ExplainApi, Explanation
+from monitor.explain.charts import chart_svg
 from monitor.explain.rankings import RankedDocument
 from monitor.explain.store import KeptWindow
 from monitor.export.http import Response
 from monitor.windows.summary import Segment, segment_label
 
 __all__ = ["AlertView", "ExplainPages", "explain_path"]
-
-CHART_WIDTH, CHART_HEIGHT = 560, 150
-
-
-@dataclass(frozen=True)
-class AlertView:
-    """An alert as the page shows it."""
-
-    name: str
-    severity: str
-    status: str
-    segment: Segment
-    measure: str
-    note: str
-    window: tuple[int, int] | None
-
-
-def explain_path(segment: Segment, measure: str, start_ms: int, against: str = "baseline") -> str:
-    """The page's path for one explanation (what alerts link to)."""
-    query = urllib.parse.urlencode(
-        {
-            "segment": segment_label(segment),
-            "measure": measure,
-            "window": start_ms,
-            "against": against,
-        }
-    )
-    return f"/explain?{query}"
 
 
 _STYLE = """
@@ -61,15 +45,23 @@ h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1.4em 0 .4em;border-b
 h3{font-size:1em;margin:.8em 0 .2em}table{border-collapse:collapse;margin:.4em 0}
 td,th{padding:.2em .6em;border-bottom:1px solid #e6e8ee;text-align:left;vertical-align:top}
 th{background:#f3f5f9}.num{text-align:right;font-variant-numeric:tabular-nums}
-.bad{color:#b3261e;font-weight:600}.good{color:#1b7a3d}.muted{color:#6b7385}
-.charts{display:flex;flex-wrap:wrap;gap:1em}.chart{border:1px solid #e1e4ea;padding:.4em;border-radius:4px}
+.bad{color:#b3261e;font-weight:600}.warn{color:#8a5a00;font-weight:600}.good{color:#1b7a3d}
+.muted{color:#6b7385}.scroll{overflow-x:auto}.alerts td{border-bottom:none}
+.alerts tr.silence td{border-bottom:1px solid #e6e8ee;font-size:.85em;padding-top:0}
+.charts{display:flex;flex-wrap:wrap;gap:1em}
+.chart{border:1px solid #e1e4ea;padding:.4em;border-radius:4px;flex:1 1 300px;max-width:380px}
+.chart svg{width:100%;height:auto;display:block}
+@media (max-width:600px){body{margin:.5em auto;padding:0 .5em;font-size:13px}td,th{padding:.15em .3em}}
 details>summary{cursor:pointer}code{font-size:.95em}.rank td{padding:.05em .5em}
 a{color:#1f5fbf}
 """
 
 
 class ExplainPages:
-    """The HTML routes over the explanation API."""
+    """The HTML routes over the explanation API.
+
+    `refresh_s`: the page at `/` asks the browser to reload it every so many seconds (None:
+    never); `now_ms`: the clock the page says it was rendered by."""
 
     def __init__(
         self,
@@ -79,144 +71,135 @@ class ExplainPages:
         alerts: Callable[[], list[AlertView]],
         floors: Callable[[str, Segment], list[tuple[str, float]]],
         title: str = "rankmon",
+        refresh_s: int | None = 30,
+        now_ms: Callable[[], int] | None = None,
     ) -> None:
         self.api = api
         self.headline = tuple(headline)
         self._alerts = alerts
         self._floors = floors
         self.title = title
+        self.refresh_s = refresh_s
+        self._now_ms = now_ms or (lambda: int(dt.datetime.now(dt.UTC).timestamp() * 1000))
 
     def routes(self) -> dict[str, Callable[[Mapping[str, list[str]], Mapping[str, str]], Response]]:
         return {"/": self.index, "/explain": self.explain}
 
     def index(self, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> Response:
         segments = self.api.store.segments()
-        parts = [f"<h1>{html.escape(self.title)}: ranking quality</h1>"]
-        parts.append(
-            f'<p class="muted">The newest {self.api.store.keep} finalized windows of each segment; '
-            "the band is the 95 % interval of the mean over queries, dashed lines the alert floors. "
-            'JSON: <a href="/api/v1/segments">/api/v1/segments</a>, <a href="/metrics">/metrics</a>.</p>'
-        )
-        parts.append(self._alerts_html())
+        alerts = self._alerts()
+        refresh = f"; it reloads itself every {self.refresh_s} s" if self.refresh_s else ""
+        parts = [
+            f"<h1>{html.escape(self.title)}: ranking quality</h1>",
+            f'<p class="muted">Rendered {_time(self._now_ms())} UTC{refresh}. '
+            f"The newest {self.api.store.keep} finalized windows of each segment; the band is the "
+            "95 % interval of the mean over queries (between-query uncertainty), dashed lines "
+            'the alert floors. JSON: <a href="/api/v1/segments">/api/v1/segments</a>, '
+            '<a href="/metrics">/metrics</a>.</p>',
+            alerts_html(alerts, self._measure_for_link, self._has_baseline),
+        ]
         if not segments:
             parts.append("<p>No window has been finalized yet.</p>")
-        for segment, windows in sorted(segments.items()):
-            parts.append(self._segment_html(segment, windows))
-        return _page(self.title, "".join(parts))
+        order = sorted(
+            segments.items(),
+            key=lambda item: (trouble_of(item[0], alerts), self._latest_change(item[1]), item[0]),
+        )
+        for segment, windows in order:
+            parts.append(self._segment_html(segment, windows, trouble_of(segment, alerts)))
+        extra = {"Refresh": str(self.refresh_s)} if self.refresh_s else {}
+        return _page(self.title, "".join(parts), headers=extra)
 
     def explain(self, query: Mapping[str, list[str]], headers: Mapping[str, str]) -> Response:
         try:
             explanation = self.api.explain(query)
         except ApiError as error:
-            body = f'<h1>Cannot explain</h1><p class="bad">{html.escape(error.reason)}</p><p><a href="/">back</a></p>'
+            body = (
+                f'<h1>Cannot explain</h1><p class="bad">{html.escape(error.reason)}</p>'
+                '<p><a href="/">back</a></p>'
+            )
             return _page(self.title, body, error.status)
         return _page(self.title, _explanation_html(explanation))
 
-    def _alerts_html(self) -> str:
-        alerts = self._alerts()
-        if not alerts:
-            return '<h2>Alerts</h2><p class="good">No alert is pending or firing.</p>'
-        rows = []
-        for a in alerts:
-            link = ""
-            if a.window is not None:
-                # A rule on no per-query measure (coverage) links to the headline measure's
-                # explanation: its queries served before and not after are what went missing.
-                measure = a.measure if self.api.explainable(a.measure) else self.api.default_measure
-                path = explain_path(a.segment, measure, a.window[0])
-                link = f'<a href="{html.escape(path)}">explain</a>'
-            css = "bad" if a.status == "firing" else ""
-            rows.append(
-                f'<tr><td class="{css}">{html.escape(a.status)}</td><td>{html.escape(a.name)}</td>'
-                f"<td>{html.escape(a.severity)}</td><td>{html.escape(segment_label(a.segment))}</td>"
-                f"<td>{html.escape(a.measure)}</td><td>{html.escape(a.note)}</td><td>{link}</td></tr>"
-            )
-        head = "<tr><th>state</th><th>alert</th><th>severity</th><th>segment</th><th>measure</th><th>why</th><th></th></tr>"
-        return f"<h2>Alerts</h2><table>{head}{''.join(rows)}</table>"
+    def _measure_for_link(self, measure: str) -> str:
+        # A rule on no per-query measure (coverage) links to the headline measure's
+        # explanation: its queries served before and not after are what went missing.
+        return measure if self.api.explainable(measure) else self.api.default_measure
 
-    def _segment_html(self, segment: Segment, windows: list[KeptWindow]) -> str:
+    def _has_baseline(self, segment: Segment, start_ms: int) -> bool:
+        """Whether the window is kept with a kept window before it (its baseline)."""
+        starts = [k.summary.start_ms for k in self.api.store.windows(segment)]
+        return start_ms in starts and min(starts) < start_ms
+
+    def _latest_change(self, windows: list[KeptWindow]) -> float:
+        """The newest window's headline mean minus the one before (0 when unknown): the
+        largest drop sorts first."""
+        if len(windows) < 2 or not self.headline:
+            return 0.0
+        measure = self.headline[0]
+        newest = windows[-1].summary.means.get(measure, math.nan)
+        change = newest - windows[-2].summary.means.get(measure, math.nan)
+        return change if math.isfinite(change) else 0.0
+
+    def _segment_html(self, segment: Segment, windows: list[KeptWindow], trouble: int) -> str:
         label = html.escape(segment_label(segment))
+        state, css = (("FIRING", "bad"), ("pending", "warn"), ("ok", "good"))[trouble]
         charts = []
         for measure in self.headline:
             if windows and measure in windows[-1].measures:
-                charts.append(_chart(measure, windows, self._floors(measure, segment)))
+                svg = chart_svg(measure, windows, self._floors(measure, segment))
+                if svg:
+                    charts.append(f'<div class="chart"><h3>{html.escape(measure)}</h3>{svg}</div>')
         rows = []
         for kept in reversed(windows):
             s = kept.summary
+            linked = self._has_baseline(segment, s.start_ms)
             cells = []
             for measure in self.headline:
-                value = s.means.get(measure, math.nan)
-                href = html.escape(explain_path(segment, measure, s.start_ms))
-                cells.append(
-                    f'<td class="num"><a href="{href}" title="explain against the baseline">{_fmt(value)}</a></td>'
-                )
+                value = _fmt(s.means.get(measure, math.nan))
+                if linked:
+                    href = html.escape(explain_path(segment, measure, s.start_ms))
+                    value = f'<a href="{href}" title="explain against the baseline">{value}</a>'
+                cells.append(f'<td class="num">{value}</td>')
             rows.append(
-                f"<tr><td>{_time(s.start_ms)}</td><td class=num>{s.queries}</td><td class=num>{s.events}</td>"
-                f"<td class=num>{s.coverage:.0%}</td>{''.join(cells)}</tr>"
+                f"<tr><td>{_time(s.start_ms)}</td><td class=num>{s.queries}</td>"
+                f"<td class=num>{s.events}</td><td class=num>{s.coverage:.0%}</td>"
+                f"{''.join(cells)}</tr>"
             )
         head = "".join(f"<th>{html.escape(m)}</th>" for m in self.headline)
         table = (
-            f"<table><tr><th>window start (UTC)</th><th>queries</th><th>events</th><th>coverage</th>{head}</tr>"
-            f"{''.join(rows)}</table>"
+            '<div class="scroll"><table><tr><th>window start (UTC)</th><th>queries</th>'
+            f"<th>events</th><th>coverage</th>{head}</tr>{''.join(rows)}</table></div>"
         )
-        return f'<h2>Segment {label}</h2><div class="charts">{"".join(charts)}</div>{table}'
-
-
-def _chart(measure: str, windows: list[KeptWindow], floors: list[tuple[str, float]]) -> str:
-    points = []
-    for kept in windows:
-        s = kept.summary
-        mean = s.means.get(measure, math.nan)
-        se = kept.stderr(measure)
-        if math.isfinite(mean):
-            half = 1.96 * se if math.isfinite(se) else 0.0
-            points.append((s.start_ms, mean, mean - half, mean + half))
-    if not points:
-        return ""
-    values = [p[2] for p in points] + [p[3] for p in points] + [f for _, f in floors]
-    low, high = max(0.0, min(values) - 0.02), min(1.0, max(values) + 0.02)
-    if high <= low:
-        low, high = max(0.0, low - 0.05), min(1.0, high + 0.05)
-    first, last = points[0][0], points[-1][0]
-    pad_l, pad_r, pad_t, pad_b = 42, 8, 8, 18
-
-    def x(t: int) -> float:
-        span = max(1, last - first)
+        anchor = html.escape(segment_anchor(segment))
+        words = _coverage_words(windows[-1]) if windows else ""
         return (
-            pad_l + (t - first) / span * (CHART_WIDTH - pad_l - pad_r)
-            if last > first
-            else (CHART_WIDTH + pad_l) / 2
+            f'<h2 id="{anchor}">Segment {label} <span class="{css}">{state}</span></h2>'
+            f'{words}<div class="charts">{"".join(charts)}</div>{table}'
         )
 
-    def y(v: float) -> float:
-        return pad_t + (high - v) / (high - low) * (CHART_HEIGHT - pad_t - pad_b)
 
-    band = " ".join(f"{x(t):.1f},{y(u):.1f}" for t, _, _, u in points)
-    band += " " + " ".join(f"{x(t):.1f},{y(lo):.1f}" for t, _, lo, _ in reversed(points))
-    line = " ".join(f"{x(t):.1f},{y(m):.1f}" for t, m, _, _ in points)
-    dots = "".join(
-        f'<circle cx="{x(t):.1f}" cy="{y(m):.1f}" r="2.5" fill="#1f5fbf"><title>{_time(t)}: {m:.4f}</title></circle>'
-        for t, m, _, _ in points
+def _coverage_words(kept: KeptWindow) -> str:
+    """What the newest window's coverage and judged share mean, in words."""
+    s = kept.summary
+    served = (
+        f"{s.queries} of the evaluation set's {s.evaluation_set_queries} queries were served "
+        f"in the newest window ({s.coverage:.0%} coverage, {s.events} events)"
     )
-    rules = "".join(
-        f'<line x1="{pad_l}" x2="{CHART_WIDTH - pad_r}" y1="{y(f):.1f}" y2="{y(f):.1f}" stroke="#b3261e" stroke-dasharray="5,4"/>'
-        f'<text x="{CHART_WIDTH - pad_r}" y="{y(f) - 3:.1f}" text-anchor="end" font-size="10" fill="#b3261e">{html.escape(name)} {f:g}</text>'
-        for name, f in floors
-        if low <= f <= high
-    )
-    axis = (
-        f'<text x="2" y="{y(high) + 10:.1f}" font-size="10">{high:.2f}</text>'
-        f'<text x="2" y="{y(low):.1f}" font-size="10">{low:.2f}</text>'
-        f'<text x="{pad_l}" y="{CHART_HEIGHT - 3}" font-size="10">{_time(first)}</text>'
-        f'<text x="{CHART_WIDTH - pad_r}" y="{CHART_HEIGHT - 3}" font-size="10" text-anchor="end">{_time(last)}</text>'
-    )
-    svg = (
-        f'<svg width="{CHART_WIDTH}" height="{CHART_HEIGHT}" role="img" aria-label="{html.escape(measure)}">'
-        f'<rect x="{pad_l}" y="{pad_t}" width="{CHART_WIDTH - pad_l - pad_r}" height="{CHART_HEIGHT - pad_t - pad_b}" fill="#fafbfd" stroke="#e1e4ea"/>'
-        f'<polygon points="{band}" fill="#1f5fbf" fill-opacity="0.15"/>'
-        f'<polyline points="{line}" fill="none" stroke="#1f5fbf" stroke-width="1.5"/>{dots}{rules}{axis}</svg>'
-    )
-    return f'<div class="chart"><h3>{html.escape(measure)}</h3>{svg}</div>'
+    if s.coverage < 1.0:
+        served += (
+            ": normal for sampled live traffic, where not every query comes in every window; "
+            "a problem for a replay of the whole set, where each missing query is a failed or "
+            "lost ranking"
+        )
+    words = [served + "."]
+    judged = sorted(m for m in s.means if m.startswith("judged@"))
+    if judged:
+        k = judged[0].split("@", 1)[1].split(":", 1)[0]
+        words.append(
+            f"{s.means[judged[0]]:.0%} of the top {k} documents are judged; unjudged ones count "
+            "as not relevant, so a low share makes every measure a lower bound."
+        )
+    return f'<p class="muted">{" ".join(words)}</p>'
 
 
 def _explanation_html(e: Explanation) -> str:
@@ -297,15 +280,18 @@ def _query_of(e: Explanation) -> str:
     return html.escape(urllib.parse.urlencode(params))
 
 
-def _page(title: str, body: str, status: str = "200 OK") -> Response:
+def _page(
+    title: str, body: str, status: str = "200 OK", headers: Mapping[str, str] | None = None
+) -> Response:
     text = (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>{body}</body></html>"
     )
-    headers = {
-        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'"
+    sent = {
+        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'",
+        **(headers or {}),
     }
-    return Response(status, "text/html; charset=utf-8", text.encode(), headers)
+    return Response(status, "text/html; charset=utf-8", text.encode(), sent)
 
 
 def _fmt(value: float, *, signed: bool = False) -> str:
