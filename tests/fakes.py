@@ -11,10 +11,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from monitor.checkpoint.shares import RestoreNeeds, WindowShare, WindowsRecord
+from monitor.clock import FakeClock
 from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.consumer import Batch, SourceRecord, UnreadableBatch
+
+if TYPE_CHECKING:
+    from monitor.service import Monitor
 
 
 class FakeStream:
@@ -171,3 +176,15 @@ class FakeServer:
 
     def stop(self) -> None:
         self.stopped += 1
+
+
+def finalize_all(monitor: Monitor, clock: FakeClock) -> None:
+    """Take in what the stream holds, then let five minutes pass (every lateness and idle
+    timeout of the tests' configs) and tick until every window is finalized."""
+    for _ in range(20):
+        monitor.step()
+        clock.advance(100)
+    clock.advance(300_000)
+    for _ in range(80):
+        monitor.step()
+        clock.advance(100)

@@ -25,7 +25,7 @@ from monitor.explain.store import ExplainStore
 from monitor.scoring.evalset import EvaluationSet
 from monitor.service import Monitor
 from monitor.windows.summary import WindowSummary
-from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
+from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
 
 T0 = 1_767_225_600_000
 TOPIC = "events"
@@ -89,13 +89,7 @@ def started_monitor(
             event = {"event_id": f"{number}-{i}", "query_id": query, "ranking": ranking,
                      "segment": {"model": model}, "event_time": start + 100 + i}  # fmt: skip
             stream.append(0, orjson.dumps(event), start + 100 + i)
-    for _ in range(20):
-        monitor.step()
-        clock.advance(100)
-    clock.advance(300_000)
-    for _ in range(80):
-        monitor.step()
-        clock.advance(100)
+    finalize_all(monitor, clock)
     return monitor
 
 

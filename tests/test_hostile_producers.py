@@ -22,26 +22,21 @@ from monitor.windows.engine import EventBatch, EventWindows
 from monitor.windows.samples import ENTRY_OVERHEAD, RankingSamples
 from monitor.windows.segments import OVERFLOW, SegmentLabeler
 from monitor.windows.spec import WindowSpec
-
-
-def window_labels(labeler: SegmentLabeler, start: int, *models: str) -> dict[str, str]:
-    raws = [labeler.label({"model": model}) for model in models]
-    labels, _ = labeler.window_labels(start, start + 10, raws)
-    return {raw[0][1]: label[0][1] for raw, label in labels.items()}
+from tests.test_segments import labels_of
 
 
 def test_a_producers_own_overflow_value_does_not_keep_a_new_release_out() -> None:
     labeler = SegmentLabeler(["model"], max_values=10)
-    assert window_labels(labeler, 0, "v1") == {"v1": "v1"}
+    assert labels_of(labeler, 0, "v1") == {"v1": "v1"}
     # `__other__` sorts before every lowercase name; it used to stop the admission loop.
-    labels = window_labels(labeler, 10, OVERFLOW, "v1", "v2", "zeta")
+    labels = labels_of(labeler, 10, OVERFLOW, "v1", "v2", "zeta")
     assert labels == {OVERFLOW: OVERFLOW, "v1": "v1", "v2": "v2", "zeta": "zeta"}
     assert OVERFLOW not in labeler.state.values["model"]
 
 
 def test_a_producers_overflow_value_takes_no_room_under_the_cap() -> None:
     labeler = SegmentLabeler(["model"], max_values=2)
-    assert window_labels(labeler, 0, OVERFLOW, "v1", "v2") == {
+    assert labels_of(labeler, 0, OVERFLOW, "v1", "v2") == {
         OVERFLOW: OVERFLOW,
         "v1": "v1",
         "v2": "v2",

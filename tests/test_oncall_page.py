@@ -21,7 +21,7 @@ import pytest
 from monitor.clock import FakeClock
 from monitor.config.loader import load_config
 from monitor.service import Monitor
-from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
+from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
 
 T0 = 1_767_225_600_000
 QUERIES = 40
@@ -72,13 +72,7 @@ def run(tmp_path: Path, refresh: str = "30s") -> Monitor:
                          "ranking": ranking, "segment": {"model": model},
                          "event_time": start + 100 + i}  # fmt: skip
                 stream.append(0, orjson.dumps(event), start + 100 + i)
-    for _ in range(30):
-        monitor.step()
-        clock.advance(100)
-    clock.advance(300_000)
-    for _ in range(60):
-        monitor.step()
-        clock.advance(100)
+    finalize_all(monitor, clock)
     return monitor
 
 
