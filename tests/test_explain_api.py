@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import math
 import re
 import urllib.error
@@ -201,9 +202,13 @@ def test_segments_and_windows_list_what_is_kept_with_intervals(monitor: Monitor)
     ],
 )
 def test_a_bad_request_gets_its_status_and_a_one_line_reason(
-    monitor: Monitor, path: str, status: int, words: str
+    monitor: Monitor, path: str, status: int, words: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="monitor.explain.api")
     code, kind, body = get(monitor, path)
+    refused = [r for r in caplog.records if r.name == "monitor.explain.api"]
+    assert len(refused) == 1 and not refused[0].exc_info  # one line, no traceback
+    assert str(status) in refused[0].getMessage()
     assert code == status and kind == "application/json"
     document = json.loads(body)
     validate(document, "error")

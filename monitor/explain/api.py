@@ -16,6 +16,7 @@ back the store reaches.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +34,8 @@ from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import LINEAR
 from monitor.windows.samples import RankingSamples
 from monitor.windows.summary import Segment, segment_label
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["ApiError", "ExplainApi", "change_json", "parse_segment"]
 
@@ -110,6 +113,7 @@ class ExplainApi:
             try:
                 body = answer(query)
             except ApiError as error:
+                _log.info("API request refused: %s: %s", error.status, error.reason[:200])
                 return Response(error.status, "application/json", _dumps({"error": error.reason}))
             return Response("200 OK", "application/json", _dumps(body))
 
