@@ -11,12 +11,12 @@ stale, its segment on the page), to its runbook, and the `amtool` line that sile
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from monitor.explain.charts import utc_time
 from monitor.windows.summary import Segment, segment_label
 
 __all__ = ["AlertView", "alerts_html", "explain_path", "segment_anchor", "trouble_of"]
@@ -91,7 +91,7 @@ def alerts_html(
         if a.since_ms is not None:
             plural = "s" if a.windows != 1 else ""
             bad = f"; {a.windows} bad window{plural} in a row" if a.windows else ""
-            since = f"{_time(a.since_ms)} UTC{bad}"
+            since = f"{utc_time(a.since_ms)} UTC{bad}"
         why = html.escape(a.note) if a.note else "-"
         if a.value is not None and a.baseline is not None and "against" not in a.note:
             against = f"{a.value:.4f} against the baseline {a.baseline:.4f}"
@@ -148,7 +148,3 @@ def _silence(alert: AlertView) -> str:
     matchers = [f'alertname="{alert.name}"']
     matchers += [f'{key}="{value}"' for key, value in alert.segment]
     return "amtool silence add " + " ".join(matchers) + ' --duration=2h --comment="..."'
-
-
-def _time(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")

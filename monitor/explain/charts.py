@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from monitor.explain.store import KeptWindow
 
-__all__ = ["chart_svg", "runs_without_gaps"]
+__all__ = ["chart_svg", "runs_without_gaps", "utc_time"]
 
 WIDTH, HEIGHT = 360, 120
 _PAD_LEFT, _PAD_RIGHT, _PAD_TOP, _PAD_BOTTOM = 40, 10, 8, 20
@@ -79,7 +79,7 @@ def chart_svg(
         )
     dots = "".join(
         f'<circle cx="{x(t):.1f}" cy="{y(m):.1f}" r="2.2" fill="#1f5fbf">'
-        f"<title>{_time(t)} UTC: {m:.4f} (95 % band {lo:.4f} to {up:.4f})</title></circle>"
+        f"<title>{utc_time(t)} UTC: {m:.4f} (95 % band {lo:.4f} to {up:.4f})</title></circle>"
         for t, m, lo, up in points
     )
     rules = "".join(
@@ -103,7 +103,7 @@ def chart_svg(
         )
         ticks.append(
             f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{HEIGHT - _PAD_BOTTOM}" y2="{HEIGHT - _PAD_BOTTOM + 3}" stroke="#8a93a6"/>'
-            f'<text x="{x(t):.1f}" y="{HEIGHT - 6}" font-size="9" text-anchor="{anchor}">{_clock(t)}</text>'
+            f'<text x="{x(t):.1f}" y="{HEIGHT - 6}" font-size="9" text-anchor="{anchor}">{utc_time(t, "%H:%M:%S")}</text>'
         )
     label = f"{measure}: {points[-1][1]:.4f} in the newest window"
     return (
@@ -113,9 +113,6 @@ def chart_svg(
     )
 
 
-def _time(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _clock(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%H:%M:%S")
+def utc_time(ms: int, fmt: str = "%Y-%m-%d %H:%M:%S") -> str:
+    """Epoch milliseconds as the page writes a time (UTC)."""
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime(fmt)

@@ -15,13 +15,13 @@ rankings with grades; it does not refresh.
 
 from __future__ import annotations
 
-import datetime as dt
 import html
 import math
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from monitor.clock import SystemClock
 from monitor.explain.alert_table import (
     AlertView,
     alerts_html,
@@ -30,7 +30,7 @@ from monitor.explain.alert_table import (
     trouble_of,
 )
 from monitor.explain.api import ApiError, ExplainApi, Explanation
-from monitor.explain.charts import chart_svg
+from monitor.explain.charts import chart_svg, utc_time
 from monitor.explain.rankings import RankedDocument
 from monitor.explain.store import KeptWindow
 from monitor.export.http import Response
@@ -80,7 +80,7 @@ class ExplainPages:
         self._floors = floors
         self.title = title
         self.refresh_s = refresh_s
-        self._now_ms = now_ms or (lambda: int(dt.datetime.now(dt.UTC).timestamp() * 1000))
+        self._now_ms = now_ms or SystemClock().now_ms
 
     def routes(self) -> dict[str, Callable[[Mapping[str, list[str]], Mapping[str, str]], Response]]:
         return {"/": self.index, "/explain": self.explain}
@@ -91,7 +91,7 @@ class ExplainPages:
         refresh = f"; it reloads itself every {self.refresh_s} s" if self.refresh_s else ""
         parts = [
             f"<h1>{html.escape(self.title)}: ranking quality</h1>",
-            f'<p class="muted">Rendered {_time(self._now_ms())} UTC{refresh}. '
+            f'<p class="muted">Rendered {utc_time(self._now_ms())} UTC{refresh}. '
             f"The newest {self.api.store.keep} finalized windows of each segment; the band is the "
             "95 % interval of the mean over queries (between-query uncertainty), dashed lines "
             'the alert floors. JSON: <a href="/api/v1/segments">/api/v1/segments</a>, '
@@ -150,9 +150,10 @@ class ExplainPages:
                 if svg:
                     charts.append(f'<div class="chart"><h3>{html.escape(measure)}</h3>{svg}</div>')
         rows = []
+        oldest = windows[0].summary.start_ms if windows else None
         for kept in reversed(windows):
             s = kept.summary
-            linked = self._has_baseline(segment, s.start_ms)
+            linked = s.start_ms != oldest  # the oldest kept window has no baseline kept
             cells = []
             for measure in self.headline:
                 value = _fmt(s.means.get(measure, math.nan))
@@ -161,7 +162,7 @@ class ExplainPages:
                     value = f'<a href="{href}" title="explain against the baseline">{value}</a>'
                 cells.append(f'<td class="num">{value}</td>')
             rows.append(
-                f"<tr><td>{_time(s.start_ms)}</td><td class=num>{s.queries}</td>"
+                f"<tr><td>{utc_time(s.start_ms)}</td><td class=num>{s.queries}</td>"
                 f"<td class=num>{s.events}</td><td class=num>{s.coverage:.0%}</td>"
                 f"{''.join(cells)}</tr>"
             )
@@ -211,11 +212,11 @@ def _explanation_html(e: Explanation) -> str:
     elif against["kind"] == "segment":
         what = f"segment {html.escape(against['segment'])} in the same window"
     else:
-        what = f"the window starting {_time(against['windows'][0])}"
+        what = f"the window starting {utc_time(against['windows'][0])}"
     direction = "bad" if change.change < 0 else "good"
     parts = [
         f'<p><a href="/">&larr; all segments</a> · <a href="/api/v1/explain?{_query_of(e)}">JSON</a></p>',
-        f"<h1>{html.escape(e.measure)} of {label}, window {_time(e.window.summary.start_ms)}</h1>",
+        f"<h1>{html.escape(e.measure)} of {label}, window {utc_time(e.window.summary.start_ms)}</h1>",
         f"<p>Against {what}: {_fmt(change.before)} on {change.before_queries} queries before, "
         f"{_fmt(change.after)} on {change.after_queries} after, "
         f'<span class="{direction}">change {change.change:+.4f}</span>. Each query\'s contribution '
@@ -298,7 +299,3 @@ def _fmt(value: float, *, signed: bool = False) -> str:
     if not math.isfinite(value):
         return "-"
     return f"{value:+.4f}" if signed else f"{value:.4f}"
-
-
-def _time(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S")

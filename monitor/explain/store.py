@@ -13,7 +13,7 @@ import math
 import threading
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +31,9 @@ class KeptWindow:
     queries: tuple[str, ...]
     measures: tuple[str, ...]
     values: npt.NDArray[np.float64]  # queries x measures, NaN: no value
+    # Each measure's standard error, once computed: the page, which reloads itself, reads
+    # every kept window's at each render.
+    _stderrs: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, summary: WindowSummary, measures: Sequence[str]) -> KeptWindow:
@@ -54,8 +57,12 @@ class KeptWindow:
 
     def stderr(self, measure: str) -> float:
         """The standard error of the window's mean of `measure` over its queries."""
-        values = list(self.query_values(measure).values())
-        return standard_error(math.fsum(values), math.fsum(v * v for v in values), len(values))
+        known = self._stderrs.get(measure)
+        if known is None:
+            values = list(self.query_values(measure).values())
+            known = standard_error(math.fsum(values), math.fsum(v * v for v in values), len(values))
+            self._stderrs[measure] = known
+        return known
 
 
 class ExplainStore:
