@@ -287,7 +287,8 @@ def fitted_value(share: WindowShare, max_record_bytes: int) -> tuple[bytes, tupl
     and `segments.max_value_bytes`, so the record is sent whatever it carried.
     """
     budget = max_record_bytes - RECORD_OVERHEAD_BYTES
-    value, dropped, summary = share.to_json(), [], share.summary
+    whole = value = share.to_json()
+    dropped, summary = [], share.summary
     for part in TRIMMABLE:
         if len(value) <= budget or len(zlib.compress(value, 6)) <= budget:
             break
@@ -304,7 +305,7 @@ def fitted_value(share: WindowShare, max_record_bytes: int) -> tuple[bytes, tupl
             extra=fields(
                 key=share.key.decode()[:200],
                 queries=share.summary.queries,
-                json_bytes=len(share.to_json()),
+                json_bytes=len(whole),
                 max_record_bytes=max_record_bytes,
             ),
         )

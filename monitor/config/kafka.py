@@ -39,6 +39,9 @@ __all__ = ["read_kafka"]
 _TOPIC: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
+DEFAULT_GROUP: Final = "rankmon"
+
+
 def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -> KafkaConfig:
     """Build the `kafka` section; relative file paths are taken from `base` (the config's dir)."""
     topic = section.get("topic", _topic)
@@ -68,9 +71,6 @@ def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -
         )
     section.finish()
     return config
-
-
-DEFAULT_GROUP: Final = "rankmon"
 
 
 def deployment_prefix(topic: str, group: str) -> str:

@@ -35,9 +35,9 @@ from monitor.scoring.gain import LINEAR
 from monitor.windows.samples import RankingSamples
 from monitor.windows.summary import Segment, segment_label
 
-_log = logging.getLogger(__name__)
-
 __all__ = ["ApiError", "ExplainApi", "change_json", "parse_segment"]
+
+_log = logging.getLogger(__name__)
 
 DEFAULT_DOCUMENTS = 10  # queries whose rankings are shown
 MAX_LIMIT = 1000

@@ -280,10 +280,7 @@ class MetricsServer:
         if not self._reading:
             return False
         _, writer = self._reading.popitem(last=False)
-        writer.close()  # its reader sees the end of the stream and its task ends
-        transport = writer.transport
-        if transport is not None:
-            transport.abort()
+        writer.transport.abort()  # its reader sees the end of the stream and its task ends
         self.evicted += 1
         return True
 
@@ -344,8 +341,12 @@ class MetricsServer:
             self._waiting,
             self._pending_bytes,
         )
-        busy = _plain("503 Service Unavailable", "busy: retry in a second\n")
-        return Response(busy.status, busy.content_type, busy.body, {"Retry-After": "1"})
+        return Response(
+            "503 Service Unavailable",
+            "text/plain; charset=utf-8",
+            b"busy: retry in a second\n",
+            {"Retry-After": "1"},
+        )
 
     @staticmethod
     def _call(

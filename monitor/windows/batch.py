@@ -47,9 +47,9 @@ class EventBatch:
 
     def __post_init__(self) -> None:
         n = len(self.event_ids)
-        columns = (self.partitions, self.offsets, self.event_times_ms, self.query_ids)
-        if self.record_times_ms is not None and len(self.record_times_ms) != n:
-            raise ValueError("every column of an event batch must have one row per event")
+        columns = [self.partitions, self.offsets, self.event_times_ms, self.query_ids]
+        if self.record_times_ms is not None:
+            columns.append(self.record_times_ms)
         if any(len(c) != n for c in (*columns, self.segments)) or self.measures.shape[0] != n:
             raise ValueError("every column of an event batch must have one row per event")
 

@@ -260,7 +260,8 @@ class EventWindows:
         partitions, offsets = int_list(batch.partitions), int_list(batch.offsets)
         times = int_list(batch.event_times_ms)
         skew, stamps = self.max_clock_skew_ms, batch.record_times_ms
-        bounds = None
+        # What each event moves its partition's watermark by: its time, or less (the bound).
+        bounds = times
         if skew is not None and stamps is not None:
             bounds = _watermark_bounds(int_list(stamps), times, skew)
         event_ids, query_ids, segments = batch.event_ids, batch.query_ids, batch.segments
@@ -290,7 +291,7 @@ class EventWindows:
                 progress.last_record_s = now
                 floor = watermarks.floor_without(partition, now)
             progress.next_offset = offsets[i] + 1
-            mark_ms = time_ms if bounds is None else bounds[i]
+            mark_ms = bounds[i]
             if mark_ms > progress.max_event_ms:
                 progress.max_event_ms = mark_ms
                 # The global watermark is the minimum over active partitions: this one's new

@@ -254,11 +254,10 @@ class SegmentLabeler:
     def _admit(self, raws: Sequence[Segment]) -> None:
         for index, key in enumerate(self.keys):
             admitted = self._values[key]
-            for value in sorted({raw[index][1] for raw in raws} - admitted.keys()):
-                if value == OVERFLOW:
-                    # A producer's own `__other__` (or one folded at intake) is never a value
-                    # of its own: it stays in the overflow and takes no room from the others.
-                    continue
+            # A producer's own `__other__` (or one folded at intake) is never a value of its
+            # own: it stays in the overflow and takes no room from the others.
+            new = {raw[index][1] for raw in raws} - admitted.keys() - {OVERFLOW}
+            for value in sorted(new):
                 if len(admitted) >= self.max_values:
                     break
                 admitted[value] = -1  # seen at this window's end, below (if it is labelled)
