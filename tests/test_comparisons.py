@@ -17,7 +17,10 @@ KEY = "ndcg@10:linear"
 WINDOW_MS = 10_000
 V1: Segment = (("model", "v1"),)
 V2: Segment = (("model", "v2"),)
-COMPARISON = ComparisonConfig("v2-vs-v1", baseline=V1, candidate=V2, measures=(KEY,), min_queries=5)
+# burn_in 20: the first window of 30 queries feeds the pooled variance, the next are tested
+COMPARISON = ComparisonConfig(
+    "v2-vs-v1", baseline=V1, candidate=V2, measures=(KEY,), min_queries=5, burn_in=20
+)
 
 
 def window(
@@ -109,13 +112,16 @@ def test_queries_are_paired_within_the_segment_keys_the_filters_do_not_fix() -> 
 def test_the_sequence_takes_each_window_once_and_skips_overlapping_and_replayed_ones() -> None:
     rng = np.random.default_rng(2)
     engine = ComparisonEngine([COMPARISON])
-    engine.observe(pair(rng, 30, 0.05, start_ms=0))
+    engine.observe(pair(rng, 30, 0.05, start_ms=0))  # the burn-in: pooled variance only
     # a sliding window overlapping the one taken is compared but not added to the sequence
     (overlap,) = engine.observe(pair(rng, 30, 0.05, start_ms=5_000))
-    assert overlap.measures[0].sequence.windows == 1
+    assert overlap.measures[0].sequence.pooled_count == 30
+    assert overlap.measures[0].units["q0"].count == 1
     assert not math.isnan(overlap.measures[0].result.delta)
     (third,) = engine.observe(pair(rng, 30, 0.05, start_ms=10_000))
-    assert third.measures[0].sequence.windows == 2
+    assert third.measures[0].sequence.windows == 1
+    assert third.measures[0].sequence.pooled_count == 60
+    assert third.measures[0].units["q0"].count == 2
     # a replay of windows already seen (after a crash) is skipped whole
     assert engine.observe(pair(rng, 30, 0.05, start_ms=10_000)) == []
 
@@ -133,21 +139,25 @@ def test_a_restart_continues_the_sequence_from_the_newest_published_record() -> 
     (next_live,) = live.observe(pair(np.random.default_rng(9), 30, 0.05, start_ms=50_000))
     (next_restarted,) = restarted.observe(pair(np.random.default_rng(9), 30, 0.05, start_ms=50_000))
     assert next_restarted.measures[0].sequence == next_live.measures[0].sequence
-    assert next_restarted.measures[0].sequence.windows == 6
+    assert next_restarted.measures[0].units == next_live.measures[0].units
+    assert next_restarted.measures[0].population_lower == next_live.measures[0].population_lower
+    assert next_restarted.measures[0].sequence.windows == 5  # 6 windows, the first a burn-in
 
 
 def test_a_changed_definition_or_evaluation_set_starts_the_sequence_again() -> None:
     rng = np.random.default_rng(4)
     engine = ComparisonEngine([COMPARISON])
     published = [r for s in (0, 10_000) for r in engine.observe(pair(rng, 30, 0.05, s))]
-    assert published[-1].measures[0].sequence.windows == 2
+    assert published[-1].measures[0].sequence.pooled_count == 60
     (edited,) = engine.observe(pair(rng, 30, 0.05, 20_000, version="e2"))
-    assert edited.measures[0].sequence.windows == 1  # new judgments: a new sequence
+    # new judgments: a new sequence and new unit moments
+    assert edited.measures[0].sequence.pooled_count == 30
+    assert edited.measures[0].units["q0"].count == 1
 
     changed = ComparisonEngine([replace(COMPARISON, tau=0.05)])
     changed.restore(published)
     (record,) = changed.observe(pair(rng, 30, 0.05, 20_000))
-    assert record.measures[0].sequence.windows == 1
+    assert record.measures[0].sequence.pooled_count == 30
 
 
 def test_a_true_difference_puts_the_always_valid_interval_past_zero_and_none_keeps_it_around() -> (

@@ -29,6 +29,7 @@ of the baselines and drift detectors. The trust alert itself says why. A drop ru
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -83,27 +84,40 @@ def _alert_segment(rule: AlertRule, segment: Segment) -> Segment:
 
 
 def _comparison_verdict(condition: Comparison, measure: MeasureComparison) -> Verdict:
-    """Bad when the always-valid interval lies wholly past the margin in the rule's
-    direction; unknown until a window gave the sequence a verdict."""
-    sequence = measure.sequence
-    if sequence.windows == 0:
-        note = measure.note or "no window with a verdict yet"
+    """Bad when the rule's interval, at the family's level, lies wholly past the margin in
+    the rule's direction; unknown until the interval is finite."""
+    lower, upper = measure.decision(condition.scope)
+    if not (math.isfinite(lower) and math.isfinite(upper)):
+        note = measure.note or "no verdict yet (too few windows or queries)"
         return Verdict(Evidence.UNKNOWN, measure.result.delta, note=note)
-    lower, upper = measure.sequence_lower, measure.sequence_upper
     if condition.direction == "worse":
         bad, bound = upper < -condition.margin, -condition.margin
     else:
         bad, bound = lower > condition.margin, condition.margin
+    estimate = (lower + upper) / 2.0
+    about = (
+        "in the population of queries"
+        if condition.scope == "population"
+        else "on the queries compared"
+    )
+    family = (
+        f"level {measure.alpha:g}/{measure.family} (Bonferroni over {measure.family} "
+        "comparison measures)"
+        if measure.family > 1
+        else f"level {measure.alpha:g}"
+    )
     note = (
-        f"{measure.measure}: candidate - baseline {sequence.estimate:+.4f}, always-valid "
-        f"interval [{lower:+.4f}, {upper:+.4f}] over {sequence.windows} windows; this window "
-        f"{measure.result.delta:+.4f} on {measure.result.queries} common queries"
+        f"{measure.measure}: candidate - baseline {estimate:+.4f} {about} ({measure.design} "
+        f"design), always-valid interval [{lower:+.4f}, {upper:+.4f}] at {family}; "
+        f"{measure.compared_units} queries can show differences of "
+        f"{measure.min_detectable:.3f} or more; this window {measure.result.delta:+.4f} on "
+        f"{measure.result.queries} common queries"
     )
     return Verdict(
         Evidence.BAD if bad else Evidence.GOOD,
-        sequence.estimate,
+        estimate,
         bound,
-        sequence.p_value,
+        measure.sequence.p_value if measure.design == "live" else None,
         note=note,
     )
 

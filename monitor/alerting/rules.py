@@ -78,13 +78,16 @@ class Stale:
 
 @dataclass(frozen=True)
 class Comparison:
-    """On a configured comparison (`comparisons:`), with its always-valid sequence:
-    `worse` is bad when the whole interval lies below -margin (the candidate is worse than
-    the baseline by more than `margin`), `better` when it lies above +margin."""
+    """On a configured comparison (`comparisons:`), with its always-valid interval at the
+    family's level: `worse` is bad when the whole interval lies below -margin (the candidate
+    is worse than the baseline by more than `margin`), `better` when it lies above +margin.
+    `scope`: `population` (the difference in the population of queries the set was drawn
+    from) or `set` (on the queries compared)."""
 
     comparison: str
     direction: str  # "worse" | "better"
     margin: float
+    scope: str = "population"
 
 
 Condition = Below | Drop | Trend | Coverage | Judged | Stale | Comparison

@@ -7,9 +7,15 @@ Per window (all the segments' summaries of it) and comparison, per measure:
    judged@k floors;
 3. otherwise the paired statistics (`monitor.stats.paired_comparison`: t interval, sign-flip
    permutation p-value, effect size) and, for windows that do not overlap the last one
-   taken and start at or after `since`, one more step of the always-valid sequence
-   (`monitor.stats.sequence`); a new evaluation-set version or a changed definition starts
-   the sequence again.
+   taken and start at or after `since`, each unit's difference into its moments
+   (`monitor.stats.query_units`) and one more step of the live-traffic sequence
+   (`MixtureSequence.add_window`); a new evaluation-set version or a changed definition
+   starts them again;
+4. the design of the window (`replay` when at least half its common units were compared in
+   an earlier window, for `design: auto`) and the intervals: on these units (`set_*`) and
+   in the population (`population_*`: the fixed-set interval in a replay, the sequence on
+   live traffic), at the comparison's confidence; alerts take them at the family's level
+   (`MeasureComparison.decision`), the family being every comparison's measures.
 
 A window at or before the newest one a comparison has seen (after a restore: the newest
 published) is skipped, so a replay after a crash counts no window twice.
@@ -18,8 +24,8 @@ published) is skipped, so a replay after a crash counts no window twice.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import groupby
 
 from monitor.comparisons.pairing import Pairing, pair_window
@@ -27,6 +33,7 @@ from monitor.comparisons.record import ComparisonRecord, MeasureComparison
 from monitor.comparisons.settings import ComparisonConfig
 from monitor.logs import fields
 from monitor.stats.paired import PairedResult, paired_comparison
+from monitor.stats.query_units import UnitMoments, add_difference, fixed_set_intervals
 from monitor.stats.sequence import MixtureSequence, SequenceState
 from monitor.windows.summary import WindowSummary
 
@@ -40,11 +47,14 @@ FinalizedShare = tuple[WindowSummary, frozenset[int] | None]
 
 @dataclass
 class _Track:
-    """One comparison's measure: its sequence, for the fingerprint and version it holds."""
+    """One comparison's measure: its sequence and units, for the fingerprint and version
+    they hold, and the design of the newest window taken."""
 
     fingerprint: str
     version: str
     state: SequenceState
+    units: dict[str, UnitMoments] = field(default_factory=dict)
+    design: str = "live"
 
 
 class ComparisonEngine:
@@ -52,6 +62,7 @@ class ComparisonEngine:
 
     def __init__(self, comparisons: Sequence[ComparisonConfig]) -> None:
         self.comparisons = tuple(comparisons)
+        self.family = max(1, sum(len(c.measures) for c in self.comparisons))
         self._tracks: dict[tuple[str, str], _Track] = {}
         self._newest: dict[str, int] = {}  # comparison -> newest window start seen
         self._fresh: list[ComparisonRecord] = []
@@ -104,7 +115,13 @@ class ComparisonEngine:
             self._newest[name] = record.start_ms
             for measure in record.measures:
                 if measure.fingerprint == comparison.fingerprint(measure.measure):
-                    track = _Track(measure.fingerprint, measure.version, measure.sequence)
+                    track = _Track(
+                        measure.fingerprint,
+                        measure.version,
+                        measure.sequence,
+                        dict(measure.units),
+                        measure.design,
+                    )
                     self._tracks[(name, measure.measure)] = track
             used.append(record)
         return used
@@ -122,11 +139,29 @@ class ComparisonEngine:
         track = self._track(comparison, measure, version)
         sequence = MixtureSequence(comparison.alpha, comparison.tau)
         result, note = _paired(comparison, pairing)
-        if result.queries and not note and start >= comparison.since_ms:
-            track.state = sequence.add(
-                track.state, result.delta, result.stderr, start_ms=start, end_ms=end
+        if (
+            pairing is not None
+            and result.queries
+            and not note
+            and start >= comparison.since_ms
+            and start >= track.state.last_end_ms
+        ):
+            track.design = _design(comparison.design, track.units, pairing.units)
+            track.state = sequence.add_window(
+                track.state,
+                pairing.differences,
+                start_ms=start,
+                end_ms=end,
+                burn_in=comparison.burn_in,
             )
+            for unit, difference in zip(pairing.units, pairing.differences.tolist(), strict=True):
+                add_difference(track.units, unit, difference)
         lower, upper = sequence.interval(track.state)
+        fixed = fixed_set_intervals(track.units, comparison.alpha)
+        if track.design == "replay":
+            population = fixed.population_lower, fixed.population_upper
+        else:
+            population = lower, upper
         if note:
             _log.debug(
                 "comparison without a verdict",
@@ -143,6 +178,17 @@ class ComparisonEngine:
             sequence_lower=lower,
             sequence_upper=upper,
             fingerprint=track.fingerprint,
+            design=track.design,
+            units=dict(track.units),
+            set_lower=fixed.set_lower,
+            set_upper=fixed.set_upper,
+            population_lower=population[0],
+            population_upper=population[1],
+            replay_stderr=fixed.replay_stderr,
+            min_detectable=fixed.min_detectable,
+            alpha=comparison.alpha,
+            family=self.family,
+            tau=comparison.tau,
         )
 
     def _track(self, comparison: ComparisonConfig, measure: str, version: str) -> _Track:
@@ -152,6 +198,15 @@ class ComparisonEngine:
             track = _Track(fingerprint, version, SequenceState())
             self._tracks[(comparison.name, measure)] = track
         return track
+
+
+def _design(configured: str, seen: Mapping[str, UnitMoments], units: Sequence[str]) -> str:
+    """The window's design: as configured, or for `auto` replay when at least half of its
+    units were compared before."""
+    if configured != "auto":
+        return configured
+    repeats = sum(1 for unit in units if unit in seen)
+    return "replay" if units and 2 * repeats >= len(units) else "live"
 
 
 def _paired(comparison: ComparisonConfig, pairing: Pairing | None) -> tuple[PairedResult, str]:

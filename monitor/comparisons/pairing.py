@@ -18,9 +18,9 @@ import numpy.typing as npt
 
 from monitor.comparisons.settings import ComparisonConfig
 from monitor.scoring.catalog import MeasureKey
-from monitor.windows.summary import Segment, WindowSummary
+from monitor.windows.summary import Segment, WindowSummary, segment_label
 
-__all__ = ["Pairing", "matches", "pair_window"]
+__all__ = ["Pairing", "matches", "pair_window", "unit_key"]
 
 Unit = tuple[Segment, str]  # (the segment values not fixed by the filters, query id)
 
@@ -35,11 +35,18 @@ class Pairing:
     """The common units' differences (candidate - baseline) and what the floors look at."""
 
     differences: npt.NDArray[np.float64]
+    units: tuple[str, ...]  # the common units, in the order of `differences` (`unit_key`)
     baseline_mean: float
     candidate_mean: float
     coverage: float  # the smaller side's queries / evaluation-set queries
     judged: float  # the smaller side's mean judged@k (NaN when not computed)
     version: str
+
+
+def unit_key(unit: Unit) -> str:
+    """A unit as text: its query id, after the unfixed segment values when there are any."""
+    rest, query = unit
+    return f"{segment_label(rest)}/{query}" if rest else query
 
 
 def _side(summaries: Iterable[WindowSummary], segment_filter: Segment) -> list[WindowSummary]:
@@ -91,6 +98,7 @@ def pair_window(
     judged = [_judged(baseline, measure), _judged(candidate, measure)]
     return Pairing(
         differences=differences,
+        units=tuple(unit_key(u) for u in common),
         baseline_mean=math.fsum(before[u] for u in common) / len(common) if common else math.nan,
         candidate_mean=math.fsum(after[u] for u in common) / len(common) if common else math.nan,
         coverage=min(_coverage(baseline), _coverage(candidate)),

@@ -1,13 +1,21 @@
-"""What one comparison says about one window: per measure the paired statistics and the
-always-valid sequence after it; and its record on the windows topic.
+"""What one comparison says about one window: per measure the paired statistics, the
+always-valid sequence after it, each unit's differences so far and the intervals they give;
+and its record on the windows topic.
 
     key     comparison/v2-vs-v1/10s/1767225600000/p0,2
     value   {"record": "comparison", "schema_version": 1, "name": ..., "window": "10s",
              "start_ms": ..., "end_ms": ..., "partitions": [0, 2],
              "measures": {"ndcg@10:linear": {"queries": 284, "delta": -0.007, ...}}}
 
-The sequence state in the record is the state *after* the window, so a restart continues
-from the newest record it owns and skips the windows up to it (nothing counted twice).
+The sequence state and the units' moments (`"units": {"q7": [count, mean, m2]}`) in the
+record are the state *after* the window, so a restart continues from the newest record it
+owns and skips the windows up to it (nothing counted twice).
+
+Two intervals, each about its own population (`monitor.stats.query_units`): `set_*` the
+difference on the units compared so far, `population_*` the difference in the population of
+queries they were drawn from (in the `live` design the pooled-variance sequence,
+`sequence_*`). Both at the comparison's confidence; `decision` gives them at the family's
+level (Bonferroni over the `family` measures of every comparison), what alerts act on.
 """
 
 from __future__ import annotations
@@ -20,12 +28,15 @@ from typing import Any
 import orjson
 
 from monitor.stats.paired import PairedResult
-from monitor.stats.sequence import SequenceState
+from monitor.stats.query_units import UnitMoments, fixed_set_intervals
+from monitor.stats.sequence import DEFAULT_TAU, MixtureSequence, SequenceState
 
-__all__ = ["COMPARISON_KEY_PREFIX", "ComparisonRecord", "MeasureComparison"]
+__all__ = ["COMPARISON_KEY_PREFIX", "SCOPES", "ComparisonRecord", "MeasureComparison"]
+
+SCOPES = ("population", "set")
 
 COMPARISON_KEY_PREFIX = "comparison/"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 1  # fields added since are optional: older records read with defaults
 
 
 @dataclass(frozen=True)
@@ -43,12 +54,43 @@ class MeasureComparison:
     sequence_lower: float = -math.inf
     sequence_upper: float = math.inf
     fingerprint: str = ""
+    design: str = "live"  # the design the population interval is for: replay | live
+    units: Mapping[str, UnitMoments] = field(default_factory=dict)
+    set_lower: float = -math.inf
+    set_upper: float = math.inf
+    population_lower: float = -math.inf
+    population_upper: float = math.inf
+    replay_stderr: float = math.nan
+    min_detectable: float = math.nan
+    alpha: float = 0.05
+    family: int = 1  # measures x comparisons the alerts' error is controlled over
+    tau: float = DEFAULT_TAU
+
+    @property
+    def compared_units(self) -> int:
+        """Units (queries) with at least one window's difference so far."""
+        return len(self.units)
+
+    def decision(self, scope: str) -> tuple[float, float]:
+        """The `scope` interval at the family's level alpha / family: what alerts act on."""
+        if scope not in SCOPES:
+            raise ValueError(f"unknown scope {scope!r}: one of {', '.join(SCOPES)}")
+        level = self.alpha / max(1, self.family)
+        if scope == "population" and self.design == "live":
+            if not self.sequence.windows:
+                return -math.inf, math.inf
+            return MixtureSequence(level, self.tau).interval(self.sequence)
+        intervals = fixed_set_intervals(self.units, level)
+        if scope == "set":
+            return intervals.set_lower, intervals.set_upper
+        return intervals.population_lower, intervals.population_upper
 
     def to_dict(self) -> dict[str, Any]:
         """Flat: the statistics beside the rest (`rankmon_comparison_*` names them so)."""
-        raw = {k: v for k, v in asdict(self).items() if k != "result"}
+        raw = {k: v for k, v in asdict(self).items() if k not in ("result", "units")}
         raw.update(asdict(self.result))
         raw["sequence"] = asdict(self.sequence)
+        raw["units"] = {u: [m.count, m.mean, m.m2] for u, m in sorted(self.units.items())}
         return {k: _json_number(v) for k, v in raw.items()}
 
     @classmethod
@@ -58,10 +100,14 @@ class MeasureComparison:
         statistics["queries"] = int(statistics["queries"])
         values["result"] = PairedResult(**statistics)
         values["sequence"] = SequenceState(**dict(raw.get("sequence") or {}))
+        values["units"] = {
+            str(u): UnitMoments(int(c), float(m), float(m2))
+            for u, (c, m, m2) in dict(raw.get("units") or {}).items()
+        }
         return cls(**values)
 
 
-_FIELDS = frozenset(MeasureComparison.__dataclass_fields__) - {"result"}
+_FIELDS = frozenset(MeasureComparison.__dataclass_fields__) - {"result", "units"}
 _RESULT_FIELDS = frozenset(PairedResult.__dataclass_fields__)
 
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor.stats.sequence import DEFAULT_TAU
+from monitor.stats.sequence import DEFAULT_BURN_IN, DEFAULT_TAU
 from monitor.windows.summary import Segment, segment_label
 
-__all__ = ["DEFAULT_DRAWS", "DEFAULT_MIN_QUERIES", "ComparisonConfig"]
+__all__ = ["DEFAULT_DRAWS", "DEFAULT_MIN_QUERIES", "DESIGNS", "ComparisonConfig"]
+
+DESIGNS = ("auto", "replay", "live")
 
 DEFAULT_MIN_QUERIES = 10
 DEFAULT_DRAWS = 4000  # random sign flips per window and measure above 12 common queries
@@ -29,6 +31,11 @@ class ComparisonConfig:
     when the monitor computes it) under `min_judged`. The always-valid sequence (`tau`, see
     `monitor.stats.sequence`) starts at `since_ms` (0: when the comparison first sees a
     window) and starts again when any of this definition changes.
+
+    `design`: `replay` (a fixed evaluation set scored again every window: the intervals of
+    `monitor.stats.query_units`), `live` (each window a fresh sample of queries: the
+    pooled-variance sequence, after `burn_in` per-query differences) or `auto` (replay when
+    at least half of a window's common units were seen in an earlier window).
     """
 
     name: str
@@ -42,6 +49,8 @@ class ComparisonConfig:
     tau: float = DEFAULT_TAU
     since_ms: int = 0
     draws: int = DEFAULT_DRAWS
+    design: str = "auto"
+    burn_in: int = DEFAULT_BURN_IN
 
     @property
     def alpha(self) -> float:
@@ -57,5 +66,5 @@ class ComparisonConfig:
         """What the sequence of `measure` depends on: a change restarts it."""
         return (
             f"{segment_label(self.baseline)}|{segment_label(self.candidate)}|{measure}|"
-            f"{self.confidence!r}|{self.tau!r}|{self.since_ms}"
+            f"{self.confidence!r}|{self.tau!r}|{self.since_ms}|{self.design}|{self.burn_in}|units"
         )

@@ -22,6 +22,7 @@ from monitor.alerting.rules import (
     Stale,
     Trend,
 )
+from monitor.comparisons.record import SCOPES
 from monitor.config.source import (
     REQUIRED,
     ConfigSection,
@@ -280,8 +281,9 @@ def _comparison(rule: ConfigSection, key: str, context: RuleContext) -> Comparis
         raise section.error("name", f"no comparison {describe(name)} is configured {known}")
     direction = section.get("direction", as_choice("worse", "better"), "worse")
     margin = section.get("margin", as_number(0.0), 0.0)
+    scope = section.get("scope", as_choice(*SCOPES), "population")
     section.finish()
-    return Comparison(comparison=name, direction=direction, margin=margin)
+    return Comparison(comparison=name, direction=direction, margin=margin, scope=scope)
 
 
 def _comparison_measure(rule: ConfigSection, condition: Comparison, context: RuleContext) -> str:
@@ -351,6 +353,7 @@ def render_rule(rule: AlertRule) -> dict[str, Any]:
             "name": condition.comparison,
             "direction": condition.direction,
             "margin": condition.margin,
+            "scope": condition.scope,
         }
         out.pop("segment", None)
     else:

@@ -34,8 +34,16 @@ empty where the measure has none); NaN when the window gave no verdict:
 | `rankmon_comparison_p_value` | paired sign-flip permutation p-value, two-sided |
 | `rankmon_comparison_effect_size` | delta / sd of the differences |
 | `rankmon_comparison_queries` | common queries |
-| `rankmon_comparison_sequence_lower`, `_upper` | the always-valid interval since the start |
-| `rankmon_comparison_sequence_p_value` | the always-valid p-value |
+| `rankmon_comparison_sequence_lower`, `_upper` | live-traffic sequence, always valid |
+| `rankmon_comparison_sequence_p_value` | its always-valid p-value |
+| `rankmon_comparison_population_lower`, `_upper` | difference in the population of queries |
+| `rankmon_comparison_set_lower`, `_upper` | difference on the queries compared |
+| `rankmon_comparison_replay_stderr` | replay noise of the difference on those queries |
+| `rankmon_comparison_min_detectable_difference` | what they detect with 80 % power |
+| `rankmon_comparison_units` | queries compared since the comparison began |
+| `rankmon_comparison_replay_design` | 1: the population interval is a replay's; 0: live |
+
+The population and set intervals hold at every look (`monitor.stats.query_units`).
 
 `version` is the evaluation-set version the window was scored with. A segment's series are
 always exactly those of its latest window: when the version (or the set of measures) changes,
@@ -70,6 +78,7 @@ from monitor.clock import Clock
 from monitor.comparisons.record import ComparisonRecord, MeasureComparison
 from monitor.errors import MeasureError
 from monitor.scoring.catalog import EXPORTED_KINDS, KINDS, MeasureKey, MeasureKind
+from monitor.stats.paired import PairedResult
 from monitor.windows.segments import label_name_problem
 from monitor.windows.summary import Segment, WindowSummary
 
@@ -101,6 +110,38 @@ _COMPARISON_SERIES = {
     "sequence_p_value": (
         "rankmon_comparison_sequence_p_value",
         "Always-valid p-value of no difference since the comparison began.",
+    ),
+    "population_lower": (
+        "rankmon_comparison_population_lower",
+        "Lower end of the always-valid interval of the difference in the population of queries.",
+    ),
+    "population_upper": (
+        "rankmon_comparison_population_upper",
+        "Upper end of the always-valid interval of the difference in the population of queries.",
+    ),
+    "set_lower": (
+        "rankmon_comparison_set_lower",
+        "Lower end of the always-valid interval of the difference on the queries compared.",
+    ),
+    "set_upper": (
+        "rankmon_comparison_set_upper",
+        "Upper end of the always-valid interval of the difference on the queries compared.",
+    ),
+    "replay_stderr": (
+        "rankmon_comparison_replay_stderr",
+        "Replay noise (standard error) of the difference on the queries compared.",
+    ),
+    "min_detectable": (
+        "rankmon_comparison_min_detectable_difference",
+        "Smallest population difference the queries compared detect with 80 % power.",
+    ),
+    "compared_units": (
+        "rankmon_comparison_units",
+        "Queries compared since the comparison began (the population interval's n).",
+    ),
+    "replay_design": (
+        "rankmon_comparison_replay_design",
+        "1 when the population interval is a replayed fixed set's, 0 when live traffic's.",
     ),
 }
 _COMPARISON_LABELS = ["comparison", "measure", "k", "gain", "window"]
@@ -523,9 +564,14 @@ def _comparison_value(measure: MeasureComparison, name: str) -> float:
         return float("nan")
     if name == "sequence_p_value":
         return measure.sequence.p_value
-    if name.startswith("sequence_"):
-        return float(getattr(measure, name))
-    return float(getattr(measure.result, name))
+    if name == "replay_design":
+        return float(measure.design == "replay")
+    if name in _RESULT_FIELDS:
+        return float(getattr(measure.result, name))
+    return float(getattr(measure, name))
+
+
+_RESULT_FIELDS = frozenset(PairedResult.__dataclass_fields__)
 
 
 def _has_k(kind: MeasureKind) -> bool:
