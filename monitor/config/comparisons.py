@@ -11,6 +11,8 @@ comparisons:
     min_coverage: 0.0         # either side's coverage under it: no verdict
     min_judged: 0.0           # either side's judged@k (k the measure's cutoff) under it
     tau: 0.02                 # the always-valid sequence's mixture scale (docs/alerting.md)
+    design: auto              # replay | live | auto (replay when most queries repeat)
+    burn_in: 50               # live: per-query differences before the sequence's first verdict
     since: 2026-12-01T00:00:00Z   # the sequence counts windows from here (a reset)
 ```
 """
@@ -21,11 +23,20 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.comparisons.settings import DEFAULT_MIN_QUERIES, ComparisonConfig
+from monitor.comparisons.settings import DEFAULT_MIN_QUERIES, DESIGNS, ComparisonConfig
 from monitor.config.alert_rules import read_segment_filter
-from monitor.config.source import ConfigSection, as_int, as_number, as_str, as_str_list, describe
+from monitor.config.source import (
+    ConfigSection,
+    as_choice,
+    as_int,
+    as_number,
+    as_str,
+    as_str_list,
+    describe,
+)
 from monitor.errors import MeasureError
 from monitor.scoring.catalog import KINDS, MeasureKey, resolve_key
+from monitor.stats.sequence import DEFAULT_BURN_IN
 
 __all__ = ["read_comparisons", "render_comparisons"]
 
@@ -69,6 +80,8 @@ def read_comparisons(
             min_coverage=labelled.get("min_coverage", as_number(0.0, 1.0), 0.0),
             min_judged=labelled.get("min_judged", as_number(0.0, 1.0), 0.0),
             tau=labelled.get("tau", _positive, 0.02),
+            design=labelled.get("design", as_choice(*DESIGNS), "auto"),
+            burn_in=labelled.get("burn_in", as_int(2), DEFAULT_BURN_IN),
             since_ms=labelled.get("since", _timestamp_ms, 0),
         )
         labelled.finish()
@@ -134,6 +147,8 @@ def render_comparisons(comparisons: Sequence[ComparisonConfig]) -> list[dict[str
             "min_coverage": c.min_coverage,
             "min_judged": c.min_judged,
             "tau": c.tau,
+            "design": c.design,
+            "burn_in": c.burn_in,
             "since": None
             if not c.since_ms
             else dt.datetime.fromtimestamp(c.since_ms / 1000, dt.UTC)
