@@ -82,7 +82,8 @@ def test_a_better_run_passes_the_gate_with_the_delta_rankmon_eval_gives(
     assert document["baseline"] == "base.run" and result["run"] == "better.run"
     assert set(result) == {
         "run", "measure", "mean", "baseline_mean", "delta", "ci_lower", "ci_upper", "p_value",
-        "p_value_corrected", "effect_size", "queries", "verdict", "passes",
+        "p_value_corrected", "ci_lower_corrected", "ci_upper_corrected", "min_detectable",
+        "effect_size", "queries", "verdict", "passes",
     }  # fmt: skip
 
 
@@ -160,7 +161,7 @@ def test_text_output_has_one_line_per_run_and_measure(
     assert "95% CI [" in lines[1] and "n 40" in lines[1] and "better gate: passes" in lines[1]
 
 
-def test_a_query_a_run_misses_scores_zero_and_is_said(
+def test_a_query_a_run_misses_is_left_out_as_eval_does_or_scores_zero_with_c(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = write_files(tmp_path)
@@ -172,11 +173,98 @@ def test_a_query_a_run_misses_scores_zero_and_is_said(
             if not line.startswith("q1 ")
         )
     )
-    code = main(["compare", "--format", "json", *map(str, (files["qrels"], files["base"], short))])
+    args = ["compare", "--format", "json", *map(str, (files["qrels"], files["base"], short))]
+    code = main(args)
     captured = capsys.readouterr()
-    assert "short.run has no ranking for 1 of the 40 qrels queries; they score 0" in captured.err
-    assert json.loads(captured.out)["results"][0]["queries"] == QUERIES
+    assert "short.run has no ranking for 1 of the 40 qrels queries; they are left out" in (
+        captured.err
+    )
+    (result,) = json.loads(captured.out)["results"]
+    assert result["queries"] == QUERIES - 1
+    # the candidate's mean is the one `rankmon eval` prints for the run (its 39 queries)
+    assert (
+        main(["eval", "--format", "json", "-m", "ndcg_cut.10", str(files["qrels"]), str(short)])
+        == 0
+    )
+    evaluated = json.loads(capsys.readouterr().out)["all"]["ndcg_cut_10"]
+    assert result["mean"] == pytest.approx(evaluated, abs=1e-12)
     assert code in (0, 1)
+
+    assert main([*args, "-c"]) in (0, 1)
+    captured = capsys.readouterr()
+    assert "they score 0 (-c, as trec_eval -c)" in captured.err
+    assert json.loads(captured.out)["results"][0]["queries"] == QUERIES
+
+
+def test_better_with_a_margin_holds_the_corrected_lower_end_to_the_margin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write_files(tmp_path)
+    _, document = compare_json(capsys, files["qrels"], files["base"], files["better"])
+    (result,) = document["results"]
+    assert result["verdict"] == "better"
+    # a margin just under the point estimate but over the interval's lower end: it fails
+    margin = (result["delta"] + result["ci_lower_corrected"]) / 2
+    code, _ = compare_json(
+        capsys, files["qrels"], files["base"], files["better"], "--margin", f"{margin:.6f}"
+    )
+    assert code == 1
+    under = result["ci_lower_corrected"] * 0.9
+    code, _ = compare_json(
+        capsys, files["qrels"], files["base"], files["better"], "--margin", f"{under:.6f}"
+    )
+    assert code == 0
+
+
+def test_the_family_widens_the_gates_interval_with_every_candidate_and_measure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write_files(tmp_path)
+    _, alone = compare_json(capsys, files["qrels"], files["base"], files["better"])
+    _, family = compare_json(
+        capsys,
+        *(files["qrels"], files["base"], files["better"], files["same"]),
+        *("-m", "ndcg_cut.10", "-m", "P.1"),
+    )
+    one = alone["results"][0]
+    (four,) = [
+        r for r in family["results"] if r["run"] == "better.run" and r["measure"] == one["measure"]
+    ]
+    assert one["ci_lower_corrected"] == pytest.approx(one["ci_lower"])  # a family of one
+    assert four["ci_lower_corrected"] < four["ci_lower"] == pytest.approx(one["ci_lower"])
+    assert four["min_detectable"] > one["min_detectable"]
+
+
+def test_four_queries_are_inconclusive_not_no_difference_and_identical_runs_have_no_nan(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write_files(tmp_path)
+    few = tmp_path / "few.qrels"
+    few.write_text(
+        "".join(
+            line
+            for line in files["qrels"].read_text().splitlines(True)
+            if line[1] in "0123" and line[2] == " "
+        )
+    )
+    code, document = compare_json(capsys, few, files["base"], files["same"])
+    (result,) = document["results"]
+    assert result["queries"] == 4 and result["verdict"] == "inconclusive" and code == 1
+    assert result["min_detectable"] > 0
+    code, document = compare_json(capsys, files["qrels"], files["base"], files["base"])
+    (same,) = document["results"]
+    assert same["effect_size"] == 0.0 and same["verdict"] == "no_difference"
+
+
+def test_the_bootstrap_under_fifty_queries_is_warned_about_and_text_shows_the_baseline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write_files(tmp_path)
+    argv = ["compare", *map(str, (files["qrels"], files["base"], files["better"]))]
+    main([*argv, "--test", "bootstrap"])
+    captured = capsys.readouterr()
+    assert "warning: --test bootstrap on 40 queries" in captured.err
+    assert "\tbaseline 0." in captured.out and "detects 0." in captured.out
 
 
 def test_bad_input_is_one_line_naming_the_file_and_line_and_exit_code_2(

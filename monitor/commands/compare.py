@@ -16,11 +16,11 @@ from typing import Any
 import orjson
 
 from monitor.errors import MeasureError
-from monitor.scoring.evalset import load_evaluation_set
+from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.stats.corrections import CORRECTIONS
 from monitor.stats.paired import TESTS
 from monitor.trec.compare import GATES, RunComparison, compare_runs, missing_queries
-from monitor.trec.runfile import load_run
+from monitor.trec.runfile import Run, load_run
 from monitor.trec.selection import select_measures
 
 __all__ = ["register"]
@@ -31,14 +31,18 @@ _DESCRIPTION = """\
 Compare candidate TREC runs with a baseline run on one qrels, paired by query: per run and
 measure the mean, the mean per-query difference (delta) from the baseline, its confidence
 interval, a two-sided p-value (corrected over every run and measure), the effect size
-(delta / sd of the differences), the number of queries and a verdict. Every qrels query is
-scored in every run: one a run misses scores 0 (as trec_eval -c), and the command says so.
+(delta / sd of the differences), the number of queries, the smallest difference they can
+show and a verdict. The means are over the qrels queries both runs rank, as `rankmon eval`
+and trec_eval; with -c over every qrels query, one a run misses scoring 0.
 """
 
 _EPILOG = """\
-gates (exit code 0 when every candidate passes, 1 when one fails, 2 on bad input):
-  better        verdict better (corrected p < 1 - confidence, delta > 0) and delta >= margin
-  non-inferior  the interval's lower end above -margin (at most margin worse)
+gates (exit code 0 when every candidate passes, 1 when one fails, 2 on bad input), on the
+interval corrected for the family (confidence 1 - alpha / m, m = candidates x measures):
+  better        the corrected interval's lower end above margin (default 0)
+  non-inferior  the corrected interval's lower end above -margin (at most margin worse)
+verdicts: better, worse, no_difference, or inconclusive when the queries are too few for
+any p-value under the level (an inconclusive candidate fails every gate).
 
 examples:
   rankmon compare qrels.txt v1.run v2.run -m ndcg_cut.10 -m P.10
@@ -103,6 +107,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="relevance level for P, recall, map (default 1)",
     )
     parser.add_argument(
+        "-c",
+        dest="complete",
+        action="store_true",
+        help="compare on every qrels query: one a run misses scores 0 (default: the queries "
+        "both runs rank, as rankmon eval and trec_eval)",
+    )
+    parser.add_argument(
         "--format", choices=("text", "json"), default="text", help="text lines or one JSON object"
     )
     parser.set_defaults(handler=run_compare)
@@ -139,14 +150,7 @@ def run_compare(args: argparse.Namespace) -> int:
     names = [name for name, _ in runs]
     if len(set(names)) < len(names):
         runs = [(path, run) for path, (_, run) in zip(paths, runs, strict=True)]
-    for (_, run), path in zip(runs, paths, strict=True):
-        missing = missing_queries(evaluation_set, run)
-        if missing:
-            print(
-                f"rankmon compare: note: {path} has no ranking for {missing} of the "
-                f"{len(evaluation_set)} qrels queries; they score 0 (as trec_eval -c)",
-                file=sys.stderr,
-            )
+    _say_queries(evaluation_set, runs, paths, complete=args.complete)
     results = compare_runs(
         evaluation_set,
         runs[0],
@@ -158,7 +162,15 @@ def run_compare(args: argparse.Namespace) -> int:
         gate=args.gate,
         margin=args.margin,
         relevance_level=args.level,
+        complete=args.complete,
     )
+    small = min((r.result.queries for r in results), default=0)
+    if args.test == "bootstrap" and small < 50:
+        print(
+            f"rankmon compare: warning: --test bootstrap on {small} queries: its intervals run "
+            "too narrow under 50 queries; the permutation test (the default) holds its level",
+            file=sys.stderr,
+        )
     if args.format == "json":
         value = {"baseline": runs[0][0], "results": [r.to_json() for r in results]}
         sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -167,18 +179,46 @@ def run_compare(args: argparse.Namespace) -> int:
     return 0 if all(r.passes for r in results) else 1
 
 
+def _say_queries(
+    evaluation_set: EvaluationSet,
+    runs: list[tuple[str, Run]],
+    paths: list[str],
+    *,
+    complete: bool,
+) -> None:
+    """One note per run that misses qrels queries, saying what happens to them."""
+    for (_, run), path in zip(runs, paths, strict=True):
+        missing = missing_queries(evaluation_set, run)
+        if not missing:
+            continue
+        fate = (
+            "they score 0 (-c, as trec_eval -c)"
+            if complete
+            else "they are left out of every mean it is part of (-c scores them 0)"
+        )
+        print(
+            f"rankmon compare: note: {path} has no ranking for {missing} of the "
+            f"{len(evaluation_set)} qrels queries; {fate}",
+            file=sys.stderr,
+        )
+
+
 def _line(r: RunComparison, args: argparse.Namespace) -> str:
     res = r.result
     level = f"{args.confidence:.0%}"
     corrected = (
-        "" if args.correction == "none" else f" ({args.correction} {res_p(r.p_value_corrected)})"
+        ""
+        if args.correction == "none"
+        else f" ({args.correction} {res_p(r.p_value_corrected)}, family CI "
+        f"[{r.ci_lower_corrected:+.4f}, {r.ci_upper_corrected:+.4f}])"
     )
     gate = "passes" if r.passes else "fails"
     return (
-        f"{r.run}\t{r.measure}\tmean {r.mean:.4f}\tdelta {res.delta:+.4f}\t"
-        f"{level} CI [{res.ci_lower:+.4f}, {res.ci_upper:+.4f}]\t"
+        f"{r.run}\t{r.measure}\tmean {r.mean:.4f}\tbaseline {r.baseline_mean:.4f}\t"
+        f"delta {res.delta:+.4f}\t{level} CI [{res.ci_lower:+.4f}, {res.ci_upper:+.4f}]\t"
         f"p {res_p(res.p_value)}{corrected}\t"
-        f"effect {res.effect_size:+.2f}\tn {res.queries}\t{r.verdict}\t{args.gate} gate: {gate}"
+        f"effect {res.effect_size:+.2f}\tn {res.queries}\t"
+        f"detects {r.min_detectable:.4f}\t{r.verdict}\t{args.gate} gate: {gate}"
     )
 
 

@@ -2,8 +2,8 @@
 
 For the differences d_i = candidate_i - baseline_i of the n queries both sides have:
 
-- `delta` is mean(d); `effect_size` is mean(d) / sd(d) (sd with n - 1; NaN when every d_i is
-  equal); `stderr` is sd(d) / sqrt(n).
+- `delta` is mean(d); `effect_size` is mean(d) / sd(d) (sd with n - 1; 0 when every d_i is
+  0, NaN when every d_i is the same other value); `stderr` is sd(d) / sqrt(n).
 - The interval: Student's t, delta -/+ t_{(1+c)/2, n-1} * stderr (scipy's `ttest_rel(...)
   .confidence_interval`), for the `t` and `permutation` tests; the percentile interval of
   `draws` bootstrap means (scipy's `bootstrap(method="percentile")`) for `bootstrap`.
@@ -86,7 +86,8 @@ def paired_comparison(
     # Equal differences have no spread: exactly 0, not the rounding of their mean.
     sd = 0.0 if d.min() == d.max() else float(d.std(ddof=1))
     stderr = sd / math.sqrt(n)
-    effect = delta / sd if sd > 0 else math.nan
+    # identical runs: no difference at all, an effect of 0 (not 0 / 0)
+    effect = delta / sd if sd > 0 else (0.0 if delta == 0.0 else math.nan)
     generator = np.random.default_rng(seed)
     if test == "bootstrap":
         means = _bootstrap_means(d, draws, generator)
