@@ -126,10 +126,12 @@ def test_drop_with_too_few_common_queries_is_unknown() -> None:
 def test_a_pinned_baseline_replaces_the_trailing_median() -> None:
     drop = rule(Drop(None, 0.05, 12, 0.01, 10, pinned=0.7))
     track = WindowTrack.for_rule(drop)
-    feed(drop, track, [window(i, spread(0.62)) for i in range(3)])
-    verdict = evaluate_window(drop, window(3, spread(0.6)), track)
-    # 0.6 < 0.7 - 0.05 and every query is 0.02 below its own baseline.
-    assert verdict.baseline == 0.7
+    feed(drop, track, [window(i, spread(0.72)) for i in range(3)])
+    # the floor is 0.7 - 0.05: 0.66 is above it (the trailing median 0.72 would make it
+    # 0.67, and 0.66 bad), 0.64 under it with every query 0.08 below its own baseline
+    above = evaluate_window(drop, window(3, spread(0.66)), track)
+    assert above.baseline == 0.7 and above.evidence is Evidence.GOOD
+    verdict = evaluate_window(drop, window(4, spread(0.64)), track)
     assert verdict.evidence is Evidence.BAD
 
 
@@ -147,27 +149,36 @@ def test_an_absolute_drop_is_measured_from_the_trailing_median() -> None:
     assert under.evidence is Evidence.BAD
 
 
-def in_drop(track: WindowTrack) -> bool:
-    """Read afresh each time (an assert on the attribute would narrow it for the type checker)."""
-    return track.history is not None and track.history.in_drop
-
-
 def test_a_pinned_drop_rule_keeps_a_lasting_drop_out_of_its_baseline() -> None:
-    # Every query 0.7 -> 0.6 for 20 windows: the second bad window in a row confirms the
-    # drop, and it stays out, the first included; each window is judged against the values
-    # from before the drop, so each stays bad.
+    # Every query 0.7 -> 0.6 for 20 windows: under the pinned level, so none of them enters;
+    # each window is judged against the values from before the drop, so each stays bad.
     drop = rule(Drop(None, 0.05, 4, 0.01, 10, pinned=0.7))
     track = WindowTrack.for_rule(drop)
     feed(drop, track, [window(i, flat(0.7)) for i in range(3)])
     evidence = feed(drop, track, [window(i, flat(0.6)) for i in range(3, 23)])
     assert evidence == [Evidence.BAD] * 20
-    assert track.history is not None and in_drop(track)
-    assert len(track.history) == 3
+    assert track.history is not None and len(track.history) == 3
     assert track.history.query_means() == pytest.approx(flat(0.7))
-    # Quality back: good, the drop is over, and windows enter again.
+    # Quality back: good, and windows enter again.
     assert feed(drop, track, [window(23, flat(0.7))]) == [Evidence.GOOD]
     assert len(track.history) == 4
-    assert not in_drop(track)
+
+
+def test_a_slow_slide_under_a_pin_stays_bad_because_the_reference_does_not_follow_it() -> None:
+    # One more query of 30 loses 0.3 each window, for good: the windows above the pin enter, the
+    # slide's windows do not, and once it is past the floor every window is bad.
+    drop = rule(Drop(None, 0.05, 12, 0.05, 10, pinned=0.7))
+    track = WindowTrack.for_rule(drop)
+    feed(drop, track, [window(i, flat(0.7)) for i in range(3)])
+    values = flat(0.7)
+    evidence = []
+    for i in range(3, 25):
+        values = dict(values)
+        values[f"q{i - 3}"] = 0.4
+        evidence += feed(drop, track, [window(i, values)])
+    past_floor = [e for i, e in enumerate(evidence) if (i + 1) * 0.01 > 0.05 + 1e-9]
+    assert past_floor and set(past_floor) == {Evidence.BAD}
+    assert track.history is not None and len(track.history) == 3
 
 
 def test_a_trailing_drop_rule_takes_a_lasting_drop_in_as_the_new_normal() -> None:
@@ -180,38 +191,24 @@ def test_a_trailing_drop_rule_takes_a_lasting_drop_in_as_the_new_normal() -> Non
     assert evidence == [Evidence.BAD] * 2 + [Evidence.GOOD] * 3
 
 
-def test_a_lone_bad_window_enters_a_pinned_baseline_once_the_next_is_not_bad() -> None:
-    # Keeping every lone bad window out would keep the lowest windows out and bias the
-    # reference upward (more false alarms): one is held until the next window is judged.
+def test_a_window_under_the_pinned_level_never_enters_its_baseline() -> None:
     drop = rule(Drop(None, 0.05, 12, 0.01, 10, pinned=0.7))
     track = WindowTrack.for_rule(drop)
     feed(drop, track, [window(i, spread(0.7)) for i in range(3)])
     assert feed(drop, track, [window(3, spread(0.6))]) == [Evidence.BAD]
-    assert track.history is not None and len(track.history) == 3  # held
-    assert feed(drop, track, [window(4, spread(0.7))]) == [Evidence.GOOD]
-    assert len(track.history) == 5 and not track.history.in_drop
+    assert feed(drop, track, [window(4, spread(0.69))]) == [Evidence.GOOD]
+    assert track.history is not None and len(track.history) == 3  # neither entered
+    assert feed(drop, track, [window(5, spread(0.71))]) == [Evidence.GOOD]
+    assert len(track.history) == 4
 
 
-def test_outside_a_drop_good_and_unknown_windows_enter_a_pinned_baseline() -> None:
-    # 0.68 is a significant drop per query but above the floor 0.65: good, so it enters,
-    # as do windows without enough history or common queries (unknown).
-    drop = rule(Drop(None, 0.05, 12, 0.01, 10, pinned=0.7))
+def test_a_pinned_rule_without_a_window_at_its_level_says_so() -> None:
+    drop = rule(Drop(None, 0.05, 12, 0.01, 10, pinned=0.8))
     track = WindowTrack.for_rule(drop)
-    assert feed(drop, track, [window(i, flat(0.7)) for i in range(3)]) == [Evidence.UNKNOWN] * 3
-    assert feed(drop, track, [window(3, flat(0.68))]) == [Evidence.GOOD]
-    assert feed(drop, track, [window(4, flat(0.5, queries=5))]) == [Evidence.UNKNOWN]
-    assert track.history is not None and len(track.history) == 5
-
-
-def test_during_a_drop_unknown_windows_stay_out_of_a_pinned_baseline_too() -> None:
-    # A window with too few common queries cannot say whether quality is back: it stays out.
-    drop = rule(Drop(None, 0.05, 12, 0.01, 10, pinned=0.7))
-    track = WindowTrack.for_rule(drop)
-    feed(drop, track, [window(i, flat(0.7)) for i in range(3)])
-    feed(drop, track, [window(3, flat(0.6)), window(4, flat(0.6))])
-    assert feed(drop, track, [window(5, flat(0.6, queries=5))]) == [Evidence.UNKNOWN]
-    assert track.history is not None and len(track.history) == 3
-    assert feed(drop, track, [window(6, flat(0.6))]) == [Evidence.BAD]
+    feed(drop, track, [window(i, flat(0.7)) for i in range(5)])
+    verdict = evaluate_window(drop, window(5, flat(0.7)), track)
+    assert verdict.evidence is Evidence.UNKNOWN
+    assert "at or above the pinned level 0.8" in verdict.note
 
 
 def test_coverage_counts_queries_seen_against_the_evaluation_set() -> None:

@@ -61,8 +61,7 @@ class WindowTrack:
     def for_rule(cls, rule: AlertRule) -> WindowTrack:
         condition = rule.condition
         if isinstance(condition, Drop):
-            pinned = condition.pinned is not None
-            return cls(history=SeriesHistory(condition.baseline_windows, keep_out_drops=pinned))
+            return cls(history=SeriesHistory(condition.baseline_windows, minimum=condition.pinned))
         if isinstance(condition, Trend):
             detector = PageHinkley(condition.delta, condition.threshold, condition.min_windows)
             return cls(detector=detector)
@@ -77,13 +76,13 @@ class WindowTrack:
 
     def remember(self, rule: AlertRule, summary: WindowSummary, verdict: Verdict) -> None:
         """Offer a trusted window to the baseline history, after `rule` judged it `verdict`
-        (a pinned drop rule keeps the windows of a drop out: `SeriesHistory.admit`)."""
+        (a pinned drop rule takes only windows at or above its level: `SeriesHistory.admit`)."""
         if self.history is None:
             return
         value = measure_value(summary, rule.measure)
         if not math.isnan(value):
             window = BaselineWindow(summary.start_ms, value, query_values(summary, rule.measure))
-            self.history.admit(window, verdict.evidence)
+            self.history.admit(window)
 
 
 def measure_value(summary: WindowSummary, measure: str) -> float:
@@ -156,7 +155,10 @@ def _drop(
         or math.isnan(value)
         or len(history) < min(MIN_BASELINE_WINDOWS, history.size)
     ):
-        return Verdict(Evidence.UNKNOWN, value, note="not enough baseline windows yet")
+        note = "not enough baseline windows yet"
+        if condition.pinned is not None:
+            note = f"not enough windows at or above the pinned level {condition.pinned:g} yet"
+        return Verdict(Evidence.UNKNOWN, value, note=note)
     baseline = condition.pinned if condition.pinned is not None else history.median()
     if condition.relative is not None:
         floor = baseline * (1.0 - condition.relative)
@@ -171,7 +173,7 @@ def _drop(
             note = f"only {common} queries in common with the baseline"
             return Verdict(Evidence.UNKNOWN, value, baseline, note=note)
         return Verdict(Evidence.GOOD, value, baseline, note=f"{common} common queries")
-    test = paired_drop_test(current, history.query_means())
+    test = paired_drop_test(current, _reference(history, condition.pinned))
     if test.queries < condition.min_queries:
         note = f"only {test.queries} queries in common with the baseline"
         return Verdict(Evidence.UNKNOWN, value, baseline, test.p_value, note=note)
@@ -184,6 +186,17 @@ def _drop(
         test.worst,
         note=f"{test.queries} common queries, mean per-query change {test.mean_difference:+.4f}",
     )
+
+
+def _reference(history: SeriesHistory, pinned: float | None) -> dict[str, float]:
+    """Each query's baseline value: its mean over the history; for a pinned rule moved so
+    that their mean is the pinned level (the history holds only windows at or above it,
+    its upper windows on a stable stream: moved down, the reference does not lean up)."""
+    means = history.query_means()
+    if pinned is None or not means:
+        return means
+    shift = pinned - math.fsum(means.values()) / len(means)
+    return {query: value + shift for query, value in means.items()}
 
 
 WINDOW_CONDITIONS: dict[type, Callable[[Any, AlertRule, WindowSummary, WindowTrack], Verdict]] = {

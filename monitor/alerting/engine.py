@@ -23,8 +23,9 @@ Per window and segment, the trust rules (`coverage`, `judged`) go first. If one 
 window bad, the quality rules (`below`, `drop`, `trend`) get unknown evidence for it: their
 alerts neither fire nor resolve on numbers that are untrustworthy, and the window stays out
 of the baselines and drift detectors. The trust alert itself says why. A drop rule with a
-`pinned` baseline also keeps the windows of a drop it confirmed out of its own baseline
-(`SeriesHistory.admit`), so a lasting drop keeps it firing until quality is back.
+`pinned` baseline takes only windows at or above its level into its own baseline
+(`SeriesHistory.admit`), so a lasting drop or a slow slide keeps it firing until quality is
+back.
 """
 
 from __future__ import annotations
@@ -210,9 +211,9 @@ class AlertEngine:
         except that a drop rule skips its paired test where the value alone makes the window
         good (`evaluate_window(quick=True)`), but no transition is returned or delivered;
         alerts still firing afterwards are handed to delivery so that Alertmanager keeps them.
-        The replay judges the windows again, so a pinned drop rule keeps out the same windows
-        it did live, provided the replayed windows reach back to before the drop
-        (docs/alerting.md, "Restarts").
+        A pinned drop rule takes in the replayed windows at or above its level, as it did
+        live; when every replayed window is under it (a drop older than the replay), the
+        rule has no reference and stays unknown (docs/alerting.md, "Restarts").
         """
         for summary in merge_window_shares(summaries):
             self._evaluate(summary, summary.end_ms, [], quick=True)

@@ -109,7 +109,7 @@ def drop_verdicts(
 ) -> list[Verdict]:
     """The rule's verdict on each window of a simulated stream, each window entering the
     baseline after it was evaluated, as in the engine (and as there, a pinned drop rule
-    keeps the windows of a confirmed drop out)."""
+    takes only the windows at or above its level)."""
     track = WindowTrack.for_rule(rule)
     verdicts = []
     stream = simulate_windows(
