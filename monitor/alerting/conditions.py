@@ -146,7 +146,13 @@ def _trend(
 
 
 def _drop(
-    condition: Drop, rule: AlertRule, summary: WindowSummary, track: WindowTrack, quick: bool
+    condition: Drop,
+    rule: AlertRule,
+    summary: WindowSummary,
+    track: WindowTrack,
+    *,
+    quick: bool,
+    level: float | None,
 ) -> Verdict:
     value = measure_value(summary, rule.measure)
     history = track.history
@@ -173,11 +179,12 @@ def _drop(
             note = f"only {common} queries in common with the baseline"
             return Verdict(Evidence.UNKNOWN, value, baseline, note=note)
         return Verdict(Evidence.GOOD, value, baseline, note=f"{common} common queries")
-    test = paired_drop_test(current, _reference(history, condition.pinned))
+    significance = condition.significance if level is None else level
+    test = paired_drop_test(current, _reference(history, condition.pinned), level=significance)
     if test.queries < condition.min_queries:
         note = f"only {test.queries} queries in common with the baseline"
         return Verdict(Evidence.UNKNOWN, value, baseline, test.p_value, note=note)
-    bad = value < floor and test.p_value < condition.significance
+    bad = value < floor and test.p_value < significance
     return Verdict(
         Evidence.BAD if bad else Evidence.GOOD,
         value,
@@ -208,13 +215,19 @@ WINDOW_CONDITIONS: dict[type, Callable[[Any, AlertRule, WindowSummary, WindowTra
 
 
 def evaluate_window(
-    rule: AlertRule, summary: WindowSummary, track: WindowTrack, *, quick: bool = False
+    rule: AlertRule,
+    summary: WindowSummary,
+    track: WindowTrack,
+    *,
+    quick: bool = False,
+    level: float | None = None,
 ) -> Verdict:
     """Evaluate a window condition; stale rules are evaluated on ticks, not here.
 
     `quick`: a drop rule skips its paired test on a window whose value is above the floor
     (its verdict is good either way; it then carries no p-value nor worst queries).
+    `level`: a drop rule's level under the false-page budget, instead of its significance.
     """
     if isinstance(rule.condition, Drop):
-        return _drop(rule.condition, rule, summary, track, quick)
+        return _drop(rule.condition, rule, summary, track, quick=quick, level=level)
     return WINDOW_CONDITIONS[type(rule.condition)](rule.condition, rule, summary, track)

@@ -40,7 +40,7 @@ from monitor.alerting.conditions import Verdict, WindowTrack, evaluate_window, m
 from monitor.alerting.delivery import AlertDelivery
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.metrics import AlertSignals
-from monitor.alerting.rules import AlertRule, Comparison, Judged, Stale
+from monitor.alerting.rules import AlertRule, Comparison, Coverage, Drop, Judged, Stale
 from monitor.alerting.settings import AlertingConfig
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
 from monitor.checkpoint.merge import merge_window_shares
@@ -284,9 +284,15 @@ class AlertEngine:
         if rule.is_quality and distrust:
             value = measure_value(summary, rule.measure)
             return Verdict(Evidence.UNKNOWN, value, note="held: " + "; ".join(distrust))
-        if _judges_quality(rule) and self.config.too_few_queries(
-            summary.queries, summary.evaluation_set_queries
-        ):
+        small = self.config.too_few_queries(summary.queries, summary.evaluation_set_queries)
+        if isinstance(rule.condition, Coverage) and small and summary.end_ms <= self._start_ms:
+            value = summary.coverage
+            note = (
+                f"held: a window that ended before rankmon started, with only "
+                f"{summary.queries} queries (a stray old record, not an outage it watched)"
+            )
+            return Verdict(Evidence.UNKNOWN, value, note=note)
+        if _judges_quality(rule) and small:
             value = measure_value(summary, rule.measure)
             note = (
                 f"held: only {summary.queries} of {summary.evaluation_set_queries} "
@@ -295,9 +301,24 @@ class AlertEngine:
             )
             return Verdict(Evidence.UNKNOWN, value, note=note)
         alert.track.follow_version(rule, summary.evaluation_set_version)
-        verdict = evaluate_window(rule, summary, alert.track, quick=quick)
+        level = None
+        if isinstance(rule.condition, Drop) and self.config.false_pages_per_day is not None:
+            level = self.config.drop_level(self._drop_rule_segments())
+        verdict = evaluate_window(rule, summary, alert.track, quick=quick, level=level)
         alert.track.remember(rule, summary, verdict)
         return verdict
+
+    def _drop_rule_segments(self) -> int:
+        """How many (drop rule, segment) pairs share the false-page budget: every drop rule
+        on every segment it applies to that has had a window."""
+        segments = list(self._latest_start)
+        return sum(
+            1
+            for rule in self.config.rules
+            if isinstance(rule.condition, Drop)
+            for segment in segments
+            if _applies(rule, segment)
+        )
 
     def _apply(
         self,

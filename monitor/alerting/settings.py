@@ -85,11 +85,28 @@ class AlertingConfig:
     # A window with fewer queries (and fewer than the whole evaluation set) is not judged by
     # the below, drop, trend and judged rules: one stray record must not page anyone.
     min_queries: int = DEFAULT_MIN_QUERIES
+    # The drop rules' false-page budget: each (drop rule, segment) tests at
+    # budget / (rule-segments x windows a day) instead of its `significance`. None: off.
+    false_pages_per_day: float | None = None
+    hop_ms: int = 0  # between window starts (0: the window size)
     # How users reach this instance's page (`export.external_url`): each alert's
     # generatorURL opens the explanation of its window there. None: no link.
     external_url: str | None = None
     # comparison name -> its baseline segment (a comparison alert links to both segments)
     comparison_baselines: Mapping[str, Segment] = field(default_factory=dict)
+
+    @property
+    def windows_per_day(self) -> float:
+        """How many windows (looks) a segment has in a day."""
+        return 86_400_000 / (self.hop_ms or self.window_ms)
+
+    def drop_level(self, rule_segments: int) -> float | None:
+        """Each drop rule-segment's level under the budget (None: no budget, each rule's
+        own `significance`)."""
+        if self.false_pages_per_day is None:
+            return None
+        looks = max(1, rule_segments) * self.windows_per_day
+        return min(0.5, self.false_pages_per_day / looks)
 
     def too_few_queries(self, queries: int, evaluation_set_queries: int) -> bool:
         """Whether a window of `queries` is too small to judge quality on: under

@@ -42,7 +42,14 @@ from monitor.alerting.settings import DEFAULT_MIN_QUERIES, AlertingConfig, Deliv
 from monitor.comparisons.settings import ComparisonConfig
 from monitor.config.alert_rules import RuleContext, read_rule, render_rule
 from monitor.config.kafka import read_path, read_secret
-from monitor.config.source import ConfigSection, as_bool, as_int, as_positive_duration, as_str
+from monitor.config.source import (
+    ConfigSection,
+    as_bool,
+    as_int,
+    as_number,
+    as_positive_duration,
+    as_str,
+)
 from monitor.errors import ConfigError
 from monitor.values import Duration, SecretUrl, parse_duration
 from monitor.windows.summary import Segment
@@ -58,6 +65,13 @@ _DEFAULTS = {
 }
 
 
+def _positive_number(value: object) -> float:
+    number = as_number(0.0)(value)
+    if not number > 0.0:
+        raise ValueError(f"must be > 0, got {value!r}")
+    return number
+
+
 def read_alerts(
     section: ConfigSection,
     *,
@@ -69,6 +83,7 @@ def read_alerts(
     base: Path,
     comparisons: Sequence[ComparisonConfig] = (),
     external_url: str | None = None,
+    hop: Duration | None = None,
 ) -> AlertingConfig:
     """Read and check the `alerts:` section against what the monitor computes."""
     runbook = section.get("runbook_url", as_str, None)
@@ -83,6 +98,7 @@ def read_alerts(
     prometheus.finish()
     instance = section.get("instance", as_str, None)
     min_queries = section.get("min_queries", as_int(1), DEFAULT_MIN_QUERIES)
+    budget = section.get("false_pages_per_day", _positive_number, None)
     delivery = _read_delivery(section, environ, base)
     section.finish()
     return AlertingConfig(
@@ -95,6 +111,8 @@ def read_alerts(
         instance_set=instance is not None,
         runbook_url=runbook,
         min_queries=min_queries,
+        false_pages_per_day=budget,
+        hop_ms=(hop or window).ms,
         external_url=external_url,
         comparison_baselines={c.name: c.baseline for c in comparisons},
     )
@@ -212,6 +230,7 @@ def render_alerts(alerts: AlertingConfig) -> dict[str, Any]:
     return {
         "runbook_url": alerts.runbook_url,
         "min_queries": alerts.min_queries,
+        "false_pages_per_day": alerts.false_pages_per_day,
         "rules": [render_rule(rule) for rule in alerts.rules],
         "alertmanager": {
             **_render_endpoint(delivery.alertmanager),

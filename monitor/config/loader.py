@@ -217,6 +217,7 @@ def config_from_tree(
             gains=metrics.gain_names,
             segment_keys=segments.keys,
             window=windows.size,
+            hop=windows.hop,
             environ=environ,
             base=base,
         ),
