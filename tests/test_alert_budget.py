@@ -112,9 +112,14 @@ def test_a_stray_old_record_does_not_fire_coverage_but_a_live_thin_window_does()
     engine = AlertEngine(config, start_ms=started)
     # a 10-minute-old event: a 1-query window that ended before rankmon started
     engine.observe([_window(started - 600_000, 1)], started)
-    alert = engine.find("search-coverage", ())
-    assert alert is not None and alert.verdict is not None
-    assert alert.verdict.evidence is Evidence.UNKNOWN and "stray old record" in alert.verdict.note
+    assert evidence(engine) == (Evidence.UNKNOWN, True)
     # a thin window rankmon watched live is an outage it pages for
     engine.observe([_window(started, 1)], started + 300_000)
-    assert alert.verdict.evidence is Evidence.BAD
+    assert evidence(engine) == (Evidence.BAD, False)
+
+
+def evidence(engine: AlertEngine) -> tuple[Evidence, bool]:
+    """The coverage alert's evidence, and whether its note blames a stray old record."""
+    alert = engine.find("search-coverage", ())
+    assert alert is not None and alert.verdict is not None
+    return alert.verdict.evidence, "stray old record" in alert.verdict.note
