@@ -279,6 +279,8 @@ def test_two_segments_of_a_comparison_are_explained_in_the_same_window() -> None
     validate(document, "explain")
     assert document["against"] == {"kind": "segment", "segment": "model=v1", "windows": [0]}
     rows = {r["query"]: r for r in document["queries"]}
-    assert rows["a"]["contribution"] == pytest.approx(0.2 / 3 - 0.9 / 3)
+    # a and b are common: (0.2 - 0.9) / 2; the change of the common queries is said apart
+    assert rows["a"]["contribution"] == pytest.approx((0.2 - 0.9) / 2)
+    assert document["common"] == {"change": pytest.approx(-0.3), "queries": 2}
     assert rows["c"]["status"] == "only_before" and rows["d"]["status"] == "only_after"
     assert abs(sum(r["contribution"] for r in document["queries"]) - document["change"]) < 1e-12

@@ -1,7 +1,8 @@
 """`rankmon explain QRELS RUN_BEFORE RUN_AFTER`: why did a measure change between two runs?
 
 Per query the value before and after, the difference, and its contribution to the change of
-the mean (the contributions add up to it), sorted with the largest losses first; for the
+the mean (the contributions add up to it; `monitor.explain.change` splits the change into the
+common queries' part and the mix's), the common queries first, largest losses first; for the
 queries that lost most, which judged documents entered or left the top k and the gain lost
 at each rank. The same explanation the service serves at /explain, on TREC files.
 """
@@ -91,7 +92,9 @@ def run_explain(args: argparse.Namespace) -> int:
     change = explanation.change
     lines = [
         f"{explanation.measure}: {_f(change.before)} on {change.before_queries} queries before, "
-        f"{_f(change.after)} on {change.after_queries} after, change {change.change:+.4f}"
+        f"{_f(change.after)} on {change.after_queries} after, change {change.change:+.4f}: "
+        f"{change.common_change:+.4f} on the {change.common_queries} queries both have, "
+        f"{change.mix_change:+.4f} from the mix of queries"
     ]
     rankings = dict(explanation.rankings)
     for row in body["queries"]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -161,7 +162,11 @@ class ExplainApi:
             other = self._known_segment(against_segment)
             before_window = self._kept(other, start)
             before = before_window.query_values(measure)
-            against = {"kind": "segment", "segment": segment_label(other), "windows": [start]}
+            against: dict[str, Any] = {
+                "kind": "segment",
+                "segment": segment_label(other),
+                "windows": [start],
+            }
             before_source: tuple[Segment, list[KeptWindow]] = (other, [before_window])
         else:
             text = _one(query, "against") or "baseline"
@@ -174,10 +179,14 @@ class ExplainApi:
                         f"no kept window of {segment_label(segment)} before {start} "
                         "to form a baseline",
                     )
+                headlines = [w.summary.means.get(measure, math.nan) for w in earlier]
+                finite = [v for v in headlines if math.isfinite(v)]
                 against = {
                     "kind": "baseline",
                     "segment": segment_label(segment),
                     "windows": [w.summary.start_ms for w in earlier],
+                    # the drop rule's baseline: the trailing median of the headline values
+                    "value": _num(statistics.median(finite)) if finite else None,
                 }
                 before_source = (segment, earlier)
             else:
@@ -342,6 +351,8 @@ def change_json(change: Change, rankings: list[tuple[str, RankingChange]]) -> di
         "before": {"mean": _num(change.before), "queries": change.before_queries},
         "after": {"mean": _num(change.after), "queries": change.after_queries},
         "change": _num(change.change),
+        "common": {"change": _num(change.common_change), "queries": change.common_queries},
+        "mix": {"change": _num(change.mix_change)},
         "sum_of_contributions": _num(math.fsum(r.contribution for r in change.rows)),
         "queries": [
             {

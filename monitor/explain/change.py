@@ -1,17 +1,27 @@
-"""The change of a headline mean between two sets of per-query values, query by query.
+"""The change of a headline mean between two sets of per-query values, query by query,
+split into what the queries both sides served did and what the mix of queries did.
 
 The headline is the mean over queries of each query's value: before B = (1/n_b) sum of b_q
-over the n_b queries before, after A = (1/n_a) sum of a_q over the n_a queries after, and
-the change A - B. Each query's contribution is its share of that change:
+over the n_b queries before, after A = (1/n_a) sum of a_q over the n_a queries after. With
+C the n_c queries both sides have, m_a and m_b the means of a and b over C:
 
-    common query          a_q / n_a - b_q / n_b
-    only after (new)      a_q / n_a
-    only before (gone)    - b_q / n_b
+    A - B = common + mix
+    common = (1/n_c) sum over C of (a_q - b_q)          what the served queries did
+    mix    = (A - m_a) - (B - m_b)                      which queries were served
 
-and the contributions add up to A - B exactly (in exact arithmetic; in floats to the last
-bits: the test holds them to 1e-12). A common query whose value did not move still
-contributes when n_a differs from n_b (it weighs 1/n_a now instead of 1/n_b): that is part
-of the change too. Rows are sorted by contribution, the largest losses first.
+and each query's contribution is its share of one of the two:
+
+    common query          (a_q - b_q) / n_c
+    only after (new)      (a_q - m_a) / n_a
+    only before (gone)    - (b_q - m_b) / n_b
+
+The contributions add up to A - B exactly (in exact arithmetic; in floats to the last bits:
+the test holds them to 1e-12). Live traffic serves different queries in two windows (the
+demo about half of its set per window): weighing every query by 1/n of its side instead
+made a common query that lost 0.56 look positive and put a whole drop on queries that were
+simply not served. A query not served is no evidence about the ranker, so the common rows
+come first, the largest losses first, then the mix rows. With no common query (n_c = 0)
+common is 0 and m_a = m_b = 0: the contributions are each side's a_q / n_a and -b_q / n_b.
 """
 
 from __future__ import annotations
@@ -49,17 +59,25 @@ class QueryChange:
 
 @dataclass(frozen=True)
 class Change:
-    """The headline before and after, its change, and every query's contribution."""
+    """The headline before and after, its change split into common and mix, and every
+    query's contribution."""
 
     before: float
     after: float
     before_queries: int
     after_queries: int
     rows: tuple[QueryChange, ...]
+    common_change: float = 0.0
+    common_queries: int = 0
 
     @property
     def change(self) -> float:
         return self.after - self.before
+
+    @property
+    def mix_change(self) -> float:
+        """The part of the change due to which queries each side served."""
+        return self.change - self.common_change
 
 
 def _finite(values: Mapping[str, float]) -> dict[str, float]:
@@ -70,17 +88,27 @@ def explain_change(before: Mapping[str, float], after: Mapping[str, float]) -> C
     """The change from `before` to `after` (query -> value; NaN values are left out)."""
     b, a = _finite(before), _finite(after)
     n_b, n_a = len(b), len(a)
+    common = b.keys() & a.keys()
+    n_c = len(common)
+    m_b = math.fsum(b[q] for q in common) / n_c if n_c else 0.0
+    m_a = math.fsum(a[q] for q in common) / n_c if n_c else 0.0
     rows = []
     for query in sorted(b.keys() | a.keys()):
         b_q, a_q = b.get(query, math.nan), a.get(query, math.nan)
-        share_after = a_q / n_a if query in a else 0.0
-        share_before = b_q / n_b if query in b else 0.0
-        rows.append(QueryChange(query, b_q, a_q, share_after - share_before))
-    rows.sort(key=lambda row: (row.contribution, row.query))
+        if query in common:
+            contribution = (a_q - b_q) / n_c
+        elif query in a:
+            contribution = (a_q - m_a) / n_a
+        else:
+            contribution = -(b_q - m_b) / n_b
+        rows.append(QueryChange(query, b_q, a_q, contribution))
+    rows.sort(key=lambda row: (row.status != "common", row.contribution, row.query))
     return Change(
         before=math.fsum(b.values()) / n_b if n_b else math.nan,
         after=math.fsum(a.values()) / n_a if n_a else math.nan,
         before_queries=n_b,
         after_queries=n_a,
         rows=tuple(rows),
+        common_change=math.fsum(a[q] - b[q] for q in common) / n_c if n_c else 0.0,
+        common_queries=n_c,
     )

@@ -208,7 +208,9 @@ def _explanation_html(e: Explanation) -> str:
     label = html.escape(segment_label(e.segment))
     against = e.against
     if against["kind"] == "baseline":
-        what = f"its baseline (the mean of {len(against['windows'])} earlier windows)"
+        median = against.get("value")
+        level = "" if median is None else f", trailing median {median:.4f} as the drop rule's"
+        what = f"its baseline (each query's mean over {len(against['windows'])} earlier windows{level})"
     elif against["kind"] == "segment":
         what = f"segment {html.escape(against['segment'])} in the same window"
     else:
@@ -219,8 +221,11 @@ def _explanation_html(e: Explanation) -> str:
         f"<h1>{html.escape(e.measure)} of {label}, window {utc_time(e.window.summary.start_ms)}</h1>",
         f"<p>Against {what}: {_fmt(change.before)} on {change.before_queries} queries before, "
         f"{_fmt(change.after)} on {change.after_queries} after, "
-        f'<span class="{direction}">change {change.change:+.4f}</span>. Each query\'s contribution '
-        "is its share of that change; they add up to it.</p>",
+        f'<span class="{direction}">change {change.change:+.4f}</span>: '
+        f"{change.common_change:+.4f} from the {change.common_queries} queries both served, "
+        f"{change.mix_change:+.4f} from which queries were served. Each query's contribution "
+        "is its share of one of the two; they add up to the change. The common queries come "
+        "first: a query not served is no evidence about the ranker.</p>",
     ]
     rankings = dict(e.rankings)
     rows = []

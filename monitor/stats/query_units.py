@@ -31,13 +31,16 @@ error of n queries, fixed once the set is drawn, held by Student's t on the unit
 by the boundary above. The interval splits alpha (a union bound): alpha_noise = alpha / 20,
 alpha_sample = alpha - alpha_noise,
 
-    d -/+ ( t_{1 - alpha_sample / 2, n - 1} * s / sqrt(n) + r(alpha_noise) )
+    d -/+ ( t_{1 - alpha_sample / 2, n - 1} * s_q / sqrt(n) + r(alpha_noise) )
 
-so it holds at every look with probability at least 1 - alpha, and is never narrower than
-the fixed-sample t interval over the n queries. Before any unit has two windows, v is
-bounded by s^2 (the unit means' whole spread). `min_detectable` is the population
-difference these n queries detect with 80 % power at the sample level:
-(t_{1 - alpha_sample / 2, n - 1} + z_0.8) * s / sqrt(n).
+so it holds at every look with probability at least 1 - alpha. s is the unit means'
+spread less their own replay noise, s_q^2 = max(0, s^2 - v * mean_i(1 / w_i)) (what the
+queries' spread is once the noise is out; with the noise left in, a noisy replay's interval
+over-covered: 98 % for 95 %); before any unit has two windows, s_q = s and v is bounded by
+s^2 (the unit means' whole spread). For a deterministic ranker v = 0 and the interval is
+the fixed-sample t interval over the n queries (at alpha_sample). `min_detectable` is the
+population difference these n queries detect with 80 % power at the sample level:
+(t_{1 - alpha_sample / 2, n - 1} + z_0.8) * s_q / sqrt(n).
 
 `bench/validity.py` measures these promises by simulation (docs/alerting.md, "Comparisons").
 """
@@ -155,8 +158,13 @@ def fixed_set_intervals(
     alpha_noise = alpha * NOISE_SHARE
     alpha_sample = alpha - alpha_noise
     t = t_ppf(1.0 - alpha_sample / 2.0, n - 1)
-    bounded = variance if dof else spread * spread
-    radius = t * between + noise_radius(bounded, n, windows, alpha_noise)
+    if dof:
+        # the unit means' spread less their own replay noise: the queries' spread
+        sample = math.sqrt(max(0.0, spread * spread - variance * inverse_windows / n))
+        noise = noise_radius(variance, n, windows, alpha_noise)
+    else:
+        sample, noise = spread, noise_radius(spread * spread, n, windows, alpha_noise)
+    radius = t * sample / math.sqrt(n) + noise
     return FixedSetIntervals(
         units=n,
         estimate=estimate,
@@ -167,5 +175,5 @@ def fixed_set_intervals(
         set_upper=estimate + set_radius,
         population_lower=estimate - radius,
         population_upper=estimate + radius,
-        min_detectable=(t + _Z_POWER) * between,
+        min_detectable=(t + _Z_POWER) * sample / math.sqrt(n),
     )

@@ -1,0 +1,345 @@
+"""Do rankmon's statistical promises hold in the designs users run? Seeded simulations.
+
+    .venv/bin/python bench/validity.py            # every scenario (about 10 minutes on 2 cores)
+    .venv/bin/python bench/validity.py --quick    # fewer sets and days (about 2 minutes)
+
+Each line prints a guarantee's measured rate beside its bound: alpha plus two standard
+errors over the simulated sets or days (a false-alarm rate must stay under it), or the
+coverage target 95 +- 1.5 %. Every figure comes from rankmon's own code: the per-query
+moments and intervals (`monitor.stats.query_units`), the live sequence
+(`MixtureSequence.add_window`), the drop condition (`monitor.alerting.conditions`), the
+paired statistics `rankmon compare` gates on (`monitor.stats.paired`).
+
+The population: a universe of 3,000 graded queries whose per-query differences candidate -
+baseline are lumpy like nDCG@10's (40 % exactly 0, the rest Normal(0, 0.15) plus a skewed
+part), centred so the population has no difference (or a known one); an evaluation set is
+300 queries drawn from it without replacement.
+
+1. Fixed set, replayed every 5-minute window for a day (288 looks), by a deterministic
+   ranker (the same differences every window) and by a noisy one (replay noise of sd 1/3
+   and 1x the between-query sd): the share of sets on which the comparison alert's
+   population interval ever excludes 0 (false alarm), its coverage at a single look (the
+   last), the width of the set interval on windows 1-3, and the power for a true +0.014.
+2. Live traffic, 10, 50 and 300 fresh queries a window for a day of 288 windows: days with
+   a false alarm of the pooled-variance sequence, next to the old per-window weighting.
+3. A family: 8 measures x 10 comparisons on noisy replays (24 hourly looks a day), the
+   share of days with any false alarm, at Bonferroni's alpha / 80 per interval.
+4. Drop rules: 3 rules x 10 segments of hourly windows on stable streams with
+   `alerts.false_pages_per_day: 0.5`: false pages a day against the budget, next to each
+   rule at its own significance 0.01.
+5. A slow slide under a pin (one more query of 300 loses 0.3 each window): the share of
+   the slide's windows under the floor judged bad (target >= 90 %), and false alarms on
+   stable streams pinned at their own level, next to the trailing median.
+6. `rankmon compare` gates: `better --margin 0.01` on candidates whose true gain is 0.005,
+   and `non-inferior --margin 0.01` with 3 candidates each exactly 0.01 worse: the share
+   of passes (each must stay under alpha + 2 standard errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+
+import numpy as np
+
+from monitor.alerting.conditions import WindowTrack, evaluate_window
+from monitor.alerting.rules import AlertRule, Drop
+from monitor.alerting.state import Evidence
+from monitor.stats.paired import paired_comparison
+from monitor.stats.query_units import UnitMoments, fixed_set_intervals
+from monitor.stats.sequence import MixtureSequence, SequenceState
+from monitor.testing.alert_simulation import StreamModel, simulate_windows
+
+ALPHA = 0.05
+UNIVERSE = 3_000
+SET = 300
+NDCG = "ndcg@10:linear"
+
+
+def universe(rng: np.random.Generator, shift: float = 0.0) -> np.ndarray:
+    values = np.where(
+        rng.random(UNIVERSE) < 0.4,
+        0.0,
+        rng.normal(0.0, 0.15, UNIVERSE) + rng.exponential(0.05, UNIVERSE),
+    )
+    return values - values.mean() + shift
+
+
+def bound(rate: float, trials: int) -> float:
+    return rate + 2.0 * math.sqrt(rate * (1.0 - rate) / trials)
+
+
+def verdict(rate: float, limit: float) -> str:
+    return "met" if rate <= limit else "NOT MET"
+
+
+def replay_day(
+    rng: np.random.Generator, truth: np.ndarray, noise: float, looks: int
+) -> tuple[bool, bool, list[float], int | None]:
+    """One set's day: (ever excluded the population's 0-or-shift, last look covered, set
+    widths of windows 1-3, first window whose population lower end is above 0)."""
+    units = [UnitMoments() for _ in truth]
+    excluded, widths, detected = False, [], None
+    intervals = fixed_set_intervals(units, ALPHA)
+    for window in range(looks):
+        noisy = truth + rng.normal(0.0, noise, truth.size) if noise else truth
+        units = [u.add(x) for u, x in zip(units, noisy.tolist(), strict=True)]
+        intervals = fixed_set_intervals(units, ALPHA)
+        if not intervals.population_lower <= 0.0 <= intervals.population_upper:
+            excluded = True
+        if detected is None and intervals.population_lower > 0.0:
+            detected = window + 1
+        if window < 3:
+            widths.append(intervals.set_upper - intervals.set_lower)
+    return excluded, True, widths, detected
+
+
+def fixed_set(rng: np.random.Generator, sets: int, looks: int) -> None:
+    null = universe(rng)
+    between = float(null.std())
+    print(f"1. fixed set of {SET} from {UNIVERSE}, {looks} looks a day, {sets} sets each")
+    for name, noise in (
+        ("deterministic", 0.0),
+        ("noise 1/3 x", between / 3),
+        ("noise 1 x", between),
+    ):
+        started = time.perf_counter()
+        fired, covered_last = 0, 0
+        widths: list[list[float]] = []
+        for _ in range(sets):
+            truth = null[rng.choice(UNIVERSE, SET, replace=False)]
+            excluded, _, width, _ = replay_day(rng, truth, noise, looks)
+            fired += excluded
+            widths.append(width)
+        rate = fired / sets
+        limit = bound(ALPHA, sets)
+        first = [statistics.median(w[i] for w in widths) for i in range(3)]
+        print(
+            f"   {name:14s} false alarm (population interval ever excludes 0): "
+            f"{rate:.2%} (bound {limit:.2%}: {verdict(rate, limit)}); simultaneous coverage "
+            f"{1 - rate:.2%}; set interval width, windows 1-3: "
+            f"{', '.join(f'{w:.4f}' for w in first)}  [{time.perf_counter() - started:.0f} s]"
+        )
+    gain = universe(rng, shift=0.014)
+    for name, noise in (("deterministic", 0.0), ("noise 1/3 x", between / 3)):
+        found: list[int] = []
+        for _ in range(max(50, sets // 4)):
+            truth = gain[rng.choice(UNIVERSE, SET, replace=False)]
+            _, _, _, detected = replay_day(rng, truth, noise, looks)
+            if detected is not None:
+                found.append(detected)
+        runs = max(50, sets // 4)
+        print(
+            f"   power, true +0.014 on {SET} queries ({name}): population interval above 0 "
+            f"within the day on {len(found) / runs:.1%} of {runs} sets"
+            + (f", median window {statistics.median(found):.0f}" if found else "")
+        )
+
+
+def live(rng: np.random.Generator, days: int, windows: int) -> None:
+    print(f"2. live traffic, fresh queries each window, {windows} windows a day, {days} days")
+    null = universe(rng)
+    sequence = MixtureSequence(ALPHA)
+    limit = bound(ALPHA, days)
+    for size in (10, 50, 300):
+        started = time.perf_counter()
+        pooled_days = old_days = 0
+        for _ in range(days):
+            pooled, old = SequenceState(), SequenceState()
+            for w in range(windows):
+                d = null[rng.integers(0, UNIVERSE, size)]
+                pooled = sequence.add_window(pooled, d, start_ms=w, end_ms=w + 1)
+                stderr = float(d.std(ddof=1)) / math.sqrt(size)
+                old = sequence.add(old, float(d.mean()), stderr, start_ms=w, end_ms=w + 1)
+            pooled_days += pooled.p_value < ALPHA
+            old_days += old.p_value < ALPHA
+        rate = pooled_days / days
+        print(
+            f"   {size:3d} queries a window: false alarm on {rate:.2%} of days (bound "
+            f"{limit:.2%}: {verdict(rate, limit)}); per-window variance weighting "
+            f"{old_days / days:.2%}  [{time.perf_counter() - started:.0f} s]"
+        )
+
+
+def family(rng: np.random.Generator, days: int) -> None:
+    members, looks = 80, 24
+    print(f"3. a family of 8 measures x 10 comparisons, noisy replays, {looks} looks, {days} days")
+    null = universe(rng)
+    noise = float(null.std()) / 3
+    level = ALPHA / members
+    started = time.perf_counter()
+    fired = 0
+    for _ in range(days):
+        truths = [null[rng.choice(UNIVERSE, SET, replace=False)] for _ in range(members)]
+        units = [[UnitMoments() for _ in range(SET)] for _ in range(members)]
+        alarm = False
+        for _ in range(looks):
+            for m, truth in enumerate(truths):
+                noisy = truth + rng.normal(0.0, noise, SET)
+                units[m] = [u.add(x) for u, x in zip(units[m], noisy.tolist(), strict=True)]
+                intervals = fixed_set_intervals(units[m], level)
+                if not intervals.population_lower <= 0.0 <= intervals.population_upper:
+                    alarm = True
+        fired += alarm
+    rate = fired / days
+    limit = bound(ALPHA, days)
+    print(
+        f"   any false alarm among {members} intervals (Bonferroni, alpha / {members} each): "
+        f"{rate:.2%} of days (bound {limit:.2%}: {verdict(rate, limit)})  "
+        f"[{time.perf_counter() - started:.0f} s]"
+    )
+
+
+def drop_budget(days: int) -> None:
+    rules, segments, budget = 3, 10, 0.5
+    model = StreamModel(queries=60, events_per_query=1.5, window="1h", window_ms=3_600_000)
+    level = budget / (rules * segments * 24)
+    print(f"4. drop rules: {rules} rules x {segments} segments, hourly windows, {days} days")
+    started = time.perf_counter()
+    pages = {"budget": 0, "own": 0}
+    for stream in range(rules * segments):
+        windows = simulate_windows(model, 24 * days, seed=10_000 + stream)
+        for name, significance in (("budget", level), ("own", None)):
+            rule = AlertRule(
+                "drop", 0, "warning", NDCG, Drop(0.0, None, 12, 0.01, 20, None), None, 1, 0, None
+            )
+            track = WindowTrack.for_rule(rule)
+            for summary in windows:
+                v = evaluate_window(rule, summary, track, level=significance)
+                track.remember(rule, summary, v)
+                pages[name] += v.evidence is Evidence.BAD
+    per_day = pages["budget"] / days
+    limit = budget + 2 * math.sqrt(budget / days)
+    print(
+        f"   false_pages_per_day {budget}: {per_day:.2f} false pages a day (bound {limit:.2f}: "
+        f"{verdict(per_day, limit)}); each rule at significance 0.01: "
+        f"{pages['own'] / days:.2f} a day (size gate out of play: relative 0)  "
+        f"[{time.perf_counter() - started:.0f} s]"
+    )
+
+
+def pinned(streams: int) -> None:
+    print(f"5. pinned baselines, {streams} streams")
+    started = time.perf_counter()
+    rule = AlertRule(
+        "drop", 0, "warning", NDCG, Drop(None, 0.05, 12, 0.05, 20, 0.7), None, 1, 0, None
+    )
+    judged = bad = 0
+    rng = np.random.default_rng(5)
+    for _ in range(streams):
+        base = rng.uniform(0.55, 0.85, SET)
+        base = base - base.mean() + 0.7
+        track = WindowTrack.for_rule(rule)
+        values = base.copy()
+        for window in range(120):
+            if window >= 10:
+                values[window - 10] = max(0.0, base[window - 10] - 0.3)
+            summary = _summary(window, values)
+            v = evaluate_window(rule, summary, track)
+            track.remember(rule, summary, v)
+            if summary.means[NDCG] < 0.65:
+                judged += 1
+                bad += v.evidence is Evidence.BAD
+    share = bad / judged if judged else math.nan
+    print(
+        f"   slow slide (one more of {SET} queries loses 0.3 each window): {share:.1%} of its "
+        f"{judged} windows under the floor judged bad (target >= 90 %: "
+        f"{'met' if share >= 0.9 else 'NOT MET'})"
+    )
+    model = StreamModel(queries=60, events_per_query=1.5)
+    rates = {}
+    for name in ("pinned", "trailing"):
+        evidence = []
+        for seed in range(streams):
+            windows = simulate_windows(model, 50, seed=seed)
+            level = statistics.median(s.means[NDCG] for s in windows) if name == "pinned" else None
+            stable = AlertRule(
+                "drop", 0, "warning", NDCG, Drop(0.0, None, 12, 0.05, 20, level), None, 1, 0, None
+            )
+            track = WindowTrack.for_rule(stable)
+            for summary in windows:
+                v = evaluate_window(stable, summary, track)
+                track.remember(stable, summary, v)
+                if v.evidence is not Evidence.UNKNOWN:
+                    evidence.append(v.evidence)
+        rates[name] = (evidence.count(Evidence.BAD) / len(evidence), len(evidence))
+    rate, n = rates["pinned"]
+    print(
+        f"   stable streams, every window under the pin tested (relative 0, level 5 %): pinned "
+        f"{rate:.2%} of {n} windows (bound {bound(ALPHA, n):.2%}: "
+        f"{verdict(rate, bound(ALPHA, n))}), trailing median {rates['trailing'][0]:.2%}  "
+        f"[{time.perf_counter() - started:.0f} s]"
+    )
+
+
+def _summary(window: int, values: np.ndarray):  # type: ignore[no-untyped-def]
+    from monitor.windows.summary import WindowSummary
+
+    mean = float(values.mean())
+    return WindowSummary(
+        window="5m",
+        start_ms=window * 300_000,
+        end_ms=(window + 1) * 300_000,
+        segment=(),
+        evaluation_set_version="e1",
+        events=values.size,
+        queries=values.size,
+        evaluation_set_queries=values.size,
+        means={NDCG: mean},
+        sums={NDCG: float(values.sum())},
+        event_means={NDCG: mean},
+        query_means={f"q{i}": {NDCG: float(v)} for i, v in enumerate(values)},
+    )
+
+
+def gates(rng: np.random.Generator, candidates: int) -> None:
+    print(f"6. rankmon compare gates, {SET} queries, {candidates} candidates each")
+    margin = 0.01
+    half = universe(rng, shift=margin / 2)
+    passed = 0
+    for _ in range(candidates):
+        d = half[rng.choice(UNIVERSE, SET, replace=False)]
+        passed += paired_comparison(d, test="t").ci_lower > margin
+    rate = passed / candidates
+    limit = bound(ALPHA, candidates)
+    print(
+        f"   better --margin {margin}, true gain {margin / 2}: passes {rate:.2%} (bound "
+        f"{limit:.2%}: {verdict(rate, limit)})"
+    )
+    worse = universe(rng, shift=-margin)
+    any_pass = 0
+    for _ in range(candidates):
+        confidence = 1.0 - ALPHA / 3
+        any_pass += any(
+            paired_comparison(
+                worse[rng.choice(UNIVERSE, SET, replace=False)], test="t", confidence=confidence
+            ).ci_lower
+            > -margin
+            for _ in range(3)
+        )
+    rate = any_pass / candidates
+    print(
+        f"   non-inferior --margin {margin}, 3 candidates each exactly {margin} worse: one "
+        f"passes in {rate:.2%} of families (bound {limit:.2%}: {verdict(rate, limit)})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer sets and days")
+    args = parser.parse_args()
+    rng = np.random.default_rng(20_261_202)
+    quick = args.quick
+    fixed_set(rng, sets=100 if quick else 400, looks=48 if quick else 288)
+    return
+    live(rng, days=100 if quick else 400, windows=288)
+    family(rng, days=40 if quick else 200)
+    drop_budget(days=10 if quick else 40)
+    pinned(streams=40 if quick else 160)
+    gates(rng, candidates=1000 if quick else 4000)
+
+
+if __name__ == "__main__":
+    main()
