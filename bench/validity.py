@@ -51,6 +51,7 @@ from monitor.stats.paired import paired_comparison
 from monitor.stats.query_units import UnitMoments, fixed_set_intervals
 from monitor.stats.sequence import MixtureSequence, SequenceState
 from monitor.testing.alert_simulation import StreamModel, simulate_windows
+from monitor.windows.summary import WindowSummary
 
 ALPHA = 0.05
 UNIVERSE = 3_000
@@ -64,7 +65,8 @@ def universe(rng: np.random.Generator, shift: float = 0.0) -> np.ndarray:
         0.0,
         rng.normal(0.0, 0.15, UNIVERSE) + rng.exponential(0.05, UNIVERSE),
     )
-    return values - values.mean() + shift
+    centred: np.ndarray = values - float(values.mean()) + shift
+    return centred
 
 
 def bound(rate: float, trials: int) -> float:
@@ -83,17 +85,18 @@ def replay_day(
     units = [UnitMoments() for _ in truth]
     excluded, widths, detected = False, [], None
     intervals = fixed_set_intervals(units, ALPHA)
+    covered = True
     for window in range(looks):
         noisy = truth + rng.normal(0.0, noise, truth.size) if noise else truth
         units = [u.add(x) for u, x in zip(units, noisy.tolist(), strict=True)]
         intervals = fixed_set_intervals(units, ALPHA)
-        if not intervals.population_lower <= 0.0 <= intervals.population_upper:
-            excluded = True
+        covered = intervals.population_lower <= 0.0 <= intervals.population_upper
+        excluded = excluded or not covered
         if detected is None and intervals.population_lower > 0.0:
             detected = window + 1
         if window < 3:
             widths.append(intervals.set_upper - intervals.set_lower)
-    return excluded, True, widths, detected
+    return excluded, covered, widths, detected
 
 
 def fixed_set(rng: np.random.Generator, sets: int, looks: int) -> None:
@@ -106,20 +109,22 @@ def fixed_set(rng: np.random.Generator, sets: int, looks: int) -> None:
         ("noise 1 x", between),
     ):
         started = time.perf_counter()
-        fired, covered_last = 0, 0
+        fired = covered_last = 0
         widths: list[list[float]] = []
         for _ in range(sets):
             truth = null[rng.choice(UNIVERSE, SET, replace=False)]
-            excluded, _, width, _ = replay_day(rng, truth, noise, looks)
+            excluded, covered, width, _ = replay_day(rng, truth, noise, looks)
             fired += excluded
+            covered_last += covered
             widths.append(width)
         rate = fired / sets
         limit = bound(ALPHA, sets)
         first = [statistics.median(w[i] for w in widths) for i in range(3)]
         print(
             f"   {name:14s} false alarm (population interval ever excludes 0): "
-            f"{rate:.2%} (bound {limit:.2%}: {verdict(rate, limit)}); simultaneous coverage "
-            f"{1 - rate:.2%}; set interval width, windows 1-3: "
+            f"{rate:.2%} (bound {limit:.2%}: {verdict(rate, limit)}); coverage at every look "
+            f"{1 - rate:.2%}, at the last {covered_last / sets:.2%}; set interval width, "
+            "windows 1-3: "
             f"{', '.join(f'{w:.4f}' for w in first)}  [{time.perf_counter() - started:.0f} s]"
         )
     gain = universe(rng, shift=0.014)
@@ -274,9 +279,7 @@ def pinned(streams: int) -> None:
     )
 
 
-def _summary(window: int, values: np.ndarray):  # type: ignore[no-untyped-def]
-    from monitor.windows.summary import WindowSummary
-
+def _summary(window: int, values: np.ndarray) -> WindowSummary:
     mean = float(values.mean())
     return WindowSummary(
         window="5m",
@@ -333,9 +336,8 @@ def main() -> None:
     rng = np.random.default_rng(20_261_202)
     quick = args.quick
     fixed_set(rng, sets=100 if quick else 400, looks=48 if quick else 288)
-    return
     live(rng, days=100 if quick else 400, windows=288)
-    family(rng, days=40 if quick else 200)
+    family(rng, days=40 if quick else 100)
     drop_budget(days=10 if quick else 40)
     pinned(streams=40 if quick else 160)
     gates(rng, candidates=1000 if quick else 4000)
