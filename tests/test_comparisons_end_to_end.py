@@ -70,12 +70,14 @@ def scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
     }
 
 
-def comparison_records(bootstrap: str, topic: str, expected: int) -> list[ComparisonRecord]:
+def comparison_records(
+    bootstrap: str, topic: str, expected: int, timeout_s: float = 30.0
+) -> list[ComparisonRecord]:
     consumer = KafkaConsumer(
         topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", group_id=None
     )
     found: list[ComparisonRecord] = []
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout_s
     while len(found) < expected and time.monotonic() < deadline:
         for batch in consumer.poll(timeout_ms=500).values():
             found += [
