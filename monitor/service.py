@@ -190,7 +190,9 @@ class Monitor:
             trimmed=self.exporter.count_share_trimmed,
             group=config.kafka.group_id,
         )
-        self.comparisons = ComparisonEngine(config.comparisons)
+        self.comparisons = ComparisonEngine(
+            config.comparisons, own_pools=config.judgments.inline == "fill"
+        )
         self.checkpoint = Checkpoint(
             self.windows,
             publisher,

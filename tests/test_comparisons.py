@@ -184,3 +184,22 @@ def test_a_comparison_record_survives_its_json() -> None:
     )
     with pytest.raises(ValueError, match="comparison record"):
         ComparisonRecord.from_json(b'{"record": "share"}')
+
+
+def test_inline_judgments_filling_each_events_own_pool_give_no_verdict() -> None:
+    rng = np.random.default_rng(7)
+    (record,) = ComparisonEngine([COMPARISON], own_pools=True).observe(pair(rng, 30, 0.05))
+    measure = record.measures[0]
+    assert math.isnan(measure.result.delta) and "own judgment pool" in measure.note
+    assert not measure.units  # nothing enters the per-query moments either
+
+
+def test_a_window_mostly_unjudged_gives_no_verdict_by_default() -> None:
+    rng = np.random.default_rng(8)
+    shares = pair(rng, 30, 0.05)
+    judged = [(replace(s, means={**s.means, "judged@10": 0.4}), parts) for s, parts in shares]
+    (record,) = ComparisonEngine([COMPARISON]).observe(judged)
+    assert "judged@k 40% under min_judged 50%" in record.measures[0].note
+    # a window without judged@k (not computed) is not held
+    (plain,) = ComparisonEngine([COMPARISON]).observe(pair(rng, 30, 0.05))
+    assert plain.measures[0].note == ""

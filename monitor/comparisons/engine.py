@@ -24,6 +24,7 @@ published) is skipped, so a replay after a crash counts no window twice.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
@@ -60,8 +61,12 @@ class _Track:
 class ComparisonEngine:
     """Holds each comparison's sequences; `observe` the finalized windows, oldest first."""
 
-    def __init__(self, comparisons: Sequence[ComparisonConfig]) -> None:
+    def __init__(self, comparisons: Sequence[ComparisonConfig], *, own_pools: bool = False) -> None:
         self.comparisons = tuple(comparisons)
+        # `judgments.inline: fill` scores each event against its own pool (the evaluation
+        # set plus that event's inline grades): the two sides of a query are normalised by
+        # different ideal rankings, so their difference is not candidate - baseline.
+        self.own_pools = own_pools
         self.family = max(1, sum(len(c.measures) for c in self.comparisons))
         self._tracks: dict[tuple[str, str], _Track] = {}
         self._newest: dict[str, int] = {}  # comparison -> newest window start seen
@@ -139,6 +144,8 @@ class ComparisonEngine:
         track = self._track(comparison, measure, version)
         sequence = MixtureSequence(comparison.alpha, comparison.tau)
         result, note = _paired(comparison, pairing)
+        if self.own_pools and not note:
+            result, note = PairedResult.undefined(result.queries), OWN_POOLS_NOTE
         if (
             pairing is not None
             and result.queries
@@ -200,6 +207,12 @@ class ComparisonEngine:
         return track
 
 
+OWN_POOLS_NOTE = (
+    "judgments.inline: fill scores each event against its own judgment pool, so the two "
+    "sides of a query are normalised by different ideal rankings: no verdict"
+)
+
+
 def _design(configured: str, seen: Mapping[str, UnitMoments], units: Sequence[str]) -> str:
     """The window's design: as configured, or for `auto` replay when at least half of its
     units were compared before."""
@@ -221,7 +234,7 @@ def _paired(comparison: ComparisonConfig, pairing: Pairing | None) -> tuple[Pair
     if pairing.coverage < comparison.min_coverage:
         note = f"coverage {pairing.coverage:.0%} under min_coverage {comparison.min_coverage:.0%}"
         return PairedResult.undefined(n), note
-    if comparison.min_judged > 0 and not pairing.judged >= comparison.min_judged:
+    if math.isfinite(pairing.judged) and pairing.judged < comparison.min_judged:
         note = f"judged@k {pairing.judged:.0%} under min_judged {comparison.min_judged:.0%}"
         return PairedResult.undefined(n), note
     result = paired_comparison(

@@ -10,11 +10,18 @@ from dataclasses import dataclass
 from monitor.stats.sequence import DEFAULT_BURN_IN, DEFAULT_TAU
 from monitor.windows.summary import Segment, segment_label
 
-__all__ = ["DEFAULT_DRAWS", "DEFAULT_MIN_QUERIES", "DESIGNS", "ComparisonConfig"]
+__all__ = [
+    "DEFAULT_DRAWS",
+    "DEFAULT_MIN_JUDGED",
+    "DEFAULT_MIN_QUERIES",
+    "DESIGNS",
+    "ComparisonConfig",
+]
 
 DESIGNS = ("auto", "replay", "live")
 
 DEFAULT_MIN_QUERIES = 10
+DEFAULT_MIN_JUDGED = 0.5  # no verdict resting mostly on unjudged documents
 DEFAULT_DRAWS = 4000  # random sign flips per window and measure above 12 common queries
 
 
@@ -45,7 +52,7 @@ class ComparisonConfig:
     confidence: float = 0.95
     min_queries: int = DEFAULT_MIN_QUERIES
     min_coverage: float = 0.0
-    min_judged: float = 0.0
+    min_judged: float = DEFAULT_MIN_JUDGED
     tau: float = DEFAULT_TAU
     since_ms: int = 0
     draws: int = DEFAULT_DRAWS

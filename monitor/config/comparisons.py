@@ -9,7 +9,7 @@ comparisons:
     confidence: 0.95          # of the intervals; 1 - confidence is the tests' level
     min_queries: 30           # fewer common queries: no verdict (default 10)
     min_coverage: 0.0         # either side's coverage under it: no verdict
-    min_judged: 0.0           # either side's judged@k (k the measure's cutoff) under it
+    min_judged: 0.5           # either side's judged@k (k the measure's cutoff) under it
     tau: 0.02                 # the always-valid sequence's mixture scale (docs/alerting.md)
     design: auto              # replay | live | auto (replay when most queries repeat)
     burn_in: 50               # live: per-query differences before the sequence's first verdict
@@ -23,7 +23,12 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.comparisons.settings import DEFAULT_MIN_QUERIES, DESIGNS, ComparisonConfig
+from monitor.comparisons.settings import (
+    DEFAULT_MIN_JUDGED,
+    DEFAULT_MIN_QUERIES,
+    DESIGNS,
+    ComparisonConfig,
+)
 from monitor.config.alert_rules import read_segment_filter
 from monitor.config.source import (
     ConfigSection,
@@ -78,7 +83,7 @@ def read_comparisons(
             confidence=labelled.get("confidence", _open_unit, 0.95),
             min_queries=labelled.get("min_queries", as_int(2), DEFAULT_MIN_QUERIES),
             min_coverage=labelled.get("min_coverage", as_number(0.0, 1.0), 0.0),
-            min_judged=labelled.get("min_judged", as_number(0.0, 1.0), 0.0),
+            min_judged=labelled.get("min_judged", as_number(0.0, 1.0), DEFAULT_MIN_JUDGED),
             tau=labelled.get("tau", _positive, 0.02),
             design=labelled.get("design", as_choice(*DESIGNS), "auto"),
             burn_in=labelled.get("burn_in", as_int(2), DEFAULT_BURN_IN),
