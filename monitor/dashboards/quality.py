@@ -86,16 +86,18 @@ def _explain_links(spec: DashboardSpec, measure: str) -> tuple[tuple[str, str], 
 
 
 _BAND_TEXT: Final = (
-    ", with its 95 % interval dashed (mean -/+ 1.96 standard errors over queries, merged "
-    "across instances)."
+    ", with its between-query 95 % band dashed (mean -/+ 1.96 standard errors over the "
+    "window's queries, merged across instances): the uncertainty about the population of "
+    "queries the window's queries stand for. A replayed fixed set has none of its own from "
+    "window to window; its replay noise is the comparisons' replay_stderr."
 )
 
 
 def _band(family: str, common: list[str], own: list[str] | tuple[()], legend: str) -> list[Query]:
     low, high = normal_band(family, common, own)
     return [
-        Query(low, f"{legend} 95% low", bound=True),
-        Query(high, f"{legend} 95% high", bound=True),
+        Query(low, f"{legend} between-query 95% low", bound=True),
+        Query(high, f"{legend} between-query 95% high", bound=True),
     ]
 
 

@@ -9,7 +9,7 @@ Quality gauges hold the latest finalized window of each segment, set from a `Win
 | `rankmon_mrr`, `rankmon_map` | window, version, segment keys | same |
 | `rankmon_<measure>_sum_of_query_means` | as its gauge | sum of the per-query means |
 | `rankmon_<measure>_sum_of_squared_query_means` | as its gauge | sum of their squares |
-| `rankmon_<measure>_stderr` | as its gauge | standard error of the mean over queries |
+| `rankmon_<measure>_stderr` | as its gauge | between-query standard error of the mean |
 | `rankmon_window_queries`, `rankmon_window_events` | window, version, segment keys | counts |
 | `rankmon_coverage_ratio` | window, version, segment keys | queries seen / evaluation-set queries |
 | `rankmon_window_end_timestamp_seconds` | window, version, segment keys | end of that window |
@@ -322,7 +322,9 @@ class Exporter:
             )
             self._stderrs[kind] = Gauge(
                 f"{name}_stderr",
-                f"Standard error of rankmon_{exported.name} (sd over queries / sqrt(queries)).",
+                f"Between-query standard error of rankmon_{exported.name} (sd over the "
+                "window's queries / sqrt(queries)): about the population of queries, not "
+                "window-to-window replay noise.",
                 labels,
                 registry=registry,
             )
