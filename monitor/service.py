@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import socket
 import threading
@@ -87,6 +88,7 @@ from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.reload import EvaluationSetSource
+from monitor.stats.replay_noise import replay_stderr
 from monitor.windows.engine import EventWindows
 from monitor.windows.samples import RankingSamples
 from monitor.windows.segments import SegmentLabeler
@@ -405,7 +407,7 @@ class Monitor:
         _log.info("segment retired", extra=fields(segment=segment_label(segment)))
 
     def _record(self, summary: WindowSummary) -> None:
-        self.exporter.record_window(summary)
+        self.exporter.record_window(summary, self._replay_noise(summary))
         self.explain_store.add(summary)
         with self._snapshot_lock:
             history = self._history.setdefault(summary.segment, deque(maxlen=HISTORY))
@@ -414,6 +416,24 @@ class Monitor:
             # needs only the means.
             history.append(replace(summary, query_means={}))
         self._window_log.finalized(summary)
+
+    def _replay_noise(self, summary: WindowSummary) -> dict[str, float]:
+        """Each measure's replay noise: the window against the segment's previous kept one
+        of the same evaluation-set version (`monitor.stats.replay_noise`)."""
+        kept = self.explain_store.windows(summary.segment)
+        previous = kept[-1] if kept else None
+        if previous is None or (
+            previous.summary.evaluation_set_version != summary.evaluation_set_version
+            or previous.summary.end_ms > summary.start_ms
+        ):
+            return {}
+        return {
+            key: replay_stderr(
+                previous.query_values(key),
+                {q: means.get(key, math.nan) for q, means in summary.query_means.items()},
+            )
+            for key in summary.means
+        }
 
     def _export_progress(self) -> None:
         for partition, watermark in self.windows.partition_watermarks().items():

@@ -34,6 +34,7 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
     + [f"rankmon_{m}_sum_of_query_means" for m in QUALITY_MEASURES]
     + [f"rankmon_{m}_sum_of_squared_query_means" for m in QUALITY_MEASURES]
     + [f"rankmon_{m}_stderr" for m in QUALITY_MEASURES]
+    + [f"rankmon_{m}_replay_stderr" for m in QUALITY_MEASURES]
     + [
         *(
             f"rankmon_comparison_{name}"

@@ -10,6 +10,7 @@ Quality gauges hold the latest finalized window of each segment, set from a `Win
 | `rankmon_<measure>_sum_of_query_means` | as its gauge | sum of the per-query means |
 | `rankmon_<measure>_sum_of_squared_query_means` | as its gauge | sum of their squares |
 | `rankmon_<measure>_stderr` | as its gauge | between-query standard error of the mean |
+| `rankmon_<measure>_replay_stderr` | as its gauge | window-to-window replay noise of the mean |
 | `rankmon_window_queries`, `rankmon_window_events` | window, version, segment keys | counts |
 | `rankmon_coverage_ratio` | window, version, segment keys | queries seen / evaluation-set queries |
 | `rankmon_window_end_timestamp_seconds` | window, version, segment keys | end of that window |
@@ -303,6 +304,7 @@ class Exporter:
         self._sums: dict[str, Gauge] = {}
         self._squares: dict[str, Gauge] = {}
         self._stderrs: dict[str, Gauge] = {}
+        self._replay_stderrs: dict[str, Gauge] = {}
         for exported in EXPORTED_KINDS:
             kind, name = exported.name, f"rankmon_{exported.name}"
             labels = ["k"] * _has_k(exported) + ["gain"] * exported.gain + window_labels
@@ -325,6 +327,13 @@ class Exporter:
                 f"Between-query standard error of rankmon_{exported.name} (sd over the "
                 "window's queries / sqrt(queries)): about the population of queries, not "
                 "window-to-window replay noise.",
+                labels,
+                registry=registry,
+            )
+            self._replay_stderrs[kind] = Gauge(
+                f"{name}_replay_stderr",
+                f"Window-to-window replay noise of rankmon_{exported.name}: how much its mean "
+                "moves between two windows of the same queries (monitor.stats.replay_noise).",
                 labels,
                 registry=registry,
             )
@@ -416,8 +425,11 @@ class Exporter:
         build.info({"version": __version__, "python": platform.python_version()})
         self.alerts = AlertSeries(registry, self.segment_keys)
 
-    def record_window(self, summary: WindowSummary) -> None:
-        """Set the segment's series from its newest finalized window, dropping stale ones.
+    def record_window(
+        self, summary: WindowSummary, replay_noise: Mapping[str, float] | None = None
+    ) -> None:
+        """Set the segment's series from its newest finalized window, dropping stale ones;
+        `replay_noise`: measure key -> the window's replay standard error (NaN: unknown).
 
         A window with fewer than `min_queries` queries reports that instead of a noisy mean:
         its headline gauges are NaN (no alert rule compares true on NaN) while the sums of
@@ -439,11 +451,14 @@ class Exporter:
             self._squares[kind].labels(*labels).set(squares)
             stderr = float("nan") if too_few else summary.stderr(key_text)
             self._stderrs[kind].labels(*labels).set(stderr)
+            noise = (replay_noise or {}).get(key_text, float("nan"))
+            self._replay_stderrs[kind].labels(*labels).set(float("nan") if too_few else noise)
             written |= {
                 (self._means[kind], labels),
                 (self._sums[kind], labels),
                 (self._squares[kind], labels),
                 (self._stderrs[kind], labels),
+                (self._replay_stderrs[kind], labels),
             }
         for name, value in (
             ("queries", summary.queries),
