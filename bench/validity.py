@@ -20,8 +20,10 @@ part), centred so the population has no difference (or a known one); an evaluati
    and 1x the between-query sd): the share of sets on which the comparison alert's
    population interval ever excludes 0 (false alarm), its coverage at a single look (the
    last), the width of the set interval on windows 1-3, and the power for a true +0.014.
-2. Live traffic, 10, 50 and 300 fresh queries a window for a day of 288 windows: days with
-   a false alarm of the pooled-variance sequence, next to the old per-window weighting.
+2. Live traffic, 2, 10, 50 and 300 fresh queries a window for a day of 288 windows: days
+   with a false alarm of the pooled-variance sequence, next to the old per-window
+   weighting; and weeks of 60,480 ten-second windows of 300 queries: false alarms and the
+   week's estimate in standard errors (a drift would move its mean off 0).
 3. A family: 8 measures x 10 comparisons on noisy replays (24 hourly looks a day), the
    share of days with any false alarm, at Bonferroni's alpha / 80 per interval.
 4. Drop rules: 3 rules x 10 segments of hourly windows on stable streams with
@@ -148,7 +150,7 @@ def live(rng: np.random.Generator, days: int, windows: int) -> None:
     null = universe(rng)
     sequence = MixtureSequence(ALPHA)
     limit = bound(ALPHA, days)
-    for size in (10, 50, 300):
+    for size in (2, 10, 50, 300):
         started = time.perf_counter()
         pooled_days = old_days = 0
         for _ in range(days):
@@ -166,6 +168,27 @@ def live(rng: np.random.Generator, days: int, windows: int) -> None:
             f"{limit:.2%}: {verdict(rate, limit)}); per-window variance weighting "
             f"{old_days / days:.2%}  [{time.perf_counter() - started:.0f} s]"
         )
+
+
+def live_weeks(rng: np.random.Generator, weeks: int) -> None:
+    windows = 7 * 8_640  # ten-second windows
+    print(f"   a week of {windows} ten-second windows of 300 queries, {weeks} weeks")
+    null = universe(rng)
+    sequence = MixtureSequence(ALPHA)
+    started = time.perf_counter()
+    fired, z = 0, []
+    for _ in range(weeks):
+        state = SequenceState()
+        draws = null[rng.integers(0, UNIVERSE, (windows, 300))]
+        for w in range(windows):
+            state = sequence.add_window(state, draws[w], start_ms=w, end_ms=w + 1)
+        fired += state.p_value < ALPHA
+        z.append(state.weighted_sum / math.sqrt(state.precision))
+    print(
+        f"   false alarm in {fired} of {weeks} weeks; the week's estimate in standard errors: "
+        f"mean {statistics.fmean(z):+.2f}, sd {statistics.stdev(z):.2f} (no drift: 0 and 1)  "
+        f"[{time.perf_counter() - started:.0f} s]"
+    )
 
 
 def family(rng: np.random.Generator, days: int) -> None:
@@ -337,6 +360,7 @@ def main() -> None:
     quick = args.quick
     fixed_set(rng, sets=100 if quick else 400, looks=48 if quick else 288)
     live(rng, days=100 if quick else 400, windows=288)
+    live_weeks(rng, weeks=3 if quick else 12)
     family(rng, days=40 if quick else 100)
     drop_budget(days=10 if quick else 40)
     pinned(streams=40 if quick else 160)

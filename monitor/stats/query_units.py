@@ -55,6 +55,7 @@ from monitor.stats.student_t import t_ppf
 
 __all__ = [
     "NOISE_SHARE",
+    "Z_POWER",
     "FixedSetIntervals",
     "UnitMoments",
     "add_difference",
@@ -63,7 +64,7 @@ __all__ = [
 ]
 
 NOISE_SHARE = 1.0 / 20.0  # of alpha, spent on the replay noise in the population interval
-_Z_POWER = 0.8416212335729143  # the standard normal's 0.8 quantile: 80 % power
+Z_POWER = 0.8416212335729143  # the standard normal's 0.8 quantile: 80 % power
 
 
 @dataclass(frozen=True)
@@ -175,5 +176,5 @@ def fixed_set_intervals(
         set_upper=estimate + set_radius,
         population_lower=estimate - radius,
         population_upper=estimate + radius,
-        min_detectable=(t + _Z_POWER) * sample / math.sqrt(n),
+        min_detectable=(t + Z_POWER) * sample / math.sqrt(n),
     )

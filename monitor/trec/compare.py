@@ -34,6 +34,7 @@ from monitor.errors import MeasureError
 from monitor.scoring.evalset import EvaluationSet
 from monitor.stats.corrections import adjust_p_values
 from monitor.stats.paired import PairedResult, paired_comparison
+from monitor.stats.query_units import Z_POWER
 from monitor.stats.sign_flips import EXACT_LIMIT
 from monitor.stats.student_t import t_ppf
 from monitor.trec.evaluate import evaluate_run
@@ -43,7 +44,6 @@ from monitor.trec.selection import MeasureSelection
 __all__ = ["GATES", "RunComparison", "compare_runs", "missing_queries"]
 
 GATES = ("better", "non-inferior")
-_Z_POWER = 0.8416212335729143  # the standard normal's 0.8 quantile
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ def _min_detectable(result: PairedResult, level: float) -> float:
     n = result.queries
     if n < 2 or math.isnan(result.stderr):
         return math.nan
-    return (t_ppf(1.0 - level / 2.0, n - 1) + _Z_POWER) * result.stderr
+    return (t_ppf(1.0 - level / 2.0, n - 1) + Z_POWER) * result.stderr
 
 
 def _verdict(delta: float, p: float, alpha: float) -> str:
