@@ -208,6 +208,8 @@ class Monitor:
                 config.kafka.windows_topic,
                 self.source,
                 group=config.kafka.group_id,
+                max_record_bytes=config.kafka.max_record_bytes,
+                trimmed=self.exporter.count_share_trimmed,
             )
             if config.comparisons
             else None,

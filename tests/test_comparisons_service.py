@@ -190,3 +190,29 @@ def test_shares_are_still_readable_as_before_with_comparisons_on_the_topic(confi
     loop.run_for(1_000)
     assert all(isinstance(s, WindowShare) for s in producer.shares(f"{TOPIC}.windows"))
     loop.monitor.close()
+
+
+def test_a_comparison_record_too_large_for_one_record_goes_without_its_query_moments(
+    tmp_path: Path,
+) -> None:
+    # 16,384 bytes are kept for the key, headers and framing: 500 more leave no room for
+    # the 12 queries' moments, so the record goes without them instead of being refused by
+    # the broker (which would hold every window and commit for good)
+    lines = [f"q{i} 0 d1 2\nq{i} 0 d2 1\n" for i in range(QUERIES)]
+    (tmp_path / "qrels.txt").write_text("".join(lines))
+    small = CONFIG.replace(f"topic: {TOPIC}}}", f"topic: {TOPIC}, max_record_bytes: 16884}}")
+    (tmp_path / "rankmon.yaml").write_text(small)
+    producer = FakeProducer()
+    loop = Loop(load_config(tmp_path / "rankmon.yaml", environ={}), producer)
+    serve(loop, range(3))
+    loop.clock.advance(200_000)
+    loop.run_for(7_000)
+    records = producer.comparisons(f"{TOPIC}.windows")
+    assert len(records) == 3 and all(not r.measures[0].units for r in records)
+    assert all(isinstance(s, WindowShare) for s in producer.shares(f"{TOPIC}.windows"))
+    assert loop.monitor.checkpoint.held == 0  # nothing held: the windows were committed
+    trimmed = loop.registry.get_sample_value(
+        "rankmon_window_shares_trimmed_total", {"dropped": "comparison_units"}
+    )
+    assert trimmed == 3
+    loop.monitor.close()

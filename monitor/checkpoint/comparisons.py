@@ -6,15 +6,24 @@ committed. After a crash anywhere in between, the replay meets windows whose com
 record may already be on the topic; the engine restored from that record skips them
 (`ComparisonEngine.observe`), so a window is never counted twice in a sequence, and a
 window whose record was not acknowledged is computed again.
+
+A record carries each measure's per-query moments, which grow with the evaluation set
+(about 50 bytes a query and measure). One that does not fit `kafka.max_record_bytes` (even
+gzip-compressed) goes without them and is counted
+(`rankmon_window_shares_trimmed_total{dropped="comparison_units"}`): the live state keeps
+them, and only a restart from that record starts the per-query moments afresh. A record the
+broker refuses for its size would otherwise hold every window, and every commit, for good.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from monitor.checkpoint.publisher import GroupMember
-from monitor.checkpoint.shares import WindowShare, group_headers
+from monitor.checkpoint.shares import RECORD_OVERHEAD_BYTES, WindowShare, group_headers
 from monitor.comparisons.engine import ComparisonEngine
 from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.bootstrap import KafkaUnavailableError
@@ -37,9 +46,14 @@ class ComparisonPublisher:
         producer: RecordSink,
         topic: str,
         source: GroupMember,
+        *,
         group: str | None = None,
+        max_record_bytes: int = 1_000_000,
+        trimmed: Callable[[str], None] | None = None,
     ) -> None:
         self.engine = engine
+        self._budget = max_record_bytes - RECORD_OVERHEAD_BYTES
+        self._trimmed = trimmed
         self._headers = [*HEADERS, *group_headers(group)]
         self._producer = producer
         self._topic = topic
@@ -66,7 +80,7 @@ class ComparisonPublisher:
         if not self._source.broker_up:
             return False
         for record in self._held:
-            self._producer.send(self._topic, record.key, record.to_json(), self._headers)
+            self._producer.send(self._topic, record.key, self._fitted(record), self._headers)
         try:
             self._producer.flush()
         except KafkaUnavailableError as error:
@@ -77,3 +91,18 @@ class ComparisonPublisher:
             return False
         self._held = []
         return True
+
+    def _fitted(self, record: ComparisonRecord) -> bytes:
+        """The record's value, without its per-query moments when they do not fit."""
+        value = record.to_json()
+        if len(value) <= self._budget or len(zlib.compress(value, 6)) <= self._budget:
+            return value
+        bare = replace(record, measures=tuple(replace(m, units={}) for m in record.measures))
+        _log.warning(
+            "comparison record too large for one record: published without its per-query "
+            "moments (a restart starts them afresh)",
+            extra=fields(key=record.key.decode()[:200], json_bytes=len(value)),
+        )
+        if self._trimmed is not None:
+            self._trimmed("comparison_units")
+        return bare.to_json()
