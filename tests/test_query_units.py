@@ -12,6 +12,9 @@ import math
 import numpy as np
 import pytest
 
+from monitor.alerting.engine import _comparison_verdict  # the verdict a comparison rule acts on
+from monitor.alerting.rules import Comparison
+from monitor.alerting.state import Evidence
 from monitor.comparisons import ComparisonConfig, ComparisonEngine
 from monitor.stats.query_units import UnitMoments, fixed_set_intervals
 from monitor.stats.sequence import MixtureSequence, SequenceState
@@ -152,3 +155,27 @@ def test_the_engine_judges_a_replay_by_query_and_names_its_design_and_family() -
     lower, upper = measure.decision("population")
     assert lower < measure.population_lower and upper > measure.population_upper
     assert measure.min_detectable > 0.0
+
+
+def test_the_comparison_alert_says_its_population_family_and_what_the_queries_can_show() -> None:
+    v1: Segment = (("model", "v1"),)
+    v2: Segment = (("model", "v2"),)
+    comparisons = [
+        ComparisonConfig("a", baseline=v1, candidate=v2, measures=(KEY,)),
+        ComparisonConfig("b", baseline=v2, candidate=v1, measures=(KEY,)),
+    ]
+    engine = ComparisonEngine(comparisons)
+    rng = np.random.default_rng(9)
+    base = {f"q{i}": float(v) for i, v in enumerate(rng.uniform(0.2, 0.8, 300))}
+    worse = {q: v - (0.3 if i < 30 else 0.0) for i, (q, v) in enumerate(base.items())}
+    for start in (0, 10_000):
+        records = engine.observe(
+            [(_window(v1, base, start), None), (_window(v2, worse, start), None)]
+        )
+    verdict = _comparison_verdict(Comparison("a", "worse", 0.0), records[0].measures[0])
+    assert verdict.evidence is Evidence.BAD
+    assert "in the population of queries (replay design)" in verdict.note
+    assert "level 0.05/2 (Bonferroni over 2 comparison measures)" in verdict.note
+    assert "300 queries can show differences of 0.0" in verdict.note
+    on_set = _comparison_verdict(Comparison("a", "worse", 0.0, scope="set"), records[0].measures[0])
+    assert "on the queries compared" in on_set.note

@@ -71,6 +71,11 @@ class MeasureComparison:
         """Units (queries) with at least one window's difference so far."""
         return len(self.units)
 
+    def family_min_detectable(self) -> float:
+        """The population difference the compared queries detect with 80 % power at the
+        family's level (what the alert text says)."""
+        return fixed_set_intervals(self.units, self.alpha / max(1, self.family)).min_detectable
+
     def decision(self, scope: str) -> tuple[float, float]:
         """The `scope` interval at the family's level alpha / family: what alerts act on."""
         if scope not in SCOPES:
