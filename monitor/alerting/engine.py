@@ -111,8 +111,8 @@ def _comparison_verdict(condition: Comparison, measure: MeasureComparison) -> Ve
         f"{measure.measure}: candidate - baseline {estimate:+.4f} {about} ({measure.design} "
         f"design), always-valid interval [{lower:+.4f}, {upper:+.4f}] at {family}; "
         f"{measure.compared_units} queries can show differences of "
-        f"{measure.family_min_detectable():.3f} or more; this window {measure.result.delta:+.4f} on "
-        f"{measure.result.queries} common queries"
+        f"{measure.family_min_detectable():.3f} or more; this window "
+        f"{measure.result.delta:+.4f} on {measure.result.queries} common queries"
     )
     return Verdict(
         Evidence.BAD if bad else Evidence.GOOD,
