@@ -370,8 +370,9 @@ def monitor_thread(monitor: Monitor, stop_timeout_s: float = 30.0) -> Iterator[M
 
 
 def produce_records(bootstrap: str, topic: str, records: Sequence[tuple[bytes, bytes]]) -> None:
-    """Produce (key, value) records to `topic` and wait until the broker has them."""
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    """Produce (key, value) records to `topic` and wait until the broker has them (in large
+    batches: per-record requests made a 180k-record test spend 14 s here)."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=1_000_000)
     for key, value in records:
         producer.send(topic, key=key, value=value)
     producer.flush()

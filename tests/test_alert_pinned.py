@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from monitor.alerting import AlertEngine, Status
+from monitor.alerting.conditions import WindowTrack, evaluate_window
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.rules import AlertRule, Drop
 from monitor.alerting.state import Evidence
@@ -16,7 +17,6 @@ from monitor.clock import FakeClock
 from monitor.config.alerts import parse_alerting_config
 from monitor.testing.alert_simulation import (
     StreamModel,
-    drop_verdicts,
     false_alarm_bound,
     simulate_windows,
 )
@@ -126,13 +126,15 @@ def test_a_pinned_reference_leaves_the_false_alarm_rate_within_the_bound() -> No
     model = StreamModel(queries=60, events_per_query=1.5)
     evidence = []
     for seed in range(160):
-        level = statistics.median(s.means[NDCG] for s in simulate_windows(model, 50, seed=seed))
+        windows = simulate_windows(model, 50, seed=seed)
+        level = statistics.median(s.means[NDCG] for s in windows)
         condition = Drop(0.0, None, 12, 0.05, 20, pinned=level)
         rule = AlertRule("drop", 0, "warning", NDCG, condition, None, 1, 0, None)
-        evidence += [
-            verdict.evidence
-            for verdict in drop_verdicts(rule, model, 50, seed=seed)
-            if verdict.evidence is not Evidence.UNKNOWN
-        ]
+        track = WindowTrack.for_rule(rule)
+        for summary in windows:  # as the engine does: judged, then offered to the baseline
+            verdict = evaluate_window(rule, summary, track)
+            track.remember(rule, summary, verdict)
+            if verdict.evidence is not Evidence.UNKNOWN:
+                evidence.append(verdict.evidence)
     rate = evidence.count(Evidence.BAD) / len(evidence)
     assert rate <= false_alarm_bound(0.05, len(evidence)), rate

@@ -86,7 +86,7 @@ def _replay_false_alarms(noise_ratio: float, sets: int, windows: int, seed: int)
 def test_a_replayed_set_with_no_population_difference_rarely_alarms_over_a_day(
     noise_ratio: float,
 ) -> None:
-    sets = 200
+    sets = 120
     rate = _replay_false_alarms(noise_ratio, sets=sets, windows=24, seed=7)
     assert rate <= bound(ALPHA, sets)
 

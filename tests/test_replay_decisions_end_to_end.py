@@ -34,6 +34,7 @@ WINDOWS = 200
 DROPPED = 30
 GRADES = {"d0": 3, "d1": 2, "d2": 1, "d3": 0, "d4": 0}
 CONFIG = """
+metrics: {cutoffs: [10], gains: [linear]}
 comparisons:
   - {name: v2-vs-v1, baseline: {model: v1}, candidate: {model: v2}, measures: [ndcg@10]}
   - {name: v3-vs-v1, baseline: {model: v1}, candidate: {model: v3}, measures: [ndcg@10]}
