@@ -6,7 +6,8 @@ by a deterministic ranker for 200 windows.
   deterministic ranker, excludes 0): no comparison alert in 200 windows. The old sequence
   narrowed around the set's difference and fired on most such sets.
 - v3 against v1: v1 with the best document moved to the bottom on 30 of the 300 queries,
-  a real drop: the comparison alert pages within 2 windows.
+  a real drop: the comparison alert pages within 2 windows (v3 serves the first 3 windows
+  only: that is all the claim needs, and a third fewer events keeps the test short).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ T0 = 1_767_225_600_000
 QUERIES = 300
 WINDOWS = 200
 DROPPED = 30
+DROP_WINDOWS = 3  # v3 serves these first windows only
 GRADES = {"d0": 3, "d1": 2, "d2": 1, "d3": 0, "d4": 0}
 CONFIG = """
 metrics: {cutoffs: [10], gains: [linear]}
@@ -74,6 +76,8 @@ def test_a_replayed_set_without_a_population_difference_never_pages_and_a_real_d
     records = []
     for number in range(WINDOWS):
         for model, rankings in served.items():
+            if model == "v3" and number >= DROP_WINDOWS:
+                continue
             for i, (query, ranking) in enumerate(rankings.items()):
                 event = {
                     "event_id": f"{model}-{number}-{query}",
@@ -91,7 +95,7 @@ def test_a_replayed_set_without_a_population_difference_never_pages_and_a_real_d
         produce_records(tansu.bootstrap_servers, topic, records)
         published = comparison_records(
             tansu.bootstrap_servers, topic + ".windows", 2 * WINDOWS, timeout_s=180.0
-        )
+        )  # v3-vs-v1 too: a record without a verdict once v3 is not served
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             v3 = monitor.alerts.find("v3-worse", (("model", "v3"),))
@@ -115,6 +119,7 @@ def test_a_replayed_set_without_a_population_difference_never_pages_and_a_real_d
     null = [r.measures[0] for r in published if r.name == "v2-vs-v1"]
     drop = [r.measures[0] for r in published if r.name == "v3-vs-v1"]
     assert len(null) == len(drop) == WINDOWS
+    assert all(m.note for m in drop[DROP_WINDOWS:])  # no verdict without v3
     last = null[-1]
     assert last.design == "replay" and last.compared_units == QUERIES
     # these 300 queries differ: the set interval (width 0 for a deterministic ranker)
