@@ -236,7 +236,7 @@ def drop_budget(days: int) -> None:
             track = WindowTrack.for_rule(rule)
             for summary in windows:
                 v = evaluate_window(rule, summary, track, level=significance)
-                track.remember(rule, summary, v)
+                track.remember(rule, summary)
                 pages[name] += v.evidence is Evidence.BAD
     per_day = pages["budget"] / days
     limit = budget + 2 * math.sqrt(budget / days)
@@ -266,7 +266,7 @@ def pinned(streams: int) -> None:
                 values[window - 10] = max(0.0, base[window - 10] - 0.3)
             summary = _summary(window, values)
             v = evaluate_window(rule, summary, track)
-            track.remember(rule, summary, v)
+            track.remember(rule, summary)
             if summary.means[NDCG] < 0.65:
                 judged += 1
                 bad += v.evidence is Evidence.BAD
@@ -289,7 +289,7 @@ def pinned(streams: int) -> None:
             track = WindowTrack.for_rule(stable)
             for summary in windows:
                 v = evaluate_window(stable, summary, track)
-                track.remember(stable, summary, v)
+                track.remember(stable, summary)
                 if v.evidence is not Evidence.UNKNOWN:
                     evidence.append(v.evidence)
         rates[name] = (evidence.count(Evidence.BAD) / len(evidence), len(evidence))

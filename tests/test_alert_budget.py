@@ -63,7 +63,7 @@ def _false_pages_per_day(level: float | None, days: int, streams: int) -> float:
         track = WindowTrack.for_rule(rule)
         for summary in simulate_windows(model, 24 * days, seed=seed):
             verdict = evaluate_window(rule, summary, track, level=level)
-            track.remember(rule, summary, verdict)
+            track.remember(rule, summary)
             bad += verdict.evidence is Evidence.BAD
     return bad / days
 

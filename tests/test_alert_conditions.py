@@ -59,7 +59,7 @@ def feed(drop: AlertRule, track: WindowTrack, windows: list[WindowSummary]) -> l
     evidence = []
     for summary in windows:
         verdict = evaluate_window(drop, summary, track)
-        track.remember(drop, summary, verdict)
+        track.remember(drop, summary)
         evidence.append(verdict.evidence)
     return evidence
 

@@ -133,7 +133,7 @@ def test_a_pinned_reference_leaves_the_false_alarm_rate_within_the_bound() -> No
         track = WindowTrack.for_rule(rule)
         for summary in windows:  # as the engine does: judged, then offered to the baseline
             verdict = evaluate_window(rule, summary, track)
-            track.remember(rule, summary, verdict)
+            track.remember(rule, summary)
             if verdict.evidence is not Evidence.UNKNOWN:
                 evidence.append(verdict.evidence)
     rate = evidence.count(Evidence.BAD) / len(evidence)

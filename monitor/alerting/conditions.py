@@ -74,9 +74,9 @@ class WindowTrack:
             self.history, self.detector = fresh.history, fresh.detector
         self.version = version
 
-    def remember(self, rule: AlertRule, summary: WindowSummary, verdict: Verdict) -> None:
-        """Offer a trusted window to the baseline history, after `rule` judged it `verdict`
-        (a pinned drop rule takes only windows at or above its level: `SeriesHistory.admit`)."""
+    def remember(self, rule: AlertRule, summary: WindowSummary) -> None:
+        """Offer a trusted window to the baseline history, once `rule` has judged it (a
+        pinned drop rule takes only windows at or above its level: `SeriesHistory.admit`)."""
         if self.history is None:
             return
         value = measure_value(summary, rule.measure)

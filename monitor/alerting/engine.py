@@ -305,7 +305,7 @@ class AlertEngine:
         if isinstance(rule.condition, Drop) and self.config.false_pages_per_day is not None:
             level = self.config.drop_level(self._drop_rule_segments())
         verdict = evaluate_window(rule, summary, alert.track, quick=quick, level=level)
-        alert.track.remember(rule, summary, verdict)
+        alert.track.remember(rule, summary)
         return verdict
 
     def _drop_rule_segments(self) -> int:

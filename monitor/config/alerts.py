@@ -46,8 +46,8 @@ from monitor.config.source import (
     ConfigSection,
     as_bool,
     as_int,
-    as_number,
     as_positive_duration,
+    as_positive_number,
     as_str,
 )
 from monitor.errors import ConfigError
@@ -63,13 +63,6 @@ _DEFAULTS = {
     "backoff_initial": parse_duration("1s"),
     "backoff_max": parse_duration("1m"),
 }
-
-
-def _positive_number(value: object) -> float:
-    number = as_number(0.0)(value)
-    if not number > 0.0:
-        raise ValueError(f"must be > 0, got {value!r}")
-    return number
 
 
 def read_alerts(
@@ -98,7 +91,7 @@ def read_alerts(
     prometheus.finish()
     instance = section.get("instance", as_str, None)
     min_queries = section.get("min_queries", as_int(1), DEFAULT_MIN_QUERIES)
-    budget = section.get("false_pages_per_day", _positive_number, None)
+    budget = section.get("false_pages_per_day", as_positive_number, None)
     delivery = _read_delivery(section, environ, base)
     section.finish()
     return AlertingConfig(

@@ -35,6 +35,7 @@ from monitor.config.source import (
     as_choice,
     as_int,
     as_number,
+    as_positive_number,
     as_str,
     as_str_list,
     describe,
@@ -84,7 +85,7 @@ def read_comparisons(
             min_queries=labelled.get("min_queries", as_int(2), DEFAULT_MIN_QUERIES),
             min_coverage=labelled.get("min_coverage", as_number(0.0, 1.0), 0.0),
             min_judged=labelled.get("min_judged", as_number(0.0, 1.0), DEFAULT_MIN_JUDGED),
-            tau=labelled.get("tau", _positive, 0.02),
+            tau=labelled.get("tau", as_positive_number, 0.02),
             design=labelled.get("design", as_choice(*DESIGNS), "auto"),
             burn_in=labelled.get("burn_in", as_int(2), DEFAULT_BURN_IN),
             since_ms=labelled.get("since", _timestamp_ms, 0),
@@ -111,13 +112,6 @@ def _open_unit(value: Any) -> float:
     number = as_number(0.0, 1.0)(value)
     if not 0.5 <= number < 1.0:
         raise ValueError(f"must be in [0.5, 1), got {describe(value)}")
-    return number
-
-
-def _positive(value: Any) -> float:
-    number = as_number(0.0)(value)
-    if number <= 0:
-        raise ValueError("must be > 0")
     return number
 
 

@@ -39,6 +39,7 @@ __all__ = [
     "as_number",
     "as_path",
     "as_positive_duration",
+    "as_positive_number",
     "as_str",
     "as_str_list",
     "describe",
@@ -319,6 +320,14 @@ def as_number(minimum: float | None = None, maximum: float | None = None) -> Cal
         return float(value)
 
     return parse
+
+
+def as_positive_number(value: Any) -> float:
+    """A number greater than zero."""
+    number = as_number(0.0)(value)
+    if not number > 0.0:
+        raise ValueError(f"must be > 0, got {describe(value)}")
+    return number
 
 
 def as_int(minimum: int, maximum: int | None = None) -> Callable[[Any], int]:

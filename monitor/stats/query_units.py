@@ -107,9 +107,7 @@ class FixedSetIntervals:
 
     units: int
     estimate: float
-    between_stderr: float
     replay_stderr: float  # NaN before some unit has two windows
-    windows: float  # w_eff, the harmonic mean of the units' windows
     set_lower: float
     set_upper: float
     population_lower: float
@@ -119,7 +117,7 @@ class FixedSetIntervals:
     @classmethod
     def undefined(cls, units: int = 0) -> FixedSetIntervals:
         nan, inf = math.nan, math.inf
-        return cls(units, nan, nan, nan, nan, -inf, inf, -inf, inf, nan)
+        return cls(units, nan, nan, -inf, inf, -inf, inf, nan)
 
 
 def noise_radius(variance: float, units: int, windows: float, alpha: float) -> float:
@@ -146,32 +144,26 @@ def fixed_set_intervals(
         spread = 0.0  # equal unit means: exactly no spread, not its rounding
     else:
         spread = math.sqrt(math.fsum((m - estimate) ** 2 for m in means) / (n - 1))
-    between = spread / math.sqrt(n)
     inverse_windows = math.fsum(1.0 / u.count for u in units)
-    windows = n / inverse_windows
+    windows = n / inverse_windows  # w_eff, the harmonic mean of the units' windows
     dof = sum(u.count - 1 for u in units)
-    variance = math.fsum(u.m2 for u in units) / dof if dof else math.nan
+    alpha_noise = alpha * NOISE_SHARE
     if dof:
+        variance = math.fsum(u.m2 for u in units) / dof
         replay = math.sqrt(variance * inverse_windows) / n
         set_radius = noise_radius(variance, n, windows, alpha)
-    else:
-        replay, set_radius = math.nan, math.inf
-    alpha_noise = alpha * NOISE_SHARE
-    alpha_sample = alpha - alpha_noise
-    t = t_ppf(1.0 - alpha_sample / 2.0, n - 1)
-    if dof:
         # the unit means' spread less their own replay noise: the queries' spread
         sample = math.sqrt(max(0.0, spread * spread - variance * inverse_windows / n))
         noise = noise_radius(variance, n, windows, alpha_noise)
     else:
+        replay, set_radius = math.nan, math.inf
         sample, noise = spread, noise_radius(spread * spread, n, windows, alpha_noise)
+    t = t_ppf(1.0 - (alpha - alpha_noise) / 2.0, n - 1)
     radius = t * sample / math.sqrt(n) + noise
     return FixedSetIntervals(
         units=n,
         estimate=estimate,
-        between_stderr=between,
         replay_stderr=replay,
-        windows=windows,
         set_lower=estimate - set_radius,
         set_upper=estimate + set_radius,
         population_lower=estimate - radius,

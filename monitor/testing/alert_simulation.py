@@ -117,7 +117,7 @@ def drop_verdicts(
     )
     for summary in stream:
         verdict = evaluate_window(rule, summary, track)
-        track.remember(rule, summary, verdict)
+        track.remember(rule, summary)
         verdicts.append(verdict)
     return verdicts
 
