@@ -139,6 +139,7 @@ class AlertEngine:
         self.metrics = metrics
         self._alerts: dict[tuple[int, Segment], ActiveAlert] = {}
         self._latest_start: dict[Segment, int] = {}
+        self._drop_pairs: int | None = None  # (drop rule, segment) pairs; None: count again
         self._arrivals: dict[Segment, int] = {}
         self._start_ms = start_ms
 
@@ -226,6 +227,7 @@ class AlertEngine:
             if alert.segment == segment and alert.status is not Status.FIRING:
                 del self._alerts[key]
         self._latest_start.pop(segment, None)
+        self._drop_pairs = None
         self._arrivals.pop(segment, None)
 
     def active(self) -> list[ActiveAlert]:
@@ -261,6 +263,8 @@ class AlertEngine:
     ) -> list[ActiveAlert]:
         if self._latest_start.get(summary.segment, -1) >= summary.start_ms:
             return []
+        if summary.segment not in self._latest_start:
+            self._drop_pairs = None  # a new segment shares the false-page budget
         self._latest_start[summary.segment] = summary.start_ms
         rules = [r for r in self.config.rules if _applies(r, summary.segment)]
         window = (summary.start_ms, summary.end_ms)
@@ -301,24 +305,26 @@ class AlertEngine:
             )
             return Verdict(Evidence.UNKNOWN, value, note=note)
         alert.track.follow_version(rule, summary.evaluation_set_version)
-        level = None
-        if isinstance(rule.condition, Drop) and self.config.false_pages_per_day is not None:
-            level = self.config.drop_level(self._drop_rule_segments())
+        level = self._drop_level() if isinstance(rule.condition, Drop) else None
         verdict = evaluate_window(rule, summary, alert.track, quick=quick, level=level)
         alert.track.remember(rule, summary)
         return verdict
 
-    def _drop_rule_segments(self) -> int:
-        """How many (drop rule, segment) pairs share the false-page budget: every drop rule
-        on every segment it applies to that has had a window."""
-        segments = list(self._latest_start)
-        return sum(
-            1
-            for rule in self.config.rules
-            if isinstance(rule.condition, Drop)
-            for segment in segments
-            if _applies(rule, segment)
-        )
+    def _drop_level(self) -> float | None:
+        """Each drop rule-segment's level under `alerts.false_pages_per_day` (None: no
+        budget), shared by every drop rule on every segment it applies to that has had a
+        window; counted again only when a segment comes or goes."""
+        if self.config.false_pages_per_day is None:
+            return None
+        if self._drop_pairs is None:
+            self._drop_pairs = sum(
+                1
+                for rule in self.config.rules
+                if isinstance(rule.condition, Drop)
+                for segment in self._latest_start
+                if _applies(rule, segment)
+            )
+        return self.config.drop_level(self._drop_pairs)
 
     def _apply(
         self,

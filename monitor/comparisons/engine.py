@@ -54,7 +54,7 @@ class _Track:
     fingerprint: str
     version: str
     state: SequenceState
-    units: dict[str, UnitMoments] = field(default_factory=dict)
+    units: Mapping[str, UnitMoments] = field(default_factory=dict)  # replaced, never changed
     design: str = "live"
 
 
@@ -124,7 +124,7 @@ class ComparisonEngine:
                         measure.fingerprint,
                         measure.version,
                         measure.sequence,
-                        dict(measure.units),
+                        measure.units,
                         measure.design,
                     )
                     self._tracks[(name, measure.measure)] = track
@@ -143,9 +143,7 @@ class ComparisonEngine:
         version = pairing.version if pairing else summaries[0].evaluation_set_version
         track = self._track(comparison, measure, version)
         sequence = MixtureSequence(comparison.alpha, comparison.tau)
-        result, note = _paired(comparison, pairing)
-        if self.own_pools and not note:
-            result, note = PairedResult.undefined(result.queries), OWN_POOLS_NOTE
+        result, note = _paired(comparison, pairing, own_pools=self.own_pools)
         if (
             pairing is not None
             and result.queries
@@ -161,8 +159,11 @@ class ComparisonEngine:
                 end_ms=end,
                 burn_in=comparison.burn_in,
             )
+            # a new mapping per window taken: the records keep theirs, unchanged, unshared
+            units = dict(track.units)
             for unit, difference in zip(pairing.units, pairing.differences.tolist(), strict=True):
-                add_difference(track.units, unit, difference)
+                add_difference(units, unit, difference)
+            track.units = units
         lower, upper = sequence.interval(track.state)
         fixed = fixed_set_intervals(track.units, comparison.alpha)
         if track.design == "replay":
@@ -186,7 +187,7 @@ class ComparisonEngine:
             sequence_upper=upper,
             fingerprint=track.fingerprint,
             design=track.design,
-            units=dict(track.units),
+            units=track.units,
             set_lower=fixed.set_lower,
             set_upper=fixed.set_upper,
             population_lower=population[0],
@@ -222,8 +223,10 @@ def _design(configured: str, seen: Mapping[str, UnitMoments], units: Sequence[st
     return "replay" if units and 2 * repeats >= len(units) else "live"
 
 
-def _paired(comparison: ComparisonConfig, pairing: Pairing | None) -> tuple[PairedResult, str]:
-    """The window's statistics, or no verdict and why."""
+def _paired(
+    comparison: ComparisonConfig, pairing: Pairing | None, *, own_pools: bool
+) -> tuple[PairedResult, str]:
+    """The window's statistics, or no verdict and why (`own_pools`: `OWN_POOLS_NOTE`)."""
     if pairing is None:
         return PairedResult.undefined(), "one side served no query in this window"
     n = int(pairing.differences.size)
@@ -237,6 +240,8 @@ def _paired(comparison: ComparisonConfig, pairing: Pairing | None) -> tuple[Pair
     if math.isfinite(pairing.judged) and pairing.judged < comparison.min_judged:
         note = f"judged@k {pairing.judged:.0%} under min_judged {comparison.min_judged:.0%}"
         return PairedResult.undefined(n), note
+    if own_pools:
+        return PairedResult.undefined(n), OWN_POOLS_NOTE
     result = paired_comparison(
         pairing.differences,
         test="permutation",

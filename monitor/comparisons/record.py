@@ -23,12 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 import orjson
 
 from monitor.stats.paired import PairedResult
-from monitor.stats.query_units import UnitMoments, fixed_set_intervals
+from monitor.stats.query_units import FixedSetIntervals, UnitMoments, fixed_set_intervals
 from monitor.stats.sequence import DEFAULT_TAU, MixtureSequence, SequenceState
 
 __all__ = ["COMPARISON_KEY_PREFIX", "SCOPES", "ComparisonRecord", "MeasureComparison"]
@@ -71,21 +72,27 @@ class MeasureComparison:
         """Units (queries) with at least one window's difference so far."""
         return len(self.units)
 
+    @cached_property
+    def family_intervals(self) -> FixedSetIntervals:
+        """The units' intervals at the family's level alpha / family (computed once)."""
+        return fixed_set_intervals(self.units, self.alpha / max(1, self.family))
+
     def family_min_detectable(self) -> float:
         """The population difference the compared queries detect with 80 % power at the
         family's level (what the alert text says)."""
-        return fixed_set_intervals(self.units, self.alpha / max(1, self.family)).min_detectable
+        return self.family_intervals.min_detectable
 
     def decision(self, scope: str) -> tuple[float, float]:
         """The `scope` interval at the family's level alpha / family: what alerts act on."""
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}: one of {', '.join(SCOPES)}")
-        level = self.alpha / max(1, self.family)
         if scope == "population" and self.design == "live":
             if not self.sequence.windows:
                 return -math.inf, math.inf
-            return MixtureSequence(level, self.tau).interval(self.sequence)
-        intervals = fixed_set_intervals(self.units, level)
+            return MixtureSequence(self.alpha / max(1, self.family), self.tau).interval(
+                self.sequence
+            )
+        intervals = self.family_intervals
         if scope == "set":
             return intervals.set_lower, intervals.set_upper
         return intervals.population_lower, intervals.population_upper

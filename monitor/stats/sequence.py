@@ -45,6 +45,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from monitor.stats.query_units import UnitMoments
+
 __all__ = ["DEFAULT_BURN_IN", "DEFAULT_TAU", "MixtureSequence", "SequenceState"]
 
 DEFAULT_TAU = 0.02
@@ -64,6 +66,11 @@ class SequenceState:
     pooled_count: int = 0
     pooled_mean: float = 0.0
     pooled_m2: float = 0.0
+
+    @property
+    def pooled(self) -> UnitMoments:
+        """The pooled per-query differences as moments (merged with Chan et al.'s rule)."""
+        return UnitMoments(self.pooled_count, self.pooled_mean, self.pooled_m2)
 
     @property
     def pooled_variance(self) -> float:
@@ -127,6 +134,7 @@ class MixtureSequence:
         d = d[np.isfinite(d)]
         if d.size == 0:
             return state
+        mean = float(d.mean())
         after = state
         variance = state.pooled_variance
         if state.pooled_count >= burn_in and variance > 0.0:
@@ -135,19 +143,17 @@ class MixtureSequence:
                 state,
                 windows=state.windows + 1,
                 precision=state.precision + weight,
-                weighted_sum=state.weighted_sum + float(d.mean()) * weight,
+                weighted_sum=state.weighted_sum + mean * weight,
             )
             after = replace(after, p_value=min(state.p_value, self.p_value(after)))
-        count, mean = int(d.size), float(d.mean())
         m2 = 0.0 if d.min() == d.max() else float(((d - mean) ** 2).sum())
-        total = state.pooled_count + count
-        delta = mean - state.pooled_mean
+        pooled = state.pooled.merge(UnitMoments(int(d.size), mean, m2))
         return replace(
             after,
             last_end_ms=end_ms,
-            pooled_count=total,
-            pooled_mean=state.pooled_mean + delta * count / total,
-            pooled_m2=state.pooled_m2 + m2 + delta * delta * state.pooled_count * count / total,
+            pooled_count=pooled.count,
+            pooled_mean=pooled.mean,
+            pooled_m2=pooled.m2,
         )
 
     def log_likelihood_ratio(self, state: SequenceState, theta: float) -> float:

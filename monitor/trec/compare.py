@@ -145,7 +145,11 @@ def compare_runs(
     for row, result, p in zip(rows, results, corrected, strict=True):
         name, measure, mean, baseline_mean, differences = row
         if family > 1:
-            wide = paired_comparison(differences, test=test, confidence=1.0 - alpha / family)
+            # the permutation test's interval is Student's t: no need to draw its signs again
+            interval_test = "bootstrap" if test == "bootstrap" else "t"
+            wide = paired_comparison(
+                differences, test=interval_test, confidence=1.0 - alpha / family
+            )
             lower, upper = wide.ci_lower, wide.ci_upper
         else:
             lower, upper = result.ci_lower, result.ci_upper
