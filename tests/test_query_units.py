@@ -15,7 +15,7 @@ import pytest
 from monitor.alerting.engine import _comparison_verdict  # the verdict a comparison rule acts on
 from monitor.alerting.rules import Comparison
 from monitor.alerting.state import Evidence
-from monitor.comparisons import ComparisonConfig, ComparisonEngine
+from monitor.comparisons import ComparisonConfig, ComparisonEngine, MeasureComparison
 from monitor.stats.query_units import UnitMoments, fixed_set_intervals
 from monitor.stats.sequence import MixtureSequence, SequenceState
 from monitor.windows.summary import Segment, WindowSummary
@@ -131,22 +131,33 @@ def _window(segment: Segment, values: dict[str, float], start_ms: int) -> Window
     )
 
 
+V1: Segment = (("model", "v1"),)
+V2: Segment = (("model", "v2"),)
+
+
+def replayed(
+    base: dict[str, float], candidate: dict[str, float], windows: int
+) -> MeasureComparison:
+    """Comparisons "a" (v2 against v1) and "b" (the reverse), a family of two, over the same
+    queries replayed `windows` times: "a"'s measure after the last window."""
+    engine = ComparisonEngine(
+        [
+            ComparisonConfig("a", baseline=V1, candidate=V2, measures=(KEY,)),
+            ComparisonConfig("b", baseline=V2, candidate=V1, measures=(KEY,)),
+        ]
+    )
+    for start in range(0, windows * 10_000, 10_000):
+        records = engine.observe(
+            [(_window(V1, base, start), None), (_window(V2, candidate, start), None)]
+        )
+    return records[0].measures[0]
+
+
 def test_the_engine_judges_a_replay_by_query_and_names_its_design_and_family() -> None:
-    v1: Segment = (("model", "v1"),)
-    v2: Segment = (("model", "v2"),)
-    comparisons = [
-        ComparisonConfig("a", baseline=v1, candidate=v2, measures=(KEY,)),
-        ComparisonConfig("b", baseline=v2, candidate=v1, measures=(KEY,)),
-    ]
-    engine = ComparisonEngine(comparisons)
     rng = np.random.default_rng(3)
     base = {f"q{i}": float(v) for i, v in enumerate(rng.uniform(0.2, 0.8, 100))}
     cand = {q: v + 0.02 * (i % 3 - 1) for i, (q, v) in enumerate(base.items())}
-    for start in range(0, 40_000, 10_000):
-        records = engine.observe(
-            [(_window(v1, base, start), None), (_window(v2, cand, start), None)]
-        )
-    measure = records[0].measures[0]
+    measure = replayed(base, cand, windows=4)
     assert measure.design == "replay"  # the same 100 queries every window
     assert measure.family == 2
     assert measure.set_lower == measure.set_upper == pytest.approx(measure.result.delta)
@@ -158,24 +169,14 @@ def test_the_engine_judges_a_replay_by_query_and_names_its_design_and_family() -
 
 
 def test_the_comparison_alert_says_its_population_family_and_what_the_queries_can_show() -> None:
-    v1: Segment = (("model", "v1"),)
-    v2: Segment = (("model", "v2"),)
-    comparisons = [
-        ComparisonConfig("a", baseline=v1, candidate=v2, measures=(KEY,)),
-        ComparisonConfig("b", baseline=v2, candidate=v1, measures=(KEY,)),
-    ]
-    engine = ComparisonEngine(comparisons)
     rng = np.random.default_rng(9)
     base = {f"q{i}": float(v) for i, v in enumerate(rng.uniform(0.2, 0.8, 300))}
     worse = {q: v - (0.3 if i < 30 else 0.0) for i, (q, v) in enumerate(base.items())}
-    for start in (0, 10_000):
-        records = engine.observe(
-            [(_window(v1, base, start), None), (_window(v2, worse, start), None)]
-        )
-    verdict = _comparison_verdict(Comparison("a", "worse", 0.0), records[0].measures[0])
+    measure = replayed(base, worse, windows=2)
+    verdict = _comparison_verdict(Comparison("a", "worse", 0.0), measure)
     assert verdict.evidence is Evidence.BAD
     assert "in the population of queries (replay design)" in verdict.note
     assert "level 0.05/2 (Bonferroni over 2 comparison measures)" in verdict.note
     assert "300 queries can show differences of 0.0" in verdict.note
-    on_set = _comparison_verdict(Comparison("a", "worse", 0.0, scope="set"), records[0].measures[0])
+    on_set = _comparison_verdict(Comparison("a", "worse", 0.0, scope="set"), measure)
     assert "on the queries compared" in on_set.note
