@@ -62,9 +62,10 @@ from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine
 from monitor.alerting.rules import Below, Drop
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.protocol import Checkpoint
-from monitor.checkpoint.publisher import SharePublisher
-from monitor.checkpoint.shares import ShareReader, WindowsTopic
+from monitor.checkpoint.publisher import ProgressPublisher, SharePublisher
+from monitor.checkpoint.shares import ShareReader
 from monitor.checkpoint.steps import StepHook, ignore_step
+from monitor.checkpoint.windows_topic import WindowsTopic
 from monitor.clock import Clock, SystemClock, TickSchedule
 from monitor.comparisons.engine import ComparisonEngine
 from monitor.config.loader import Config
@@ -75,6 +76,8 @@ from monitor.explain.store import ExplainStore
 from monitor.export.exporter import Exporter, Liveness
 from monitor.export.http import HttpEndpoint, MetricsServer, Route
 from monitor.export.window_log import HEADLINE_KINDS, WindowLog
+from monitor.group.decider import ALONE, DECIDES, MEMBER, GroupDecider, Role, group_role
+from monitor.group.ledger import ShareLedger
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
@@ -195,14 +198,8 @@ class Monitor:
         self.comparisons = ComparisonEngine(
             config.comparisons, own_pools=config.judgments.inline == "fill"
         )
-        self.checkpoint = Checkpoint(
-            self.windows,
-            publisher,
-            self.source,
-            windows_topic or WindowsTopic(config.kafka),
-            hop_ms=config.windows.hop.ms,
-            step=step_hook,
-            comparisons=ComparisonPublisher(
+        self._comparison_records = (
+            ComparisonPublisher(
                 self.comparisons,
                 self._producer,
                 config.kafka.windows_topic,
@@ -212,7 +209,24 @@ class Monitor:
                 trimmed=self.exporter.count_share_trimmed,
             )
             if config.comparisons
-            else None,
+            else None
+        )
+        self._windows_topic = windows_topic or WindowsTopic(config.kafka)
+        self.checkpoint = Checkpoint(
+            self.windows,
+            publisher,
+            self.source,
+            self._windows_topic,
+            hop_ms=config.windows.hop.ms,
+            step=step_hook,
+            comparisons=self._comparison_records,
+        )
+        # One decision for the group (`monitor.group`): this member's part in it, its
+        # progress records for the decider, and the decider when it is this member.
+        self.role: Role = ALONE
+        self.decider: GroupDecider | None = None
+        self._progress = ProgressPublisher(
+            self._producer, config.kafka.windows_topic, self.source, group=config.kafka.group_id
         )
         self._delivery, self.alerts, self._restore_windows, self._restore_measures = _alerts(
             config, self.clock, self.exporter
@@ -303,6 +317,8 @@ class Monitor:
         if records:
             self.intake.process(records, self._scorers, self.clock.now_ms())
             self.checkpoint.took_in(records)
+        if self.decider is not None:
+            self.decider.read()
         self._note_source_state()
         if self._schedule.due():
             self.tick()
@@ -348,17 +364,22 @@ class Monitor:
         for partition in leaving:
             self.exporter.forget_partition(partition)
         self._owned = owned
+        role = group_role(self.source.topic_partitions(), owned)
         _log.info(
             "partitions rebalanced",
-            extra=fields(owned=sorted(owned), arriving=sorted(arriving), left=sorted(leaving)),
+            extra=fields(
+                owned=sorted(owned), arriving=sorted(arriving), left=sorted(leaving), role=role
+            ),
         )
         if not replay:
+            if not self._take_role(role):
+                return None
             return [record for record in batch.records if record.partition in owned]
         self.windows.assign(owned)
         # Records of partitions held before came from their old positions: fetched again.
         if not self._retry(lambda: self.source.rewind(owned - arriving), "rewind partitions"):
             return None
-        if not self._learn_published(owned):
+        if not self._learn_published(owned, role):
             return None
         return [record for record in batch.records if record.partition in arriving]
 
@@ -377,16 +398,74 @@ class Monitor:
             oldest = self.explain_store.oldest_kept_start()
             if oldest is not None:
                 self.samples.forget_before(oldest)
-        self.alerts.observe(summaries, now, elapsed_ms=elapsed)
-        compared = self.comparisons.drain()
-        for record in compared:
-            self.exporter.record_comparison(record)
-        self.alerts.observe_comparisons(compared, now)
-        self.alerts.tick(now, elapsed_ms=elapsed)
+        self._decide(summaries, now, elapsed)
+        self._report_progress()
         self._copy_active_alerts()
         self._export_progress()
         self._window_log.state(self.windows, self.checkpoint.held)
         self.checkpoint.commit()
+
+    def _decide(self, summaries: list[WindowSummary], now: int, elapsed: int) -> None:
+        """Alerts and comparisons: on this member's windows when it owns every partition, on
+        the group's whole windows when it decides for the group, not at all otherwise."""
+        if self.role == ALONE:
+            self.alerts.observe(summaries, now, elapsed_ms=elapsed)
+            compared = self.comparisons.drain()
+            for record in compared:
+                self.exporter.record_comparison(record)
+            self.alerts.observe_comparisons(compared, now)
+        elif self.decider is not None:
+            self.decider.read()
+            self.decider.decide(now, elapsed)
+        if self.role != MEMBER:
+            self.alerts.tick(now, elapsed_ms=elapsed)
+
+    def _report_progress(self) -> None:
+        """In a group, what this member has finalized, for the decider (after the publish
+        acknowledged every share it names)."""
+        acked = self.checkpoint.take_acked()
+        if self.role == ALONE:
+            return
+        self._progress.published(acked)
+        if self.checkpoint.published:
+            quiet = self._stream_quiet() and not self.windows.open_windows
+            watermark = self.windows.watermark_ms
+            self._progress.report(self._owned, watermark, quiet, self.clock.now_ms())
+
+    def _take_role(self, role: Role) -> bool:
+        """Become `role` in the group's decisions (False: stopping before the windows topic
+        could be followed). A member that stops deciding forgets its alerts and comparisons
+        and leaves their re-sending to the new decider."""
+        before, self.role = self.role, role
+        self.checkpoint.compare_locally = role == ALONE
+        self._progress.forget()
+        if role == before and (role != DECIDES or self.decider is not None):
+            return True
+        if self.decider is not None and role != DECIDES:
+            self.decider.close()
+            self.decider = None
+        if role == MEMBER:
+            self.alerts.reset(self._elapsed_ms())
+            self._delivery.hand_over()
+            self.exporter.stand_down()
+            self.comparisons.restore([])
+            if self._comparison_records is not None:
+                self._comparison_records.drop()
+            self._copy_active_alerts()
+        if role == DECIDES and self.decider is None:
+            return self._retry(self._follow_windows_topic, "follow the windows topic")
+        return True
+
+    def _follow_windows_topic(self) -> bool:
+        topic_partitions = self.source.topic_partitions() or self._owned
+        self.decider = GroupDecider(
+            ShareLedger(topic_partitions),
+            self._windows_topic.tail(),
+            self.alerts,
+            self._comparison_records,
+            self.exporter.record_comparison,
+        )
+        return True
 
     def _elapsed_ms(self) -> int:
         return int(self.clock.monotonic() * 1000)
@@ -545,9 +624,14 @@ class Monitor:
 
     # -- start and stop -------------------------------------------------------------------
 
-    def _learn_published(self, owned: frozenset[int]) -> bool:
+    def _learn_published(self, owned: frozenset[int], role: Role) -> bool:
         """Restore from the windows topic before `owned` replays (`Checkpoint.restore`), then
-        the alert baselines from the shares of partitions now owned. False: stopping."""
+        the alert baselines and comparisons: alone, from the shares and records of the
+        partitions now owned; as the group's new decider, from every member's (`monitor.group`).
+        False: stopping."""
+        new_decider = role == DECIDES and self.decider is None
+        if not self._take_role(role):
+            return False
         current = self.evaluation.current
         newest = Epoch(NO_BOUNDARY, _window_spec(self.config), current.version, len(current))
         restore = self.checkpoint.restore(
@@ -556,20 +640,23 @@ class Monitor:
             self._retry,
             keep=self._restore_windows,
             measures=self._restore_measures,
+            also=self.decider.take if new_decider and self.decider is not None else None,
         )
         if restore is None:
             return False
         self._forget_unused_scorers()
-        restored = restore.owned_summaries()
-        self.alerts.restore(restored)
-        compared = self.comparisons.restore(restore.comparison_records())
-        for record in compared:
-            self.exporter.record_comparison(record)
-        self.alerts.observe_comparisons(compared, self.clock.now_ms(), restoring=True)
+        if role == ALONE:
+            self.alerts.restore(restore.owned_summaries())
+            compared = self.comparisons.restore(restore.comparison_records())
+            for record in compared:
+                self.exporter.record_comparison(record)
+            self.alerts.observe_comparisons(compared, self.clock.now_ms(), restoring=True)
+        elif new_decider and self.decider is not None:
+            self.decider.restore()
         self._copy_active_alerts()
         _log.info(
             "read published windows",
-            extra=fields(shares=restore.read, restored=len(restored), partitions=sorted(owned)),
+            extra=fields(shares=restore.read, partitions=sorted(owned), role=role),
         )
         return True
 
@@ -599,6 +686,8 @@ class Monitor:
         Each step is bounded by a Kafka client timeout; `rankmon run` bounds the whole.
         """
         self.checkpoint.close()
+        if self.decider is not None:
+            self.decider.close()
         self.source.close()
         self._producer.close()
         self._delivery.stop()

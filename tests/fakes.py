@@ -4,7 +4,8 @@
   what was appended since, in partition then offset order; commits are kept. It can be made
   to block inside `poll()` (`stall()` / `release()`), as a client stuck in a busy loop.
 - `FakeProducer` (a `RecordSink`): keeps every record sent, by topic; flushes succeed.
-- `FakeWindowsTopic` (a `ShareReader`): reads back what the producer put on the windows topic.
+- `FakeWindowsTopic` (a `ShareReader`): reads back what the producer put on the windows topic,
+  and follows it (`FakeTail`) for a group's decider.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from monitor.checkpoint.progress import ProgressRecord
 from monitor.checkpoint.shares import RestoreNeeds, WindowShare, WindowsRecord
 from monitor.clock import FakeClock
 from monitor.comparisons.record import ComparisonRecord
@@ -25,9 +27,18 @@ if TYPE_CHECKING:
 class FakeStream:
     """One consumer's view of a topic held in memory."""
 
-    def __init__(self, topic: str, partitions: Iterable[int] = (0,)) -> None:
+    def __init__(
+        self,
+        topic: str,
+        partitions: Iterable[int] = (0,),
+        *,
+        topic_partitions: Iterable[int] | None = None,
+    ) -> None:
+        """`partitions`: those this member owns; `topic_partitions`: all the topic has
+        (default: the owned ones, a member alone in its group)."""
         self.topic = topic
         self.log: dict[int, list[SourceRecord]] = {p: [] for p in partitions}
+        self.all_partitions = frozenset(self.log if topic_partitions is None else topic_partitions)
         self.positions = dict.fromkeys(self.log, 0)
         self.commits: list[dict[int, int]] = []
         self.broker_up = True
@@ -102,6 +113,9 @@ class FakeStream:
     def lag(self, partition: int) -> int | None:
         return len(self.log[partition]) - self.positions[partition]
 
+    def topic_partitions(self) -> frozenset[int] | None:
+        return self.all_partitions
+
     def close(self) -> None:
         self.release()
 
@@ -128,7 +142,7 @@ class FakeProducer:
         return [
             WindowShare.from_record(value, headers)
             for key, value, headers in sent
-            if not ComparisonRecord.is_key(key)
+            if not ComparisonRecord.is_key(key) and not ProgressRecord.is_key(key)
         ]
 
     def comparisons(self, topic: str) -> list[ComparisonRecord]:
@@ -136,14 +150,23 @@ class FakeProducer:
         sent = self.sent.get(topic, [])
         return [ComparisonRecord.from_json(v) for k, v, _ in sent if ComparisonRecord.is_key(k)]
 
-    def records(self, topic: str) -> list[WindowsRecord]:
-        """Shares and comparison records, in the order sent."""
+    def records(self, topic: str, start: int = 0) -> list[WindowsRecord]:
+        """Shares, comparison and progress records, in the order sent (from the `start`th)."""
         return [
-            ComparisonRecord.from_json(value)
-            if ComparisonRecord.is_key(key)
-            else WindowShare.from_record(value, headers)
-            for key, value, headers in self.sent.get(topic, [])
+            _parsed(key, value, headers) for key, value, headers in self.sent.get(topic, [])[start:]
         ]
+
+    def progress(self, topic: str) -> list[ProgressRecord]:
+        """The progress records on the windows topic `topic`, in the order sent."""
+        return [r for r in self.records(topic) if isinstance(r, ProgressRecord)]
+
+
+def _parsed(key: bytes | None, value: bytes, headers: list[tuple[str, bytes]]) -> WindowsRecord:
+    if ComparisonRecord.is_key(key):
+        return ComparisonRecord.from_json(value)
+    if ProgressRecord.is_key(key):
+        return ProgressRecord.from_json(value)
+    return WindowShare.from_record(value, headers)
 
 
 class FakeWindowsTopic:
@@ -160,6 +183,27 @@ class FakeWindowsTopic:
         self.reads += 1
         for record in self.producer.records(self.topic):
             take(record)
+
+    def tail(self) -> FakeTail:
+        return FakeTail(self.producer, self.topic)
+
+
+class FakeTail:
+    """Follows the fake windows topic from its end when made."""
+
+    def __init__(self, producer: FakeProducer, topic: str) -> None:
+        self.producer = producer
+        self.topic = topic
+        self.position = len(producer.sent.get(topic, []))
+        self.closed = False
+
+    def poll(self) -> list[WindowsRecord]:
+        records = self.producer.records(self.topic, self.position)
+        self.position += len(records)
+        return records
+
+    def close(self) -> None:
+        self.closed = True
 
 
 class FakeServer:

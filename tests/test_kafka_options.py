@@ -18,7 +18,7 @@ import pytest
 import yaml
 from kafka import KafkaConsumer, KafkaProducer
 
-from monitor.checkpoint.shares import WindowsTopic
+from monitor.checkpoint.windows_topic import WindowsTopic
 from monitor.config.loader import load_config
 from monitor.kafka.options import consumer_options, producer_options
 from monitor.kafka.settings import KafkaConfig

@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("export",),
     ("explain",),
     ("alerting",),
+    ("group",),
     ("config",),
     ("dashboards", "trec"),
     ("service",),

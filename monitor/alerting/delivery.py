@@ -93,6 +93,15 @@ class DeliveryChannel:
             self._enforce_bound()
         self.wake.set()
 
+    def hand_over(self) -> None:
+        """Stop re-sending the firing alerts already delivered: another instance decides
+        them now, and re-sends them itself. States not delivered yet still go."""
+        with self._lock:
+            for key, entry in list(self._entries.items()):
+                entry.standing = entry.sent_at_ms = entry.firing_since_ms = None
+                if not entry.queue:
+                    del self._entries[key]
+
     def outstanding(self) -> int:
         """Alerts the channel still holds (firing, or with a state not yet delivered)."""
         with self._lock:
@@ -263,6 +272,11 @@ class AlertDelivery:
         if messages:
             for channel in self.channels:
                 channel.offer(messages)
+
+    def hand_over(self) -> None:
+        """Another instance of the group decides the alerts now (`DeliveryChannel.hand_over`)."""
+        for channel in self.channels:
+            channel.hand_over()
 
     def start(self) -> None:
         """Start one background thread per sink."""

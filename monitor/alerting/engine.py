@@ -221,6 +221,16 @@ class AlertEngine:
         firing = [a for a in self._alerts.values() if a.status is Status.FIRING]
         self._publish([], firing, standing=firing)
 
+    def reset(self, start_ms: int) -> None:
+        """Forget every alert, baseline and window seen: another instance of the group
+        decides now (`monitor.group`). `start_ms`: the monotonic reading stale rules count
+        silence from, should this instance decide again."""
+        self._alerts.clear()
+        self._latest_start.clear()
+        self._drop_pairs = None
+        self._arrivals.clear()
+        self._start_ms = start_ms
+
     def forget(self, segment: Segment) -> None:
         """Drop what the rules keep about a retired segment (its firing alerts stay)."""
         for key, alert in list(self._alerts.items()):

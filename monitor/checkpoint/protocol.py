@@ -30,7 +30,13 @@ from typing import Protocol
 
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.publisher import GroupMember, SharePublisher
-from monitor.checkpoint.shares import RestoreNeeds, ShareReader, ShareRestore, WindowShare
+from monitor.checkpoint.shares import (
+    RestoreNeeds,
+    ShareReader,
+    ShareRestore,
+    WindowShare,
+    WindowsRecord,
+)
 from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.kafka.consumer import SourceRecord
 from monitor.logs import fields
@@ -76,6 +82,9 @@ class Checkpoint:
         self._read_through: dict[int, int] = {}  # partition -> next offset taken in
         self._published = False  # the last publish acknowledged everything held
         self._finalized = False  # the last tick finalized a window
+        # False while another member of the group decides (`monitor.group`): the comparisons
+        # of this member's shares alone would be about part of the queries.
+        self.compare_locally = True
 
     @property
     def held(self) -> int:
@@ -98,12 +107,21 @@ class Checkpoint:
         ]
         self._publisher.add(finalized, fence)
         compared = True
-        if self._comparisons is not None:
+        if self._comparisons is not None and self.compare_locally:
             self._comparisons.add(finalized)
             compared = self._comparisons.publish()
         self._published = compared and self._publisher.publish()
         self._finalized = bool(finalized)
         return [share.summary for share in finalized]
+
+    @property
+    def published(self) -> bool:
+        """Whether the last publish acknowledged everything held."""
+        return self._published
+
+    def take_acked(self) -> list[str]:
+        """The keys of the shares acknowledged since the last call (`SharePublisher`)."""
+        return self._publisher.take_acked()
 
     def commit(self) -> None:
         """Step 4: commit the safe offsets if the last publish acknowledged everything."""
@@ -133,20 +151,24 @@ class Checkpoint:
         *,
         keep: int,
         measures: frozenset[str],
+        also: Callable[[WindowsRecord], None] | None = None,
     ) -> ShareRestore | None:
         """Read the windows topic back before `owned` replays (None: stopping first).
 
         How far back is what a replay from the committed offsets can meet and what the alert
         rules look back on (`RestoreNeeds`, `keep` windows of `measures`), whatever the
         topic's retention. Replaying without the marks would publish windows twice: the read
-        is retried until the topic answers."""
+        is retried until the topic answers. `also` sees every record read too (the group's
+        decider: `monitor.group`)."""
         read_back: list[ShareRestore] = []  # the attempt that read the whole tail
 
         def read() -> bool:
             # Marks of a failed read stay true; the kept summaries start over.
             attempt = ShareRestore(self._windows, owned, keep, measures)
             needs = RestoreNeeds(self._member.committed(owned), keep, self._hop_ms)
-            self._windows_topic.read(attempt.take, needs)
+            self._windows_topic.read(
+                attempt.take if also is None else _tee(attempt.take, also), needs
+            )
             read_back.append(attempt)
             return True
 
@@ -184,3 +206,13 @@ class Checkpoint:
         labels = restore.label_state()
         if labels is not None and self._windows.labeler is not None:
             self._windows.labeler.restore(labels)
+
+
+def _tee(
+    first: Callable[[WindowsRecord], None], second: Callable[[WindowsRecord], None]
+) -> Callable[[WindowsRecord], None]:
+    def both(record: WindowsRecord) -> None:
+        first(record)
+        second(record)
+
+    return both

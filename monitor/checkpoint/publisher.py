@@ -25,13 +25,14 @@ from collections.abc import Callable, Iterable, Mapping
 from itertools import groupby
 from typing import Protocol
 
-from monitor.checkpoint.shares import WindowShare, publish_shares
+from monitor.checkpoint.progress import ProgressRecord
+from monitor.checkpoint.shares import SHARE_HEADERS, WindowShare, group_headers, publish_shares
 from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.kafka.bootstrap import KafkaUnavailableError
 from monitor.kafka.producer import RecordSink
 from monitor.logs import fields
 
-__all__ = ["GroupMember", "SharePublisher"]
+__all__ = ["GroupMember", "ProgressPublisher", "SharePublisher"]
 
 _log = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ class SharePublisher:
         self._unsent: list[WindowShare] = []
         self._unacked: list[WindowShare] = []  # handed to the producer, not acknowledged yet
         self._fence: Mapping[int, int] = {}
+        self._acked: list[str] = []  # keys acknowledged since `take_acked`
 
     @property
     def held(self) -> list[WindowShare]:
@@ -91,6 +93,11 @@ class SharePublisher:
     def drop(self) -> None:
         """Forget the held shares: their windows are being replayed."""
         self._unsent, self._unacked = [], []
+
+    def take_acked(self) -> list[str]:
+        """The keys of the shares acknowledged since the last call, in publish order."""
+        acked, self._acked = self._acked, []
+        return acked
 
     def publish(self) -> bool:
         """Publish the held shares and flush the dead letters; True once all are acked.
@@ -118,6 +125,7 @@ class SharePublisher:
                     extra=fields(error=str(error), windows=len(self.held)),
                 )
                 return False
+            self._acked += [share.key.decode() for share in self._unacked]
             self._unacked = []  # the flush acknowledged everything sent so far
             if self._trimmed is not None:
                 for name in dropped:
@@ -136,3 +144,45 @@ def _by_window(shares: list[WindowShare]) -> list[list[WindowShare]]:
 
 def _window_of(share: WindowShare) -> tuple[str, int, int]:
     return share.summary.window, share.summary.start_ms, share.summary.end_ms
+
+
+class ProgressPublisher:
+    """Sends this member's progress record after a tick, when it says something new."""
+
+    def __init__(
+        self, producer: RecordSink, topic: str, source: GroupMember, *, group: str | None = None
+    ) -> None:
+        self._producer = producer
+        self._topic = topic
+        self._source = source
+        self._headers = [*SHARE_HEADERS, *group_headers(group)]
+        self._last: tuple[frozenset[int], int | None, bool] | None = None
+        self._shares: list[str] = []  # acknowledged, not yet named in a sent record
+
+    def published(self, keys: Iterable[str]) -> None:
+        """Shares the broker acknowledged: the next record names them."""
+        self._shares += keys
+
+    def forget(self) -> None:
+        """After a rebalance: the next record is sent whatever it says."""
+        self._last = None
+
+    def report(
+        self, partitions: frozenset[int], closed_through_ms: int | None, quiet: bool, at_ms: int
+    ) -> ProgressRecord | None:
+        """Send the progress record if it differs from the last one sent; the record, or
+        None when nothing was sent (nothing new, or the broker not answering)."""
+        state = (partitions, closed_through_ms, quiet)
+        if (state == self._last and not self._shares) or not self._source.broker_up:
+            return None
+        record = ProgressRecord(partitions, closed_through_ms, quiet, at_ms, tuple(self._shares))
+        try:
+            self._producer.send(self._topic, record.key, record.to_json(), self._headers)
+            self._producer.flush()
+        except KafkaUnavailableError as error:
+            _log.warning(
+                "progress record not acknowledged; sent again", extra=fields(error=str(error))
+            )
+            return None
+        self._last, self._shares = state, []
+        return record

@@ -71,11 +71,10 @@ import orjson
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
+from monitor.checkpoint.progress import ProgressRecord
 from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.bootstrap import KafkaUnavailableError, bootstrap_reachable
-from monitor.kafka.options import consumer_options
 from monitor.kafka.producer import RecordSink
-from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
 from monitor.windows.engine import EventWindows
 from monitor.windows.segments import LabelState
@@ -83,13 +82,15 @@ from monitor.windows.spec import NO_BOUNDARY, Epoch, WindowSpec, align_up
 from monitor.windows.summary import Segment, WindowSummary
 
 __all__ = [
+    "GroupFilter",
+    "RecordTail",
     "RestoreNeeds",
     "ShareReader",
     "ShareRestore",
     "WindowShare",
     "WindowsRecord",
-    "WindowsTopic",
     "fitted_value",
+    "parse_records",
     "publish_shares",
     "read_shares",
 ]
@@ -312,62 +313,29 @@ def fitted_value(share: WindowShare, max_record_bytes: int) -> tuple[bytes, tupl
     return value, tuple(dropped)
 
 
-# The windows topic holds window shares and, when comparisons are configured, one
-# comparison record per comparison and window (`monitor.comparisons.record`).
-WindowsRecord = WindowShare | ComparisonRecord
+# The windows topic holds window shares; when comparisons are configured, one comparison
+# record per comparison and window (`monitor.comparisons.record`); and, from the members of
+# a group that share the events topic, their progress (`monitor.checkpoint.progress`).
+WindowsRecord = WindowShare | ComparisonRecord | ProgressRecord
+
+
+class RecordTail(Protocol):
+    """Follows the windows topic from where it began (`monitor.checkpoint.tail`)."""
+
+    def poll(self) -> list[WindowsRecord]: ...
+
+    def close(self) -> None: ...
 
 
 class ShareReader(Protocol):
-    """Reads shares back for a restore: `WindowsTopic`, or a fake in tests."""
+    """Reads shares back for a restore, and follows the topic for the group's decider:
+    `WindowsTopic`, or a fake in tests."""
 
     def read(
         self, take: Callable[[WindowsRecord], None], needs: RestoreNeeds | None = None
     ) -> None: ...
 
-
-class WindowsTopic:
-    """Reads the configured windows topic back, with the event consumer's connection options."""
-
-    def __init__(self, kafka: KafkaConfig, timeout_s: float = 10.0) -> None:
-        options = dict(consumer_options(kafka))
-        for key in ("group_id", "enable_auto_commit", "bootstrap_servers", "client_id"):
-            options.pop(key, None)
-        self._options = options
-        self._kafka = kafka
-        self._timeout_s = timeout_s
-        self.foreign: dict[str, int] = {}  # records of other groups ignored, by group
-        self._warned = False
-
-    def read(
-        self, take: Callable[[WindowsRecord], None], needs: RestoreNeeds | None = None
-    ) -> None:
-        """Hand the shares (and comparison records) the restore `needs` (default: all) to
-        `take`, as read, in offset order; `KafkaUnavailableError` if the topic cannot be read
-        now (`take` may have seen some)."""
-        read_shares(
-            bootstrap_servers=list(self._kafka.bootstrap_servers),
-            topic=self._kafka.windows_topic,
-            client_id=f"{self._kafka.client_id}-restore",
-            timeout_s=self._timeout_s,
-            take=take,
-            needs=needs,
-            group=self._kafka.group_id,
-            foreign=self.foreign,
-            **self._options,
-        )
-        if self.foreign and not self._warned:
-            self._warned = True
-            _log.error(
-                "the windows topic holds records of another deployment: ignored, not restored. "
-                "Give each deployment (consumer group) its own kafka.windows_topic and "
-                "kafka.dead_letter_topic",
-                extra=fields(
-                    topic=self._kafka.windows_topic,
-                    group=self._kafka.group_id,
-                    other_groups=",".join(sorted(self.foreign))[:400],
-                    records=sum(self.foreign.values()),
-                ),
-            )
+    def tail(self) -> RecordTail: ...
 
 
 class ShareRestore:
@@ -407,7 +375,10 @@ class ShareRestore:
 
     def take(self, share: WindowsRecord) -> None:
         """Mark one share published; keep it for the alerts if this instance owns it. Of
-        the comparison records, keep the newest owned one of each comparison."""
+        the comparison records, keep the newest owned one of each comparison; progress
+        records are for the group's decider (`monitor.group`)."""
+        if isinstance(share, ProgressRecord):
+            return
         if isinstance(share, ComparisonRecord):
             newest = self._comparisons.get(share.name)
             if share.owned_by(self._owned) and (newest is None or share.start_ms > newest.start_ms):
@@ -513,7 +484,7 @@ def read_shares(
     try:
         shares: list[WindowsRecord] = []
         deadline = time.monotonic() + timeout_s
-        only = _GroupFilter(group, {} if foreign is None else foreign)
+        only = GroupFilter(group, {} if foreign is None else foreign)
         _read_to_end(consumer, topic, deadline, take or shares.append, needs, only=only)
         return shares
     except KafkaError as error:
@@ -534,7 +505,7 @@ def _read_to_end(
     take: Callable[[WindowsRecord], None],
     needs: RestoreNeeds | None,
     *,
-    only: _GroupFilter,
+    only: GroupFilter,
 ) -> None:
     partitions = [
         TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())
@@ -554,7 +525,7 @@ def _read_to_end(
         if time.monotonic() > deadline:
             raise KafkaUnavailableError(f"{topic} not read to its end in time")
         for tp in sorted(batches := consumer.poll(timeout_ms=200)):
-            for share in _parsed(only.records(batches[tp])):
+            for share in parse_records(only.records(batches[tp])):
                 take(share)
 
 
@@ -580,7 +551,7 @@ def _read_tail(
     take: Callable[[WindowsRecord], None],
     *,
     deadline: float,
-    only: _GroupFilter,
+    only: GroupFilter,
 ) -> None:
     """Hand `take` the shares of [x, end) for the x `needs` asks for: chunks read backwards;
     `offsets` are the partition's (begin, end)."""
@@ -605,7 +576,7 @@ def _shares_between(
     upper: int,
     deadline: float,
     *,
-    only: _GroupFilter,
+    only: GroupFilter,
 ) -> Iterator[WindowsRecord]:
     """The shares at offsets [lower, upper) of one partition, in offset order, as read."""
     consumer.seek(tp, lower)
@@ -613,7 +584,7 @@ def _shares_between(
         if time.monotonic() > deadline:
             raise KafkaUnavailableError(f"{tp.topic} not read back in time")
         for records in consumer.poll(timeout_ms=200, max_records=16).values():
-            yield from _parsed(only.records([r for r in records if r.offset < upper]))
+            yield from parse_records(only.records([r for r in records if r.offset < upper]))
 
 
 def _position(consumer: KafkaConsumer, tp: TopicPartition, unknown: int) -> int:
@@ -630,7 +601,7 @@ def _at_end(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> bool:
     return True
 
 
-class _GroupFilter:
+class GroupFilter:
     """Passes the records of `group` (and those without a group header); counts the others
     by their group in `foreign`. A None group passes everything."""
 
@@ -652,12 +623,15 @@ class _GroupFilter:
         return kept
 
 
-def _parsed(records: Iterable[Any]) -> list[WindowsRecord]:
+def parse_records(records: Iterable[Any]) -> list[WindowsRecord]:
     shares: list[WindowsRecord] = []
     for record in records:
         try:
             if ComparisonRecord.is_key(record.key):
                 shares.append(ComparisonRecord.from_json(record.value or b""))
+                continue
+            if ProgressRecord.is_key(record.key):
+                shares.append(ProgressRecord.from_json(record.value or b""))
                 continue
             shares.append(WindowShare.from_record(record.value or b"", record.headers or ()))
         except (ValueError, UnicodeDecodeError) as error:

@@ -481,6 +481,13 @@ class Exporter:
             for name, gauge in self._comparison.items():
                 gauge.labels(*labels).set(_comparison_value(measure, name))
 
+    def stand_down(self) -> None:
+        """Another instance of the group decides now: its comparison series and alert states
+        leave this instance's /metrics (the counters of firings stay)."""
+        for gauge in self._comparison.values():
+            gauge.clear()
+        self.alerts.firing.clear()
+
     def retire_segment(self, segment: Segment) -> None:
         """Remove a retired segment's series: its window gauges and its alerts' states."""
         with self._lock:

@@ -102,6 +102,8 @@ class EventStream(Protocol):
 
     def lag(self, partition: int) -> int | None: ...
 
+    def topic_partitions(self) -> frozenset[int] | None: ...
+
     def close(self) -> None: ...
 
 
@@ -336,6 +338,17 @@ class EventSource:
             return {p: consumer.committed(TopicPartition(self.topic, p)) for p in partitions}
         except KafkaError as error:
             raise KafkaUnavailableError(f"cannot read committed offsets: {error}") from error
+
+    def topic_partitions(self) -> frozenset[int] | None:
+        """Every partition of the events topic, from the client's metadata; None if unknown."""
+        consumer = self._consumer
+        if consumer is None:
+            return None
+        try:
+            found = consumer.partitions_for_topic(self.topic)
+        except KafkaError:
+            return None
+        return frozenset(found) if found else None
 
     def lag(self, partition: int) -> int | None:
         """Records after the last one returned, from the last fetch's highwater; None if unknown."""

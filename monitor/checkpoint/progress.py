@@ -1,0 +1,97 @@
+"""Progress records: what a group member has finalized, for the member that decides.
+
+When a consumer group's members share the events topic's partitions, every comparison and
+alert rule is decided once, over all queries, by one member (`monitor.group`). It merges the
+window shares the others publish; to know when a window is whole it reads each member's
+progress on the windows topic:
+
+    key     progress/p0,2
+    value   {"record": "progress", "schema_version": 1, "partitions": [0, 2],
+             "closed_through_ms": 1767225610000, "quiet": false, "at_ms": ...,
+             "shares": ["10s/1767225600000/model=v1/p0,2", ...]}
+
+- `closed_through_ms`: the member's watermark after its finalize. Every window of its
+  partitions ending at or before it is final: its shares are on the topic (they were
+  acknowledged before this record was sent), and a later event for it is late. None before
+  the member's first event.
+- `quiet`: its partitions are idle, nothing is left to fetch and no window is open: nothing
+  more is coming for any window until new events arrive.
+- `shares`: the keys of the shares acknowledged since the member's previous progress record.
+  With a windows topic of several partitions a share and the progress record that follows it
+  may be read in either order; the decider waits for every share a record names.
+
+A member sends one after each tick whose publish was acknowledged, when anything in it
+changed (`monitor.checkpoint.publisher.ProgressPublisher`). Losing one costs nothing but
+time: the next one says as much and more.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import orjson
+
+__all__ = ["PROGRESS_KEY_PREFIX", "ProgressRecord"]
+
+PROGRESS_KEY_PREFIX = "progress/"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ProgressRecord:
+    """One member's progress over its partitions (module docstring)."""
+
+    partitions: frozenset[int]
+    closed_through_ms: int | None
+    quiet: bool
+    at_ms: int
+    shares: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> bytes:
+        return f"{PROGRESS_KEY_PREFIX}p{','.join(map(str, sorted(self.partitions)))}".encode()
+
+    def closes(self, end_ms: int) -> bool:
+        """Whether every window of these partitions ending at `end_ms` is final."""
+        return self.quiet or (
+            self.closed_through_ms is not None and self.closed_through_ms >= end_ms
+        )
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(
+            {
+                "record": "progress",
+                "schema_version": SCHEMA_VERSION,
+                "partitions": sorted(self.partitions),
+                "closed_through_ms": self.closed_through_ms,
+                "quiet": self.quiet,
+                "at_ms": self.at_ms,
+                "shares": list(self.shares),
+            },
+            option=orjson.OPT_SORT_KEYS,
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes) -> ProgressRecord:
+        """Parse a record value; `ValueError` if it is not a progress record."""
+        try:
+            raw = orjson.loads(data)
+            if not isinstance(raw, dict) or raw.get("record") != "progress":
+                raise ValueError("not a rankmon progress record")
+            if raw.get("schema_version") != SCHEMA_VERSION:
+                raise ValueError(f"progress record schema {raw.get('schema_version')!r}")
+            closed = raw["closed_through_ms"]
+            return cls(
+                partitions=frozenset(int(p) for p in raw["partitions"]),
+                closed_through_ms=None if closed is None else int(closed),
+                quiet=bool(raw["quiet"]),
+                at_ms=int(raw["at_ms"]),
+                shares=tuple(str(key) for key in raw.get("shares") or ()),
+            )
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"malformed progress record: {error}") from error
+
+    @staticmethod
+    def is_key(key: bytes | None) -> bool:
+        """Whether a windows-topic record key is a progress record's."""
+        return key is not None and key.startswith(PROGRESS_KEY_PREFIX.encode())

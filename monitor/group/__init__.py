@@ -1,0 +1,3 @@
+"""One decision for the consumer group: the member that owns the events topic's first
+partition merges the window shares every member publishes and runs the comparisons and the
+alert rules once, over all queries (`decider`); `ledger` says when a window is whole."""
