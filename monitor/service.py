@@ -364,7 +364,9 @@ class Monitor:
         for partition in leaving:
             self.exporter.forget_partition(partition)
         self._owned = owned
-        role = group_role(self.source.topic_partitions(), owned)
+        # Between an eager rebalance's revocation and its assignment a member owns nothing
+        # for a moment: its part in the group's decisions waits for the assignment.
+        role = group_role(self.source.topic_partitions(), owned) if owned else self.role
         _log.info(
             "partitions rebalanced",
             extra=fields(

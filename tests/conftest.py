@@ -9,6 +9,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import pytest
 
@@ -68,16 +69,13 @@ def new_topic(tansu: EmbeddedBroker) -> Callable[..., str]:
     return create
 
 
-@pytest.fixture
-def kafka_outage(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    """For a test that takes the broker away while kafka-python clients run.
-
-    kafka-python 3.0.12 leaves the sockets of failed reconnects unclosed; its error log
-    records (which pytest keeps) hold them through their exceptions. This fixture ignores
-    that one ResourceWarning during the test, keeps kafka's logs out of the records and,
-    after the test closed its clients, collects the sockets, so the warning is not raised
-    at the end of the session instead.
-    """
+@contextmanager
+def _kafka_socket_leaks(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """kafka-python 3.0.12 leaves unclosed the sockets of failed reconnects and of a client
+    closed while a metadata refresh is in flight; its error log records (which pytest keeps)
+    hold them through their exceptions. Ignore that one ResourceWarning during the test,
+    keep kafka's logs out of the records and, after the test closed its clients, collect
+    the sockets, so the warning is not raised at the end of the session instead."""
     caplog.set_level(logging.CRITICAL, logger="kafka")
     # pytest enters its warning filters once around setup, call and teardown, so a filter
     # set here stays in front of them until the teardown below is done.
@@ -90,6 +88,22 @@ def kafka_outage(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
         ):
             time.sleep(0.05)
         gc.collect()
+
+
+@pytest.fixture
+def kafka_outage(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """For a test that takes the broker away while kafka-python clients run
+    (`_kafka_socket_leaks`)."""
+    with _kafka_socket_leaks(caplog):
+        yield
+
+
+@pytest.fixture
+def kafka_rebalances(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """For a test whose in-process clients rebalance and are made and closed as roles move
+    between group members (`_kafka_socket_leaks`)."""
+    with _kafka_socket_leaks(caplog):
+        yield
 
 
 @pytest.fixture

@@ -94,6 +94,20 @@ def test_firing_alerts_are_resent_every_interval_and_resolved_ones_leave_once_de
     assert sink.delivered == [["a"], ["a"], ["a"]]
 
 
+def test_an_instance_that_hands_its_alerts_over_sends_only_the_resolutions_it_still_holds() -> None:
+    sink = FlakySink()
+    channel = DeliveryChannel(sink, POLICY, None)
+    channel.offer([message("a"), message("b")])
+    channel.deliver(T0)
+    # not delivered yet when another instance of the group takes the decisions over
+    channel.offer([message("b", resolved_at=T0 + 1), message("c")])
+    channel.hand_over()
+    channel.deliver(T0 + 2)
+    channel.deliver(T0 + 300_000)  # "a" stands at the new decider, which re-sends it
+    assert sink.delivered == [["a", "b"], ["b"]]
+    assert channel.outstanding() == 0
+
+
 def test_sinks_that_do_not_want_resends_get_each_state_once() -> None:
     sink = FlakySink()
     sink.resends_firing = False

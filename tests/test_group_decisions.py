@@ -87,6 +87,26 @@ class Member:
         )
         self.monitor.start()
 
+    @classmethod
+    def restarted(cls, config: Config, producer: FakeProducer, crashed: Member) -> Member:
+        """The crashed member's process again: its partitions from their committed offsets."""
+        member = cls.__new__(cls)
+        member.clock = FakeClock(crashed.clock.now_ms())
+        member.stream = crashed.stream
+        member.stream.restart()
+        member.registry = CollectorRegistry()
+        member.monitor = Monitor(
+            config,
+            registry=member.registry,
+            clock=member.clock,
+            source=member.stream,
+            producer=producer,
+            windows_topic=FakeWindowsTopic(producer, WINDOWS_TOPIC),
+            server=FakeServer(),
+        )
+        member.monitor.start()
+        return member
+
     def take(self, partition: int, value: bytes, timestamp_ms: int) -> None:
         if partition in self.stream.log:
             self.stream.append(partition, value, timestamp_ms)
@@ -134,6 +154,12 @@ def play(members: list[Member]) -> None:
     run(members, 8_000)
 
 
+def single_records(member: Member) -> list[ComparisonRecord]:
+    producer = member.monitor._producer
+    assert isinstance(producer, FakeProducer)
+    return producer.comparisons(WINDOWS_TOPIC)
+
+
 def same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
@@ -162,8 +188,10 @@ def test_a_group_of_three_decides_the_comparisons_and_alerts_one_instance_decide
         for field in ("delta", "p_value", "ci_lower", "ci_upper"):
             assert same(getattr(a.result, field), getattr(b.result, field)), field
         assert a.result.queries == b.result.queries == QUERIES
-        for got, want in zip(a.decision("population"), b.decision("population"), strict=True):
-            assert same(got, want)
+        for mine_end, their_end in zip(
+            a.decision("population"), b.decision("population"), strict=True
+        ):
+            assert same(mine_end, their_end)
         assert a.units.keys() == b.units.keys()
     # the gauges: the decider's are the single instance's; the other members export none
     gauges = alone.comparison_gauges()
@@ -210,3 +238,48 @@ def test_members_publish_their_progress_and_the_decider_waits_for_the_slowest(
     assert isinstance(records[0], ComparisonRecord) and records[0].measures[0].result.queries == 30
     alert = decider.alerts.find("ndcg-floor", (("model", "v1"),))
     assert alert is not None and alert.status is Status.INACTIVE
+
+
+def test_a_new_decider_takes_over_from_the_windows_topic_and_counts_no_window_twice(
+    config: Config,
+) -> None:
+    alone = Member(config, FakeProducer(), PARTITIONS)
+    shared = FakeProducer()
+    group = [Member(config, shared, [p]) for p in PARTITIONS]
+    everyone = [alone, *group]
+    for window in range(WORSE_FROM + 3):  # v2's drop has paged before the crash
+        serve(everyone, window)
+        run(everyone, 1_500)
+    crashed = group[0]  # the decider dies (never stepped again); its process restarts
+    assert crashed.monitor.decider is not None and crashed.monitor.decider.decided >= 5
+    floor = crashed.monitor.alerts.find("ndcg-floor", (("model", "v2"),))
+    assert floor is not None and floor.status is Status.FIRING
+    restarted = Member.restarted(config, shared, crashed)
+    group[0] = restarted
+    everyone = [alone, *group]
+    for window in range(WORSE_FROM + 3, WINDOWS):
+        serve(everyone, window)
+        run(everyone, 1_500)
+    for member in everyone:
+        member.clock.advance(120_000)
+    run(everyone, 8_000)
+
+    assert restarted.monitor.role == DECIDES
+    expected = single_records(alone)
+    published = shared.comparisons(WINDOWS_TOPIC)
+    assert [r.start_ms for r in published] == [r.start_ms for r in expected]  # each once
+    for mine, theirs in zip(published, expected, strict=True):
+        a, b = mine.measures[0], theirs.measures[0]
+        assert same(a.result.delta, b.result.delta)
+        assert a.units == b.units  # the per-query moments continued, not restarted
+    for model in ("v1", "v2"):
+        for rule in RULES:
+            key = (rule, (("model", model),))
+            want, got = alone.monitor.alerts.find(*key), restarted.monitor.alerts.find(*key)
+            assert (want is None) == (got is None), key
+            if want is not None and got is not None:
+                assert (got.status, got.fired_at_ms, got.window) == (
+                    want.status,
+                    want.fired_at_ms,
+                    want.window,
+                ), key

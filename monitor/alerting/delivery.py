@@ -94,11 +94,12 @@ class DeliveryChannel:
         self.wake.set()
 
     def hand_over(self) -> None:
-        """Stop re-sending the firing alerts already delivered: another instance decides
-        them now, and re-sends them itself. States not delivered yet still go."""
+        """Another instance decides these alerts now, and sends the firing ones itself: stop
+        re-sending them and drop the firings not delivered yet; resolutions still go."""
         with self._lock:
             for key, entry in list(self._entries.items()):
                 entry.standing = entry.sent_at_ms = entry.firing_since_ms = None
+                entry.queue = deque(m for m in entry.queue if not m.firing)
                 if not entry.queue:
                     del self._entries[key]
 
