@@ -76,8 +76,8 @@ from monitor.explain.store import ExplainStore
 from monitor.export.exporter import Exporter, Liveness
 from monitor.export.http import HttpEndpoint, MetricsServer, Route
 from monitor.export.window_log import HEADLINE_KINDS, WindowLog
-from monitor.group.decider import ALONE, DECIDES, MEMBER, GroupDecider, Role, group_role
-from monitor.group.ledger import ShareLedger
+from monitor.group.decider import ALONE, Role, group_role
+from monitor.group.part import GroupPart
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
@@ -221,15 +221,22 @@ class Monitor:
             step=step_hook,
             comparisons=self._comparison_records,
         )
-        # One decision for the group (`monitor.group`): this member's part in it, its
-        # progress records for the decider, and the decider when it is this member.
-        self.role: Role = ALONE
-        self.decider: GroupDecider | None = None
-        self._progress = ProgressPublisher(
-            self._producer, config.kafka.windows_topic, self.source, group=config.kafka.group_id
-        )
         self._delivery, self.alerts, self._restore_windows, self._restore_measures = _alerts(
             config, self.clock, self.exporter
+        )
+        # One decision for the consumer group (`monitor.group`): this member's part in it.
+        self.group = GroupPart(
+            alerts=self.alerts,
+            delivery=self._delivery,
+            exporter=self.exporter,
+            comparisons=self.comparisons,
+            comparison_records=self._comparison_records,
+            checkpoint=self.checkpoint,
+            progress=ProgressPublisher(
+                self._producer, config.kafka.windows_topic, self.source, group=config.kafka.group_id
+            ),
+            windows_topic=self._windows_topic,
+            retry=self._retry,
         )
         self.server = server or _metrics_server(
             config, self.registry, self.exporter, self._explain_routes()
@@ -317,8 +324,7 @@ class Monitor:
         if records:
             self.intake.process(records, self._scorers, self.clock.now_ms())
             self.checkpoint.took_in(records)
-        if self.decider is not None:
-            self.decider.read()
+        self.group.read()
         self._note_source_state()
         if self._schedule.due():
             self.tick()
@@ -366,7 +372,7 @@ class Monitor:
         self._owned = owned
         # Between an eager rebalance's revocation and its assignment a member owns nothing
         # for a moment: its part in the group's decisions waits for the assignment.
-        role = group_role(self.source.topic_partitions(), owned) if owned else self.role
+        role = group_role(self._topic_partitions(), owned) if owned else self.group.role
         _log.info(
             "partitions rebalanced",
             extra=fields(
@@ -374,7 +380,7 @@ class Monitor:
             ),
         )
         if not replay:
-            if not self._take_role(role):
+            if not self.group.take(role, self._topic_partitions(), self._elapsed_ms()):
                 return None
             return [record for record in batch.records if record.partition in owned]
         self.windows.assign(owned)
@@ -400,74 +406,17 @@ class Monitor:
             oldest = self.explain_store.oldest_kept_start()
             if oldest is not None:
                 self.samples.forget_before(oldest)
-        self._decide(summaries, now, elapsed)
-        self._report_progress()
+        self.group.decide(summaries, now, elapsed)
+        quiet = self._stream_quiet() and not self.windows.open_windows
+        self.group.report(self._owned, self.windows.watermark_ms, quiet, self.clock.now_ms())
         self._copy_active_alerts()
         self._export_progress()
         self._window_log.state(self.windows, self.checkpoint.held)
         self.checkpoint.commit()
 
-    def _decide(self, summaries: list[WindowSummary], now: int, elapsed: int) -> None:
-        """Alerts and comparisons: on this member's windows when it owns every partition, on
-        the group's whole windows when it decides for the group, not at all otherwise."""
-        if self.role == ALONE:
-            self.alerts.observe(summaries, now, elapsed_ms=elapsed)
-            compared = self.comparisons.drain()
-            for record in compared:
-                self.exporter.record_comparison(record)
-            self.alerts.observe_comparisons(compared, now)
-        elif self.decider is not None:
-            self.decider.read()
-            self.decider.decide(now, elapsed)
-        if self.role != MEMBER:
-            self.alerts.tick(now, elapsed_ms=elapsed)
-
-    def _report_progress(self) -> None:
-        """In a group, what this member has finalized, for the decider (after the publish
-        acknowledged every share it names)."""
-        acked = self.checkpoint.take_acked()
-        if self.role == ALONE:
-            return
-        self._progress.published(acked)
-        if self.checkpoint.published:
-            quiet = self._stream_quiet() and not self.windows.open_windows
-            watermark = self.windows.watermark_ms
-            self._progress.report(self._owned, watermark, quiet, self.clock.now_ms())
-
-    def _take_role(self, role: Role) -> bool:
-        """Become `role` in the group's decisions (False: stopping before the windows topic
-        could be followed). A member that stops deciding forgets its alerts and comparisons
-        and leaves their re-sending to the new decider."""
-        before, self.role = self.role, role
-        self.checkpoint.compare_locally = role == ALONE
-        self._progress.forget()
-        if role == before and (role != DECIDES or self.decider is not None):
-            return True
-        if self.decider is not None and role != DECIDES:
-            self.decider.close()
-            self.decider = None
-        if role == MEMBER:
-            self.alerts.reset(self._elapsed_ms())
-            self._delivery.hand_over()
-            self.exporter.stand_down()
-            self.comparisons.restore([])
-            if self._comparison_records is not None:
-                self._comparison_records.drop()
-            self._copy_active_alerts()
-        if role == DECIDES and self.decider is None:
-            return self._retry(self._follow_windows_topic, "follow the windows topic")
-        return True
-
-    def _follow_windows_topic(self) -> bool:
-        topic_partitions = self.source.topic_partitions() or self._owned
-        self.decider = GroupDecider(
-            ShareLedger(topic_partitions),
-            self._windows_topic.tail(),
-            self.alerts,
-            self._comparison_records,
-            self.exporter.record_comparison,
-        )
-        return True
+    def _topic_partitions(self) -> frozenset[int]:
+        """Every partition of the events topic (those owned when the metadata is unknown)."""
+        return self.source.topic_partitions() or self._owned
 
     def _elapsed_ms(self) -> int:
         return int(self.clock.monotonic() * 1000)
@@ -631,8 +580,7 @@ class Monitor:
         the alert baselines and comparisons: alone, from the shares and records of the
         partitions now owned; as the group's new decider, from every member's (`monitor.group`).
         False: stopping."""
-        new_decider = role == DECIDES and self.decider is None
-        if not self._take_role(role):
+        if not self.group.take(role, self._topic_partitions(), self._elapsed_ms()):
             return False
         current = self.evaluation.current
         newest = Epoch(NO_BOUNDARY, _window_spec(self.config), current.version, len(current))
@@ -642,7 +590,7 @@ class Monitor:
             self._retry,
             keep=self._restore_windows,
             measures=self._restore_measures,
-            also=self.decider.take if new_decider and self.decider is not None else None,
+            also=self.group.restoring(),
         )
         if restore is None:
             return False
@@ -653,8 +601,8 @@ class Monitor:
             for record in compared:
                 self.exporter.record_comparison(record)
             self.alerts.observe_comparisons(compared, self.clock.now_ms(), restoring=True)
-        elif new_decider and self.decider is not None:
-            self.decider.restore()
+        else:
+            self.group.restore()
         self._copy_active_alerts()
         _log.info(
             "read published windows",
@@ -688,8 +636,7 @@ class Monitor:
         Each step is bounded by a Kafka client timeout; `rankmon run` bounds the whole.
         """
         self.checkpoint.close()
-        if self.decider is not None:
-            self.decider.close()
+        self.group.close()
         self.source.close()
         self._producer.close()
         self._delivery.stop()

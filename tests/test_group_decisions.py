@@ -172,8 +172,8 @@ def test_a_group_of_three_decides_the_comparisons_and_alerts_one_instance_decide
     group = [Member(config, shared, [p]) for p in PARTITIONS]
     play([alone, *group])
 
-    assert alone.monitor.role == ALONE
-    assert [m.monitor.role for m in group] == [DECIDES, MEMBER, MEMBER]
+    assert alone.monitor.group.role == ALONE
+    assert [m.monitor.group.role for m in group] == [DECIDES, MEMBER, MEMBER]
     decider = group[0].monitor
     # every window compared once, by the decider, with the single instance's numbers
     single = alone.monitor._producer
@@ -227,12 +227,12 @@ def test_members_publish_their_progress_and_the_decider_waits_for_the_slowest(
         serve(group, window)
     run(group[:2], 3_000)  # the third member has not polled: its windows are open
     decider = group[0].monitor
-    assert decider.decider is not None and decider.decider.decided == 0
+    assert decider.group.decider is not None and decider.group.decider.decided == 0
     assert shared.comparisons(WINDOWS_TOPIC) == []
     progress = shared.progress(WINDOWS_TOPIC)
     assert {p for r in progress for p in r.partitions} == {0, 1}
     run(group, 3_000)
-    assert decider.decider.decided == 1  # window 0; window 1 waits for later events
+    assert decider.group.decider.decided == 1  # window 0; window 1 waits for later events
     records = shared.comparisons(WINDOWS_TOPIC)
     assert [r.start_ms for r in records] == [T0]
     assert isinstance(records[0], ComparisonRecord) and records[0].measures[0].result.queries == 30
@@ -251,7 +251,7 @@ def test_a_new_decider_takes_over_from_the_windows_topic_and_counts_no_window_tw
         serve(everyone, window)
         run(everyone, 1_500)
     crashed = group[0]  # the decider dies (never stepped again); its process restarts
-    assert crashed.monitor.decider is not None and crashed.monitor.decider.decided >= 5
+    assert crashed.monitor.group.decider is not None and crashed.monitor.group.decider.decided >= 5
     floor = crashed.monitor.alerts.find("ndcg-floor", (("model", "v2"),))
     assert floor is not None and floor.status is Status.FIRING
     restarted = Member.restarted(config, shared, crashed)
@@ -264,7 +264,7 @@ def test_a_new_decider_takes_over_from_the_windows_topic_and_counts_no_window_tw
         member.clock.advance(120_000)
     run(everyone, 8_000)
 
-    assert restarted.monitor.role == DECIDES
+    assert restarted.monitor.group.role == DECIDES
     expected = single_records(alone)
     published = shared.comparisons(WINDOWS_TOPIC)
     assert [r.start_ms for r in published] == [r.start_ms for r in expected]  # each once

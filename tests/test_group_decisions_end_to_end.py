@@ -142,7 +142,7 @@ def test_a_group_of_three_on_the_broker_decides_what_one_instance_decides(
         wait_for(
             lambda: (
                 sorted(p for m in group for p in m.source.assignment) == [0, 1, 2]
-                and all(m.source.assignment and m.role != "alone" for m in group)
+                and all(m.source.assignment and m.group.role != "alone" for m in group)
             ),
             timeout_s=60,
             what="the group of three to share the partitions",
@@ -154,8 +154,8 @@ def test_a_group_of_three_on_the_broker_decides_what_one_instance_decides(
         published = comparison_records(
             tansu.bootstrap_servers, f"{topic}.group-windows", WINDOWS, timeout_s=120
         )
-        deciders = [m for m in group if m.role == DECIDES]
-        assert len(deciders) == 1 and sorted(m.role for m in group).count(MEMBER) == 2
+        deciders = [m for m in group if m.group.role == DECIDES]
+        assert len(deciders) == 1 and sorted(m.group.role for m in group).count(MEMBER) == 2
         decider = deciders[0]
         wait_for(
             lambda: all(
