@@ -1,7 +1,7 @@
 """Do rankmon's statistical promises hold in the designs users run? Seeded simulations.
 
-    .venv/bin/python bench/validity.py            # every scenario (about 20 minutes on 2 cores)
-    .venv/bin/python bench/validity.py --quick    # fewer sets and days (about 4 minutes)
+    .venv/bin/python bench/validity.py            # every scenario (about 25 minutes on 2 cores)
+    .venv/bin/python bench/validity.py --quick    # fewer sets and days (about 5 minutes)
 
 Each line prints a guarantee's measured rate beside its bound: alpha plus two standard
 errors over the simulated sets or days (a false-alarm rate must stay under it), or the

@@ -72,9 +72,23 @@ def ranking(model: str, window: int, query: int) -> list[str]:
 class Member:
     """One monitor on fakes: `owned` partitions of the topic's three."""
 
-    def __init__(self, config: Config, producer: FakeProducer, owned: Iterable[int]) -> None:
-        self.clock = FakeClock(T0 + 3_600_000)  # the events are an hour old
-        self.stream = FakeStream(TOPIC, owned, topic_partitions=PARTITIONS)
+    def __init__(
+        self,
+        config: Config,
+        producer: FakeProducer,
+        owned: Iterable[int],
+        *,
+        after: Member | None = None,
+    ) -> None:
+        """`after`: a crashed member whose process this is again, its partitions read from
+        their committed offsets."""
+        if after is None:
+            self.clock = FakeClock(T0 + 3_600_000)  # the events are an hour old
+            self.stream = FakeStream(TOPIC, owned, topic_partitions=PARTITIONS)
+        else:
+            self.clock = FakeClock(after.clock.now_ms())
+            self.stream = after.stream
+            self.stream.restart()
         self.registry = CollectorRegistry()
         self.monitor = Monitor(
             config,
@@ -86,26 +100,6 @@ class Member:
             server=FakeServer(),
         )
         self.monitor.start()
-
-    @classmethod
-    def restarted(cls, config: Config, producer: FakeProducer, crashed: Member) -> Member:
-        """The crashed member's process again: its partitions from their committed offsets."""
-        member = cls.__new__(cls)
-        member.clock = FakeClock(crashed.clock.now_ms())
-        member.stream = crashed.stream
-        member.stream.restart()
-        member.registry = CollectorRegistry()
-        member.monitor = Monitor(
-            config,
-            registry=member.registry,
-            clock=member.clock,
-            source=member.stream,
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, WINDOWS_TOPIC),
-            server=FakeServer(),
-        )
-        member.monitor.start()
-        return member
 
     def take(self, partition: int, value: bytes, timestamp_ms: int) -> None:
         if partition in self.stream.log:
@@ -254,7 +248,7 @@ def test_a_new_decider_takes_over_from_the_windows_topic_and_counts_no_window_tw
     assert crashed.monitor.group.decider is not None and crashed.monitor.group.decider.decided >= 5
     floor = crashed.monitor.alerts.find("ndcg-floor", (("model", "v2"),))
     assert floor is not None and floor.status is Status.FIRING
-    restarted = Member.restarted(config, shared, crashed)
+    restarted = Member(config, shared, crashed.stream.log, after=crashed)
     group[0] = restarted
     everyone = [alone, *group]
     for window in range(WORSE_FROM + 3, WINDOWS):
