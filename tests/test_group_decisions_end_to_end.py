@@ -6,25 +6,30 @@ The group forms before any event is produced, so every window is finalized by it
 partitions' owners; the owner of partition 0 follows the group's windows topic, merges the
 shares once the members' progress records close a window, and decides. v2 drops on two
 thirds of its 60 queries from window 10: the comparison alert, the drop rule and the floor
-page, in the same windows for both.
+page, in the same windows for both. In the second test the decider leaves half-way: another
+member takes partition 0 over, restores from the windows topic and decides the rest; every
+window is still compared once, with the single instance's numbers, and its alerts end as
+the single instance's.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
 import pytest
 
+from monitor.comparisons.record import ComparisonRecord
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
-from monitor.group.decider import DECIDES, MEMBER
+from monitor.group.decider import ALONE, DECIDES, MEMBER
 from monitor.service import Monitor
-from tests.realparts import monitor_thread, produce_records, write_service_config
+from tests.realparts import produce_records, write_service_config
 from tests.test_comparisons_end_to_end import comparison_records
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -85,12 +90,6 @@ def events() -> list[tuple[bytes, bytes]]:
     return records
 
 
-@contextmanager
-def running(monitors: list[Monitor]) -> Iterator[list[Monitor]]:
-    with ExitStack() as stack:
-        yield [stack.enter_context(monitor_thread(m)) for m in monitors]
-
-
 def wait_for(
     condition: Callable[[], bool], timeout_s: float, what: str | Callable[[], str]
 ) -> None:
@@ -120,66 +119,84 @@ def same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
-def test_a_group_of_three_on_the_broker_decides_what_one_instance_decides(
-    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path, kafka_rebalances: None
-) -> None:
-    topic = new_topic(3)
+@dataclass
+class Setup:
+    topic: str
+    alone: Monitor
+    group: list[Monitor]
+
+
+def setup(tansu: EmbeddedBroker, topic: str, directory: Path) -> Setup:
+    """A single instance (its own group and windows topic) and a group of three."""
     qrels = {f"q{q}": GRADES for q in range(QUERIES)}
-    alone_config = write_service_config(tmp_path, tansu, topic, qrels, RULES)
-    text = alone_config.read_text()
+    alone_config = write_service_config(directory, tansu, topic, qrels, RULES)
     for suffix in (".group-dlq", ".group-windows"):
         tansu.create_topic(topic + suffix, 1)
-    group_config = tmp_path / "group.yaml"
+    group_config = directory / "group.yaml"
     group_config.write_text(
-        text.replace(f"group_id: g-{topic}", f"group_id: g-{topic}-group")
+        alone_config.read_text()
+        .replace(f"group_id: g-{topic}", f"group_id: g-{topic}-group")
         .replace(f"{topic}.windows", f"{topic}.group-windows")
         .replace(f"{topic}.dlq", f"{topic}.group-dlq")
     )
     alone = Monitor(load_config(alone_config, environ={}))
     group = [Monitor(load_config(group_config, environ={})) for _ in range(3)]
+    return Setup(topic, alone, group)
 
-    with running([alone, *group]):
-        wait_for(
-            lambda: (
-                sorted(p for m in group for p in m.source.assignment) == [0, 1, 2]
-                and all(m.source.assignment and m.group.role != "alone" for m in group)
-            ),
-            timeout_s=60,
-            what="the group of three to share the partitions",
-        )
-        produce_records(tansu.bootstrap_servers, topic, events())
-        expected = comparison_records(
-            tansu.bootstrap_servers, f"{topic}.windows", WINDOWS, timeout_s=120
-        )
-        published = comparison_records(
-            tansu.bootstrap_servers, f"{topic}.group-windows", WINDOWS, timeout_s=120
-        )
-        deciders = [m for m in group if m.group.role == DECIDES]
-        assert len(deciders) == 1 and sorted(m.group.role for m in group).count(MEMBER) == 2
-        decider = deciders[0]
-        wait_for(
-            lambda: all(
-                (a := decider.alerts.find(rule, segment)) is not None
-                and a.window == (alone.alerts.find(rule, segment) or a).window
-                for rule, segment in RULE_SEGMENTS
-            ),
-            timeout_s=30,
-            what=lambda: (
-                "the decider's alerts to reach the single instance's windows: "
-                + repr(
-                    [(key, window_of(alone, key), window_of(decider, key)) for key in RULE_SEGMENTS]
-                )
-            ),
-        )
-        alerts = {
-            key: (alone.alerts.find(*key), decider.alerts.find(*key)) for key in RULE_SEGMENTS
-        }
-        gauges = comparison_gauges(alone), comparison_gauges(decider)
-        others = [comparison_gauges(m) for m in group if m is not decider]
-        other_alerts = [m.alerts.active() for m in group if m is not decider]
 
-    assert [r.start_ms for r in published] == [r.start_ms for r in expected]
-    assert [r.start_ms for r in published] == [T0 + n * 10_000 for n in range(WINDOWS)]
+class Threads:
+    """Each monitor's `run` in a thread, stopped one by one or all at the end."""
+
+    def __init__(self) -> None:
+        self.running: dict[int, tuple[threading.Event, threading.Thread]] = {}
+
+    def start(self, monitor: Monitor) -> None:
+        stop = threading.Event()
+        thread = threading.Thread(target=monitor.run, args=(stop,), daemon=True)
+        thread.start()
+        self.running[id(monitor)] = (stop, thread)
+
+    def stop(self, monitor: Monitor) -> None:
+        stop, thread = self.running.pop(id(monitor))
+        stop.set()
+        thread.join(30)
+        assert not thread.is_alive(), "a monitor did not stop within 30 s"
+
+    def stop_all(self) -> None:
+        for stop, _ in self.running.values():
+            stop.set()
+        for _, thread in self.running.values():
+            thread.join(30)
+        self.running.clear()
+
+
+def shared_partitions(group: list[Monitor]) -> bool:
+    owned = [m.source.assignment for m in group]
+    return sorted(p for parts in owned for p in parts) == [0, 1, 2] and all(
+        parts and m.group.role != ALONE for parts, m in zip(owned, group, strict=True)
+    )
+
+
+def decided_alike(alone: Monitor, decider: Monitor) -> None:
+    wait_for(
+        lambda: all(
+            (a := decider.alerts.find(rule, segment)) is not None
+            and a.window == (alone.alerts.find(rule, segment) or a).window
+            for rule, segment in RULE_SEGMENTS
+        ),
+        timeout_s=30,
+        what=lambda: (
+            "the decider's alerts to reach the single instance's windows: "
+            + repr([(key, window_of(alone, key), window_of(decider, key)) for key in RULE_SEGMENTS])
+        ),
+    )
+
+
+def assert_same_decisions(
+    expected: list[ComparisonRecord], published: list[ComparisonRecord]
+) -> None:
+    assert [r.start_ms for r in expected] == [T0 + n * 10_000 for n in range(WINDOWS)]
+    assert [r.start_ms for r in published] == [r.start_ms for r in expected]  # each once
     for mine, theirs in zip(published, expected, strict=True):
         assert mine.partitions == frozenset({0, 1, 2})
         a, b = mine.measures[0], theirs.measures[0]
@@ -190,11 +207,12 @@ def test_a_group_of_three_on_the_broker_decides_what_one_instance_decides(
             a.decision("population"), b.decision("population"), strict=True
         ):
             assert same(mine_end, their_end)
-    assert gauges[0] and gauges[0].keys() == gauges[1].keys()
-    assert all(same(gauges[0][key], value) for key, value in gauges[1].items())
-    assert others == [{}, {}] and other_alerts == [[], []]
+
+
+def assert_same_alerts(alone: Monitor, decider: Monitor) -> None:
     paged = 0
-    for key, (want, got) in alerts.items():
+    for key in RULE_SEGMENTS:
+        want, got = alone.alerts.find(*key), decider.alerts.find(*key)
         assert want is not None and got is not None, key
         assert (got.status, got.fired_at_ms, got.window) == (
             want.status,
@@ -203,3 +221,65 @@ def test_a_group_of_three_on_the_broker_decides_what_one_instance_decides(
         ), key
         paged += want.fired_at_ms is not None
     assert paged >= 3  # v2's comparison, drop and floor: the test is not vacuous
+
+
+def test_a_group_of_three_on_the_broker_decides_what_one_instance_decides(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path, kafka_rebalances: None
+) -> None:
+    run = setup(tansu, new_topic(3), tmp_path)
+    alone, group, threads = run.alone, run.group, Threads()
+    try:
+        for monitor in [alone, *group]:
+            threads.start(monitor)
+        wait_for(lambda: shared_partitions(group), 60, "the group of three to share the partitions")
+        produce_records(tansu.bootstrap_servers, run.topic, events())
+        bootstrap = tansu.bootstrap_servers
+        expected = comparison_records(bootstrap, f"{run.topic}.windows", WINDOWS, timeout_s=120)
+        published = comparison_records(
+            bootstrap, f"{run.topic}.group-windows", WINDOWS, timeout_s=120
+        )
+        roles = sorted(m.group.role for m in group)
+        assert roles == [DECIDES, MEMBER, MEMBER]
+        decider = next(m for m in group if m.group.role == DECIDES)
+        decided_alike(alone, decider)
+        gauges = comparison_gauges(alone), comparison_gauges(decider)
+        others = [(comparison_gauges(m), m.alerts.active()) for m in group if m is not decider]
+    finally:
+        threads.stop_all()
+
+    assert_same_decisions(expected, published)
+    assert gauges[0] and gauges[0].keys() == gauges[1].keys()
+    assert all(same(gauges[0][key], value) for key, value in gauges[1].items())
+    assert others == [({}, []), ({}, [])]
+    assert_same_alerts(alone, decider)
+
+
+def test_when_the_decider_leaves_another_member_takes_over_and_decides_the_same(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path, kafka_rebalances: None
+) -> None:
+    run = setup(tansu, new_topic(3), tmp_path)
+    alone, group, threads = run.alone, run.group, Threads()
+    records = events()
+    half = len(records) // 2  # windows 0 to 11: v2's drop (from window 10) pages before
+    try:
+        for monitor in [alone, *group]:
+            threads.start(monitor)
+        wait_for(lambda: shared_partitions(group), 60, "the group of three to share the partitions")
+        produce_records(tansu.bootstrap_servers, run.topic, records[:half])
+        topic = f"{run.topic}.group-windows"
+        comparison_records(tansu.bootstrap_servers, topic, WINDOWS // 2 - 2, timeout_s=120)
+        first = next(m for m in group if m.group.role == DECIDES)
+        threads.stop(first)  # leaves the group: partition 0 moves to another member
+        rest = [m for m in group if m is not first]
+        wait_for(lambda: any(m.group.role == DECIDES for m in rest), 60, "a new decider")
+        produce_records(tansu.bootstrap_servers, run.topic, records[half:])
+        bootstrap = tansu.bootstrap_servers
+        expected = comparison_records(bootstrap, f"{run.topic}.windows", WINDOWS, timeout_s=120)
+        published = comparison_records(bootstrap, topic, WINDOWS, timeout_s=120)
+        decider = next(m for m in rest if m.group.role == DECIDES)
+        decided_alike(alone, decider)
+    finally:
+        threads.stop_all()
+
+    assert_same_decisions(expected, published)
+    assert_same_alerts(alone, decider)
