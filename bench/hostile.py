@@ -100,6 +100,9 @@ class MemoryStream:
     def lag(self, partition: int) -> int | None:
         return len(self.unread)
 
+    def topic_partitions(self) -> frozenset[int] | None:
+        return self.assignment
+
     def close(self) -> None:
         pass
 
@@ -118,6 +121,12 @@ class Discard:
 
     def read(self, take: Any, needs: Any = None) -> None:
         pass
+
+    def tail(self) -> Discard:
+        return self  # alone in its group: never followed
+
+    def poll(self) -> list[Any]:
+        return []
 
 
 def service(directory: Path, queries: int) -> tuple[Monitor, MemoryStream, FakeClock]:
