@@ -76,7 +76,7 @@ from monitor.explain.store import ExplainStore
 from monitor.export.exporter import Exporter, Liveness
 from monitor.export.http import HttpEndpoint, MetricsServer, Route
 from monitor.export.window_log import HEADLINE_KINDS, WindowLog
-from monitor.group.decider import ALONE, Role, group_role
+from monitor.group.decider import ALONE, MEMBER, Role, group_role
 from monitor.group.part import GroupPart
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
@@ -372,7 +372,8 @@ class Monitor:
         self._owned = owned
         # Between an eager rebalance's revocation and its assignment a member owns nothing
         # for a moment: its part in the group's decisions waits for the assignment.
-        role = group_role(self._topic_partitions(), owned) if owned else self.group.role
+        partitions = self._topic_partitions()
+        role = group_role(partitions, owned) if owned else self.group.role
         _log.info(
             "partitions rebalanced",
             extra=fields(
@@ -380,14 +381,14 @@ class Monitor:
             ),
         )
         if not replay:
-            if not self.group.take(role, self._topic_partitions(), self._elapsed_ms()):
+            if not self.group.take(role, partitions, self._elapsed_ms()):
                 return None
             return [record for record in batch.records if record.partition in owned]
         self.windows.assign(owned)
         # Records of partitions held before came from their old positions: fetched again.
         if not self._retry(lambda: self.source.rewind(owned - arriving), "rewind partitions"):
             return None
-        if not self._learn_published(owned, role):
+        if not self._learn_published(owned, role, partitions):
             return None
         return [record for record in batch.records if record.partition in arriving]
 
@@ -575,12 +576,15 @@ class Monitor:
 
     # -- start and stop -------------------------------------------------------------------
 
-    def _learn_published(self, owned: frozenset[int], role: Role) -> bool:
+    def _learn_published(
+        self, owned: frozenset[int], role: Role, partitions: frozenset[int]
+    ) -> bool:
         """Restore from the windows topic before `owned` replays (`Checkpoint.restore`), then
         the alert baselines and comparisons: alone, from the shares and records of the
-        partitions now owned; as the group's new decider, from every member's (`monitor.group`).
-        False: stopping."""
-        if not self.group.take(role, self._topic_partitions(), self._elapsed_ms()):
+        partitions now owned; as the group's new decider, from every member's (`monitor.group`);
+        a member that decides nothing reads only what the replay needs. `partitions`: every
+        partition of the events topic. False: stopping."""
+        if not self.group.take(role, partitions, self._elapsed_ms()):
             return False
         current = self.evaluation.current
         newest = Epoch(NO_BOUNDARY, _window_spec(self.config), current.version, len(current))
@@ -588,7 +592,7 @@ class Monitor:
             owned,
             newest,
             self._retry,
-            keep=self._restore_windows,
+            keep=0 if role == MEMBER else self._restore_windows,
             measures=self._restore_measures,
             also=self.group.restoring(),
         )

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.checkpoint.progress import ProgressRecord
 from monitor.checkpoint.shares import WindowShare
 from monitor.demo.broker import EmbeddedBroker
 from monitor.testing.mixed_traffic import MixedTraffic, TrafficRecord
@@ -87,7 +88,12 @@ def merged(shares: list[WindowShare]) -> dict[tuple[int, Segment], Window]:
 
 
 def shares_of(broker: EmbeddedBroker, topic: str) -> list[WindowShare]:
-    return [WindowShare.from_json(r.value) for r in read_topic(broker.bootstrap_servers, topic)]
+    """The window shares on the windows topic (a group's members also send progress there)."""
+    return [
+        WindowShare.from_json(r.value)
+        for r in read_topic(broker.bootstrap_servers, topic)
+        if not ProgressRecord.is_key(r.key)
+    ]
 
 
 @pytest.fixture(scope="module")
