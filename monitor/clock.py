@@ -91,8 +91,3 @@ class TickSchedule:
         if self._next_s <= now:  # behind by more than an interval: no burst of ticks
             self._next_s = now + self.interval_s
         return True
-
-    @property
-    def seconds_to_next(self) -> float:
-        """How long until the next tick is due (0 if it is due)."""
-        return max(0.0, self._next_s - self._clock.monotonic())

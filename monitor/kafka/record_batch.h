@@ -4,7 +4,7 @@
  * objects per record; for rankmon's 3 KB ranking events that is most of the consumer's time.
  * rb_parse_records reads the records section of one v2 batch (already decompressed by
  * kafka-python) and builds one `record_type(topic, partition, offset, timestamp_ms, key,
- * value)` per record directly. The caller (monitor/record_batches.py) keeps everything else
+ * value)` per record directly. The caller (monitor/kafka/records.py) keeps everything else
  * kafka-python does with a batch: CRC check, decompression, control and legacy batches.
  *
  * Record layout (KIP-98), every integer a zigzag varint unless noted:

@@ -1,4 +1,4 @@
-/* See measure_kernel.h: the measures of one ranking of grade codes, as measure_columns.py
+/* See measure_kernel.h: the measures of one ranking of grade codes, as scoring/columns.py
    computes them. */
 #include "measure_kernel.h"
 
