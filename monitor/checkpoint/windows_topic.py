@@ -121,6 +121,9 @@ class WindowsTail:
                 enable_auto_commit=False,
                 **options,
             )
+        except KafkaError as error:
+            raise KafkaUnavailableError(f"cannot follow {topic}: {error}") from error
+        try:
             partitions = [
                 TopicPartition(topic, p)
                 for p in sorted(self._consumer.partitions_for_topic(topic) or ())
@@ -130,6 +133,7 @@ class WindowsTail:
             for tp in partitions:  # resolve the end now: a lazy seek would skip what comes
                 self._consumer.position(tp, timeout_ms=10_000)
         except KafkaError as error:
+            self.close()  # the caller retries with a new tail: this one's sockets go now
             raise KafkaUnavailableError(f"cannot follow {topic}: {error}") from error
 
     def poll(self) -> list[WindowsRecord]:

@@ -83,21 +83,21 @@ class GroupDecider:
     def restore(self) -> None:
         """After the read-back: continue the comparisons from their newest group-wide
         records and rebuild the alert baselines from the whole windows, silently."""
-        whole = self.ledger.whole(restoring=True)
+        windows = [_merged(window) for window in self.ledger.whole(restoring=True)]
         restored: list[ComparisonRecord] = []
         if self._comparisons is not None:
             restored = self._comparisons.engine.restore(self.ledger.comparison_records())
-        self._alerts.restore(share.summary for window in whole for share in window.shares)
-        compared = restored + self._compare([_merged(window) for window in whole])
+        self._alerts.restore(summary for summaries in windows for summary in summaries)
+        compared = restored + self._compare(windows)
         for record in compared:
             self._record_comparison(record)
         self._alerts.observe_comparisons(compared, 0, restoring=True)
-        self.decided += len(whole)
+        self.decided += len(windows)
         _log.info(
             "deciding for the group",
             extra=fields(
                 partitions=sorted(self.ledger.partitions),
-                windows_restored=len(whole),
+                windows_restored=len(windows),
                 windows_waiting=self.ledger.pending,
                 comparisons_restored=len(restored),
             ),

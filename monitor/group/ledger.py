@@ -98,9 +98,7 @@ class ShareLedger:
 
     def whole(self, *, restoring: bool = False) -> list[WholeWindow]:
         """The windows now whole, oldest first, each handed out once (module docstring)."""
-        ordered = sorted(
-            (self._span(window), window) for window, shares in self._shares.items() if shares
-        )
+        ordered = sorted((self._span(window), window) for window in self._shares)
         if restoring:
             newest = max(
                 (i for i, (span, window) in enumerate(ordered) if self._whole(window, span, True)),
@@ -130,8 +128,7 @@ class ShareLedger:
     def _whole(self, window: WindowId, span: tuple[int, int], restoring: bool) -> bool:
         if self._expected.get(window):
             return False
-        end = span[0]
-        if all(p in self._progress and self._progress[p].closes(end) for p in self.partitions):
+        if not self._unclosed(span[0]):
             return True
         if not restoring:
             return False
@@ -148,11 +145,7 @@ class ShareLedger:
         end, start = span
         shares = list(self._shares.pop(window).values())
         unread = self._expected.pop(window, set())
-        missing = frozenset(
-            p
-            for p in self.partitions
-            if p not in self._progress or not self._progress[p].closes(end)
-        )
+        missing = self._unclosed(end) if forced else frozenset()
         if forced:
             _log.warning(
                 "window decided without every member's final word: too many windows waiting",
@@ -167,7 +160,15 @@ class ShareLedger:
         self._decided = max(self._decided or span, span)
         for done in [w for w in self._expected if w[1] <= start]:
             del self._expected[done]
-        return WholeWindow(start, end, shares, missing if forced else frozenset())
+        return WholeWindow(start, end, shares, missing)
+
+    def _unclosed(self, end_ms: int) -> frozenset[int]:
+        """The partitions whose newest progress record does not close a window ending then."""
+        return frozenset(
+            p
+            for p in self.partitions
+            if p not in self._progress or not self._progress[p].closes(end_ms)
+        )
 
     def _take_progress(self, record: ProgressRecord) -> None:
         for partition in record.partitions:
@@ -184,7 +185,7 @@ class ShareLedger:
     def _take_share(self, share: WindowShare) -> None:
         summary = share.summary
         window = (summary.window, summary.start_ms)
-        if self._decided is not None and (summary.end_ms, summary.start_ms) <= self._decided:
+        if self._is_decided_start(window):
             self.late_shares += 1
             _log.debug("share of a decided window", extra=fields(key=share.key.decode()[:200]))
             return
@@ -194,4 +195,5 @@ class ShareLedger:
             expected.discard(share.key)
 
     def _is_decided_start(self, window: WindowId) -> bool:
+        """Whether the window starts no later than the newest one handed out."""
         return self._decided is not None and window[1] <= self._decided[1]

@@ -106,8 +106,7 @@ class GroupPart:
             for record in compared:
                 self._exporter.record_comparison(record)
             self._alerts.observe_comparisons(compared, now_ms)
-        elif self.decider is not None:
-            self.decider.read()
+        elif self.decider is not None:  # it read the topic in the step that runs this tick
             self.decider.decide(now_ms, elapsed_ms)
         if self.role != MEMBER:
             self._alerts.tick(now_ms, elapsed_ms=elapsed_ms)
