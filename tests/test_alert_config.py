@@ -15,9 +15,9 @@ from monitor.config.alert_rules import CONDITION_PARSERS, RULE_KEYS, SEVERITIES
 from monitor.config.alerts import parse_alerting_config, render_alerts
 from monitor.config.comparisons import read_comparisons, render_comparisons
 from monitor.config.loader import load_config
-from monitor.config.source import ConfigSection
 from monitor.errors import ConfigError
 from monitor.scoring.catalog import monitor_keys
+from monitor.sections import ConfigSection
 from monitor.service import Monitor
 
 DESIGN_EXAMPLE: dict[str, Any] = {

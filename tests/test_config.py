@@ -23,9 +23,9 @@ from monitor.config.loader import (
     parse_duration,
 )
 from monitor.config.render import render_config
-from monitor.config.source import apply_environment
 from monitor.errors import ConfigError, InputError
 from monitor.logs import JsonLinesFormatter, TextFormatter, fields
+from monitor.sections import apply_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "rankmon.example.yaml"

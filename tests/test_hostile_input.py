@@ -38,7 +38,6 @@ from monitor.alerting.messages import AlertMessage
 from monitor.alerting.sinks import WebhookSink
 from monitor.clock import FakeClock
 from monitor.config.loader import load_config
-from monitor.config.source import expansion_problem
 from monitor.errors import ConfigError, InputError
 from monitor.export import http
 from monitor.export.exporter import Exporter
@@ -50,6 +49,7 @@ from monitor.logs import TextFormatter, fields
 from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
+from monitor.sections import expansion_problem
 from monitor.windows.engine import EventWindows
 from monitor.windows.segments import SegmentLabeler
 from monitor.windows.spec import WindowSpec

@@ -1,6 +1,6 @@
 """Reading one rule of `alerts.rules`, with errors that name the rule and its key.
 
-Read like every other section (`monitor.config.source.ConfigSection`): a null or missing key
+Read like every other section (`monitor.sections.ConfigSection`): a null or missing key
 takes its default, an unknown key is refused with the closest valid one suggested, durations
 take a unit.
 """
@@ -23,7 +23,8 @@ from monitor.alerting.rules import (
     Trend,
 )
 from monitor.comparisons.record import SCOPES
-from monitor.config.source import (
+from monitor.scoring.catalog import KIND_TABLE
+from monitor.sections import (
     REQUIRED,
     ConfigSection,
     as_choice,
@@ -33,7 +34,6 @@ from monitor.config.source import (
     as_str,
     describe,
 )
-from monitor.scoring.catalog import KIND_TABLE
 from monitor.values import duration_of_ms
 from monitor.windows.summary import Segment
 

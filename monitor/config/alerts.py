@@ -1,7 +1,7 @@
 """The `alerts:` config section: rules and delivery, read once into the frozen `Config`
 (as the alerting stage's `AlertingConfig`, `monitor.alerting.settings`).
 
-Read like every other section (`monitor.config.source.ConfigSection`): null or an empty
+Read like every other section (`monitor.sections.ConfigSection`): null or an empty
 environment variable takes the default, unknown keys are refused with the closest valid one
 suggested, durations take a unit (`30s`, `5m`). Every problem raises `ConfigError` with the
 exact key (`alerts.rules[2].drop.significance`) and the rule's name, so a bad rule stops the
@@ -42,7 +42,8 @@ from monitor.alerting.settings import DEFAULT_MIN_QUERIES, AlertingConfig, Deliv
 from monitor.comparisons.settings import ComparisonConfig
 from monitor.config.alert_rules import RuleContext, read_rule, render_rule
 from monitor.config.kafka import read_path, read_secret
-from monitor.config.source import (
+from monitor.errors import ConfigError
+from monitor.sections import (
     ConfigSection,
     as_bool,
     as_int,
@@ -50,7 +51,6 @@ from monitor.config.source import (
     as_positive_number,
     as_str,
 )
-from monitor.errors import ConfigError
 from monitor.values import Duration, SecretUrl, parse_duration
 from monitor.windows.summary import Segment
 

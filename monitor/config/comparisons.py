@@ -30,7 +30,9 @@ from monitor.comparisons.settings import (
     ComparisonConfig,
 )
 from monitor.config.alert_rules import read_segment_filter
-from monitor.config.source import (
+from monitor.errors import MeasureError
+from monitor.scoring.catalog import KINDS, MeasureKey, resolve_key
+from monitor.sections import (
     ConfigSection,
     as_choice,
     as_int,
@@ -40,8 +42,6 @@ from monitor.config.source import (
     as_str_list,
     describe,
 )
-from monitor.errors import MeasureError
-from monitor.scoring.catalog import KINDS, MeasureKey, resolve_key
 from monitor.stats.sequence import DEFAULT_BURN_IN
 
 __all__ = ["read_comparisons", "render_comparisons"]

@@ -12,15 +12,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from monitor.config.source import (
-    ConfigSection,
-    as_bool,
-    as_choice,
-    as_int,
-    as_path,
-    as_str,
-    as_str_list,
-)
 from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES
 from monitor.kafka.settings import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -31,6 +22,15 @@ from monitor.kafka.settings import (
     KafkaSecurity,
     SaslConfig,
     SslConfig,
+)
+from monitor.sections import (
+    ConfigSection,
+    as_bool,
+    as_choice,
+    as_int,
+    as_path,
+    as_str,
+    as_str_list,
 )
 from monitor.values import Secret
 

@@ -1,7 +1,7 @@
 """The validated, frozen `Config`: one YAML file plus `RANKMON_` environment overrides.
 
 `load_config(path)` reads the file, applies every `RANKMON_A__B=value` variable (see
-`monitor.config.source`), checks each key and returns a `Config`, or raises `ConfigError`
+`monitor.sections`), checks each key and returns a `Config`, or raises `ConfigError`
 naming the dotted key (`config key 'windows.hop': ...`); unknown keys are errors too. Nothing
 here reads the environment at import time, and a `Config` never changes after start.
 `rankmon.example.yaml` documents every key with its default.
@@ -22,7 +22,12 @@ from monitor.config.alerts import parse_alerting_config, read_alerts
 from monitor.config.comparisons import read_comparisons
 from monitor.config.kafka import read_kafka, read_path
 from monitor.config.metrics import MetricsConfig, read_metrics
-from monitor.config.source import (
+from monitor.explain.settings import ExplainConfig
+from monitor.ingest.schema import DEFAULT_MAX_VALUE_BYTES
+from monitor.kafka.settings import KafkaConfig
+from monitor.scoring.catalog import monitor_keys
+from monitor.scoring.reload import EvaluationSetConfig
+from monitor.sections import (
     ConfigSection,
     apply_environment,
     as_bool,
@@ -35,11 +40,6 @@ from monitor.config.source import (
     as_str_list,
     read_yaml,
 )
-from monitor.explain.settings import ExplainConfig
-from monitor.ingest.schema import DEFAULT_MAX_VALUE_BYTES
-from monitor.kafka.settings import KafkaConfig
-from monitor.scoring.catalog import monitor_keys
-from monitor.scoring.reload import EvaluationSetConfig
 from monitor.values import Duration, Secret, duration_of_ms, parse_duration
 from monitor.windows.segments import label_name_problem
 

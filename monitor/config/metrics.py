@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor.config.source import ConfigSection, as_choice, as_int, as_int_list
 from monitor.ingest.schema import MAX_GRADE
 from monitor.scoring.gain import EXP, LINEAR, Gain
 from monitor.scoring.measures import IdcgZero
+from monitor.sections import ConfigSection, as_choice, as_int, as_int_list
 
 __all__ = ["MetricsConfig", "read_metrics"]
 
