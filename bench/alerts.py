@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from monitor.alerting import AlertEngine, AlertingConfig, Status
-from monitor.alerting.rules import AlertRule, Drop
+from monitor.alerting.conditions import Drop
+from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
 from monitor.clock import FakeClock
 from monitor.config.alerts import parse_alerting_config

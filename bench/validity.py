@@ -53,8 +53,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from monitor.alerting.conditions import WindowTrack, evaluate_window
-from monitor.alerting.rules import AlertRule, Drop
+from monitor.alerting.conditions import Drop, WindowTrack, evaluate_window
+from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
 from monitor.checkpoint.merge import merge_window_shares
 from monitor.checkpoint.progress import ProgressRecord

@@ -59,7 +59,6 @@ from dataclasses import dataclass, field, replace
 from prometheus_client import CollectorRegistry
 
 from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine
-from monitor.alerting.rules import Below, Drop
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.protocol import Checkpoint
 from monitor.checkpoint.publisher import ProgressPublisher, SharePublisher
@@ -515,10 +514,10 @@ class Monitor:
     def _explain_routes(self) -> dict[str, Route]:
         """`/api/v1/*`, `/` and `/explain` (`monitor.explain`), read by the HTTP thread."""
         alerting = self.config.alerts
-        drops = {
-            rule.measure: rule.condition.baseline_windows
+        spans = {
+            rule.measure: span
             for rule in alerting.rules
-            if isinstance(rule.condition, Drop)
+            if (span := rule.condition.baseline_span()) is not None
         }
         store = self.explain_store
         api = ExplainApi(
@@ -528,16 +527,16 @@ class Monitor:
             default_measure=next(
                 (str(k) for k in self.keys if k.kind == "ndcg"), str(self.keys[0])
             ),
-            baseline_windows=lambda measure: drops.get(measure, store.keep),
+            baseline_windows=lambda measure: spans.get(measure, store.keep),
         )
         pages = ExplainPages(
             api,
             headline=_page_headline(self.keys),
             alerts=self._alert_views,
             floors=lambda measure, segment: [
-                (rule.name, rule.condition.threshold)
+                (rule.name, floor)
                 for rule in alerting.rules
-                if isinstance(rule.condition, Below)
+                if (floor := rule.condition.floor()) is not None
                 and rule.measure == measure
                 and (rule.segment is None or set(rule.segment) <= set(segment))
             ],

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from monitor.alerting import AlertEngine
-from monitor.alerting.conditions import WindowTrack, evaluate_window
+from monitor.alerting.conditions import Drop, WindowTrack, evaluate_window
 from monitor.alerting.paired_test import hoeffding_p_value
-from monitor.alerting.rules import AlertRule, Drop
+from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
 from monitor.config.alerts import parse_alerting_config
 from monitor.testing.alert_simulation import StreamModel, simulate_windows

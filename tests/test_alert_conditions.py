@@ -6,8 +6,16 @@ import math
 
 import pytest
 
-from monitor.alerting.conditions import WindowTrack, evaluate_window
-from monitor.alerting.rules import AlertRule, Below, Condition, Coverage, Drop, Judged
+from monitor.alerting.conditions import (
+    Below,
+    Condition,
+    Coverage,
+    Drop,
+    Judged,
+    WindowTrack,
+    evaluate_window,
+)
+from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
 from monitor.windows.summary import WindowSummary
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from monitor.alerting.rules import Below, Drop, Stale, Trend
+from monitor.alerting.conditions import CONDITIONS, Below, Drop, Stale, Trend
+from monitor.alerting.rules import RULE_KEYS, SEVERITIES
 from monitor.comparisons.settings import ComparisonConfig
-from monitor.config.alert_rules import CONDITION_PARSERS, RULE_KEYS, SEVERITIES
 from monitor.config.alerts import parse_alerting_config, render_alerts
 from monitor.config.comparisons import read_comparisons, render_comparisons
 from monitor.config.loader import load_config
@@ -233,7 +233,9 @@ def test_the_example_configs_alerts_block_parses_and_shows_every_key_and_conditi
     config = parse_example(raw)
     rules = raw["rules"]
     assert set(raw) == set(render_alerts(parse_example({})))  # every key the section reads
-    assert {key for rule in rules for key in rule} == set(RULE_KEYS) | set(CONDITION_PARSERS)
+    assert {key for rule in rules for key in rule} == set(RULE_KEYS) | {
+        kind.key for kind in CONDITIONS
+    }
     drops = [rule["drop"] for rule in rules if "drop" in rule]
     assert {key for drop in drops for key in drop} == {
         "relative",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from monitor.alerting.conditions import Drop
 from monitor.alerting.paired_test import paired_drop_test
-from monitor.alerting.rules import AlertRule, Drop
+from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
 from monitor.testing.alert_simulation import (
     StreamModel,

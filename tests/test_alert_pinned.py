@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from monitor.alerting import AlertEngine, Status
-from monitor.alerting.conditions import WindowTrack, evaluate_window
+from monitor.alerting.conditions import Drop, WindowTrack, evaluate_window
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
-from monitor.alerting.rules import AlertRule, Drop
+from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
 from monitor.clock import FakeClock
 from monitor.config.alerts import parse_alerting_config

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from monitor.alerting.conditions import Comparison
 from monitor.alerting.engine import AlertEngine
-from monitor.alerting.rules import Comparison
 from monitor.comparisons.record import ComparisonRecord, MeasureComparison
 from monitor.config.loader import Config, load_config
 from monitor.errors import ConfigError

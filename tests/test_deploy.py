@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from monitor.alerting.rules import Drop
+from monitor.alerting.conditions import Drop
 from monitor.cli import main
 from monitor.config.loader import load_config
 from monitor.demo.broker import free_port

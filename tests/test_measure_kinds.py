@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from monitor.alerting.conditions.base import RANKED_MEASURES, UNRANKED_MEASURES
 from monitor.alerting.render import MEASURE_KINDS
-from monitor.config.alert_rules import RANKED_MEASURES, UNRANKED_MEASURES
 from monitor.dashboards.series import EXPORTED_SERIES, QUALITY_MEASURES
 from monitor.export.window_log import HEADLINE_KINDS
 from monitor.scoring import columns

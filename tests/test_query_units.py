@@ -12,8 +12,7 @@ import math
 import numpy as np
 import pytest
 
-from monitor.alerting.engine import _comparison_verdict  # the verdict a comparison rule acts on
-from monitor.alerting.rules import Comparison
+from monitor.alerting.conditions import Comparison
 from monitor.alerting.state import Evidence
 from monitor.comparisons import ComparisonConfig, ComparisonEngine, MeasureComparison
 from monitor.stats.query_units import UnitMoments, fixed_set_intervals
@@ -173,10 +172,10 @@ def test_the_comparison_alert_says_its_population_family_and_what_the_queries_ca
     base = {f"q{i}": float(v) for i, v in enumerate(rng.uniform(0.2, 0.8, 300))}
     worse = {q: v - (0.3 if i < 30 else 0.0) for i, (q, v) in enumerate(base.items())}
     measure = replayed(base, worse, windows=2)
-    verdict = _comparison_verdict(Comparison("a", "worse", 0.0), measure)
+    verdict = Comparison("a", "worse", 0.0).judge(measure)
     assert verdict.evidence is Evidence.BAD
     assert "in the population of queries (replay design)" in verdict.note
     assert "level 0.05/2 (Bonferroni over 2 comparison measures)" in verdict.note
     assert "300 queries can show differences of 0.0" in verdict.note
-    on_set = _comparison_verdict(Comparison("a", "worse", 0.0, scope="set"), measure)
+    on_set = Comparison("a", "worse", 0.0, scope="set").judge(measure)
     assert "on the queries compared" in on_set.note

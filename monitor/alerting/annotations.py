@@ -4,28 +4,15 @@ from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from monitor.alerting.messages import AlertMessage, rfc3339
-from monitor.alerting.rules import (
-    AlertRule,
-    Below,
-    Comparison,
-    Coverage,
-    Drop,
-    Judged,
-    Stale,
-    Trend,
-)
+from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
-from monitor.explain.page import explain_path
-from monitor.values import format_duration
-from monitor.windows.summary import segment_label
 
 if TYPE_CHECKING:
     from monitor.alerting.active import ActiveAlert
 
-__all__ = ["alert_labels", "alert_message", "condition_summary", "drop_summary"]
+__all__ = ["alert_labels", "alert_message", "condition_summary"]
 
 
 def alert_labels(
@@ -43,39 +30,7 @@ def _number(value: float | None) -> str:
 
 def condition_summary(rule: AlertRule) -> str:
     """One line saying what the rule watches for."""
-    condition = rule.condition
-    if isinstance(condition, Below):
-        return f"{rule.measure} under the floor {condition.threshold:g}"
-    if isinstance(condition, Drop):
-        return (
-            f"{drop_summary(rule, condition)}, paired sign-flip test p < {condition.significance:g}"
-        )
-    if isinstance(condition, Trend):
-        return f"{rule.measure} is drifting down (Page-Hinkley)"
-    if isinstance(condition, Coverage):
-        return f"evaluation-set coverage under {condition.minimum:.0%}"
-    if isinstance(condition, Judged):
-        return f"judged share of the top {condition.k} under {condition.minimum:.0%}"
-    if isinstance(condition, Stale):
-        return f"no finalized window for more than {format_duration(condition.after_ms)}"
-    if isinstance(condition, Comparison):
-        side = "worse" if condition.direction == "worse" else "better"
-        return (
-            f"{condition.comparison}: the candidate is {side} on {rule.measure} by more than "
-            f"{condition.margin:g} (always-valid {condition.direction} test)"
-        )
-    raise TypeError(f"unknown condition {condition!r}")
-
-
-def drop_summary(rule: AlertRule, condition: Drop) -> str:
-    """What a drop rule watches for, before its significance gate."""
-    size = (
-        f"{condition.relative:.0%}"
-        if condition.relative is not None
-        else f"{condition.absolute:g} absolute"
-    )
-    source = "pinned" if condition.pinned is not None else "trailing median"
-    return f"{rule.measure} dropped by more than {size} from its baseline ({source})"
+    return rule.condition.summary(rule.measure)
 
 
 def alert_message(
@@ -117,12 +72,7 @@ def generator_url(alert: ActiveAlert, config: AlertingConfig) -> str | None:
     if base is None:
         return None
     rule, window = alert.rule, alert.window
-    if window is None or isinstance(rule.condition, Stale | Coverage):
+    if window is None:
         return f"{base}/"
-    if isinstance(rule.condition, Comparison):
-        against = config.comparison_baselines.get(rule.condition.comparison)
-        if against is not None:
-            path = explain_path(alert.segment, rule.measure, window[0])
-            other = quote(segment_label(against))
-            return f"{base}{path.replace('&against=baseline', '')}&segment_against={other}"
-    return base + explain_path(alert.segment, rule.measure, window[0])
+    baselines = config.comparison_baselines
+    return base + rule.condition.explain_path(alert.segment, rule.measure, window[0], baselines)

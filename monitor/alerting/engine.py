@@ -19,8 +19,8 @@ resolved it. Each transition's message is made when it happens, so a tick that f
 backlog of windows hands delivery every firing and every resolution in order, each with the
 window and values that caused it (`rankmon_alert_firings_total` counts each firing).
 
-Per window and segment, the trust rules (`coverage`, `judged`) go first. If one finds the
-window bad, the quality rules (`below`, `drop`, `trend`) get unknown evidence for it: their
+Per window and segment, the trust rules (`Role.TRUST`: `coverage`, `judged`) go first. If one
+finds the window bad, the quality rules (`below`, `drop`, `trend`) get unknown evidence: their
 alerts neither fire nor resolve on numbers that are untrustworthy, and the window stays out
 of the baselines and drift detectors. The trust alert itself says why. A drop rule with a
 `pinned` baseline takes only windows at or above its level into its own baseline
@@ -30,21 +30,20 @@ back.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from monitor.alerting.active import ActiveAlert
 from monitor.alerting.annotations import alert_message
-from monitor.alerting.conditions import Verdict, WindowTrack, evaluate_window, measure_value
+from monitor.alerting.conditions import Role, Verdict, WindowTrack, evaluate_window, measure_value
 from monitor.alerting.delivery import AlertDelivery
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.metrics import AlertSignals
-from monitor.alerting.rules import AlertRule, Comparison, Coverage, Drop, Judged, Stale
+from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
 from monitor.checkpoint.merge import merge_window_shares
-from monitor.comparisons.record import ComparisonRecord, MeasureComparison
+from monitor.comparisons.record import ComparisonRecord
 from monitor.windows.summary import Segment, WindowSummary
 
 __all__ = ["ActiveAlert", "AlertEngine", "AlertTransition"]
@@ -64,63 +63,14 @@ class AlertTransition:
     message: AlertMessage | None = None
 
 
-def _judges_quality(rule: AlertRule) -> bool:
-    """The rules `alerts.min_queries` holds on small windows: every rule on a mean over the
-    window's queries (below, drop, trend, judged), not coverage (which counts them) or stale."""
-    return rule.is_quality or isinstance(rule.condition, Judged)
-
-
 def _applies(rule: AlertRule, segment: Segment) -> bool:
-    if isinstance(rule.condition, Comparison):
+    if rule.condition.role is Role.COMPARISON:
         return False  # judged on comparison records (`observe_comparisons`), not windows
     return rule.segment is None or set(rule.segment) <= set(segment)
 
 
 def _alert_segment(rule: AlertRule, segment: Segment) -> Segment:
-    # A stale rule watches the stream as a whole (or its filter's part of it), not each
-    # segment: a retired model's segment going quiet is not an outage.
-    if isinstance(rule.condition, Stale):
-        return rule.segment or ()
-    return segment
-
-
-def _comparison_verdict(condition: Comparison, measure: MeasureComparison) -> Verdict:
-    """Bad when the rule's interval, at the family's level, lies wholly past the margin in
-    the rule's direction; unknown until the interval is finite."""
-    lower, upper = measure.decision(condition.scope)
-    if not (math.isfinite(lower) and math.isfinite(upper)):
-        note = measure.note or "no verdict yet (too few windows or queries)"
-        return Verdict(Evidence.UNKNOWN, measure.result.delta, note=note)
-    if condition.direction == "worse":
-        bad, bound = upper < -condition.margin, -condition.margin
-    else:
-        bad, bound = lower > condition.margin, condition.margin
-    estimate = (lower + upper) / 2.0
-    about = (
-        "in the population of queries"
-        if condition.scope == "population"
-        else "on the queries compared"
-    )
-    family = (
-        f"level {measure.alpha:g}/{measure.family} (Bonferroni over {measure.family} "
-        "comparison measures)"
-        if measure.family > 1
-        else f"level {measure.alpha:g}"
-    )
-    note = (
-        f"{measure.measure}: candidate - baseline {estimate:+.4f} {about} ({measure.design} "
-        f"design), always-valid interval [{lower:+.4f}, {upper:+.4f}] at {family}; "
-        f"{measure.compared_units} queries can show differences of "
-        f"{measure.family_min_detectable():.3f} or more; this window "
-        f"{measure.result.delta:+.4f} on {measure.result.queries} common queries"
-    )
-    return Verdict(
-        Evidence.BAD if bad else Evidence.GOOD,
-        estimate,
-        bound,
-        measure.sequence.p_value if measure.design == "live" else None,
-        note=note,
-    )
+    return rule.condition.alert_segment(rule.segment, segment)
 
 
 class AlertEngine:
@@ -162,17 +112,14 @@ class AlertEngine:
         `restoring`: the records read back on a restart, silently (no transitions)."""
         transitions: list[AlertTransition] = []
         touched: list[ActiveAlert] = []
-        rules = [r for r in self.config.rules if isinstance(r.condition, Comparison)]
+        rules = [r for r in self.config.rules if r.condition.role is Role.COMPARISON]
         for record in sorted(records, key=lambda r: (r.end_ms, r.name)):
-            measures = {m.measure: m for m in record.measures}
             for rule in rules:
-                condition = rule.condition
-                assert isinstance(condition, Comparison)
-                if condition.comparison != record.name or rule.measure not in measures:
+                verdict = rule.condition.on_comparison(rule.measure, record)
+                if verdict is None:
                     continue
                 alert = self._alert(rule, rule.segment or ())
                 touched.append(alert)
-                verdict = _comparison_verdict(condition, measures[rule.measure])
                 window = (record.start_ms, record.end_ms)
                 self._apply(alert, verdict, record.end_ms if restoring else now_ms, window,
                             [] if restoring else transitions)  # fmt: skip
@@ -184,20 +131,14 @@ class AlertEngine:
         return transitions
 
     def tick(self, now_ms: int, *, elapsed_ms: int | None = None) -> list[AlertTransition]:
-        """Check the `stale` rules: no finalized window for their `after`."""
+        """Judge the rules on the clock (`stale`): the silence since the last finalized window."""
         transitions: list[AlertTransition] = []
         touched: list[ActiveAlert] = []
         for rule in self.config.rules:
-            if isinstance(rule.condition, Stale):
+            if rule.condition.role is Role.CLOCK:
                 last = self._last_arrival(rule)
                 silent_ms = (now_ms if elapsed_ms is None else elapsed_ms) - last
-                bad = silent_ms > rule.condition.after_ms
-                verdict = Verdict(
-                    Evidence.BAD if bad else Evidence.GOOD,
-                    silent_ms / 1000,
-                    rule.condition.after_ms / 1000,
-                    note=f"no finalized window for {silent_ms / 1000:.0f}s",
-                )
+                verdict = rule.condition.on_tick(silent_ms)
                 alert = self._alert(rule, _alert_segment(rule, ()))
                 touched.append(alert)
                 self._apply(alert, verdict, now_ms, None, transitions)
@@ -284,7 +225,7 @@ class AlertEngine:
             alert = self._alert(rule, _alert_segment(rule, summary.segment))
             touched.append(alert)
             verdict = self._verdict(alert, summary, distrust, quick)
-            if not rule.is_quality and verdict.evidence is Evidence.BAD:
+            if rule.condition.role is Role.TRUST and verdict.evidence is Evidence.BAD:
                 distrust.append(verdict.note)
             self._apply(alert, verdict, now_ms, window, transitions)
         return touched
@@ -293,29 +234,20 @@ class AlertEngine:
         self, alert: ActiveAlert, summary: WindowSummary, distrust: list[str], quick: bool
     ) -> Verdict:
         rule = alert.rule
-        if isinstance(rule.condition, Stale):
-            return Verdict(Evidence.GOOD, 0.0, note="a window was finalized")
         if rule.is_quality and distrust:
             value = measure_value(summary, rule.measure)
             return Verdict(Evidence.UNKNOWN, value, note="held: " + "; ".join(distrust))
-        small = self.config.too_few_queries(summary.queries, summary.evaluation_set_queries)
-        if isinstance(rule.condition, Coverage) and small and summary.end_ms <= self._start_ms:
-            value = summary.coverage
-            note = (
-                f"held: a window that ended before rankmon started, with only "
-                f"{summary.queries} queries (a stray old record, not an outage it watched)"
-            )
-            return Verdict(Evidence.UNKNOWN, value, note=note)
-        if _judges_quality(rule) and small:
-            value = measure_value(summary, rule.measure)
-            note = (
-                f"held: only {summary.queries} of {summary.evaluation_set_queries} "
-                f"evaluation-set queries in this window (alerts.min_queries: "
-                f"{self.config.min_queries})"
-            )
-            return Verdict(Evidence.UNKNOWN, value, note=note)
+        held = rule.condition.hold(
+            rule.measure,
+            summary,
+            small=self.config.too_few_queries(summary.queries, summary.evaluation_set_queries),
+            before_start=summary.end_ms <= self._start_ms,
+            min_queries=self.config.min_queries,
+        )
+        if held is not None:
+            return held
         alert.track.follow_version(rule, summary.evaluation_set_version)
-        level = self._drop_level() if isinstance(rule.condition, Drop) else None
+        level = self._drop_level() if rule.condition.shares_drop_budget else None
         verdict = evaluate_window(rule, summary, alert.track, quick=quick, level=level)
         alert.track.remember(rule, summary)
         return verdict
@@ -330,7 +262,7 @@ class AlertEngine:
             self._drop_pairs = sum(
                 1
                 for rule in self.config.rules
-                if isinstance(rule.condition, Drop)
+                if rule.condition.shares_drop_budget
                 for segment in self._latest_start
                 if _applies(rule, segment)
             )

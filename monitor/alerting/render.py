@@ -30,26 +30,16 @@ The file starts with a comment naming every rule left to rankmon's engine, and w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
-from monitor.alerting.annotations import alert_labels, condition_summary, drop_summary
-from monitor.alerting.rules import (
-    AlertRule,
-    Below,
-    Comparison,
-    Coverage,
-    Drop,
-    Judged,
-    Stale,
-    Trend,
-)
+from monitor.alerting.annotations import alert_labels
+from monitor.alerting.promql import PromqlContext
+from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
 from monitor.scoring.catalog import EXPORTED_KINDS
 from monitor.values import format_duration
-from monitor.windows.summary import Segment
 
 __all__ = ["render_prometheus_rules", "render_rule_groups"]
 
@@ -79,13 +69,7 @@ def render_rule_groups(config: AlertingConfig, *, ungated_drop: bool = False) ->
 
 def _left_out(rule: AlertRule, ungated_drop: bool) -> str | None:
     """Why the rule is left to rankmon's engine, or None when it is rendered."""
-    if isinstance(rule.condition, Trend):
-        return "trend, Page-Hinkley has no PromQL form"
-    if isinstance(rule.condition, Comparison):
-        return "comparison, its always-valid sequence lives in rankmon"
-    if isinstance(rule.condition, Drop) and not ungated_drop:
-        return "drop, gated by a paired test on per-query values Prometheus lacks"
-    return None
+    return rule.condition.left_out(ungated=ungated_drop)
 
 
 def _header(config: AlertingConfig, ungated_drop: bool) -> str:
@@ -94,7 +78,7 @@ def _header(config: AlertingConfig, ungated_drop: bool) -> str:
     left_out = [f"#   {rule.name} (alerts.rules[{rule.index}]): {why}" for rule, why in left if why]
     if left_out:
         lines += ["# Left to rankmon's own alerts, not rendered:", *left_out]
-    if not ungated_drop and any(isinstance(rule.condition, Drop) for rule in config.rules):
+    if any(why and rule.condition.left_out(ungated=True) is None for rule, why in left):
         lines.append("# (--ungated-drop renders drop rules without the test: docs/alerting.md)")
     return "\n".join(lines) + "\n"
 
@@ -134,77 +118,9 @@ def _stderr_rule(kind: str, queries: str, job: str) -> dict[str, str]:
     }
 
 
-def _selector(metric: str, matchers: Mapping[str, str], segment: Segment | None) -> str:
-    pairs = {**matchers, **dict(segment or ())}
-    inner = ",".join(f'{key}="{value}"' for key, value in pairs.items())
-    return f"{metric}{{{inner}}}" if inner else metric
-
-
-def _measure_matchers(measure: str) -> tuple[str, dict[str, str]]:
-    """`ndcg@10:linear` -> (`job:rankmon_ndcg:mean`, {k: 10, gain: linear})."""
-    name, _, gain = measure.partition(":")
-    kind, _, k = name.partition("@")
-    matchers = {"k": k} if k else {}
-    if gain:
-        matchers["gain"] = gain
-    return f"job:rankmon_{kind}:mean", matchers
-
-
-def _expression(rule: AlertRule, config: AlertingConfig) -> str:
-    condition = rule.condition
-    if isinstance(condition, Below | Drop | Judged):
-        metric, matchers = _measure_matchers(rule.measure)
-        value = _selector(metric, matchers, rule.segment)
-        if isinstance(condition, Below):
-            return f"({value} < {condition.threshold:g}){_enough_queries(rule, config)}"
-        if isinstance(condition, Judged):
-            return f"({value} < {condition.minimum:g}){_enough_queries(rule, config)}"
-        return _drop_expression(value, condition, rule, config)
-    if isinstance(condition, Coverage):
-        coverage = _selector("job:rankmon_coverage_ratio:sum", {}, rule.segment)
-        return f"{coverage} < {condition.minimum:g}"
-    if isinstance(condition, Stale):
-        ends = _selector(
-            "rankmon_window_end_timestamp_seconds",
-            {"job": config.prometheus_job},
-            rule.segment,
-        )
-        after = format_duration(condition.after_ms)
-        # `present ... offset after`: the series existed `after` ago, so a freshly started
-        # instance is not stale before it had the chance to finalize a window.
-        return (
-            f"(sum by (job) (changes({ends}[{after}])) == 0)"
-            f" and on(job) sum by (job) (present_over_time({ends}[1m] offset {after}))"
-        )
-    raise TypeError(f"no PromQL form for {condition!r}")  # trend: `_left_out` keeps it out
-
-
-def _enough_queries(rule: AlertRule, config: AlertingConfig) -> str:
-    """`alerts.min_queries` in PromQL: at least that many queries in the window, or every
-    query of a smaller evaluation set."""
-    queries = _selector("job:rankmon_window_queries:sum", {}, rule.segment)
-    size = f'max(rankmon_evaluation_set_queries{{job="{config.prometheus_job}"}})'
-    needed = f"scalar(clamp_max({size}, {config.min_queries}))"
-    return f" and ignoring(k, gain) ({queries} >= {needed})"
-
-
-def _drop_expression(value: str, condition: Drop, rule: AlertRule, config: AlertingConfig) -> str:
-    if condition.pinned is not None:
-        baseline = f"{condition.pinned:g}"
-    else:
-        span = format_duration(condition.baseline_windows * config.window_ms)
-        back = format_duration(config.window_ms)
-        baseline = f"quantile_over_time(0.5, {value}[{span}] offset {back})"
-    if condition.relative is not None:
-        floor = f"{1 - condition.relative:g} * {baseline}"
-    else:
-        floor = f"{baseline} - {condition.absolute:g}"
-    queries = _selector("job:rankmon_window_queries:sum", {}, rule.segment)
-    return f"({value} < {floor}) and ignoring(k, gain) ({queries} >= {condition.min_queries})"
-
-
 def _alert(rule: AlertRule, config: AlertingConfig) -> dict[str, Any]:
-    expr = _expression(rule, config)
+    context = PromqlContext(config.prometheus_job, config.window_ms, config.min_queries)
+    expr = rule.condition.promql(rule.measure, rule.segment, context)
     labels = alert_labels(rule, (), config.window)
     del labels["alertname"]
     alert: dict[str, Any] = {
@@ -215,29 +131,15 @@ def _alert(rule: AlertRule, config: AlertingConfig) -> dict[str, Any]:
     if rule.keep_firing_for:
         alert["keep_firing_for"] = format_duration(rule.keep_firing_for * config.window_ms)
     alert["labels"] = labels
-    annotations = {"summary": _summary(rule), "description": _description(rule)}
+    source = f"rendered from alerts.rules[{rule.index}]"
+    annotations = {
+        "summary": rule.condition.promql_summary(rule.measure),
+        "description": rule.condition.promql_description(rule.measure, source),
+    }
     if rule.runbook_url:
         annotations["runbook_url"] = rule.runbook_url
     alert["annotations"] = annotations
     return alert
-
-
-def _summary(rule: AlertRule) -> str:
-    if isinstance(rule.condition, Drop):
-        return f"{drop_summary(rule, rule.condition)}; ungated approximation, no paired test"
-    return condition_summary(rule)
-
-
-def _description(rule: AlertRule) -> str:
-    condition = rule.condition
-    source = f"rendered from alerts.rules[{rule.index}]"
-    if isinstance(condition, Stale):
-        return f"no rankmon window finalized in {format_duration(condition.after_ms)}; {source}"
-    value = f'{rule.measure} is {{{{ $value | printf "%.4f" }}}}; {source}'
-    if isinstance(condition, Drop):
-        # Prometheus has no per-query values: say what this alert is missing.
-        value += " (no paired test: rankmon's own alert is the significance-gated one)"
-    return value
 
 
 def _process_alerts(job: str) -> list[dict[str, Any]]:

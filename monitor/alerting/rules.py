@@ -1,98 +1,33 @@
 """Alert rules as data: one measure, one condition, and how many windows fire and resolve.
 
-Parsed from the config by `monitor.config.alert_rules`; evaluated by
-`monitor.alerting.conditions`.
+`read_rule` reads one rule of `alerts.rules` (the condition it names reads its own entry and
+says which measure and segment the rule is on: `monitor.alerting.conditions`); `render_rule`
+writes it back with every default filled in. Read like every other section
+(`monitor.sections.ConfigSection`): a null or missing key takes its default, an unknown key is
+refused with the closest valid one suggested, durations take a unit.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from monitor.alerting.conditions import (
+    CONDITIONS,
+    Condition,
+    Role,
+    RuleContext,
+    condition_kind,
+)
+from monitor.alerting.conditions.base import anything
+from monitor.sections import ConfigSection, as_choice, as_int, as_str
 from monitor.windows.summary import Segment
 
-__all__ = [
-    "AlertRule",
-    "Below",
-    "Comparison",
-    "Condition",
-    "Coverage",
-    "Drop",
-    "Judged",
-    "Stale",
-    "Trend",
-]
+__all__ = ["RULE_KEYS", "SEVERITIES", "AlertRule", "RuleContext", "read_rule", "render_rule"]
 
-
-@dataclass(frozen=True)
-class Below:
-    """Bad when the window's value is under `threshold`."""
-
-    threshold: float
-
-
-@dataclass(frozen=True)
-class Drop:
-    """Bad when the value fell by `relative` (or `absolute`) from the baseline, significantly.
-
-    The baseline is the trailing median of the last `baseline_windows` windows, or `pinned`.
-    """
-
-    relative: float | None
-    absolute: float | None
-    baseline_windows: int
-    significance: float
-    min_queries: int
-    pinned: float | None
-
-
-@dataclass(frozen=True)
-class Trend:
-    """Bad on the window where Page-Hinkley detects a downward change of the series."""
-
-    delta: float
-    threshold: float
-    min_windows: int
-
-
-@dataclass(frozen=True)
-class Coverage:
-    """Bad when fewer than `minimum` of the evaluation set's queries were seen."""
-
-    minimum: float
-
-
-@dataclass(frozen=True)
-class Judged:
-    """Bad when the mean judged share of the top `k` is under `minimum`."""
-
-    k: int
-    minimum: float
-
-
-@dataclass(frozen=True)
-class Stale:
-    """Bad when no window was finalized for `after_ms` of processing time."""
-
-    after_ms: int
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """On a configured comparison (`comparisons:`), with its always-valid interval at the
-    family's level: `worse` is bad when the whole interval lies below -margin (the candidate
-    is worse than the baseline by more than `margin`), `better` when it lies above +margin.
-    `scope`: `population` (the difference in the population of queries the set was drawn
-    from) or `set` (on the queries compared)."""
-
-    comparison: str
-    direction: str  # "worse" | "better"
-    margin: float
-    scope: str = "population"
-
-
-Condition = Below | Drop | Trend | Coverage | Judged | Stale | Comparison
-QUALITY_CONDITIONS = (Below, Drop, Trend)
-TRUST_CONDITIONS = (Coverage, Judged)
+RULE_KEYS: tuple[str, ...] = ("name", "measure", "gain", "segment", "severity", "for")
+RULE_KEYS += ("keep_firing_for", "runbook_url")
+SEVERITIES = ("critical", "warning", "info", "page", "ticket")
 
 
 @dataclass(frozen=True)
@@ -112,21 +47,72 @@ class AlertRule:
     @property
     def restore_windows(self) -> int:
         """How many of a segment's newest windows a restart replays into this rule: enough
-        to rebuild its baseline or detector and its pending and firing streaks; a pinned
-        drop rule twice its baseline, so that it sees where a drop that is keeping its
-        windows out began."""
-        condition = self.condition
-        streaks = self.for_windows + self.keep_firing_for
-        if isinstance(condition, Drop):
-            spans = 2 if condition.pinned is not None else 1
-            return spans * condition.baseline_windows + streaks
-        if isinstance(condition, Trend):
-            return 4 * condition.min_windows + streaks
-        if isinstance(condition, Stale):
-            return 0
-        return streaks
+        to rebuild its baseline or detector and its pending and firing streaks."""
+        return self.condition.restore_windows(self.for_windows + self.keep_firing_for)
 
     @property
     def is_quality(self) -> bool:
         """Below, drop and trend rules: they are held on windows that are not trustworthy."""
-        return isinstance(self.condition, QUALITY_CONDITIONS)
+        return self.condition.role is Role.QUALITY
+
+
+def read_rule(section: ConfigSection, index: int, context: RuleContext) -> AlertRule:
+    """One rule; its problems read `config key 'alerts.rules[i].key': rule 'name': ...`."""
+    name = section.get("name", as_str, None)
+    if name is None:
+        raise section.error("name", "every rule needs a name (it becomes the alertname)")
+    rule = section.labelled(f"rule '{name}': ")
+    keys = [kind.key for kind in CONDITIONS]
+    named = [key for key in keys if rule.present(key)]
+    if len(named) != 1:
+        unknown = [n for n in rule.names() if n not in RULE_KEYS and n not in keys]
+        if unknown:  # a misspelt condition: say which key, with a suggestion
+            for key in (*RULE_KEYS, *keys):
+                rule.get(key, anything, None)
+            rule.finish()
+        raise rule.error("", f"needs exactly one condition of {sorted(keys)}, got {named}")
+    kind = condition_kind(named[0])
+    assert kind is not None
+    condition = kind.parse(rule, context)
+    severity = rule.get("severity", as_choice(*SEVERITIES), "warning")
+    if not kind.takes_streaks and (rule.has("for") or rule.has("keep_firing_for")):
+        raise rule.error(
+            "for", f"{kind.key} rules take no for/keep_firing_for: its own settings are the delay"
+        )
+    for_windows = rule.get("for", as_int(1), 1)
+    keep_firing_for = rule.get("keep_firing_for", as_int(0), 0)
+    measure = condition.measure(rule, context)
+    segment = condition.segment(rule, context)
+    runbook = rule.get("runbook_url", as_str, context.runbook_url)
+    rule.finish()
+    return AlertRule(
+        name=name,
+        index=index,
+        severity=severity,
+        measure=measure,
+        condition=condition,
+        segment=segment,
+        for_windows=for_windows,
+        keep_firing_for=keep_firing_for,
+        runbook_url=runbook,
+    )
+
+
+def render_rule(rule: AlertRule) -> dict[str, Any]:
+    """The rule as config data, every default filled in (`read_rule` reads it back)."""
+    condition = rule.condition
+    out: dict[str, Any] = {"name": rule.name}
+    if condition.has_measure:
+        measure, _, gain = rule.measure.partition(":")
+        out["measure"] = measure
+        if gain:
+            out["gain"] = gain
+    if rule.segment is not None and condition.reads_segment:
+        out["segment"] = dict(rule.segment)
+    out["severity"] = rule.severity
+    out[condition.key] = condition.render()
+    if condition.takes_streaks:
+        out["for"] = rule.for_windows
+        out["keep_firing_for"] = rule.keep_firing_for
+    out["runbook_url"] = rule.runbook_url
+    return out

@@ -37,10 +37,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from monitor.alerting.rules import AlertRule
+from monitor.alerting.rules import AlertRule, RuleContext, read_rule, render_rule
 from monitor.alerting.settings import DEFAULT_MIN_QUERIES, AlertingConfig, DeliveryConfig, Endpoint
 from monitor.comparisons.settings import ComparisonConfig
-from monitor.config.alert_rules import RuleContext, read_rule, render_rule
 from monitor.config.kafka import read_path, read_secret
 from monitor.errors import ConfigError
 from monitor.sections import (

@@ -29,7 +29,6 @@ from monitor.comparisons.settings import (
     DESIGNS,
     ComparisonConfig,
 )
-from monitor.config.alert_rules import read_segment_filter
 from monitor.errors import MeasureError
 from monitor.scoring.catalog import KINDS, MeasureKey, resolve_key
 from monitor.sections import (
@@ -43,6 +42,7 @@ from monitor.sections import (
     describe,
 )
 from monitor.stats.sequence import DEFAULT_BURN_IN
+from monitor.windows.segment_filter import read_segment_filter
 
 __all__ = ["read_comparisons", "render_comparisons"]
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from monitor.alerting.rules import AlertRule, Below, Drop
+from monitor.alerting.conditions import Drop
+from monitor.alerting.rules import AlertRule
 from monitor.config.loader import load_config
 from monitor.errors import ConfigError
 
@@ -95,8 +96,9 @@ DEFAULT_SPEC: Final = DashboardSpec()
 def load_spec(path: Path) -> DashboardSpec:
     """Load a rankmon config as the service does and keep what the dashboards draw.
 
-    Rules with other conditions (trend, coverage, judged, stale) have no threshold on a
-    quality series and are not drawn.
+    A rule whose condition has a fixed floor (`Condition.floor`: below) is drawn as that
+    floor, a drop rule as its moving floor; the others (trend, coverage, judged, stale,
+    comparison) have no threshold on a quality series and are not drawn.
     """
     config = load_config(path)
     alerting = config.alerts
@@ -104,8 +106,9 @@ def load_spec(path: Path) -> DashboardSpec:
     drops: list[DropRule] = []
     for rule in alerting.rules:
         condition = rule.condition
-        if isinstance(condition, Below):
-            floors.append(FloorRule(rule.name, rule.severity, _series(rule), condition.threshold))
+        floor = condition.floor()
+        if floor is not None:
+            floors.append(FloorRule(rule.name, rule.severity, _series(rule), floor))
         elif isinstance(condition, Drop):
             drops.append(_drop_rule(rule, condition))
     keys = tuple(sorted(config.segments.keys))

@@ -1,0 +1,207 @@
+"""`drop`: bad when the measure fell from its baseline by more than an amount, significantly.
+
+The baseline is the trailing median of the last `baseline_windows` windows, or `pinned`. The
+window is bad when its value is under baseline * (1 - relative) (or baseline - absolute) AND
+the paired sign-flip test on the queries in common with the baseline gives p < significance
+(or the level `alerts.false_pages_per_day` sets); unknown with fewer than `min_queries`
+common queries or fewer than `MIN_BASELINE_WINDOWS` windows of history.
+
+```yaml
+- name: ndcg10-drop
+  measure: ndcg@10
+  drop: {relative: 0.05, baseline_windows: 12, significance: 0.01, min_queries: 30}
+```
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Self
+
+from monitor.alerting.baseline import SeriesHistory
+from monitor.alerting.conditions.base import (
+    Condition,
+    Role,
+    RuleContext,
+    Verdict,
+    WindowTrack,
+    fraction,
+    measure_value,
+    query_values,
+)
+from monitor.alerting.paired_test import paired_drop_test
+from monitor.alerting.promql import PromqlContext, measure_series, window_queries
+from monitor.alerting.state import Evidence
+from monitor.sections import ConfigSection, as_int, as_number
+from monitor.values import format_duration
+from monitor.windows.summary import Segment, WindowSummary
+
+__all__ = ["MIN_BASELINE_WINDOWS", "Drop"]
+
+MIN_BASELINE_WINDOWS = 3
+
+
+@dataclass(frozen=True)
+class Drop(Condition):
+    """Bad when the value fell by `relative` (or `absolute`) from the baseline, significantly.
+
+    The baseline is the trailing median of the last `baseline_windows` windows, or `pinned`.
+    """
+
+    key = "drop"
+    role = Role.QUALITY
+    shares_drop_budget = True
+
+    relative: float | None
+    absolute: float | None
+    baseline_windows: int
+    significance: float
+    min_queries: int
+    pinned: float | None
+
+    @classmethod
+    def parse(cls, rule: ConfigSection, context: RuleContext) -> Self:
+        section = rule.section(cls.key)
+        amounts = [name for name in ("relative", "absolute") if section.has(name)]
+        if len(amounts) != 1:
+            raise rule.error(cls.key, "needs exactly one of relative or absolute")
+        condition = cls(
+            relative=section.get("relative", as_number(0.0), None),
+            absolute=section.get("absolute", as_number(0.0), None),
+            baseline_windows=section.get("baseline_windows", as_int(2), 12),
+            significance=section.get("significance", fraction, 0.01),
+            min_queries=section.get("min_queries", as_int(2), 30),
+            pinned=section.get("pinned", as_number(0.0), None),
+        )
+        section.finish()
+        return condition
+
+    def render(self) -> dict[str, Any]:
+        amount = "relative" if self.relative is not None else "absolute"
+        return {
+            amount: self.relative if self.relative is not None else self.absolute,
+            "baseline_windows": self.baseline_windows,
+            "significance": self.significance,
+            "min_queries": self.min_queries,
+            "pinned": self.pinned,
+        }
+
+    def new_track(self) -> WindowTrack:
+        return WindowTrack(history=SeriesHistory(self.baseline_windows, minimum=self.pinned))
+
+    def restore_windows(self, streaks: int) -> int:
+        # pinned: twice its baseline, to see where a drop keeping its windows out began
+        spans = 2 if self.pinned is not None else 1
+        return spans * self.baseline_windows + streaks
+
+    def baseline_span(self) -> int:
+        return self.baseline_windows
+
+    def evaluate(
+        self,
+        measure: str,
+        summary: WindowSummary,
+        track: WindowTrack,
+        *,
+        quick: bool = False,
+        level: float | None = None,
+    ) -> Verdict:
+        value = measure_value(summary, measure)
+        history = track.history
+        if (
+            history is None
+            or math.isnan(value)
+            or len(history) < min(MIN_BASELINE_WINDOWS, history.size)
+        ):
+            note = "not enough baseline windows yet"
+            if self.pinned is not None:
+                note = f"not enough windows at or above the pinned level {self.pinned:g} yet"
+            return Verdict(Evidence.UNKNOWN, value, note=note)
+        baseline = self.pinned if self.pinned is not None else history.median()
+        floor = self.floor_under(baseline)
+        current = query_values(summary, measure)
+        if quick and value >= floor:
+            # Good whatever the test says: without it (a restore replaying many windows),
+            # only whether enough queries are in common decides between good and unknown.
+            common = len(current.keys() & history.queries())
+            if common < self.min_queries:
+                note = f"only {common} queries in common with the baseline"
+                return Verdict(Evidence.UNKNOWN, value, baseline, note=note)
+            return Verdict(Evidence.GOOD, value, baseline, note=f"{common} common queries")
+        significance = self.significance if level is None else level
+        test = paired_drop_test(current, self._reference(history), level=significance)
+        if test.queries < self.min_queries:
+            note = f"only {test.queries} queries in common with the baseline"
+            return Verdict(Evidence.UNKNOWN, value, baseline, test.p_value, note=note)
+        bad = value < floor and test.p_value < significance
+        return Verdict(
+            Evidence.BAD if bad else Evidence.GOOD,
+            value,
+            baseline,
+            test.p_value,
+            test.worst,
+            note=f"{test.queries} common queries, mean per-query change "
+            f"{test.mean_difference:+.4f}",
+        )
+
+    def floor_under(self, baseline: float) -> float:
+        """The level under which a window is a drop from `baseline`."""
+        if self.relative is not None:
+            return baseline * (1.0 - self.relative)
+        return baseline - (self.absolute or 0.0)
+
+    def _reference(self, history: SeriesHistory) -> dict[str, float]:
+        """Each query's baseline value: its mean over the history; for a pinned rule moved
+        so that their mean is the pinned level (the history holds only windows at or above
+        it, its upper windows on a stable stream: moved down, the reference does not lean
+        up)."""
+        means = history.query_means()
+        if self.pinned is None or not means:
+            return means
+        shift = self.pinned - math.fsum(means.values()) / len(means)
+        return {query: value + shift for query, value in means.items()}
+
+    def summary(self, measure: str) -> str:
+        return f"{self.what(measure)}, paired sign-flip test p < {self.significance:g}"
+
+    def what(self, measure: str) -> str:
+        """What the rule watches for, before its significance gate."""
+        size = (
+            f"{self.relative:.0%}" if self.relative is not None else f"{self.absolute:g} absolute"
+        )
+        source = "pinned" if self.pinned is not None else "trailing median"
+        return f"{measure} dropped by more than {size} from its baseline ({source})"
+
+    def left_out(self, *, ungated: bool) -> str | None:
+        if ungated:
+            return None
+        return "drop, gated by a paired test on per-query values Prometheus lacks"
+
+    def promql(self, measure: str, segment: Segment | None, context: PromqlContext) -> str:
+        """The ungated approximation: the global mean under the floor of the median of the
+        recorded mean over the baseline span (ending one window back), with at least
+        `min_queries` queries; Prometheus has no per-query values for the paired test."""
+        value = measure_series(measure, segment)
+        if self.pinned is not None:
+            baseline = f"{self.pinned:g}"
+        else:
+            span = format_duration(self.baseline_windows * context.window_ms)
+            back = format_duration(context.window_ms)
+            baseline = f"quantile_over_time(0.5, {value}[{span}] offset {back})"
+        if self.relative is not None:
+            floor = f"{1 - self.relative:g} * {baseline}"
+        else:
+            floor = f"{baseline} - {self.absolute:g}"
+        queries = window_queries(segment)
+        return f"({value} < {floor}) and ignoring(k, gain) ({queries} >= {self.min_queries})"
+
+    def promql_summary(self, measure: str) -> str:
+        return f"{self.what(measure)}; ungated approximation, no paired test"
+
+    def promql_description(self, measure: str, source: str) -> str:
+        # Prometheus has no per-query values: say what this alert is missing.
+        return (
+            super().promql_description(measure, source)
+            + " (no paired test: rankmon's own alert is the significance-gated one)"
+        )
