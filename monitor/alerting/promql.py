@@ -32,15 +32,15 @@ def selector(metric: str, matchers: Mapping[str, str], segment: Segment | None) 
     return f"{metric}{{{inner}}}" if inner else metric
 
 
-def measure_series(measure: str, segment: Segment | None) -> str:
-    """The recorded global mean of a measure key: `ndcg@10:linear` ->
+def measure_series(measure: str, segment: Segment | None, statistic: str = "mean") -> str:
+    """A recorded global statistic (`mean` or `stderr`) of a measure key: `ndcg@10:linear` ->
     `job:rankmon_ndcg:mean{k="10",gain="linear",...}`."""
     name, _, gain = measure.partition(":")
     kind, _, k = name.partition("@")
     matchers = {"k": k} if k else {}
     if gain:
         matchers["gain"] = gain
-    return selector(f"job:rankmon_{kind}:mean", matchers, segment)
+    return selector(f"job:rankmon_{kind}:{statistic}", matchers, segment)
 
 
 def window_queries(segment: Segment | None) -> str:
