@@ -20,12 +20,12 @@ backlog of windows hands delivery every firing and every resolution in order, ea
 window and values that caused it (`rankmon_alert_firings_total` counts each firing).
 
 Per window and segment, the trust rules (`Role.TRUST`: `coverage`, `judged`) go first. If one
-finds the window bad, the quality rules (`below`, `drop`, `trend`) get unknown evidence: their
-alerts neither fire nor resolve on numbers that are untrustworthy, and the window stays out
-of the baselines and drift detectors. The trust alert itself says why. A drop rule with a
-`pinned` baseline takes only windows at or above its level into its own baseline
-(`SeriesHistory.admit`), so a lasting drop or a slow slide keeps it firing until quality is
-back.
+finds the window bad, the quality rules (`Role.QUALITY`: `below`, `drop`, `trend`, ...)
+get unknown evidence: their alerts neither fire nor resolve on numbers that are untrustworthy,
+and the window stays out of the baselines and drift detectors. The trust alert itself says
+why. A drop rule with a `pinned` baseline takes only windows at or above its level into its
+own baseline (`SeriesHistory.admit`), so a lasting drop or a slow slide keeps it firing until
+quality is back.
 """
 
 from __future__ import annotations

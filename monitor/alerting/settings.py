@@ -83,7 +83,8 @@ class AlertingConfig:
     instance_set: bool = False  # `instance` was configured (not the host name)
     runbook_url: str | None = None
     # A window with fewer queries (and fewer than the whole evaluation set) is not judged by
-    # the below, drop, trend and judged rules: one stray record must not page anyone.
+    # the rules on a mean over its queries (`Condition.holds_small_windows`): one stray record
+    # must not page anyone.
     min_queries: int = DEFAULT_MIN_QUERIES
     # The drop rules' false-page budget: each (drop rule, segment) tests at
     # budget / (rule-segments x windows a day) instead of its `significance`. None: off.

@@ -1,6 +1,6 @@
 """`coverage`: bad when too few of the evaluation set's queries were seen in the window.
 
-A trust condition: while it finds a window bad, the quality rules (below, drop, trend) hold
+A trust condition: while it finds a window bad, the quality rules (`Role.QUALITY`) hold
 their alerts on it.
 
 ```yaml

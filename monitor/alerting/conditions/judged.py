@@ -1,6 +1,6 @@
 """`judged`: bad when too little of the top k is judged in the window.
 
-A trust condition: while it finds a window bad, the quality rules (below, drop, trend) hold
+A trust condition: while it finds a window bad, the quality rules (`Role.QUALITY`) hold
 their alerts on it.
 
 ```yaml
