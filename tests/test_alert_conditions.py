@@ -12,6 +12,7 @@ from monitor.alerting.conditions import (
     Coverage,
     Drop,
     Judged,
+    Stderr,
     WindowTrack,
     evaluate_window,
 )
@@ -238,3 +239,24 @@ def test_judged_share_under_the_minimum_is_bad() -> None:
     assert evaluate_window(judged, window(1, flat(0.9), judged=0.8), track).evidence is (
         Evidence.GOOD
     )
+
+
+def test_stderr_is_bad_when_the_windows_mean_is_more_uncertain_than_its_max() -> None:
+    uncertain = rule(Stderr(0.05))
+    track = WindowTrack.for_rule(uncertain)
+    # 20 queries at 0 and 20 at 1: standard error sqrt(0.25 * 40 / 39 / 40) = 0.0801
+    wild = {f"q{i}": float(i % 2) for i in range(40)}
+    calm = {f"q{i}": 0.4 + 0.2 * (i % 2) for i in range(40)}  # 0.0160
+    bad = evaluate_window(uncertain, window(0, wild), track)
+    good = evaluate_window(uncertain, window(1, calm), track)
+    assert (bad.evidence, good.evidence) == (Evidence.BAD, Evidence.GOOD)
+    assert bad.value == pytest.approx(math.sqrt(0.25 * 40 / 39 / 40))
+    assert bad.baseline == 0.05
+    assert "standard error of 0.0801 over 40 queries (about +-0.1569 at 95 %)" in bad.note
+
+
+def test_stderr_of_a_window_with_one_query_is_unknown() -> None:
+    uncertain = rule(Stderr(0.05))
+    verdict = evaluate_window(uncertain, window(0, flat(0.5, queries=1)), WindowTrack())
+    assert verdict.evidence is Evidence.UNKNOWN
+    assert "fewer than 2 queries" in verdict.note

@@ -121,6 +121,9 @@ BAD_RULES = [
     ({"judged": {"k": 7, "min": 0.8}}, "alerts.rules[1].judged.k", "cutoff 7"),
     ({"coverage": {"min": 1.5}}, "alerts.rules[1].coverage.min", "at most 1"),
     ({"stale": {"after": "soon"}}, "alerts.rules[1].stale.after", "duration"),
+    ({"measure": "ndcg@10", "stderr": {"max": 0}}, "alerts.rules[1].stderr.max", "positive"),
+    ({"measure": "ndcg@10", "stderr": {}}, "alerts.rules[1].stderr.max", "required"),
+    ({"stderr": {"max": 0.02}}, "alerts.rules[1].measure", "is required"),
 ]
 
 

@@ -94,13 +94,15 @@ def test_rules_apply_per_segment_unless_filtered() -> None:
 
 def test_low_coverage_holds_quality_rules_and_says_why() -> None:
     coverage = {"name": "coverage", "severity": "warning", "coverage": {"min": 0.3}}
-    engine = AlertEngine(config(FLOOR, coverage), start_ms=T0)
+    uncertain = {"name": "uncertain", "measure": "ndcg@10", "stderr": {"max": 0.05}}
+    engine = AlertEngine(config(FLOOR, coverage, uncertain), start_ms=T0)
     transitions = engine.observe([window(0, 0.1, queries=10)], T0)
     assert [t.rule.name for t in transitions] == ["coverage"]
     assert "untrustworthy" in transitions[0].verdict.note
-    held = engine.find("floor", V42)
-    assert held is not None and held.status is Status.INACTIVE
-    assert held.verdict is not None and held.verdict.note.startswith("held: only 10 of 100")
+    for name in ("floor", "uncertain"):
+        held = engine.find(name, V42)
+        assert held is not None and held.status is Status.INACTIVE
+        assert held.verdict is not None and held.verdict.note.startswith("held: only 10 of 100")
 
 
 def test_a_held_window_stays_out_of_the_drop_baseline() -> None:

@@ -156,3 +156,70 @@ def test_the_recorded_stderr_is_the_exact_standard_error_over_both_instances_que
     test["tests"][0]["promql_expr_test"][0]["exp_samples"][0]["value"] = expected * 1.01
     (tmp_path / "stderr_test.yml").write_text(yaml.safe_dump(test))
     assert not promtool.test_rules(tmp_path / "stderr_test.yml").ok
+
+
+def test_a_stderr_rule_fires_in_promtool_when_the_merged_standard_error_passes_its_max(
+    tmp_path: Path, promtool: Promtool
+) -> None:
+    config = yaml.safe_load(CONFIG.read_text())
+    config["alerts"]["rules"] = [
+        {"name": "ndcg10-uncertain", "measure": "ndcg@10", "stderr": {"max": 0.05}}
+    ]
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    rules = render(tmp_path, config_path)
+    # 40 queries on two instances; from minute 10 they disagree wildly: 20 score 0, 20 score 1
+    # (standard error sqrt(0.25 * 40 / 39 / 40) = 0.0801 > 0.05); before, 0.5 +- 0.1 (0.0160).
+    calm = np.array([0.4, 0.6] * 20)
+    wild = np.array([0.0, 1.0] * 20)
+    series = []
+    for index in range(2):
+        half = slice(index * 20, (index + 1) * 20)
+        labels = f'job="rankmon",instance="i{index}",window="5m",version="v",model="v1"'
+        sums = f"{float(calm[half].sum())!r}x9 {float(wild[half].sum())!r}x9"
+        squares = f"{float((calm[half] ** 2).sum())!r}x9 {float((wild[half] ** 2).sum())!r}x9"
+        series += [
+            {"series": f'rankmon_ndcg_sum_of_query_means{{{labels},k="10",gain="linear"}}',
+             "values": sums},
+            {"series": f'rankmon_ndcg_sum_of_squared_query_means{{{labels},k="10",gain="linear"}}',
+             "values": squares},
+            {"series": f"rankmon_window_queries{{{labels}}}", "values": "20x19"},
+            {"series": f'rankmon_evaluation_set_queries{{job="rankmon",instance="i{index}"}}',
+             "values": "40x19"},
+        ]  # fmt: skip
+    firing = {
+        "exp_labels": {
+            "alertname": "ndcg10-uncertain",
+            "severity": "warning",
+            "measure": "ndcg@10:linear",
+            "job": "rankmon",
+            "k": "10",
+            "gain": "linear",
+            "window": "5m",
+            "version": "v",
+            "model": "v1",
+        },
+        "exp_annotations": {
+            "summary": "standard error of ndcg@10:linear over 0.05: too uncertain to act on",
+            "description": "the standard error of ndcg@10:linear is 0.0801; rendered from "
+            "alerts.rules[0]",
+            "runbook_url": "https://runbooks.example/rankmon",
+        },
+    }
+    test = {
+        "rule_files": [rules.name],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "alert_rule_test": [
+                    {"eval_time": "5m", "alertname": "ndcg10-uncertain", "exp_alerts": []},
+                    {"eval_time": "12m", "alertname": "ndcg10-uncertain", "exp_alerts": [firing]},
+                ],
+            }
+        ],
+    }
+    (tmp_path / "stderr_rule_test.yml").write_text(yaml.safe_dump(test))
+    result = promtool.test_rules(tmp_path / "stderr_rule_test.yml")
+    assert result.ok, result.output

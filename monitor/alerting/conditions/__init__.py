@@ -27,6 +27,7 @@ from monitor.alerting.conditions.coverage import Coverage
 from monitor.alerting.conditions.drop import MIN_BASELINE_WINDOWS, Drop
 from monitor.alerting.conditions.judged import Judged
 from monitor.alerting.conditions.stale import Stale
+from monitor.alerting.conditions.stderr import Stderr
 from monitor.alerting.conditions.trend import Trend
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "RuleContext",
     "RuleLike",
     "Stale",
+    "Stderr",
     "Trend",
     "Verdict",
     "WindowTrack",
@@ -55,6 +57,7 @@ CONDITIONS: Final[tuple[type[Condition], ...]] = (
     Below,
     Drop,
     Trend,
+    Stderr,
     Coverage,
     Judged,
     Stale,
