@@ -171,13 +171,16 @@ def test_the_deployment_mounts_the_config_where_its_arguments_point() -> None:
 
 @pytest.mark.parametrize("where", ["compose", "kubernetes"])
 def test_deployed_rankmon_configs_pass_check_config(
-    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if where == "compose":
         path = DEPLOY / "rankmon" / "config.yaml"
     else:
         path = tmp_path / "config.yaml"
         path.write_text(manifests()["ConfigMap"]["data"]["config.yaml"], encoding="utf-8")
+        # the evaluation set is mounted in the pod; here, the compose example's stands in
+        qrels = str(DEPLOY / "rankmon" / "qrels.txt")
+        monkeypatch.setenv("RANKMON_EVALUATION_SET__PATH", qrels)
     assert main(["check-config", str(path)]) == 0, capsys.readouterr().err
 
 

@@ -1,10 +1,12 @@
 """`rankmon check-config FILE`: validate a config and print the effective one.
 
 Exit 0 and the effective configuration as YAML (defaults filled in, `RANKMON_` overrides
-applied, secrets shown only as the variable or file they come from); on a bad key, one line
-naming it on stderr and exit 2 (the CLI turns the `ConfigError` into that line). The `alerts:`
-rules are checked as `rankmon run` checks them at start (`alerts.rules[1].drop.significance`,
-naming the rule), against the cutoffs, gains and segment keys of the same file.
+applied, secrets shown only as the variable or file they come from), headed by a comment
+saying what the evaluation set holds; on bad keys, one line naming each on stderr, in the
+file's order, and exit 2. It refuses what `rankmon run` refuses before it connects: the
+`alerts:` rules against the cutoffs, gains and segment keys of the same file
+(`alerts.rules[1].drop.significance`, naming the rule), the files the config names (TLS,
+secrets, the evaluation set, read and parsed as `run` reads it) and `RANKMON_SPEEDUPS`.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import yaml
 
 from monitor.config.loader import load_config
 from monitor.config.render import render_config
+from monitor.native import speedups_active
+from monitor.scoring.evalset import load_evaluation_set
 
 __all__ = ["register", "run"]
 
@@ -27,8 +31,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "check-config",
         help="validate a config file and print the effective configuration",
         description=(
-            "Validate FILE with the RANKMON_ environment overrides applied and print the "
-            "effective configuration (secrets masked); exit 2 naming the first bad key."
+            "Validate FILE with the RANKMON_ environment overrides applied, as `rankmon run` "
+            "does before it connects (the evaluation set is read, RANKMON_SPEEDUPS checked), "
+            "and print the effective configuration (secrets masked); exit 2 naming every bad "
+            "key."
         ),
     )
     parser.add_argument("file", metavar="FILE", help="the YAML config file")
@@ -38,7 +44,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Load and print; a bad config raises `ConfigError` or `InputError` for the CLI."""
     config = load_config(args.file)
-    text = yaml.safe_dump(render_config(config), sort_keys=False, allow_unicode=True)
+    speedups_active()  # a RANKMON_SPEEDUPS that is neither on nor off stops `run` too
+    evaluation_set = load_evaluation_set(config.evaluation_set.path)
+    queries, judgments = len(evaluation_set), evaluation_set.num_judgments
+    head = (
+        f"# evaluation set {evaluation_set.path}: {queries:,} quer{'y' if queries == 1 else 'ies'}"
+        f", {judgments:,} judgment{'' if judgments == 1 else 's'}, version "
+        f"{evaluation_set.version}\n"
+    )
+    text = head + yaml.safe_dump(render_config(config), sort_keys=False, allow_unicode=True)
     try:
         sys.stdout.write(text)
         sys.stdout.flush()
