@@ -81,7 +81,8 @@ def _run(command: str | None, arguments: list[str]) -> int:
     try:
         return handler(args)
     except RankmonError as error:
-        print(f"rankmon {args.command}: {error}", file=sys.stderr)
+        for line in str(error).splitlines() or [""]:  # ConfigKeysError: a line per key
+            print(f"rankmon {args.command}: {line}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

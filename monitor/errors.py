@@ -4,21 +4,25 @@
 RankmonError
  ├── InputError        a file's content is wrong: "path:line: problem"
  ├── ConfigError       a config key is wrong: "config key 'kafka.topic': problem"
+ │    └── ConfigKeysError   several are: one such line each, in the file's order
  └── MeasureError      an unknown or unsupported measure name
 ```
 
-The command line turns any `RankmonError` into one line on stderr and exit code 2. A problem
+The command line turns any `RankmonError` into one line on stderr (a line per problem for
+`ConfigKeysError`) and exit code 2. A problem
 quotes what it found, so its text is bounded (`MAX_PROBLEM_CHARS`) and kept on one line: a
 value of a megabyte, or with newlines, must not make an error of a megabyte or forge lines.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 __all__ = [
     "MAX_PROBLEM_CHARS",
     "ConfigError",
+    "ConfigKeysError",
     "InputError",
     "MeasureError",
     "RankmonError",
@@ -68,6 +72,20 @@ class ConfigError(RankmonError):
         # A key from YAML can hold any character; the message stays on one line.
         shown = one_line(key, 120)
         super().__init__(f"config key '{shown}': {self.problem}")
+
+
+class ConfigKeysError(ConfigError):
+    """Several config keys are wrong; its text is one `ConfigError` line per key, in order.
+
+    `key` and `problem` are the first one's; `problems` holds them all."""
+
+    def __init__(self, problems: Sequence[ConfigError]) -> None:
+        if not problems:
+            raise ValueError("ConfigKeysError needs at least one problem")
+        first = problems[0]
+        super().__init__(first.key, first.problem)
+        self.problems = tuple(problems)
+        self.args = ("\n".join(str(problem) for problem in self.problems),)
 
 
 class MeasureError(RankmonError):

@@ -4,7 +4,9 @@ The file gives a tree of mappings; each environment variable `RANKMON_A__B__C=va
 `a.b.c` in that tree, its value parsed as a YAML scalar or flow list (`9500` is a number,
 `[5, 10]` a list, `a:9092,b:9092` a string that list-valued keys split on commas). Only
 variables with `__` in their name are overrides, so a password variable such as
-`RANKMON_SASL_PASSWORD` (named by `password_env`) is never mistaken for one.
+`RANKMON_SASL_PASSWORD` (named by `password_env`) is never mistaken for one. Only a variable's
+string is split: in the file a list is a YAML list, and `cutoffs: "10"` is refused, not read
+as `[10]`.
 
 `ConfigSection` reads one mapping of that tree: every read names the dotted key, every problem
 becomes a `ConfigError` naming it (and the variable that set it, if one did), and `finish()`
@@ -15,8 +17,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import reprlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -44,7 +47,10 @@ __all__ = [
     "as_str_list",
     "describe",
     "expansion_problem",
+    "key_lines",
+    "line_of",
     "read_yaml",
+    "set_aside",
 ]
 
 ENV_PREFIX: Final = "RANKMON_"
@@ -55,6 +61,12 @@ _LEVEL_SEPARATOR: Final = "__"
 MAX_CONFIG_VALUES: Final = 100_000
 
 T = TypeVar("T")
+
+
+class _EnvironmentText(str):
+    """A string an environment variable set: list-valued keys split it on commas."""
+
+    __slots__ = ()
 
 
 class _Required:
@@ -140,6 +152,8 @@ def apply_environment(tree: dict[str, Any], environ: Mapping[str, str]) -> dict[
         problem = expansion_problem(value)
         if problem is not None:
             raise ConfigError(dotted, f"{name} is {problem}")
+        if isinstance(value, str):
+            value = _EnvironmentText(value)
         _set_path(tree, parts, value, name)
         origins[dotted] = name
     return origins
@@ -156,6 +170,92 @@ def _set_path(tree: dict[str, Any], parts: list[str], value: Any, variable: str)
             raise ConfigError(where, f"is not a section, so {variable} cannot set a key in it")
         node = child
     node[parts[-1]] = value
+
+
+_PART: Final = re.compile(r"([^.\[\]]+)((?:\[\d+\])*)")
+
+
+def _parts(key: str) -> list[tuple[str, list[int]]] | None:
+    """`alerts.rules[1].drop` -> [("alerts", []), ("rules", [1]), ("drop", [])]; None when
+    `key` is not such a dotted key."""
+    parts = []
+    for text in key.split("."):
+        match = _PART.fullmatch(text)
+        if match is None:
+            return None
+        parts.append((match[1], [int(i) for i in re.findall(r"\d+", match[2])]))
+    return parts
+
+
+class _SetAside:
+    """What stands in a list for an item `set_aside` took out: `ConfigSection.sections`
+    skips it, and the items after it keep their numbers."""
+
+    def __repr__(self) -> str:
+        return "<set aside>"
+
+
+def set_aside(tree: dict[str, Any], key: str) -> bool:
+    """Take `key` (a `ConfigError`'s dotted key) out of `tree`, so that reading the tree again
+    takes its default and goes on to the next problem; a key inside a list's item takes the
+    whole item out (`alerts.rules[1].drop`: the rule; its other keys may make no sense
+    alone). False when there is nothing to take out: a missing key (a required one), or no
+    key of the tree."""
+    parts = _parts(key) if key else None
+    if not parts:
+        return False
+    node: Any = tree
+    for depth, (name, indexes) in enumerate(parts):
+        last = depth == len(parts) - 1
+        if not isinstance(node, dict) or name not in node:
+            return False
+        if last and not indexes:
+            del node[name]
+            return True
+        node = node[name]
+        for position, index in enumerate(indexes):
+            if not isinstance(node, list) or index >= len(node):
+                return False
+            if position == len(indexes) - 1:
+                if isinstance(node[index], _SetAside):
+                    return False
+                node[index] = _SetAside()
+                return True
+            node = node[index]
+    return False
+
+
+def key_lines(path: Path) -> dict[str, int]:
+    """The line (from 1) each dotted key of the YAML file at `path` is written on, for
+    reporting problems in the file's order; empty when the file cannot be read again."""
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError):
+        return {}
+    return dict(_node_lines(root, "")) if root is not None else {}
+
+
+def _node_lines(node: yaml.Node, prefix: str) -> Iterator[tuple[str, int]]:
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value in node.value:
+            name = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+            yield name, key_node.start_mark.line + 1
+            yield from _node_lines(value, name)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            name = f"{prefix}[{index}]"
+            yield name, item.start_mark.line + 1
+            yield from _node_lines(item, name)
+
+
+def line_of(key: str, lines: Mapping[str, int]) -> int | None:
+    """The line of `key`, or of its nearest ancestor written in the file (None: neither)."""
+    while key:
+        if key in lines:
+            return lines[key]
+        cut = max(key.rfind("."), key.rfind("["))
+        key = key[:cut] if cut > 0 else ""
+    return None
 
 
 class ConfigSection:
@@ -212,11 +312,17 @@ class ConfigSection:
 
     def sections(self, name: str) -> list[ConfigSection]:
         """The list of mappings `name` (missing or null: none), `name[i]` each."""
+        return [item for _, item in self.indexed_sections(name)]
+
+    def indexed_sections(self, name: str) -> list[tuple[int, ConfigSection]]:
+        """`sections` with each item's index in the list (items `set_aside` took out are
+        skipped; the others keep their index)."""
         none: list[Mapping[str, Any]] = []
         items = self.get(name, _as_list_of_mappings, none)
         return [
-            ConfigSection(item, f"{self.key(name)}[{index}]", self._origins, self.label)
+            (index, ConfigSection(item, f"{self.key(name)}[{index}]", self._origins, self.label))
             for index, item in enumerate(items)
+            if not isinstance(item, _SetAside)
         ]
 
     def labelled(self, label: str) -> ConfigSection:
@@ -271,7 +377,9 @@ def _kind(value: Any) -> str:
 
 
 def _as_list_of_mappings(value: Any) -> list[Mapping[str, Any]]:
-    if not isinstance(value, list) or not all(isinstance(item, Mapping) for item in value):
+    if not isinstance(value, list) or not all(
+        isinstance(item, Mapping | _SetAside) for item in value
+    ):
         raise ValueError(f"expected a list of mappings, got {_kind(value)}")
     return value
 
@@ -286,7 +394,7 @@ def as_str(value: Any) -> str:
     """A non-empty string."""
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"expected a non-empty string, got {_kind(value)}")
-    return value
+    return str(value)
 
 
 def as_path(value: Any) -> Path:
@@ -371,28 +479,34 @@ def as_positive_duration(value: Any) -> Duration:
 
 
 def _as_list(value: Any) -> list[Any]:
-    if isinstance(value, str):
+    if isinstance(value, _EnvironmentText):
         # An environment override such as `a:9092,b:9092` arrives as one string.
         try:
             return [yaml.safe_load(item) for item in value.split(",")]
         except (yaml.YAMLError, ValueError) as error:
             raise ValueError(f"cannot split {value!r} into a list") from error
+    if isinstance(value, str):
+        raise ValueError(
+            f"expected a list, got {_kind(value)}: write [{value}] for a list of one "
+            "(only an environment variable's value is split on commas)"
+        )
     if not isinstance(value, list):
         raise ValueError(f"expected a list, got {_kind(value)}")
     return value
 
 
 def as_str_list(value: Any) -> tuple[str, ...]:
-    """A list of non-empty strings (or one comma-separated string)."""
+    """A list of non-empty strings (from an environment variable: a comma-separated one)."""
     items = _as_list(value)
     for item in items:
         if not isinstance(item, str) or not item.strip():
             raise ValueError(f"expected a list of non-empty strings, found {_kind(item)}")
-    return tuple(items)
+    return tuple(str(item) for item in items)
 
 
 def as_int_list(minimum: int, maximum: int | None = None) -> Callable[[Any], tuple[int, ...]]:
-    """A non-empty list of distinct integers in [minimum, maximum] (or a comma-separated string)."""
+    """A non-empty list of distinct integers in [minimum, maximum] (from an environment
+    variable: a comma-separated string)."""
     item_parse = as_int(minimum, maximum)
 
     def parse(value: Any) -> tuple[int, ...]:

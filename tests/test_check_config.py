@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -41,6 +42,7 @@ def check_config(
     def run(text: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
         for name, value in (env or {}).items():
             monkeypatch.setenv(name, value)
+        (tmp_path / "q.txt").write_text("q1 0 d1 1\n", encoding="utf-8")
         path = tmp_path / "rankmon.yaml"
         path.write_text(text, encoding="utf-8")
         code = main(["check-config", str(path)])
@@ -192,14 +194,15 @@ BAD_KEYS = [
 
 
 @pytest.mark.parametrize(("tree", "env", "key"), BAD_KEYS)
-def test_bad_key_gives_one_line_naming_it_and_exit_2(
+def test_bad_key_gives_a_line_naming_it_and_exit_2(
     check_config: CheckConfig, tree: dict[str, Any], env: dict[str, str], key: str
 ) -> None:
     code, out, err = check_config(yaml.safe_dump(tree), env)
     assert code == 2
     assert out == ""
-    assert err.count("\n") == 1
     assert err.startswith(f"rankmon check-config: config key '{key}': ")
+    # a line per bad key (nul-in-path's keyfile does not exist either), nothing else
+    assert all(line.startswith("rankmon check-config: config key '") for line in err.splitlines())
 
 
 def test_a_bad_alert_rule_is_named_with_its_key_as_rankmon_run_would_refuse_it(
@@ -309,3 +312,85 @@ def test_check_config_and_run_refuse_a_reserved_segment_key_the_same_way(
         outputs.append(line.split(": ", 1)[1])  # after "rankmon <command>: "
     assert outputs[0] == outputs[1]
     assert "segments.keys" in outputs[0] and f"'{key}'" in outputs[0]
+
+
+def test_every_bad_key_is_named_at_once_in_the_files_order(check_config: CheckConfig) -> None:
+    text = (
+        "kafka: {topic: events, bootstrap_servers: localhost:9092, grup_id: g}\n"
+        "evaluation_set: {path: q.txt}\n"
+        "windows: {size: 5 minutes}\n"
+        "alerts:\n"
+        "  rules:\n"
+        "    - {name: a, measure: ndcg@10, below: -1}\n"
+        "    - {name: b, measure: ndcg@10, below: 0.5}\n"
+        "    - {name: c, measure: ndcg@10, drop: {relative: 0.1, significance: 2}}\n"
+        "metrics: {cutoffs: '10'}\n"
+    )
+    code, out, err = check_config(text)
+    assert (code, out) == (2, "")
+    keys = [line.split("'")[1] for line in err.splitlines()]
+    assert keys == [
+        "kafka.bootstrap_servers",
+        "kafka.grup_id",
+        "windows.size",
+        "alerts.rules[0].below",
+        "alerts.rules[2].drop.significance",
+        "metrics.cutoffs",
+    ]
+    assert all(line.startswith("rankmon check-config: config key '") for line in err.splitlines())
+
+
+def test_a_list_in_the_file_is_a_yaml_list_and_only_a_variable_is_split_on_commas(
+    check_config: CheckConfig,
+) -> None:
+    code, _, err = check_config(yaml.safe_dump(section("metrics", cutoffs="10")))
+    assert code == 2
+    assert "metrics.cutoffs': expected a list, got '10' (str): write [10]" in err
+    env = {"RANKMON_METRICS__CUTOFFS": "5,10", "RANKMON_KAFKA__BOOTSTRAP_SERVERS": "a:1,b:2"}
+    code, out, err = check_config(yaml.safe_dump(MINIMAL), env)
+    assert (code, err) == (0, "")
+    effective = yaml.safe_load(out)
+    assert effective["metrics"]["cutoffs"] == [5, 10]
+    assert effective["kafka"]["bootstrap_servers"] == ["a:1", "b:2"]
+
+
+@pytest.mark.parametrize(
+    ("qrels", "env", "problem"),
+    [
+        pytest.param("missing.txt", {}, "missing.txt: cannot read the judgments", id="no-file"),
+        pytest.param("q.txt", {"RANKMON_SPEEDUPS": "maybe"}, "RANKMON_SPEEDUPS", id="speedups"),
+        pytest.param("bad.txt", {}, "bad.txt:1: ", id="bad-line"),
+    ],
+)
+def test_check_config_refuses_what_run_refuses_before_it_connects(
+    tmp_path: Path, qrels: str, env: dict[str, str], problem: str
+) -> None:
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "bad.txt").write_text("q1 0 d1\n")
+    path = tmp_path / "rankmon.yaml"
+    path.write_text(yaml.safe_dump({**MINIMAL, "evaluation_set": {"path": qrels}}))
+    outputs = []
+    for command in (["check-config", str(path)], ["run", "--config", str(path)]):
+        done = subprocess.run(
+            [sys.executable, "-m", "monitor.cli", *command],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env={**os.environ, **env},
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stdout == ""
+        (line,) = done.stderr.splitlines()
+        outputs.append(line.split(": ", 1)[1])  # after "rankmon <command>: "
+    assert outputs[0] == outputs[1]
+    assert problem in outputs[0]
+
+
+def test_a_good_config_is_headed_by_what_its_evaluation_set_holds(
+    check_config: CheckConfig,
+) -> None:
+    code, out, _ = check_config(yaml.safe_dump(MINIMAL))
+    assert code == 0
+    assert out.splitlines()[0].startswith("# evaluation set ")
+    assert ": 1 query, 1 judgment, version " in out.splitlines()[0]

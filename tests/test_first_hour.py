@@ -170,6 +170,7 @@ RULE = "    - {name: floor, measure: ndcg@10, below: 0.5, for: null}\n"
 
 
 def test_inside_alerts_null_and_an_empty_variable_mean_the_default(tmp_path: Path) -> None:
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
     (tmp_path / "c.yaml").write_text(MINIMAL + "alerts:\n  log: null\n  rules:\n" + RULE)
     code, out, err = rankmon(
         "check-config", "c.yaml", cwd=tmp_path, env={"RANKMON_ALERTS__MIN_QUERIES": ""}

@@ -82,7 +82,7 @@ def read_alerts(
     named = {c.name: (c.candidate, c.measures) for c in comparisons}
     context = RuleContext(tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook, named)
     rules = tuple(
-        read_rule(rule, index, context) for index, rule in enumerate(section.sections("rules"))
+        read_rule(rule, index, context) for index, rule in section.indexed_sections("rules")
     )
     _check_unique_names(rules)
     prometheus = section.section("prometheus")

@@ -2,7 +2,8 @@
 
 `load_config(path)` reads the file, applies every `RANKMON_A__B=value` variable (see
 `monitor.sections`), checks each key and returns a `Config`, or raises `ConfigError`
-naming the dotted key (`config key 'windows.hop': ...`); unknown keys are errors too. Nothing
+naming the dotted key (`config key 'windows.hop': ...`), or `ConfigKeysError` naming every bad
+key, in the file's order; unknown keys are errors too. Nothing
 here reads the environment at import time, and a `Config` never changes after start.
 `rankmon.example.yaml` documents every key with its default.
 """
@@ -22,6 +23,7 @@ from monitor.config.alerts import parse_alerting_config, read_alerts
 from monitor.config.comparisons import read_comparisons
 from monitor.config.kafka import read_kafka, read_path
 from monitor.config.metrics import MetricsConfig, read_metrics
+from monitor.errors import ConfigError, ConfigKeysError
 from monitor.explain.settings import ExplainConfig
 from monitor.ingest.schema import DEFAULT_MAX_VALUE_BYTES
 from monitor.kafka.settings import KafkaConfig
@@ -38,7 +40,10 @@ from monitor.sections import (
     as_positive_duration,
     as_str,
     as_str_list,
+    key_lines,
+    line_of,
     read_yaml,
+    set_aside,
 )
 from monitor.values import Duration, Secret, duration_of_ms, parse_duration
 from monitor.windows.segments import label_name_problem
@@ -64,6 +69,7 @@ _FIFTEEN_SECONDS: Final = parse_duration("15s")
 _ONE_MINUTE: Final = parse_duration("1m")
 _ONE_DAY: Final = parse_duration("1d")
 _NO_KEYS: tuple[str, ...] = ()
+MAX_PROBLEMS: Final = 50  # reported at once; a file with more has bigger problems
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,7 +187,56 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> C
     env = os.environ if environ is None else environ
     tree = read_yaml(path)
     origins = apply_environment(tree, env)
-    return config_from_tree(tree, origins, env, path.resolve().parent)
+    base = path.resolve().parent
+    try:
+        return config_from_tree(tree, origins, env, base)
+    except ConfigError as first:
+        problems = _every_problem(first, tree, origins, env, base)
+    if len(problems) == 1:
+        raise problems[0]
+    raise ConfigKeysError(_in_file_order(problems, key_lines(path)))
+
+
+def _in_file_order(problems: list[ConfigError], lines: Mapping[str, int]) -> list[ConfigError]:
+    """Problems by the line of their key. A key the file does not write (a required one
+    that is missing, one an earlier fix would need) stays right after the problem found
+    before it; the first one found, at its section's line."""
+    placed: list[tuple[int, int, ConfigError]] = []
+    for index, problem in enumerate(problems):
+        line = lines.get(problem.key)
+        if line is None:
+            line = placed[-1][0] if placed else (line_of(problem.key, lines) or 0)
+        placed.append((line, index, problem))
+    return [problem for _, _, problem in sorted(placed, key=lambda p: (p[0], p[1]))]
+
+
+def _every_problem(
+    first: ConfigError,
+    tree: dict[str, Any],
+    origins: Mapping[str, str],
+    environ: Mapping[str, str],
+    base: Path,
+) -> list[ConfigError]:
+    """`first` and the problems after it: each bad key is set aside (it takes its default)
+    and the tree read again, until it reads or a problem cannot be set aside (a required key
+    that is missing, a whole list item, a key set aside already: then what follows may only
+    be its echo). A problem that stands only because of an earlier one (a rule's cutoff the
+    metrics section no longer computes) is reported too: it would be one after the fix."""
+    problems = [first]
+    removed: set[str] = set()
+    error = first
+    while len(problems) < MAX_PROBLEMS and set_aside(tree, error.key):
+        removed.add(error.key)
+        try:
+            config_from_tree(tree, origins, environ, base)
+        except ConfigError as again:
+            if again.key in removed:
+                break
+            problems.append(again)
+            error = again
+        else:
+            break
+    return problems
 
 
 def config_from_tree(
