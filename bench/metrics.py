@@ -34,9 +34,10 @@ import ranx
 
 from monitor.native import decode_events
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.trec.runfile import trec_order
+from monitor.trec.selection import select_measures
 
 TREC_NAMES = ["ndcg_cut.5,10,20", "P.5,10,20", "recall.5,10,20", "recip_rank", "map"]
 RANX_NAMES = {
@@ -312,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     print(f"building {args.queries} queries x {args.depth} docs, {args.judged} judged each")
     data = build_dataset(args.queries, args.depth, args.judged, args.seed)
-    report(data, parse_trec_names(TREC_NAMES), args.repeats)
+    report(data, list(select_measures(TREC_NAMES).keys.values()), args.repeats)
     print(f"\nstreaming path: batches of {STREAM_BATCH}, monitor keys with linear and exp gain:")
     for cutoffs in ([5], [10], [20], [5, 10, 20]):
         keys = monitor_keys(cutoffs, ["linear", "exp"])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from monitor.scoring import measures
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR, Gain
 
@@ -26,7 +26,7 @@ KEYS = [
     *(MeasureKey("ndcg", None, gain) for gain in (LINEAR, EXP, CUSTOM)),
     *(MeasureKey(kind, k) for kind in ("precision", "recall", "judged", "success", "map_cut")
       for k in CUTOFFS),
-    *parse_trec_names(["recip_rank", "map", "Rprec", "num_ret", "num_rel", "num_rel_ret"]),
+    *(MeasureKey(kind) for kind in ("mrr", "map", "rprec", "num_ret", "num_rel", "num_rel_ret")),
 ]  # fmt: skip
 DOCS = [f"d{i}" for i in range(14)]
 
@@ -199,7 +199,8 @@ def test_streaming_keys_look_only_at_the_cutoff_but_mrr_and_map_see_everything()
 
 def test_empty_ranking_scores_zero_but_keeps_num_rel() -> None:
     evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1, "b": 2, "c": 0}})
-    keys = parse_trec_names(["ndcg_cut.10", "P.5", "recip_rank", "map", "num_rel", "num_ret"])
+    keys = [MeasureKey("ndcg", 10), MeasureKey("precision", 5)]
+    keys += [MeasureKey(kind) for kind in ("mrr", "map", "num_rel", "num_ret")]
     scores = BatchScorer(evaluation_set, keys).score(["q"], [[]])
     assert scores.tolist() == [[0.0, 0.0, 0.0, 0.0, 2.0, 0.0]]
 

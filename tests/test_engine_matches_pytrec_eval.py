@@ -20,15 +20,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import parse_trec_names
+from monitor.scoring.catalog import MeasureKey
 from monitor.scoring.evalset import EvaluationSet
 from monitor.trec.runfile import trec_order
+from monitor.trec.selection import select_measures
+
+
+def trec_keys(names: list[str]) -> list[MeasureKey]:
+    """The batch engine's keys of trec_eval `-m` names (`rankmon eval`'s one parser)."""
+    return list(select_measures(names).keys.values())
+
 
 TREC_NAMES = [
     "ndcg_cut.1,3,5,10", "ndcg", "P.1,3,5,10", "recall.1,3,5,10", "recip_rank", "map",
     "num_ret", "num_rel", "num_rel_ret",
 ]  # fmt: skip
-KEYS = parse_trec_names(TREC_NAMES)
+KEYS = trec_keys(TREC_NAMES)
 DOCS = ["d1", "d2", "d9", "d10", "d11", "a", "B", "b", "x", "X", "zz", "z"]
 QUERIES = ["1", "2", "3", "10", "q"]
 

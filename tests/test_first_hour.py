@@ -336,6 +336,22 @@ def test_an_unknown_measure_lists_every_name_eval_takes(
         assert capsys.readouterr().err == "", name
 
 
+def test_eval_takes_rankmons_measure_names_as_the_trec_eval_ones_they_are(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq1 0 d2 2\nq2 0 d3 1\n")
+    (tmp_path / "one.run").write_text("q1 Q0 d2 1 2.0 t\nq1 Q0 d1 2 1.0 t\nq2 Q0 d9 1 1.0 t\n")
+    files = [str(tmp_path / "qrels.txt"), str(tmp_path / "one.run")]
+    ours = ["-m", "ndcg@5", "-m", "ndcg@10", "-m", "precision@5", "-m", "mrr", "-m", "rprec"]
+    trec = ["-m", "ndcg_cut.5,10", "-m", "P.5", "-m", "recip_rank", "-m", "Rprec"]
+    outputs = []
+    for measures in (ours, trec):
+        assert main(["eval", "-q", *measures, *files]) == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1]
+    assert "ndcg_cut_10" in outputs[0] and "recip_rank" in outputs[0]
+
+
 def test_a_misspelt_speedups_setting_is_refused_not_taken_for_on(tmp_path: Path) -> None:
     (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
     (tmp_path / "one.run").write_text("q1 Q0 d1 1 1.0 tag\n")

@@ -13,7 +13,7 @@ import math
 import pytest
 
 from monitor.errors import MeasureError
-from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.gain import EXP, LINEAR, Gain
 from monitor.scoring.measures import (
     average_precision,
@@ -25,6 +25,7 @@ from monitor.scoring.measures import (
     recall,
     reciprocal_rank,
 )
+from monitor.trec.selection import select_measures
 
 D2 = 1 / math.log2(3)  # discount at rank 2
 D4 = 1 / math.log2(5)  # discount at rank 4
@@ -152,36 +153,56 @@ def test_malformed_measure_keys_raise_measure_error(text: str) -> None:
         MeasureKey.parse(text)
 
 
-def test_trec_eval_names_expand_to_keys_with_trec_names() -> None:
-    keys = parse_trec_names(["ndcg_cut.5,10", "P_5", "recall.10", "ndcg", "recip_rank", "map"])
-    assert [str(k) for k in keys] == [
-        "ndcg@5:linear", "ndcg@10:linear", "precision@5", "recall@10", "ndcg:linear", "mrr", "map",
-    ]  # fmt: skip
-    assert [k.trec_name for k in keys] == [
-        "ndcg_cut_5", "ndcg_cut_10", "P_5", "recall_10", "ndcg", "recip_rank", "map",
-    ]  # fmt: skip
+def keys_of(names: list[str], gain: Gain = LINEAR) -> dict[str, str]:
+    """What `-m names` asks the batch engine for: trec_eval's value name -> measure key."""
+    return {name: str(key) for name, key in select_measures(names, gain).keys.items()}
 
 
-def test_trec_eval_family_without_cutoffs_takes_trec_eval_defaults_once() -> None:
-    keys = parse_trec_names(["P", "P.5"])
-    assert [k.k for k in keys] == [5, 10, 15, 20, 30, 100, 200, 500, 1000]
+def test_trec_eval_names_and_rankmons_name_the_same_keys() -> None:
+    trec = keys_of(["ndcg_cut.5,10", "P_5", "recall.10", "ndcg", "recip_rank", "map", "Rprec"])
+    assert trec == {
+        "map": "map", "Rprec": "rprec", "recip_rank": "mrr", "P_5": "precision@5",
+        "recall_10": "recall@10", "ndcg": "ndcg:linear", "ndcg_cut_5": "ndcg@5:linear",
+        "ndcg_cut_10": "ndcg@10:linear",
+    }  # fmt: skip
+    ours = keys_of(["ndcg@5", "ndcg@10", "precision@5", "recall@10", "ndcg", "mrr", "map", "rprec"])
+    assert ours == trec
+    assert all(MeasureKey.parse(key).trec_name == name for name, key in trec.items())
+
+
+def test_trec_eval_family_without_cutoffs_takes_trec_eval_defaults() -> None:
+    assert list(keys_of(["P"])) == [f"P_{k}" for k in (5, 10, 15, 20, 30, 100, 200, 500, 1000)]
 
 
 def test_gain_option_applies_to_ndcg_names_only() -> None:
-    keys = parse_trec_names(["ndcg_cut.10", "P.10"], gain=EXP)
-    assert [str(k) for k in keys] == ["ndcg@10:exp", "precision@10"]
-    assert keys[0].trec_name == "ndcg_cut_10"
+    assert keys_of(["ndcg_cut.10", "P.10"], gain=EXP) == {
+        "P_10": "precision@10",
+        "ndcg_cut_10": "ndcg@10:exp",
+    }
 
 
-@pytest.mark.parametrize("name", ["ndcg_cutt.5", "P.x", "P.5,,10", "map.5", "bpref", "P.0", ""])
-def test_unknown_trec_eval_names_raise_measure_error(name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    ["ndcg_cutt.5", "P.x", "P.5,,10", "map.5", "P.0", "", "ndcg@x", "judged@10", "ndcg@10:exp"],
+)
+def test_unknown_measure_names_raise_measure_error(name: str) -> None:
     with pytest.raises(MeasureError):
-        parse_trec_names([name])
+        select_measures([name])
+
+
+def test_a_misspelt_measure_name_is_answered_with_the_closest_one() -> None:
+    with pytest.raises(MeasureError) as caught:
+        select_measures(["ndgc_cut.10"])
+    assert "did you mean 'ndcg_cut'?" in str(caught.value)
+    with pytest.raises(MeasureError) as caught:
+        select_measures(["precison@5"])
+    assert "did you mean 'precision'?" in str(caught.value)
 
 
 def test_counts_are_marked_for_summing_and_have_no_gain() -> None:
-    keys = parse_trec_names(["num_ret", "num_rel", "num_rel_ret", "map"])
+    keys = [MeasureKey(kind) for kind in ("num_ret", "num_rel", "num_rel_ret", "map")]
     assert [k.is_count for k in keys] == [True, True, True, False]
+    assert [k.gain for k in keys] == [None] * 4
 
 
 def test_monitor_keys_cover_every_gain_and_cutoff() -> None:

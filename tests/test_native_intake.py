@@ -28,7 +28,7 @@ from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
 from monitor.kafka.consumer import SourceRecord
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.windows.engine import EventWindows
 from monitor.windows.segments import SegmentLabeler
@@ -53,7 +53,12 @@ EVALUATION_SET = EvaluationSet.from_judgments(
 )
 KEY_SETS: dict[str, list[MeasureKey]] = {
     "full ranking (mrr, map)": monitor_keys([3, 10], ["linear", "exp"]),
-    "cutoffs only": parse_trec_names(["ndcg_cut.2,5", "P.3", "recall.4"]),
+    "cutoffs only": [
+        MeasureKey("ndcg", 2),
+        MeasureKey("ndcg", 5),
+        MeasureKey("precision", 3),
+        MeasureKey("recall", 4),
+    ],
 }
 
 

@@ -18,11 +18,18 @@ from hypothesis import strategies as st
 
 from monitor import native
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import MeasureKey, monitor_keys, parse_trec_names
+from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.columns import CHUNK_ROWS
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import Gain
+from monitor.trec.selection import select_measures
 from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
+
+
+def trec_keys(names: list[str]) -> list[MeasureKey]:
+    """The batch engine's keys of trec_eval `-m` names (`rankmon eval`'s one parser)."""
+    return list(select_measures(names).keys.values())
+
 
 if TYPE_CHECKING:
     from monitor._speedups import JudgmentIndex
@@ -34,13 +41,11 @@ CUSTOM = Gain.parse({0: 0.5, 1: 1, 2: 10, 3: 5})
 KEY_SETS: dict[str, list[MeasureKey]] = {
     "monitor keys (full ranking: mrr, map)": monitor_keys([1, 3, 5, 20], ["linear", "exp"]),
     "monitor keys, custom gain": monitor_keys([10], [CUSTOM]),
-    "trec full-ranking keys": parse_trec_names(
-        ["ndcg", "map", "recip_rank", "num_rel_ret", "Rprec"]
-    ),
-    "trec cutoffs only": parse_trec_names(
+    "trec full-ranking keys": trec_keys(["ndcg", "map", "recip_rank", "num_rel_ret", "Rprec"]),
+    "trec cutoffs only": trec_keys(
         ["ndcg_cut.3,30", "P.2,5", "recall.4", "success.1,3", "map_cut.2,30"]
     ),
-    "trec counts only": parse_trec_names(["num_rel", "num_ret"]),
+    "trec counts only": trec_keys(["num_rel", "num_ret"]),
 }
 
 # Doc ids the C table must tell apart: non-ASCII, longer than one 8-byte hash step, sharing an
@@ -260,7 +265,7 @@ def test_more_than_255_distinct_grades_take_the_python_path_with_the_same_number
         with pytest.raises(ValueError, match="255"):
             fast.score_coded([0], b"\x01", [1])
     # And the numbers are right, not merely equal: precision@5 of d299..d295 (all relevant).
-    keys = parse_trec_names(["P.5"])
+    keys = trec_keys(["P.5"])
     top = [f"d{i}" for i in range(299, 294, -1)]
     assert BatchScorer(evaluation_set, keys).score(["q"], [top]).tolist() == [[1.0]]
 

@@ -20,9 +20,16 @@ from hypothesis import strategies as st
 from monitor import native
 from monitor.errors import InputError
 from monitor.scoring.batch import BatchScorer
-from monitor.scoring.catalog import parse_trec_names
+from monitor.scoring.catalog import MeasureKey
 from monitor.scoring.evalset import load_evaluation_set
+from monitor.trec.selection import select_measures
 from tests.native_guard import require_speedups, speedups_switched_on  # noqa: F401
+
+
+def trec_keys(names: list[str]) -> list[MeasureKey]:
+    """The batch engine's keys of trec_eval `-m` names (`rankmon eval`'s one parser)."""
+    return list(select_measures(names).keys.values())
+
 
 require_speedups()
 
@@ -55,7 +62,7 @@ def qrels_texts(draw: st.DrawFn) -> str:
     return end.join(lines) + draw(st.sampled_from(["", end]))
 
 
-KEYS = parse_trec_names(["ndcg", "ndcg_cut.1,3", "map", "recall.2", "Rprec", "num_rel"])
+KEYS = trec_keys(["ndcg", "ndcg_cut.1,3", "map", "recall.2", "Rprec", "num_rel"])
 DOCS = ["d1", "d2", "d3", "D1", "u1"]
 
 

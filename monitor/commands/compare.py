@@ -69,7 +69,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         dest="measures",
         metavar="MEASURE",
         action="append",
-        help=f"a trec_eval measure, repeatable (default: {DEFAULT_MEASURE})",
+        help=(
+            f"a trec_eval measure or rankmon's name of it, repeatable (default: "
+            f"{DEFAULT_MEASURE})"
+        ),
     )
     parser.add_argument(
         "--test",

@@ -40,9 +40,12 @@ measures (-m, trec_eval 10.0's names and parameters; MEASURE.PARAMS, e.g. P.5,10
   measures the streaming monitor computes too
   parameters: cutoffs P.5,10; recall levels iprec_at_recall..1,.5; gains
   ndcg.1=3,2=9; persistence rbp.p=0.8; coefficients utility.2,-1,0,0
+  rankmon's names, as in alert rules, work too: ndcg@10 (ndcg_cut.10), precision@5
+  (P.5), recall@10, success@10, map_cut@10, mrr (recip_rank), rprec (Rprec), map
 
 examples:
   rankmon eval qrels.txt run.txt -q -m ndcg_cut.10 -m P.10
+  rankmon eval qrels.txt run.txt -m ndcg@10 -m mrr
   rankmon eval qrels.txt run.txt -m all_trec -J
   rankmon eval qrels.txt run.txt -c --gain exp --format json
 """

@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         dest="measure",
         metavar="MEASURE",
         default=DEFAULT_MEASURE,
-        help=f"one trec_eval measure (default {DEFAULT_MEASURE})",
+        help=f"one trec_eval measure or rankmon's name of it (default {DEFAULT_MEASURE})",
     )
     parser.add_argument(
         "--top", type=_count, default=10, help="queries shown, the largest losses first (10)"

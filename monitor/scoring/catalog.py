@@ -18,10 +18,9 @@ summaries, alert rules and Prometheus labels:
 | `rprec`          | `Rprec`        | precision at rank R (R: relevant documents)  |
 | `num_ret`, `num_rel`, `num_rel_ret` | same | counts; trec_eval sums them over queries |
 
-trec_eval's `-m` names parse into keys through the `_TREC_FAMILIES` table: `ndcg_cut.5,10`,
-`map_cut.10`, `success.1,5`, `Rprec`,
-`ndcg_cut_10`, `P.5,10`, `P_5`, `recall.10`, `ndcg`, `recip_rank`, `map`, `num_ret`, ...; a
-family without parameters takes trec_eval's default cutoffs.
+trec_eval's `-m` names are parsed by `monitor.trec.table` (the one parser of measure names on
+the command line, rankmon's names included); `TREC_FAMILY_KINDS` says which kind computes
+each trec_eval family.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ __all__ = [
     "MeasureKind",
     "lookup_depth",
     "monitor_keys",
-    "parse_trec_names",
     "resolve_key",
 ]
 
@@ -181,7 +179,6 @@ _TREC_FAMILIES: Final[dict[str, tuple[str, bool]]] = {
 TREC_FAMILY_KINDS: Final = {family: kind for family, (kind, _) in _TREC_FAMILIES.items()}
 
 _KEY = re.compile(r"(?P<kind>[a-z_]+)(?:@(?P<k>[0-9]+))?(?::(?P<gain>.+))?")
-_TREC_NAME = re.compile(r"(?P<family>[A-Za-z_]+?)(?:[._](?P<params>[0-9][0-9,]*))?")
 
 
 @dataclass(frozen=True)
@@ -239,49 +236,6 @@ class MeasureKey:
     def is_count(self) -> bool:
         """True for num_ret, num_rel, num_rel_ret: trec_eval sums these over queries."""
         return self.kind.startswith("num_")
-
-
-def parse_trec_names(
-    names: Iterable[str], gain: Gain = LINEAR, also_known: Sequence[str] = ()
-) -> list[MeasureKey]:
-    """trec_eval `-m` names -> keys, in order, without repeats; unknown names raise MeasureError.
-
-    `gain` applies to the nDCG keys (trec_eval itself only knows linear gain). `also_known`:
-    the other names the caller takes (`num_q`, a group), listed in the error too.
-    """
-    keys: list[MeasureKey] = []
-    for name in names:
-        for key in _parse_trec_name(name, gain, also_known):
-            if key not in keys:
-                keys.append(key)
-    return keys
-
-
-def _parse_trec_name(name: str, gain: Gain, also_known: Sequence[str]) -> list[MeasureKey]:
-    match = _TREC_NAME.fullmatch(name.strip())
-    family = None if match is None else _TREC_FAMILIES.get(match["family"])
-    if match is None or family is None:
-        known = ", ".join([*_TREC_FAMILIES, *also_known])
-        raise MeasureError(f"unknown trec_eval measure {name!r}: known are {known}")
-    kind, takes_cutoffs = family
-    params = match["params"]
-    if params is not None and not takes_cutoffs:
-        raise MeasureError(f"trec_eval measure {match['family']!r} takes no parameters")
-    gain_of_kind = gain if KINDS[kind].gain else None
-    if not takes_cutoffs:
-        return [MeasureKey(kind, None, gain_of_kind)]
-    cutoffs = TREC_DEFAULT_CUTOFFS if params is None else _cutoffs(name, params)
-    return [MeasureKey(kind, k, gain_of_kind) for k in cutoffs]
-
-
-def _cutoffs(name: str, params: str) -> list[int]:
-    try:
-        cutoffs = [int(part) for part in params.split(",")]
-    except ValueError:
-        raise MeasureError(f"trec_eval measure {name!r}: cutoffs must be integers") from None
-    if any(k < 1 for k in cutoffs):
-        raise MeasureError(f"trec_eval measure {name!r}: cutoffs must be >= 1")
-    return cutoffs
 
 
 def lookup_depth(keys: Iterable[MeasureKey]) -> int | None:

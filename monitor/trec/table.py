@@ -18,16 +18,23 @@ them (`23.4` is 23), numbers as `atof`. The groups `official`, `all_trec` and `s
 trec_eval's; `all_rankmon` (rankmon's default) is every measure the streaming monitor also
 computes. The preference and judgment-group measures need other judgment files (`-R
 qrels_prefs`, `-R qrels_jg`) and are refused by name.
+
+rankmon's own names, as alert rules, comparisons and the API write them (`ndcg@10`,
+`precision@5`, `recall@10`, `mrr`, `rprec`: `monitor.scoring.catalog.MeasureKey`), name the
+trec_eval measure they are (`ndcg_cut.10`, `P.5`, `recall.10`, `recip_rank`, `Rprec`); an
+unknown name is refused with the closest known one suggested.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from monitor.errors import MeasureError
+from monitor.scoring.catalog import KINDS
 
 __all__ = [
     "ALL_RANKMON",
@@ -188,16 +195,28 @@ def request_measures(arguments: Sequence[str]) -> tuple[Requested, ...]:
     """Parse `-m` arguments into the measures to compute, in trec_eval's table order.
 
     A measure named twice is computed once, with the parameters of the first `-m` that gave
-    any (as trec_eval does). Unknown names and bad parameters raise `MeasureError`.
+    any (as trec_eval does); rankmon's names add their cutoffs to them (`-m ndcg@5 -m
+    ndcg@10`, `-m P.5 -m precision@10`). Unknown names and bad parameters raise
+    `MeasureError`.
     """
     marked: set[str] = set()
     given: dict[str, str] = {}
+    cutoffs: dict[str, list[str]] = {}  # rankmon's names: `-m ndcg@5 -m ndcg@10` asks for both
     for argument in arguments:
-        name, params = _split(argument)
+        named = _rankmon_name(argument.strip())
+        name, params = named if named is not None else _split(argument)
         names = _names_of(name, params, argument)
         marked.update(names)
-        if params is not None and len(names) == 1:
+        if named is not None and params is not None:
+            if params not in cutoffs.setdefault(name, []):
+                cutoffs[name].append(params)
+        elif params is not None and len(names) == 1:
             given.setdefault(names[0], params)
+    for name, ks in cutoffs.items():
+        trec = given.get(name)
+        written = [] if trec is None else [trec]
+        more = [k for k in ks if trec is None or k not in trec.split(",")]
+        given[name] = ",".join([*written, *more])
     ordered = sorted(marked, key=_POSITION.__getitem__)
     return tuple(_requested(_BY_NAME[name], given.get(name)) for name in ordered)
 
@@ -215,6 +234,33 @@ def _split(argument: str) -> tuple[str, str | None]:
     return text, None
 
 
+def _rankmon_name(text: str) -> tuple[str, str | None] | None:
+    """rankmon's name of a measure (`ndcg@10`, `mrr`) as trec_eval's name and parameters
+    (`ndcg_cut`, `10`; `recip_rank`, None); None when `text` is no rankmon name other than a
+    trec_eval one (`map`, `ndcg` and `num_ret` are both)."""
+    name, at, k = text.partition("@")
+    kind = KINDS.get(name.partition(":")[0])
+    if kind is None or (not at and ":" not in text and name in _BY_NAME):
+        return None
+    if ":" in text:
+        bare = text.partition(":")[0]
+        raise MeasureError(
+            f"measure {text!r}: the gain is the --gain option's (-m {bare} --gain "
+            f"{text.partition(':')[2]})"
+        )
+    if at:
+        if kind.trec_family is None:
+            raise MeasureError(f"measure {text!r} is rankmon's own: trec_eval has no such measure")
+        if not k.isdigit():
+            raise MeasureError(f"measure {text!r}: the cutoff after '@' must be a whole number")
+        return kind.trec_family, k
+    if kind.trec_whole is None:
+        example = f"{name}@10" if kind.trec_family is not None else None
+        needs = f"needs a cutoff, e.g. {example}" if example else "has no trec_eval measure"
+        raise MeasureError(f"measure {text!r} {needs}")
+    return kind.trec_whole, None
+
+
 def _names_of(name: str, params: str | None, argument: str) -> tuple[str, ...]:
     if name in GROUPS:
         if params is not None:
@@ -229,8 +275,13 @@ def _names_of(name: str, params: str | None, argument: str) -> tuple[str, ...]:
             f"measure {name!r} needs preference or judgment-group files (trec_eval -R "
             "qrels_prefs / qrels_jg), which rankmon does not read"
         )
+    close = difflib.get_close_matches(name, [*GROUPS, *_BY_NAME, *KINDS], n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
     known = ", ".join([*GROUPS, *_BY_NAME])
-    raise MeasureError(f"unknown trec_eval measure {argument!r}: known are {known}")
+    raise MeasureError(
+        f"unknown measure {argument!r}{hint} (rankmon's names work too: ndcg@10, "
+        f"precision@5, recall@10, mrr, map, rprec): known are {known}"
+    )
 
 
 def _requested(measure: TrecMeasure, text: str | None) -> Requested:
