@@ -33,7 +33,6 @@ from monitor.alerting import AlertEngine, AlertingConfig, Status
 from monitor.alerting.conditions import Drop
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
-from monitor.clock import FakeClock
 from monitor.config.alerts import parse_alerting_config
 from monitor.testing.alert_simulation import (
     StreamModel,
@@ -42,6 +41,7 @@ from monitor.testing.alert_simulation import (
     simulate_windows,
     windows_to_detection,
 )
+from monitor.testing.clock import FakeClock
 from monitor.windows.batch import EventBatch
 from monitor.windows.engine import EventWindows
 from monitor.windows.spec import WindowSpec

@@ -39,11 +39,11 @@ from typing import Any
 
 import orjson
 
-from monitor.clock import FakeClock
 from monitor.config.loader import load_config
 from monitor.kafka.consumer import Batch, SourceRecord, UnreadableBatch
 from monitor.scoring.evalset import EvaluationSet
 from monitor.service import Monitor
+from monitor.testing.clock import FakeClock
 
 T0 = 1_767_225_600_000
 WINDOW_MS = 10_000

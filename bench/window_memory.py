@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from monitor.clock import FakeClock
+from monitor.testing.clock import FakeClock
 from monitor.windows.engine import EventBatch, EventWindows
 from monitor.windows.spec import WindowSpec
 

@@ -1,4 +1,5 @@
-"""Clocks: the wall clock in production, a settable one in tests.
+"""Clocks: the wall clock in production; tests and benches take a fake one
+(`monitor.testing.clock.FakeClock`).
 
 Nothing deep inside rankmon calls `time.time()`: the stages take a `Clock`, so tests of
 watermarks, idle partitions, staleness and alert states run on a fake one.
@@ -15,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-__all__ = ["Clock", "FakeClock", "SystemClock", "TickSchedule"]
+__all__ = ["Clock", "SystemClock", "TickSchedule"]
 
 
 class Clock(Protocol):
@@ -34,38 +35,6 @@ class SystemClock:
 
     def monotonic(self) -> float:
         return time.monotonic()
-
-
-class FakeClock:
-    """A clock that moves only when told to.
-
-    `advance` moves both readings (time passes); `step_wall` moves the wall clock alone,
-    either way, as an operator or NTP stepping the system time does.
-    """
-
-    def __init__(self, start_ms: int = 0) -> None:
-        self._elapsed_ms = start_ms
-        self._wall_offset_ms = 0
-
-    def now_ms(self) -> int:
-        return self._elapsed_ms + self._wall_offset_ms
-
-    def monotonic(self) -> float:
-        return self._elapsed_ms / 1000.0
-
-    def advance(self, ms: int) -> None:
-        """Let `ms` milliseconds pass."""
-        if ms < 0:
-            raise ValueError("time does not go backwards: use step_wall for the wall clock")
-        self._elapsed_ms += ms
-
-    def set(self, now_ms: int) -> None:
-        """Let time pass until the wall clock reads `now_ms` (not earlier than now)."""
-        self.advance(now_ms - self.now_ms())
-
-    def step_wall(self, ms: int) -> None:
-        """Step the wall clock by `ms` (negative: back); the monotonic reading stays."""
-        self._wall_offset_ms += ms
 
 
 class TickSchedule:

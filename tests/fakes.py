@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 from monitor.checkpoint.progress import ProgressRecord
 from monitor.checkpoint.shares import RestoreNeeds, WindowShare, WindowsRecord
-from monitor.clock import FakeClock
 from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.consumer import Batch, SourceRecord, UnreadableBatch
+from monitor.testing.clock import FakeClock
 
 if TYPE_CHECKING:
     from monitor.service import Monitor

@@ -13,8 +13,9 @@ from prometheus_client import CollectorRegistry
 from monitor.alerting.delivery import AlertDelivery, DeliveryChannel, RetryPolicy
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.sinks import DeliveryError, LogSink, WebhookSink
-from monitor.clock import FakeClock, SystemClock
+from monitor.clock import SystemClock
 from monitor.export.exporter import AlertSeries
+from monitor.testing.clock import FakeClock
 from tests.realparts import WebhookReceiver
 
 T0 = 1_700_000_000_000

@@ -13,10 +13,10 @@ from monitor.alerting import AlertEngine, Status
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.render import render_rule_groups
-from monitor.clock import FakeClock
 from monitor.config.alerts import parse_alerting_config
 from monitor.export.exporter import AlertSeries, Exporter
 from monitor.testing.alert_simulation import StreamModel, simulate_windows
+from monitor.testing.clock import FakeClock
 from monitor.windows.summary import Segment, WindowSummary
 
 WINDOW_MS = 300_000

@@ -13,13 +13,13 @@ from monitor.alerting.conditions import Drop, WindowTrack, evaluate_window
 from monitor.alerting.delivery import AlertDelivery, RetryPolicy
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
-from monitor.clock import FakeClock
 from monitor.config.alerts import parse_alerting_config
 from monitor.testing.alert_simulation import (
     StreamModel,
     false_alarm_bound,
     simulate_windows,
 )
+from monitor.testing.clock import FakeClock
 from monitor.windows.summary import WindowSummary
 from tests.test_alert_engine import V42, RecordingSink
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from monitor.alerting import AlertEngine, Status
-from monitor.clock import FakeClock
 from monitor.config.alerts import parse_alerting_config
+from monitor.testing.clock import FakeClock
 from monitor.windows.batch import EventBatch
 from monitor.windows.engine import EventWindows
 from monitor.windows.spec import WindowSpec

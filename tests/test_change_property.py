@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from monitor.checkpoint.steps import STEPS
-from monitor.clock import FakeClock
 from monitor.config.loader import load_config
 from monitor.service import Monitor
+from monitor.testing.clock import FakeClock
 from monitor.testing.crashpoints import CrashPoints
 from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
 

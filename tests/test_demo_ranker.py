@@ -9,11 +9,11 @@ from collections import Counter
 import orjson
 import pytrec_eval
 
-from monitor.clock import FakeClock
 from monitor.demo.ranker import ModelVersion, SyntheticRanker, serve
 from monitor.demo.scenario import ALERT_FLOOR, Scenario
 from monitor.demo.synthetic import SyntheticCorpus, generate_corpus
 from monitor.ingest.events import RankingEvent, Rejection, decode_event
+from monitor.testing.clock import FakeClock
 
 START_MS = 1_800_000_000_000
 DEGRADE_MS = START_MS + 20_000

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from monitor.clock import FakeClock
 from monitor.config.loader import load_config
 from monitor.errors import InputError
 from monitor.scoring.reload import EvaluationSetConfig, EvaluationSetSource
 from monitor.service import Monitor
+from monitor.testing.clock import FakeClock
 from monitor.values import parse_duration
 from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
 

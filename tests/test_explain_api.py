@@ -19,12 +19,12 @@ import jsonschema
 import orjson
 import pytest
 
-from monitor.clock import FakeClock
 from monitor.config.loader import Config, load_config
 from monitor.explain.api import ExplainApi, explanation_json
 from monitor.explain.store import ExplainStore
 from monitor.scoring.evalset import EvaluationSet
 from monitor.service import Monitor
+from monitor.testing.clock import FakeClock
 from monitor.windows.summary import WindowSummary
 from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
 

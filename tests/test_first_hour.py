@@ -27,11 +27,11 @@ import yaml
 from kafka import KafkaProducer
 
 from monitor.cli import build_parser, main
-from monitor.clock import FakeClock
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.kafka.reachability import Reachability
 from monitor.service import Monitor
+from monitor.testing.clock import FakeClock
 from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
 from tests.recovery_support import (
     CORPUS,

@@ -18,11 +18,11 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from monitor.alerting.state import Status
-from monitor.clock import FakeClock
 from monitor.comparisons.record import ComparisonRecord
 from monitor.config.loader import Config, load_config
 from monitor.group.decider import ALONE, DECIDES, MEMBER
 from monitor.service import Monitor
+from monitor.testing.clock import FakeClock
 from tests.fakes import FakeProducer, FakeServer, FakeStream, FakeWindowsTopic
 
 T0 = 1_767_225_600_000

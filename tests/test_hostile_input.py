@@ -36,7 +36,6 @@ from prometheus_client import CollectorRegistry
 from monitor import native
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.sinks import WebhookSink
-from monitor.clock import FakeClock
 from monitor.config.loader import load_config
 from monitor.errors import ConfigError, InputError
 from monitor.export import http
@@ -50,6 +49,7 @@ from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.sections import expansion_problem
+from monitor.testing.clock import FakeClock
 from monitor.windows.engine import EventWindows
 from monitor.windows.segments import SegmentLabeler
 from monitor.windows.spec import WindowSpec

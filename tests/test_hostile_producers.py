@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from monitor.clock import FakeClock
 from monitor.config.loader import load_config
 from monitor.errors import ConfigError
+from monitor.testing.clock import FakeClock
 from monitor.windows.engine import EventBatch, EventWindows
 from monitor.windows.samples import ENTRY_OVERHEAD, RankingSamples
 from monitor.windows.segments import OVERFLOW, SegmentLabeler

@@ -159,6 +159,10 @@ export: {{host: 127.0.0.1, port: {port}}}
         assert "speedups=c" in logs()
         user = sh(name, "exec", container, "id", "-u", env=env)
         assert user.stdout.strip() == "10001"
+        # the wheel holds the product only: no fake clock, no crash points
+        find = "import importlib.util as u; print(u.find_spec('monitor.testing'))"
+        testing = sh(name, "exec", container, "python", "-c", find, env=env)
+        assert testing.stdout.strip() == "None", testing.stdout + testing.stderr
         produce_records(
             tansu.bootstrap_servers,
             topic,

@@ -5,8 +5,8 @@ import logging
 import orjson
 import pytest
 
-from monitor.clock import FakeClock
 from monitor.logs import configure_logging, fields
+from monitor.testing.clock import FakeClock
 
 
 def test_json_log_line_carries_message_and_fields_as_keys(

@@ -23,13 +23,13 @@ from hypothesis import strategies as st
 
 import monitor.ingest.intake
 from monitor import native
-from monitor.clock import FakeClock
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
 from monitor.kafka.consumer import SourceRecord
 from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
+from monitor.testing.clock import FakeClock
 from monitor.windows.engine import EventWindows
 from monitor.windows.segments import SegmentLabeler
 from monitor.windows.spec import WindowSpec

@@ -18,9 +18,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from monitor.clock import FakeClock
 from monitor.config.loader import load_config
 from monitor.service import Monitor
+from monitor.testing.clock import FakeClock
 from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
 
 T0 = 1_767_225_600_000

@@ -18,9 +18,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from monitor.clock import FakeClock, TickSchedule
+from monitor.clock import TickSchedule
 from monitor.config.loader import Config, load_config
 from monitor.service import Monitor
+from monitor.testing.clock import FakeClock
 from tests.fakes import FakeProducer, FakeServer, FakeStream, FakeWindowsTopic
 
 T0 = 1_767_225_600_000

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from monitor.clock import FakeClock
+from monitor.testing.clock import FakeClock
 from monitor.windows.watermark import NO_WATERMARK, Watermarks
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from monitor.clock import FakeClock
+from monitor.testing.clock import FakeClock
 from monitor.windows.engine import Admission, EventBatch, EventWindows
 from monitor.windows.spec import WindowSpec
 from monitor.windows.summary import Segment, WindowSummary

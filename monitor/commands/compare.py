@@ -70,8 +70,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         metavar="MEASURE",
         action="append",
         help=(
-            f"a trec_eval measure or rankmon's name of it, repeatable (default: "
-            f"{DEFAULT_MEASURE})"
+            f"a trec_eval measure or rankmon's name of it, repeatable (default: {DEFAULT_MEASURE})"
         ),
     )
     parser.add_argument(
