@@ -14,9 +14,15 @@ neither stops the ticks for an hour nor, stepped forward, bursts them.
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-__all__ = ["Clock", "SystemClock", "TickSchedule"]
+from monitor.declare import setting
+from monitor.sections import as_positive_duration
+from monitor.values import Duration, duration_of_ms, parse_duration
+
+__all__ = ["Clock", "ScheduleConfig", "SystemClock", "TickSchedule"]
 
 
 class Clock(Protocol):
@@ -60,3 +66,37 @@ class TickSchedule:
         if self._next_s <= now:  # behind by more than an interval: no burst of ticks
             self._next_s = now + self.interval_s
         return True
+
+
+def _four_ticks(values: Mapping[str, Any]) -> Duration:
+    interval: Duration = values["interval"]
+    return duration_of_ms(max(60_000, 4 * interval.ms))
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleConfig:
+    """How often closed windows are finalized, exported, published and committed, and how
+    long the poll loop may make no progress before `/healthz` fails (default: the larger of
+    a minute and four intervals)."""
+
+    interval: Duration = setting(
+        parse_duration("15s"),
+        read=as_positive_duration,
+        doc="how often closed windows are finalized, exported, published and committed",
+    )
+    liveness_timeout: Duration = setting(
+        parse_duration("1m"),
+        read=as_positive_duration,
+        derive=_four_ticks,
+        doc="the loop making no progress this long fails /healthz (null: max(1m, 4 ticks))",
+    )
+
+    def problem(self) -> tuple[str, str] | None:
+        """The liveness probe outlasts two ticks."""
+        if self.liveness_timeout.ms < 2 * self.interval.ms:
+            return (
+                "liveness_timeout",
+                f"{self.liveness_timeout} is shorter than two ticks ({self.interval} each): "
+                "every tick would fail the liveness probe",
+            )
+        return None

@@ -13,12 +13,34 @@ from __future__ import annotations
 
 import logging
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
-__all__ = ["configure_logging", "escaped", "fields"]
+from monitor.declare import setting
+from monitor.sections import as_choice
+
+__all__ = ["LoggingConfig", "configure_logging", "escaped", "fields"]
+
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def _log_level(value: Any) -> str:
+    if not isinstance(value, str) or value.upper() not in LOG_LEVELS:
+        raise ValueError(f"expected one of {', '.join(LOG_LEVELS)}, got {value!r}")
+    return value.upper()
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingConfig:
+    """The `logging` settings, declared once (`monitor.declare`)."""
+
+    level: str = setting("INFO", read=_log_level, doc="DEBUG, INFO, WARNING, ERROR or CRITICAL")
+    format: str = setting(
+        "text", read=as_choice("text", "json"), doc="text for people, json lines for pipelines"
+    )
 
 
 def fields(**values: Any) -> dict[str, Any]:

@@ -267,12 +267,14 @@ class ConfigSection:
         prefix: str,
         origins: Mapping[str, str],
         label: str = "",
+        base: Path | None = None,
     ) -> None:
         self._data = data
         self._prefix = prefix
         self._origins = origins
         self._asked: set[str] = set()
         self.label = label  # starts every problem of this section and those below it
+        self.base = base if base is not None else Path()  # relative paths start here
 
     def key(self, name: str) -> str:
         """The dotted key of `name` in this section (`""`: the section itself)."""
@@ -308,7 +310,9 @@ class ConfigSection:
 
     def section(self, name: str) -> ConfigSection:
         """The sub-mapping `name` (missing or null: empty)."""
-        return ConfigSection(self.mapping(name), self.key(name), self._origins, self.label)
+        return ConfigSection(
+            self.mapping(name), self.key(name), self._origins, self.label, self.base
+        )
 
     def sections(self, name: str) -> list[ConfigSection]:
         """The list of mappings `name` (missing or null: none), `name[i]` each."""
@@ -320,14 +324,19 @@ class ConfigSection:
         none: list[Mapping[str, Any]] = []
         items = self.get(name, _as_list_of_mappings, none)
         return [
-            (index, ConfigSection(item, f"{self.key(name)}[{index}]", self._origins, self.label))
+            (
+                index,
+                ConfigSection(
+                    item, f"{self.key(name)}[{index}]", self._origins, self.label, self.base
+                ),
+            )
             for index, item in enumerate(items)
             if not isinstance(item, _SetAside)
         ]
 
     def labelled(self, label: str) -> ConfigSection:
         """This section with its problems (and its sub-sections') starting with `label`."""
-        section = ConfigSection(self._data, self._prefix, self._origins, label)
+        section = ConfigSection(self._data, self._prefix, self._origins, label, self.base)
         section._asked = self._asked
         return section
 

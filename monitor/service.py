@@ -540,7 +540,7 @@ class Monitor:
                 and rule.measure == measure
                 and (rule.segment is None or set(rule.segment) <= set(segment))
             ],
-            refresh_s=self.config.export.explain.refresh.ms // 1000 or None,
+            refresh_s=self.config.explain.refresh.ms // 1000 or None,
             now_ms=self.clock.now_ms,
         )
         return {**api.routes(), **pages.routes()}
@@ -717,7 +717,7 @@ def _explain_state(
     config: Config, measures: list[str]
 ) -> tuple[ExplainStore, RankingSamples | None]:
     """The kept windows and the sampled rankings the explanations read."""
-    settings = config.export.explain
+    settings = config.explain
     store = ExplainStore(measures, keep=settings.keep_windows, segments=settings.max_segments)
     spec = _window_spec(config)
     if not settings.max_rankings:
@@ -767,17 +767,10 @@ def _metrics_server(
     config: Config, registry: CollectorRegistry, exporter: Exporter, routes: Mapping[str, Route]
 ) -> MetricsServer:
     liveness = exporter.liveness
-    return MetricsServer(
+    return MetricsServer.from_settings(
+        config.export,
         registry,
         exporter.readiness.missing,
         routes=routes,
         stalled=None if liveness is None else liveness.stalled,
-        host=config.export.host,
-        port=config.export.port,
-        certfile=_optional(config.export.tls_certfile),
-        keyfile=_optional(config.export.tls_keyfile),
     )
-
-
-def _optional(path: object) -> str | None:
-    return None if path is None else str(path)

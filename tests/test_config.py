@@ -14,6 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from monitor.clock import ScheduleConfig
 from monitor.config.loader import (
     Config,
     Duration,
@@ -23,9 +24,16 @@ from monitor.config.loader import (
     parse_duration,
 )
 from monitor.config.render import render_config
+from monitor.declare import declared_keys
 from monitor.errors import ConfigError, InputError
-from monitor.logs import JsonLinesFormatter, TextFormatter, fields
-from monitor.sections import apply_environment
+from monitor.explain.settings import ExplainConfig
+from monitor.export.settings import ExportConfig
+from monitor.ingest.settings import JudgmentsConfig, SegmentsConfig
+from monitor.logs import JsonLinesFormatter, LoggingConfig, TextFormatter, fields
+from monitor.scoring.reload import EvaluationSetConfig
+from monitor.scoring.settings import MetricsConfig
+from monitor.sections import REQUIRED, apply_environment
+from monitor.windows.settings import WindowsConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "rankmon.example.yaml"
@@ -56,6 +64,50 @@ def test_example_config_loads_and_validates() -> None:
     config = load_config(EXAMPLE, {})
     assert config.kafka.topic == "ranking-events"
     assert config.windows.size.text == "5m"
+
+
+DECLARED: dict[str, type[Any]] = {
+    "evaluation_set": EvaluationSetConfig,
+    "metrics": MetricsConfig,
+    "windows": WindowsConfig,
+    "schedule": ScheduleConfig,
+    "segments": SegmentsConfig,
+    "judgments": JudgmentsConfig,
+    "export": ExportConfig,
+    "export.explain": ExplainConfig,
+    "logging": LoggingConfig,
+}
+NOT_DECLARED = {"export.external_url"}  # read in `export`, kept in ExplainConfig
+
+
+def leaf_keys(tree: Any, prefix: str = "") -> set[str]:
+    if not isinstance(tree, dict) or not tree:
+        return {prefix}
+    keys: set[str] = set()
+    for name, value in tree.items():
+        dotted = f"{prefix}.{name}" if prefix else str(name)
+        keys |= leaf_keys(value, dotted)
+    return keys
+
+
+def dig(tree: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        tree = tree[part]
+    return tree
+
+
+@pytest.mark.parametrize("where", list(DECLARED))
+def test_the_example_writes_each_declared_key_with_its_declared_default(where: str) -> None:
+    example = dig(yaml.safe_load(EXAMPLE.read_text(encoding="utf-8")), where)
+    declared = declared_keys(DECLARED[where])
+    for key, default, doc in declared:
+        written = dig(example, key)
+        assert written is not None if default is REQUIRED else written == default, (where, key)
+        assert doc and "\n" not in doc, (where, key)
+    nested = {name.split(".", 1)[1] for name in DECLARED if name.startswith(where + ".")}
+    others = {name.split(".", 1)[1] for name in NOT_DECLARED if name.startswith(where + ".")}
+    written_keys = {k for k in leaf_keys(example) if k.split(".")[0] not in nested | others}
+    assert written_keys == {key for key, _, _ in declared}
 
 
 def test_example_config_documents_every_key() -> None:

@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "monitor"
 
 # Earlier layers first; a module may import its own layer and any earlier one.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "clock", "logs", "values", "sections"),
+    ("errors", "values", "sections", "declare", "clock", "logs"),
     ("stats",),
     ("native", "_speedups"),
     ("kafka",),

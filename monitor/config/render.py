@@ -15,6 +15,7 @@ from typing import Any
 from monitor.config.alerts import render_alerts
 from monitor.config.comparisons import render_comparisons
 from monitor.config.loader import Config
+from monitor.declare import write_settings
 from monitor.kafka.settings import KafkaConfig, SslConfig
 from monitor.values import Secret
 
@@ -23,59 +24,19 @@ __all__ = ["render_config"]
 
 def render_config(config: Config) -> dict[str, Any]:
     """Every key of `config` as YAML-ready data (str, int, bool, None, lists and dicts)."""
-    windows, evaluation_set, export = config.windows, config.evaluation_set, config.export
+    export = write_settings(config.export)
+    export["external_url"] = config.explain.external_url
+    export["explain"] = write_settings(config.explain)
     return {
         "kafka": _kafka(config.kafka),
-        "evaluation_set": {
-            "path": str(evaluation_set.path),
-            "reload": {
-                "watch": evaluation_set.watch,
-                "poll_interval": evaluation_set.poll_interval.text,
-            },
-        },
-        "metrics": {
-            "cutoffs": list(config.metrics.cutoffs),
-            "gains": [gain.name for gain in config.metrics.gains],
-            "relevance_level": config.metrics.relevance_level,
-            "idcg_zero": config.metrics.idcg_zero,
-            "max_depth": config.metrics.max_depth,
-            "min_queries": config.metrics.min_queries,
-        },
-        "windows": {
-            "size": windows.size.text,
-            "hop": windows.hop.text,
-            "allowed_lateness": windows.allowed_lateness.text,
-            "idle_timeout": windows.idle_timeout.text,
-            "max_future": windows.max_future.text,
-            "max_clock_skew": windows.max_clock_skew.text,
-            "time_source": windows.time_source,
-        },
-        "schedule": {
-            "interval": config.schedule.interval.text,
-            "liveness_timeout": config.schedule.liveness_timeout.text,
-        },
-        "segments": {
-            "keys": list(config.segments.keys),
-            "max_values": config.segments.max_values,
-            "max_combinations": config.segments.max_combinations,
-            "retire_after": config.segments.retire_after.text,
-            "max_value_bytes": config.segments.max_value_bytes,
-        },
-        "judgments": {"inline": config.judgments.inline},
-        "export": {
-            "host": export.host,
-            "port": export.port,
-            "tls": {"certfile": _path(export.tls_certfile), "keyfile": _path(export.tls_keyfile)},
-            "external_url": export.explain.external_url,
-            "explain": {
-                "keep_windows": export.explain.keep_windows,
-                "max_rankings": export.explain.max_rankings,
-                "max_sample_bytes": export.explain.max_sample_bytes,
-                "max_segments": export.explain.max_segments,
-                "refresh": export.explain.refresh.text,
-            },
-        },
-        "logging": {"level": config.logging.level, "format": config.logging.format},
+        "evaluation_set": write_settings(config.evaluation_set),
+        "metrics": write_settings(config.metrics),
+        "windows": write_settings(config.windows),
+        "schedule": write_settings(config.schedule),
+        "segments": write_settings(config.segments),
+        "judgments": write_settings(config.judgments),
+        "export": export,
+        "logging": write_settings(config.logging),
         "alerts": render_alerts(config.alerts),
         "comparisons": render_comparisons(config.comparisons),
     }

@@ -113,7 +113,7 @@ def load_spec(path: Path) -> DashboardSpec:
             drops.append(_drop_rule(rule, condition))
     keys = tuple(sorted(config.segments.keys))
     window = config.windows.size.text
-    external = config.export.explain.external_url
+    external = config.explain.external_url
     return DashboardSpec(
         keys, window, tuple(floors), tuple(drops), alerting.prometheus_job, external
     )

@@ -48,6 +48,8 @@ from typing import Final, Protocol
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from monitor.export.settings import ExportConfig
+
 __all__ = [
     "MAX_CONNECTIONS",
     "MAX_PENDING_BYTES",
@@ -113,6 +115,28 @@ class HttpEndpoint(Protocol):
 
 class MetricsServer:
     """Serves a registry plus health and readiness; `port=0` binds a free port."""
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: ExportConfig,
+        registry: CollectorRegistry,
+        not_ready: ReadinessCheck,
+        *,
+        stalled: StallCheck | None = None,
+        routes: Mapping[str, Route] | None = None,
+    ) -> MetricsServer:
+        """The server the `export` section describes (`monitor.export.settings`)."""
+        return cls(
+            registry,
+            not_ready,
+            host=settings.host,
+            port=settings.port,
+            certfile=None if settings.tls_certfile is None else str(settings.tls_certfile),
+            keyfile=None if settings.tls_keyfile is None else str(settings.tls_keyfile),
+            stalled=stalled,
+            routes=routes,
+        )
 
     def __init__(
         self,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Final
 
+from monitor.scoring.settings import MAX_GRADE
+
 __all__ = [
     "DEFAULT_MAX_ID_BYTES",
     "DEFAULT_MAX_VALUE_BYTES",
@@ -36,9 +38,6 @@ EVENT_FIELDS: Final = {
 REQUIRED_FIELDS: Final = ("event_id", "query_id", "ranking")
 
 EVENT_SCHEMA_VERSION: Final = 1
-# Inline grades are 0..MAX_GRADE: a negative one (trec_eval's "unjudged") says nothing an
-# absent one does not, and a huge one overflows the exp gain 2^g - 1 past float range.
-MAX_GRADE: Final = 1000
 # An integer event_time is epoch milliseconds. One under 10^11 (1973-03-03T09:46:40Z) is
 # almost surely epoch seconds, a common producer mistake read as a 1970 time: refused, with
 # the reason, rather than counted in a window of 1970. (The C scanner punts such values.)

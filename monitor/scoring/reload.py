@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Final
 
 from monitor.clock import Clock
+from monitor.declare import setting
 from monitor.errors import RankmonError
 from monitor.logs import fields
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
+from monitor.sections import as_bool, as_path, as_positive_duration
 from monitor.values import Duration, parse_duration
 
 __all__ = ["EvaluationSetConfig", "EvaluationSetSource"]
@@ -30,14 +32,24 @@ _TEN_SECONDS: Final = parse_duration("10s")
 
 @dataclass(frozen=True, slots=True)
 class EvaluationSetConfig:
-    """The qrels file (TREC or .jsonl) and how its changes are picked up.
+    """The `evaluation_set` settings, declared once (`monitor.declare`): the qrels file (TREC
+    or .jsonl) and how its changes are picked up.
 
     The file's existence is checked when the evaluation set loads, not here.
     """
 
-    path: Path
-    watch: bool = True  # reload when the file changes (SIGHUP always reloads)
-    poll_interval: Duration = _TEN_SECONDS
+    path: Path = setting(
+        read=as_path, path="path", doc="TREC qrels or JSON lines, relative to the config file"
+    )
+    watch: bool = setting(
+        True, read=as_bool, key="reload.watch", doc="reload when the file changes (SIGHUP does)"
+    )
+    poll_interval: Duration = setting(
+        _TEN_SECONDS,
+        read=as_positive_duration,
+        key="reload.poll_interval",
+        doc="how often the file is looked at",
+    )
 
 
 def _signature(path: str) -> FileSignature:
