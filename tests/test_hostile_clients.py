@@ -15,10 +15,12 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from http.client import HTTPException
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from monitor.config.loader import load_config
 from monitor.export import http
 from monitor.export.exporter import Exporter
 from monitor.export.http import MetricsServer, Response, Route
@@ -139,6 +141,29 @@ def test_a_flood_of_idle_connections_does_not_shut_out_probes_or_scrapes(
     finally:
         for conn in idle:
             conn.close()
+
+
+def test_export_max_connections_bounds_the_connections_the_configured_server_keeps(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "c.yaml").write_text(
+        "kafka: {topic: events}\nevaluation_set: {path: q.txt}\n"
+        "export: {host: 127.0.0.1, port: 0, max_connections: 3}\n"
+    )
+    registry = CollectorRegistry()
+    exporter = Exporter(registry, process_metrics=False)
+    settings = load_config(tmp_path / "c.yaml", {}).export
+    with MetricsServer.from_settings(settings, registry, exporter.readiness.missing) as server:
+        idle = [socket.create_connection(("127.0.0.1", server.port)) for _ in range(3)]
+        try:
+            time.sleep(0.2)  # all three are open and waiting for their requests
+            assert raw(server, b"GET /healthz HTTP/1.1\r\n\r\n").endswith(b"ok\n")
+            assert server.evicted == 1  # the fourth connection closed the oldest idle one
+            assert server.refused == 0
+        finally:
+            for conn in idle:
+                conn.close()
 
 
 def test_clients_that_ask_for_big_answers_and_never_read_hold_a_bounded_amount(

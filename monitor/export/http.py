@@ -22,10 +22,11 @@ every other route runs in a worker thread, one for `/metrics` and one for the pa
 API, so a slow explanation delays neither a probe nor a scrape. At most `MAX_WAITING`
 requests wait for a worker, and the bodies not yet written to their clients take at most
 `MAX_PENDING_BYTES`: past either, a request is answered 503 at once (with Retry-After), so
-clients that ask and never read cannot hold more memory than that. At most `MAX_CONNECTIONS`
-are open at once; a new one past that closes the connection that has waited longest for its
-request (an idle or dripping client), so a flood of idle connections cannot shut out probes
-and scrapes: only when every open connection is being answered is the new one closed.
+clients that ask and never read cannot hold more memory than that. At most
+`export.max_connections` (default `MAX_CONNECTIONS`) are open at once; a new one past that
+closes the connection that has waited longest for its request (an idle or dripping client),
+so a flood of idle connections cannot shut out probes and scrapes: only when every open
+connection is being answered is the new one closed.
 Refused requests and their reasons are logged on one line each, never with a traceback.
 """
 
@@ -132,6 +133,7 @@ class MetricsServer:
             not_ready,
             host=settings.host,
             port=settings.port,
+            max_connections=settings.max_connections,
             certfile=None if settings.tls_certfile is None else str(settings.tls_certfile),
             keyfile=None if settings.tls_keyfile is None else str(settings.tls_keyfile),
             stalled=stalled,
@@ -149,11 +151,14 @@ class MetricsServer:
         keyfile: str | None = None,
         stalled: StallCheck | None = None,
         routes: Mapping[str, Route] | None = None,
+        max_connections: int | None = None,
     ) -> None:
         if (certfile is None) != (keyfile is None):
             raise ValueError("TLS needs both certfile and keyfile")
         self.host = host
         self.port = port
+        # `export.max_connections`; None: `MAX_CONNECTIONS` as it is when a client connects
+        self.max_connections = max_connections
         self._registry = registry
         self._not_ready = not_ready
         self._stalled = stalled
@@ -262,7 +267,8 @@ class MetricsServer:
     # -- one connection -----------------------------------------------------------------
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._open >= MAX_CONNECTIONS and not self._evict_oldest_reader():
+        limit = MAX_CONNECTIONS if self.max_connections is None else self.max_connections
+        if self._open >= limit and not self._evict_oldest_reader():
             self.refused += 1
             writer.close()
             return

@@ -20,6 +20,11 @@ class ExportConfig:
 
     host: str = setting("0.0.0.0", read=as_str, doc="the address the HTTP server listens on")
     port: int = setting(9464, read=as_int(0, 65535), doc="its port (0: any free one)")
+    max_connections: int = setting(
+        1024,
+        read=as_int(2, 1_000_000),
+        doc="connections served at once; past it the one idle longest is closed",
+    )
     tls_certfile: Path | None = setting(
         None, read=as_path, key="tls.certfile", path="file", doc="TLS certificate (PEM)"
     )
