@@ -30,6 +30,7 @@ from monitor.ingest.schema import (
     EVENT_SCHEMA_VERSION,
     MAX_GRADE,
     MIN_EPOCH_MS,
+    RFC3339_PATTERN,
     Outcome,
     Reason,
 )
@@ -42,9 +43,7 @@ __all__ = [
     "outcome_of",
 ]
 
-_RFC3339: Final = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})"
-)
+_RFC3339: Final = re.compile(RFC3339_PATTERN)
 _EMPTY: Final[Mapping[str, str]] = {}
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 

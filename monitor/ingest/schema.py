@@ -3,13 +3,16 @@
 The Python decoder (`monitor.ingest.events`) validates against these names and limits; the C
 scanner (`monitor/ingest/event_scan.c`) accepts a subset of what the decoder accepts and
 punts the rest to it, and tests/test_event_schema.py reads its field names and limits
-against this module. README.md ("The ranking event") documents the same fields.
+against this module. README.md ("The ranking event") documents the same fields, and
+`docs/event.schema.json`, the JSON Schema producers can validate against, is `json_schema()`
+as `python -m monitor.ingest.schema` prints it (the test holds the file to it).
 """
 
 from __future__ import annotations
 
+import json
 from enum import Enum
-from typing import Final
+from typing import Any, Final
 
 from monitor.scoring.settings import MAX_GRADE
 
@@ -21,8 +24,10 @@ __all__ = [
     "MAX_GRADE",
     "MIN_EPOCH_MS",
     "REQUIRED_FIELDS",
+    "RFC3339_PATTERN",
     "Outcome",
     "Reason",
+    "json_schema",
 ]
 
 # field -> what it holds; unknown fields are ignored, so producers can add some early.
@@ -77,3 +82,82 @@ class Reason(Enum):
     BAD_EVENT_TIME = "bad_event_time"
     TOO_FAR_IN_FUTURE = "too_far_in_future"
     UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
+
+
+# The defaults of the limits a deployment may change (`metrics.max_depth`, `kafka.max_id_bytes`,
+# `segments.max_value_bytes`); the published schema states them.
+_DEFAULT_MAX_DEPTH: Final = 1000
+# An RFC 3339 time with its offset, as `event_time` takes it (the decoder's and the JSON
+# Schema's one pattern).
+RFC3339_PATTERN: Final = (
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})"
+)
+
+
+def json_schema() -> dict[str, Any]:
+    """The event as a JSON Schema (draft 2020-12) with the default limits, for producers.
+
+    What JSON Schema cannot say is in the descriptions: lengths are checked in UTF-8 bytes
+    (`maxLength` counts characters, so it is the necessary half), a query must be one of the
+    evaluation set's, and an event time too far in the future is refused."""
+
+    def identifier(field: str) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": DEFAULT_MAX_ID_BYTES,
+            "description": f"{EVENT_FIELDS[field]}; at most kafka.max_id_bytes "
+            f"({DEFAULT_MAX_ID_BYTES}) bytes of UTF-8",
+        }
+
+    document = {"type": "string", "minLength": 1, "maxLength": DEFAULT_MAX_ID_BYTES}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://rankmon.dev/schemas/event.schema.json",
+        "title": f"rankmon ranking event, schema version {EVENT_SCHEMA_VERSION}",
+        "description": "One ranking a ranker returned for a query, as rankmon reads it from "
+        "Kafka (one JSON object per record value). Fields it does not know are ignored.",
+        "type": "object",
+        "required": list(REQUIRED_FIELDS),
+        "properties": {
+            "event_id": identifier("event_id"),
+            "query_id": identifier("query_id"),
+            "ranking": {
+                "type": "array",
+                "items": document,
+                "minItems": 1,
+                "maxItems": _DEFAULT_MAX_DEPTH,
+                "uniqueItems": True,
+                "description": f"{EVENT_FIELDS['ranking']}; max_depth is metrics.max_depth "
+                f"({_DEFAULT_MAX_DEPTH})",
+            },
+            "event_time": {
+                "oneOf": [
+                    {"type": "string", "pattern": f"^{RFC3339_PATTERN}$"},
+                    {"type": "integer", "minimum": MIN_EPOCH_MS},
+                ],
+                "description": f"{EVENT_FIELDS['event_time']}; epoch milliseconds are an "
+                f"integer written without a decimal point or exponent, and one under "
+                f"{MIN_EPOCH_MS} (1973) is refused as probably epoch seconds",
+            },
+            "judgments": {
+                "type": "object",
+                "additionalProperties": {"type": "integer", "minimum": 0, "maximum": MAX_GRADE},
+                "description": EVENT_FIELDS["judgments"].replace("MAX_GRADE", str(MAX_GRADE)),
+            },
+            "segment": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": f"{EVENT_FIELDS['segment']}; a configured key's value at most "
+                f"segments.max_value_bytes ({DEFAULT_MAX_VALUE_BYTES}) bytes of UTF-8",
+            },
+            "schema_version": {
+                "const": EVENT_SCHEMA_VERSION,
+                "description": EVENT_FIELDS["schema_version"],
+            },
+        },
+    }
+
+
+if __name__ == "__main__":
+    print(json.dumps(json_schema(), indent=2))
