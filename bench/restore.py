@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-from monitor.checkpoint.shares import WindowShare, publish_shares
+from monitor.checkpoint.share import WindowShare, publish_shares
 from monitor.demo.broker import EmbeddedBroker
 from monitor.kafka.producer import RecordProducer
 from monitor.scoring.catalog import monitor_keys
@@ -80,7 +80,8 @@ warnings.simplefilter("ignore")
 from monitor.alerting import AlertEngine
 from monitor.config.alerts import parse_alerting_config
 from monitor.clock import SystemClock
-from monitor.checkpoint.shares import RestoreNeeds, ShareRestore, read_shares
+from monitor.checkpoint.restore import ShareRestore
+from monitor.checkpoint.share_reader import RestoreNeeds, read_shares
 from monitor.windows.spec import WindowSpec
 from monitor.windows.engine import EventWindows
 bootstrap, topic, committed, how, rule = sys.argv[1:6]

@@ -58,7 +58,7 @@ from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
 from monitor.checkpoint.merge import merge_window_shares
 from monitor.checkpoint.progress import ProgressRecord
-from monitor.checkpoint.shares import WindowShare
+from monitor.checkpoint.share import WindowShare
 from monitor.comparisons.engine import ComparisonEngine
 from monitor.comparisons.record import ComparisonRecord
 from monitor.comparisons.settings import ComparisonConfig

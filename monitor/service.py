@@ -62,7 +62,7 @@ from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.protocol import Checkpoint
 from monitor.checkpoint.publisher import ProgressPublisher, SharePublisher
-from monitor.checkpoint.shares import ShareReader
+from monitor.checkpoint.restore import ShareReader
 from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.checkpoint.windows_topic import WindowsTopic
 from monitor.clock import Clock, SystemClock, TickSchedule

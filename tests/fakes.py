@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from monitor.checkpoint.progress import ProgressRecord
-from monitor.checkpoint.shares import RestoreNeeds, WindowShare, WindowsRecord
+from monitor.checkpoint.share import WindowShare, WindowsRecord
+from monitor.checkpoint.share_reader import RestoreNeeds
 from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.consumer import Batch, SourceRecord, UnreadableBatch
 from monitor.testing.clock import FakeClock

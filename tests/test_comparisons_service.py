@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from monitor.alerting.state import Status
 from monitor.checkpoint.progress import ProgressRecord
-from monitor.checkpoint.shares import WindowShare
+from monitor.checkpoint.share import WindowShare
 from monitor.comparisons.record import ComparisonRecord
 from monitor.config.loader import Config, load_config
 from monitor.service import Monitor

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from monitor.checkpoint.progress import ProgressRecord
-from monitor.checkpoint.shares import WindowShare
+from monitor.checkpoint.share import WindowShare
 from monitor.group.decider import ALONE, DECIDES, MEMBER, group_role
 from monitor.group.ledger import ShareLedger
 from monitor.windows.summary import WindowSummary

@@ -12,7 +12,7 @@ import pytest
 from kafka import KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor.checkpoint.shares import read_shares
+from monitor.checkpoint.share_reader import read_shares
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
 from monitor.service import Monitor

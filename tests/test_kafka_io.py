@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from monitor.checkpoint import shares as recovery
-from monitor.checkpoint.shares import WindowShare, publish_shares, read_shares
+from monitor.checkpoint import share_reader as recovery
+from monitor.checkpoint.share import WindowShare, publish_shares
+from monitor.checkpoint.share_reader import read_shares
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.ingest.deadletter import DeadLetterSink

@@ -76,8 +76,8 @@ def test_the_windows_topic_reader_gets_the_same_security_options_as_the_consumer
     consumer_class = mock.MagicMock()
     consumer_class.return_value.partitions_for_topic.return_value = set()  # nothing to read
     with (
-        mock.patch("monitor.checkpoint.shares.bootstrap_reachable", return_value=True),
-        mock.patch("monitor.checkpoint.shares.KafkaConsumer", consumer_class),
+        mock.patch("monitor.checkpoint.share_reader.bootstrap_reachable", return_value=True),
+        mock.patch("monitor.checkpoint.share_reader.KafkaConsumer", consumer_class),
     ):
         WindowsTopic(mtls_scram).read(lambda share: None)
 

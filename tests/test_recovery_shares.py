@@ -18,7 +18,8 @@ import orjson
 import pytest
 
 from monitor.checkpoint.publisher import SharePublisher
-from monitor.checkpoint.shares import THROUGH_HEADER, ShareRestore, WindowShare
+from monitor.checkpoint.restore import ShareRestore
+from monitor.checkpoint.share import THROUGH_HEADER, WindowShare
 from monitor.demo.broker import EmbeddedBroker
 from monitor.kafka.bootstrap import KafkaUnavailableError
 from monitor.kafka.producer import Headers, RecordProducer

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from monitor.checkpoint.progress import ProgressRecord
-from monitor.checkpoint.shares import WindowShare
+from monitor.checkpoint.share import WindowShare
 from monitor.demo.broker import EmbeddedBroker
 from monitor.testing.mixed_traffic import MixedTraffic, TrafficRecord
 from monitor.windows.summary import Segment

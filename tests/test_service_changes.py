@@ -24,7 +24,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from monitor.checkpoint.shares import WindowShare
+from monitor.checkpoint.share import WindowShare
 from monitor.demo.broker import EmbeddedBroker
 from monitor.testing.crashpoints import CRASH_ENV
 from monitor.testing.mixed_traffic import TrafficRecord

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor.checkpoint.shares import WindowShare
+from monitor.checkpoint.share import WindowShare
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
 from monitor.service import Monitor

@@ -25,7 +25,8 @@ import pytest
 from kafka import KafkaProducer
 
 from monitor.alerting.messages import rfc3339
-from monitor.checkpoint.shares import WindowShare, read_shares
+from monitor.checkpoint.share import WindowShare
+from monitor.checkpoint.share_reader import read_shares
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
 from monitor.service import Monitor

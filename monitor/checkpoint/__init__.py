@@ -9,6 +9,8 @@ states, epochs, and the shares the alert rules need (`merge`).
 from __future__ import annotations
 
 from monitor.checkpoint.publisher import SharePublisher
-from monitor.checkpoint.shares import ShareRestore, WindowShare, read_shares
+from monitor.checkpoint.restore import ShareRestore
+from monitor.checkpoint.share import WindowShare
+from monitor.checkpoint.share_reader import read_shares
 
 __all__ = ["SharePublisher", "ShareRestore", "WindowShare", "read_shares"]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from monitor.checkpoint.publisher import GroupMember
-from monitor.checkpoint.shares import RECORD_OVERHEAD_BYTES, WindowShare, group_headers
+from monitor.checkpoint.share import RECORD_OVERHEAD_BYTES, WindowShare, group_headers
 from monitor.comparisons.engine import ComparisonEngine
 from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.bootstrap import KafkaUnavailableError

@@ -30,13 +30,9 @@ from typing import Protocol
 
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.publisher import GroupMember, SharePublisher
-from monitor.checkpoint.shares import (
-    RestoreNeeds,
-    ShareReader,
-    ShareRestore,
-    WindowShare,
-    WindowsRecord,
-)
+from monitor.checkpoint.restore import ShareReader, ShareRestore
+from monitor.checkpoint.share import WindowShare, WindowsRecord
+from monitor.checkpoint.share_reader import RestoreNeeds
 from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.kafka.consumer import SourceRecord
 from monitor.logs import fields

@@ -26,7 +26,7 @@ from itertools import groupby
 from typing import Protocol
 
 from monitor.checkpoint.progress import ProgressRecord
-from monitor.checkpoint.shares import SHARE_HEADERS, WindowShare, group_headers, publish_shares
+from monitor.checkpoint.share import SHARE_HEADERS, WindowShare, group_headers, publish_shares
 from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.kafka.bootstrap import KafkaUnavailableError
 from monitor.kafka.producer import RecordSink

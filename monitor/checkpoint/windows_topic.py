@@ -1,6 +1,6 @@
 """The configured windows topic: read back on assignment, followed by the group's decider.
 
-`WindowsTopic.read` hands a restore the tail it needs (`monitor.checkpoint.shares`);
+`WindowsTopic.read` hands a restore the tail it needs (`monitor.checkpoint.share_reader`);
 `WindowsTopic.tail` follows the topic from about its end for the member that decides for the
 group (`monitor.group`): a plain consumer (no group, nothing committed) assigned every
 partition of the topic, polled without waiting on the service's loop. It starts where the
@@ -17,14 +17,9 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
-from monitor.checkpoint.shares import (
-    GroupFilter,
-    RecordTail,
-    RestoreNeeds,
-    WindowsRecord,
-    parse_records,
-    read_shares,
-)
+from monitor.checkpoint.restore import RecordTail
+from monitor.checkpoint.share import GroupFilter, WindowsRecord, parse_records
+from monitor.checkpoint.share_reader import RestoreNeeds, read_shares
 from monitor.kafka.bootstrap import KafkaUnavailableError, bootstrap_reachable
 from monitor.kafka.options import consumer_options
 from monitor.kafka.settings import KafkaConfig

@@ -1,7 +1,7 @@
 """`GroupDecider`: the comparisons and alert rules of a consumer group, decided once.
 
 Members of one group each own some partitions of the events topic, and each publishes its
-share of every window (`monitor.checkpoint.shares`). Judged per member, each rule would run
+share of every window (`monitor.checkpoint.share`). Judged per member, each rule would run
 once per member on a part of the queries: as many tests as members, each with less power,
 and alerts that depend on the partition count. So one member decides for all: the owner of
 the events topic's first partition. The group's assignment chooses it, and a rebalance hands
@@ -29,7 +29,8 @@ from typing import Literal
 from monitor.alerting.engine import AlertEngine
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.merge import merge_window_shares
-from monitor.checkpoint.shares import RecordTail, WindowShare, WindowsRecord
+from monitor.checkpoint.restore import RecordTail
+from monitor.checkpoint.share import WindowShare, WindowsRecord
 from monitor.comparisons.record import ComparisonRecord
 from monitor.group.ledger import ShareLedger, WholeWindow
 from monitor.logs import fields

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from monitor.checkpoint.progress import ProgressRecord
-from monitor.checkpoint.shares import WindowShare, WindowsRecord
+from monitor.checkpoint.share import WindowShare, WindowsRecord
 from monitor.comparisons.record import ComparisonRecord
 from monitor.logs import fields
 

@@ -22,7 +22,8 @@ from monitor.alerting.engine import AlertEngine
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.protocol import Checkpoint, Retry
 from monitor.checkpoint.publisher import ProgressPublisher
-from monitor.checkpoint.shares import ShareReader, WindowsRecord
+from monitor.checkpoint.restore import ShareReader
+from monitor.checkpoint.share import WindowsRecord
 from monitor.comparisons.engine import ComparisonEngine
 from monitor.export.exporter import Exporter
 from monitor.group.decider import ALONE, DECIDES, MEMBER, GroupDecider, Role
