@@ -290,13 +290,9 @@ def test_unreadable_file_is_one_line_and_exit_2(
     assert "missing.yaml" in err
 
 
-@pytest.mark.parametrize("key", ["partition", "severity", "alertname", "alert", "measure", "k"])
-def test_check_config_and_run_refuse_a_reserved_segment_key_the_same_way(
-    tmp_path: Path, key: str
-) -> None:
-    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
-    path = tmp_path / "rankmon.yaml"
-    path.write_text(yaml.safe_dump({**MINIMAL, "segments": {"keys": ["model", key]}}))
+def refusals_of_both_commands(path: Path, env: dict[str, str] | None = None) -> list[str]:
+    """What `check-config` and `run` each say refusing the config at `path` (one line each,
+    exit 2, nothing on stdout), after their "rankmon <command>: "."""
     outputs = []
     for command in (["check-config", str(path)], ["run", "--config", str(path)]):
         done = subprocess.run(
@@ -305,11 +301,23 @@ def test_check_config_and_run_refuse_a_reserved_segment_key_the_same_way(
             text=True,
             timeout=60,
             check=False,
+            env={**os.environ, **(env or {})},
         )
         assert done.returncode == 2, done.stderr
         assert done.stdout == ""
         (line,) = done.stderr.splitlines()
-        outputs.append(line.split(": ", 1)[1])  # after "rankmon <command>: "
+        outputs.append(line.split(": ", 1)[1])
+    return outputs
+
+
+@pytest.mark.parametrize("key", ["partition", "severity", "alertname", "alert", "measure", "k"])
+def test_check_config_and_run_refuse_a_reserved_segment_key_the_same_way(
+    tmp_path: Path, key: str
+) -> None:
+    (tmp_path / "q.txt").write_text("q1 0 d1 1\n")
+    path = tmp_path / "rankmon.yaml"
+    path.write_text(yaml.safe_dump({**MINIMAL, "segments": {"keys": ["model", key]}}))
+    outputs = refusals_of_both_commands(path)
     assert outputs[0] == outputs[1]
     assert "segments.keys" in outputs[0] and f"'{key}'" in outputs[0]
 
@@ -369,20 +377,7 @@ def test_check_config_refuses_what_run_refuses_before_it_connects(
     (tmp_path / "bad.txt").write_text("q1 0 d1\n")
     path = tmp_path / "rankmon.yaml"
     path.write_text(yaml.safe_dump({**MINIMAL, "evaluation_set": {"path": qrels}}))
-    outputs = []
-    for command in (["check-config", str(path)], ["run", "--config", str(path)]):
-        done = subprocess.run(
-            [sys.executable, "-m", "monitor.cli", *command],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            env={**os.environ, **env},
-        )
-        assert done.returncode == 2, done.stderr
-        assert done.stdout == ""
-        (line,) = done.stderr.splitlines()
-        outputs.append(line.split(": ", 1)[1])  # after "rankmon <command>: "
+    outputs = refusals_of_both_commands(path, env)
     assert outputs[0] == outputs[1]
     assert problem in outputs[0]
 
