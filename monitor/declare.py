@@ -17,8 +17,8 @@ field's name, its key (`tls.certfile`: a key of a sub-section). From that one de
   `ConfigSection.finish`), then asks the settings' own `problem()` for what only the keys
   together can say (`hop` longer than `size`), as a `ConfigError` naming the key;
 - `write_settings(settings)` gives the section back as YAML-ready data for `check-config`;
-- `declared_keys(cls)` lists (key, default as written, doc) for the example config's test
-  and the docs.
+- `declared_keys(cls)` lists each key with its default as written and its doc, for the
+  example config's test and the docs.
 """
 
 from __future__ import annotations
@@ -32,7 +32,15 @@ from typing import Any, Literal, TypeVar
 from monitor.sections import REQUIRED, ConfigSection, as_path
 from monitor.values import Duration
 
-__all__ = ["Setting", "declared_keys", "read_settings", "setting", "write_settings", "written"]
+__all__ = [
+    "DeclaredKey",
+    "Setting",
+    "declared_keys",
+    "read_settings",
+    "setting",
+    "write_settings",
+    "written",
+]
 
 S = TypeVar("S")
 PathKind = Literal["", "file", "path"]
@@ -142,16 +150,25 @@ def write_settings(settings: Any) -> dict[str, Any]:
     return out
 
 
-def declared_keys(cls: type[Any]) -> list[tuple[str, Any, str]]:
-    """(key, default as the example config writes it, doc) of each declared field; a
-    required key's default is `REQUIRED`, a derived one's None."""
+@dataclass(frozen=True)
+class DeclaredKey:
+    """One declared key: its dotted name in its section, its default as the example config
+    writes it (`REQUIRED` for a required key), its doc, and whether the default is derived
+    from other keys (then the example may write null or the value it derives)."""
+
+    key: str
+    default: Any
+    doc: str
+    derived: bool
+
+
+def declared_keys(cls: type[Any]) -> list[DeclaredKey]:
+    """The declared keys of `cls`, in the order they are read."""
     keys = []
     for item, spec in _settings(cls):
-        if spec.derive is not None:
-            default: Any = None
-        elif item.default is dataclasses.MISSING:
-            default = REQUIRED
+        if item.default is dataclasses.MISSING:
+            default: Any = REQUIRED
         else:
             default = spec.write(item.default)
-        keys.append((spec.key or item.name, default, spec.doc))
+        keys.append(DeclaredKey(spec.key or item.name, default, spec.doc, spec.derive is not None))
     return keys

@@ -7,15 +7,11 @@ mounted Kubernetes secret) and the value is read once, at start, into a `Secret`
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
 
-from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES
+from monitor.declare import read_settings
 from monitor.kafka.settings import (
-    DEFAULT_MAX_RECORD_BYTES,
-    MAX_RECORD_BYTES,
     PROTOCOLS,
     SASL_MECHANISMS,
     KafkaConfig,
@@ -27,81 +23,19 @@ from monitor.sections import (
     ConfigSection,
     as_bool,
     as_choice,
-    as_int,
     as_path,
     as_str,
-    as_str_list,
 )
 from monitor.values import Secret
 
 __all__ = ["read_kafka"]
 
-_TOPIC: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
-
-
-DEFAULT_GROUP: Final = "rankmon"
-
 
 def read_kafka(section: ConfigSection, environ: Mapping[str, str], base: Path) -> KafkaConfig:
-    """Build the `kafka` section; relative file paths are taken from `base` (the config's dir)."""
-    topic = section.get("topic", _topic)
-    group = section.get("group_id", as_str, DEFAULT_GROUP)
-    own = deployment_prefix(topic, group)
-    config = KafkaConfig(
-        bootstrap_servers=section.get("bootstrap_servers", _servers, ("localhost:9092",)),
-        topic=topic,
-        group_id=group,
-        client_id=section.get("client_id", as_str, "rankmon"),
-        dead_letter_topic=section.get("dead_letter_topic", _topic, f"{own}.dlq"),
-        windows_topic=section.get("windows_topic", _topic, f"{own}.windows"),
-        auto_offset_reset=section.get(
-            "auto_offset_reset", as_choice("earliest", "latest"), "earliest"
-        ),
-        session_timeout_ms=section.get("session_timeout_ms", as_int(1000, 3_600_000), None),
-        max_poll_records=section.get("max_poll_records", as_int(1, 1_000_000), 5000),
-        max_record_bytes=section.get(
-            "max_record_bytes", as_int(1, MAX_RECORD_BYTES), DEFAULT_MAX_RECORD_BYTES
-        ),
-        max_id_bytes=section.get("max_id_bytes", as_int(1, 1 << 20), DEFAULT_MAX_ID_BYTES),
-        security=_read_security(section.section("security"), environ, base),
-    )
-    if len({config.topic, config.dead_letter_topic, config.windows_topic}) < 3:
-        raise section.error(
-            "dead_letter_topic", "topic, dead_letter_topic and windows_topic must differ"
-        )
-    section.finish()
-    return config
-
-
-def deployment_prefix(topic: str, group: str) -> str:
-    """What a deployment's own topics are named from: `<topic>.<group>`, so that two
-    deployments (consumer groups) reading one events topic never share a windows or a
-    dead-letter topic by default. The default group keeps `<topic>`, the names rankmon used
-    before. Characters a topic name cannot hold become `_`; the whole stays within Kafka's
-    249 characters (with room for `.windows`)."""
-    if group == DEFAULT_GROUP:
-        return topic
-    safe = re.sub(r"[^A-Za-z0-9._-]", "_", group)
-    return f"{topic}.{safe}"[:240]
-
-
-def _topic(value: object) -> str:
-    # Kafka's own rule; checked here so a typo fails at start, not at the first produce.
-    name = as_str(value)
-    if not _TOPIC.fullmatch(name) or name in (".", ".."):
-        raise ValueError(f"{name!r} is not a Kafka topic name (1-249 of A-Z a-z 0-9 . _ -)")
-    return name
-
-
-def _servers(value: object) -> tuple[str, ...]:
-    servers = as_str_list(value)
-    if not servers:
-        raise ValueError("must list at least one host:port")
-    for server in servers:
-        host, _, port = server.strip().rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError(f"expected host:port, got {server!r}")
-    return tuple(server.strip() for server in servers)
+    """The `kafka` section: its declared keys (`monitor.kafka.settings`), and `security`,
+    whose secrets come from `environ` or files (relative paths from `base`)."""
+    security = _read_security(section.section("security"), environ, base)
+    return read_settings(KafkaConfig, section, security=security)
 
 
 def _read_security(section: ConfigSection, environ: Mapping[str, str], base: Path) -> KafkaSecurity:

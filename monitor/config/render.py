@@ -44,30 +44,19 @@ def render_config(config: Config) -> dict[str, Any]:
 
 def _kafka(kafka: KafkaConfig) -> dict[str, Any]:
     sasl = kafka.security.sasl
-    return {
-        "bootstrap_servers": list(kafka.bootstrap_servers),
-        "topic": kafka.topic,
-        "group_id": kafka.group_id,
-        "client_id": kafka.client_id,
-        "dead_letter_topic": kafka.dead_letter_topic,
-        "windows_topic": kafka.windows_topic,
-        "auto_offset_reset": kafka.auto_offset_reset,
-        "session_timeout_ms": kafka.session_timeout_ms,
-        "max_poll_records": kafka.max_poll_records,
-        "max_record_bytes": kafka.max_record_bytes,
-        "max_id_bytes": kafka.max_id_bytes,
-        "security": {
-            "protocol": kafka.security.protocol,
-            "sasl": None
-            if sasl is None
-            else {
-                "mechanism": sasl.mechanism,
-                "username": sasl.username,
-                **_secret("password", sasl.password),
-            },
-            "ssl": _ssl(kafka.security.ssl),
+    out = write_settings(kafka)
+    out["security"] = {
+        "protocol": kafka.security.protocol,
+        "sasl": None
+        if sasl is None
+        else {
+            "mechanism": sasl.mechanism,
+            "username": sasl.username,
+            **_secret("password", sasl.password),
         },
+        "ssl": _ssl(kafka.security.ssl),
     }
+    return out
 
 
 def _ssl(ssl: SslConfig) -> dict[str, Any]:

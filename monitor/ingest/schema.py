@@ -14,6 +14,7 @@ import json
 from enum import Enum
 from typing import Any, Final
 
+from monitor.kafka.settings import DEFAULT_MAX_ID_BYTES
 from monitor.scoring.settings import MAX_GRADE
 
 __all__ = [
@@ -51,7 +52,6 @@ MIN_EPOCH_MS: Final = 100_000_000_000
 # serves of it is bounded: event_id, query_id, each doc id and inline judgment doc id at most
 # `kafka.max_id_bytes` (Elasticsearch's own _id limit), each value of a configured segment key
 # at most `segments.max_value_bytes` (a Prometheus label value). Past them: STRING_TOO_LONG.
-DEFAULT_MAX_ID_BYTES: Final = 512
 DEFAULT_MAX_VALUE_BYTES: Final = 128
 
 

@@ -6,10 +6,14 @@ and the windows-topic reader take these values, never the config file itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+from monitor.declare import setting
+from monitor.sections import as_choice, as_int, as_str, as_str_list
 from monitor.values import Secret
 
 __all__ = [
@@ -27,6 +31,11 @@ PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_MAX_RECORD_BYTES: Final = 1_048_576  # Kafka's own default record size limit
 MAX_RECORD_BYTES: Final = 2**31 - 1  # Kafka sizes are int32
+# An event's ids and doc ids at most, in UTF-8 bytes (`kafka.max_id_bytes`; Elasticsearch's
+# own _id limit; `monitor.ingest.schema` checks it).
+DEFAULT_MAX_ID_BYTES: Final = 512
+DEFAULT_GROUP: Final = "rankmon"
+_TOPIC: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,23 +67,90 @@ class KafkaSecurity:
     ssl: SslConfig = SslConfig()
 
 
-@dataclass(frozen=True, slots=True)
+def topic_name(value: object) -> str:
+    """A Kafka topic name (checked here, so a typo fails at start, not at the first produce)."""
+    name = as_str(value)
+    if not _TOPIC.fullmatch(name) or name in (".", ".."):
+        raise ValueError(f"{name!r} is not a Kafka topic name (1-249 of A-Z a-z 0-9 . _ -)")
+    return name
+
+
+def bootstrap_servers(value: object) -> tuple[str, ...]:
+    """At least one `host:port`."""
+    servers = as_str_list(value)
+    if not servers:
+        raise ValueError("must list at least one host:port")
+    for server in servers:
+        host, _, port = server.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"expected host:port, got {server!r}")
+    return tuple(server.strip() for server in servers)
+
+
+def deployment_prefix(topic: str, group: str) -> str:
+    """What a deployment's own topics are named from: `<topic>.<group>`, so that two
+    deployments (consumer groups) reading one events topic never share a windows or a
+    dead-letter topic by default. The default group keeps `<topic>`, the names rankmon used
+    before. Characters a topic name cannot hold become `_`; the whole stays within Kafka's
+    249 characters (with room for `.windows`)."""
+    if group == DEFAULT_GROUP:
+        return topic
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", group)
+    return f"{topic}.{safe}"[:240]
+
+
+def _own_topic(suffix: str) -> Callable[[Mapping[str, Any]], str]:
+    def derive(values: Mapping[str, Any]) -> str:
+        return f"{deployment_prefix(values['topic'], values['group_id'])}.{suffix}"
+
+    return derive
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class KafkaConfig:
-    """Where the events come from and where rejects and window summaries go.
+    """The `kafka` settings, declared once (`monitor.declare`): where the events come from
+    and where rejects and window summaries go. `security` is read by `monitor.config.kafka`
+    (its secrets come from the environment or files).
 
     `session_timeout_ms` None keeps kafka-python's default (tests set about 6000, see
     tests/realparts.py).
     """
 
-    bootstrap_servers: tuple[str, ...]
-    topic: str
-    group_id: str
-    client_id: str
-    dead_letter_topic: str
-    windows_topic: str
-    auto_offset_reset: str
-    session_timeout_ms: int | None
-    max_poll_records: int
-    max_record_bytes: int
-    max_id_bytes: int  # an event's ids and doc ids (monitor.ingest.schema)
-    security: KafkaSecurity
+    bootstrap_servers: tuple[str, ...] = setting(
+        ("localhost:9092",), read=bootstrap_servers, doc="brokers to bootstrap from, host:port"
+    )
+    topic: str = setting(read=topic_name, doc="the topic of the judged ranking events")
+    group_id: str = setting(DEFAULT_GROUP, read=as_str, doc="the consumer group")
+    client_id: str = setting("rankmon", read=as_str, doc="the client id brokers see")
+    dead_letter_topic: str = setting(
+        "", read=topic_name, derive=_own_topic("dlq"), doc="where refused records go"
+    )
+    windows_topic: str = setting(
+        "", read=topic_name, derive=_own_topic("windows"), doc="where window shares go"
+    )
+    auto_offset_reset: str = setting(
+        "earliest",
+        read=as_choice("earliest", "latest"),
+        doc="where a group without committed offsets starts",
+    )
+    session_timeout_ms: int | None = setting(
+        None, read=as_int(1000, 3_600_000), doc="the group's session timeout (null: kafka's)"
+    )
+    max_poll_records: int = setting(5000, read=as_int(1, 1_000_000), doc="records per poll")
+    max_record_bytes: int = setting(
+        DEFAULT_MAX_RECORD_BYTES,
+        read=as_int(1, MAX_RECORD_BYTES),
+        doc="a larger record is refused (too_large), as are the windows topic's",
+    )
+    max_id_bytes: int = setting(
+        DEFAULT_MAX_ID_BYTES,
+        read=as_int(1, 1 << 20),
+        doc="an event's ids and doc ids at most (UTF-8 bytes)",
+    )
+    security: KafkaSecurity = field(default_factory=KafkaSecurity)
+
+    def problem(self) -> tuple[str, str] | None:
+        """The deployment's three topics are three."""
+        if len({self.topic, self.dead_letter_topic, self.windows_topic}) < 3:
+            return "dead_letter_topic", "topic, dead_letter_topic and windows_topic must differ"
+        return None
