@@ -299,6 +299,13 @@ class ConfigSection:
             if isinstance(default, _Required):
                 raise self.error(name, "is required")
             return default
+        if isinstance(raw, _EnvironmentText):
+            # A variable's string: read as plain text (nothing keeps the marker), and only
+            # where that is refused, marked, so that a list-valued key splits it on commas.
+            try:
+                return parse(str(raw))
+            except ValueError:
+                pass
         try:
             return parse(raw)
         except ValueError as error:

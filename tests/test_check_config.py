@@ -389,3 +389,23 @@ def test_a_good_config_is_headed_by_what_its_evaluation_set_holds(
     assert code == 0
     assert out.splitlines()[0].startswith("# evaluation set ")
     assert ": 1 query, 1 judgment, version " in out.splitlines()[0]
+
+
+def test_string_overrides_from_the_environment_print_as_plain_values(
+    check_config: CheckConfig,
+) -> None:
+    env = {
+        "RANKMON_WINDOWS__SIZE": "10m",
+        "RANKMON_KAFKA__CLIENT_ID": "from-env",
+        "RANKMON_LOGGING__LEVEL": "debug",
+        "RANKMON_SEGMENTS__KEYS": "model",  # one value, for a list-valued key
+        "RANKMON_KAFKA__BOOTSTRAP_SERVERS": "b1:9092",
+    }
+    code, out, err = check_config(yaml.safe_dump(MINIMAL), env)
+    assert (code, err) == (0, "")
+    effective = yaml.safe_load(out)
+    assert effective["windows"]["size"] == "10m"
+    assert effective["kafka"]["client_id"] == "from-env"
+    assert effective["logging"]["level"] == "DEBUG"
+    assert effective["segments"]["keys"] == ["model"]
+    assert effective["kafka"]["bootstrap_servers"] == ["b1:9092"]
