@@ -45,7 +45,7 @@ from monitor.checkpoint.share import (
 )
 from monitor.kafka.bootstrap import KafkaUnavailableError, bootstrap_reachable
 
-__all__ = ["FIRST_CHUNK_RECORDS", "RestoreNeeds", "read_shares"]
+__all__ = ["FIRST_CHUNK_RECORDS", "RestoreNeeds", "read_shares", "topic_consumer"]
 
 _log = logging.getLogger(__name__)
 
@@ -126,18 +126,7 @@ def read_shares(
     reaches the highwater that came with the fetch responses (`end_offsets()` is wrong on
     Tansu). Raises `KafkaUnavailableError` if that does not happen within `timeout_s`.
     """
-    if not bootstrap_reachable(bootstrap_servers):
-        raise KafkaUnavailableError(f"no Kafka bootstrap server reachable at {bootstrap_servers}")
-    try:
-        consumer = KafkaConsumer(
-            bootstrap_servers=bootstrap_servers,
-            client_id=client_id,
-            group_id=None,
-            enable_auto_commit=False,
-            **kafka_options,
-        )
-    except KafkaError as error:
-        raise KafkaUnavailableError(f"cannot read {topic}: {error}") from error
+    consumer = topic_consumer(bootstrap_servers, client_id, f"read {topic}", kafka_options)
     try:
         shares: list[WindowsRecord] = []
         deadline = time.monotonic() + timeout_s
@@ -153,6 +142,30 @@ def read_shares(
         # come for a long time: measured, 165 shares of 300 queries held +48 MB, +10 after this.
         del consumer
         gc.collect()
+
+
+def topic_consumer(
+    bootstrap_servers: str | Sequence[str],
+    client_id: str,
+    purpose: str,
+    options: Mapping[str, Any],
+) -> KafkaConsumer:
+    """A consumer outside any group, without commits, for reading the windows topic;
+    `KafkaUnavailableError` (saying it could not `purpose`) when no broker answers."""
+    if not bootstrap_reachable(bootstrap_servers):
+        raise KafkaUnavailableError(f"no Kafka bootstrap server reachable at {bootstrap_servers}")
+    try:
+        return KafkaConsumer(
+            bootstrap_servers=(
+                bootstrap_servers if isinstance(bootstrap_servers, str) else list(bootstrap_servers)
+            ),
+            client_id=client_id,
+            group_id=None,
+            enable_auto_commit=False,
+            **options,
+        )
+    except KafkaError as error:
+        raise KafkaUnavailableError(f"cannot {purpose}: {error}") from error
 
 
 def _read_to_end(

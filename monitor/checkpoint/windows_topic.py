@@ -14,13 +14,13 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
+from kafka import TopicPartition
 from kafka.errors import KafkaError
 
 from monitor.checkpoint.restore import RecordTail
 from monitor.checkpoint.share import GroupFilter, WindowsRecord, parse_records
-from monitor.checkpoint.share_reader import RestoreNeeds, read_shares
-from monitor.kafka.bootstrap import KafkaUnavailableError, bootstrap_reachable
+from monitor.checkpoint.share_reader import RestoreNeeds, read_shares, topic_consumer
+from monitor.kafka.bootstrap import KafkaUnavailableError
 from monitor.kafka.options import consumer_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
@@ -103,21 +103,8 @@ class WindowsTail:
         only: GroupFilter,
         options: Mapping[str, Any],
     ) -> None:
-        if not bootstrap_reachable(bootstrap_servers):
-            raise KafkaUnavailableError(
-                f"no Kafka bootstrap server reachable at {bootstrap_servers}"
-            )
         self._only = only
-        try:
-            self._consumer = KafkaConsumer(
-                bootstrap_servers=list(bootstrap_servers),
-                client_id=client_id,
-                group_id=None,
-                enable_auto_commit=False,
-                **options,
-            )
-        except KafkaError as error:
-            raise KafkaUnavailableError(f"cannot follow {topic}: {error}") from error
+        self._consumer = topic_consumer(bootstrap_servers, client_id, f"follow {topic}", options)
         try:
             partitions = [
                 TopicPartition(topic, p)
