@@ -19,7 +19,7 @@ import pytest
 # is ignored for the imports just below (conftest is imported before pytest_configure runs)
 # and, via pytest_configure, for every test module.
 KAFKA_SCHEMA_WARNING = r"(read_text|open_text) is deprecated"
-UNCLOSED_SOCKET = "unclosed <socket.socket"
+UNCLOSED_SOCKET = r"unclosed <socket\.socket"
 
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", KAFKA_SCHEMA_WARNING, DeprecationWarning)
@@ -82,12 +82,37 @@ def _kafka_socket_leaks(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", UNCLOSED_SOCKET, ResourceWarning)
         yield
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(
-            thread.name.startswith("kafka-io") for thread in threading.enumerate()
-        ):
-            time.sleep(0.05)
+        _await_kafka_threads()
         gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def _broker_client_sockets(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every test on the session broker: kafka-python 3.0.12 drops, unclosed, the socket of a
+    connection it was still setting up when its client closed (`KafkaConnectionManager.
+    _connect` is abandoned at an `await` and its `finally` never runs), a race between the
+    IO thread and `close()` that shows on some machines and loads and not on others. Only
+    that warning, for a socket whose peer is the session broker, is ignored, and the closed
+    clients are collected before the test ends, so it cannot surface in a later test. Any
+    other unclosed socket (an HTTP server's, a file's) still fails the test."""
+    if "tansu" not in request.fixturenames:
+        yield
+        return
+    broker: EmbeddedBroker = request.getfixturevalue("tansu")
+    peer = rf"{UNCLOSED_SOCKET}[^>]*raddr=\('[^']*', {broker.port}\)>"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", peer, ResourceWarning)
+        yield
+        _await_kafka_threads()
+        gc.collect()
+
+
+def _await_kafka_threads(timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(
+        thread.name.startswith("kafka-io") for thread in threading.enumerate()
+    ):
+        time.sleep(0.05)
 
 
 @pytest.fixture
