@@ -70,7 +70,8 @@ from monitor.ingest.schema import EVENT_SCHEMA_VERSION, MAX_GRADE
 from monitor.native import decode_events, speedups_built
 from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import monitor_keys
-from monitor.scoring.columns import RankedCodes, measure_matrix
+from monitor.scoring.columns import RankedCodes
+from monitor.scoring.engines import measure_matrix
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR
 

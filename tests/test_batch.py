@@ -1,10 +1,9 @@
-"""The batch engine gives the numbers of the per-ranking reference measures
-(monitor.scoring.measures)."""
+"""The batch engine gives the numbers of the per-ranking oracle (tests/oracle.py)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 import numpy as np
@@ -12,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.scoring import measures
 from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR, Gain
+from tests import oracle
 
 CUSTOM = Gain.parse({0: 0.5, 1: 1, 2: 10, 3: 5})
 CUTOFFS = (1, 3, 5, 20)
@@ -32,7 +31,7 @@ DOCS = [f"d{i}" for i in range(14)]
 
 
 class Reference:
-    """One ranking scored by `monitor.scoring.measures`, the way the batch engine must score it."""
+    """One ranking scored by the oracle, the way the batch engine must score it."""
 
     def __init__(self, known: Mapping[str, int], extra: Mapping[str, int | None] | None) -> None:
         new = {d: g for d, g in (extra or {}).items() if g is not None and d not in known}
@@ -40,26 +39,10 @@ class Reference:
 
     def score(self, ranking: Sequence[str], key: MeasureKey, level: int, idcg_zero: str) -> float:
         grades = [self.judgments.get(doc) for doc in ranking]
-        num_rel = sum(g >= max(level, 0) for g in self.judgments.values())
-        ideal = list(self.judgments.values())
-        gain = key.gain or LINEAR
-        k = key.k or 0
-        table: dict[str, Callable[[], float]] = {
-            "ndcg": lambda: measures.ndcg(grades, ideal, key.k, gain, idcg_zero),  # type: ignore[arg-type]
-            "dcg": lambda: measures.dcg(grades, key.k, gain),
-            "precision": lambda: measures.precision(grades, k, level),
-            "recall": lambda: measures.recall(grades, num_rel, k, level),
-            "judged": lambda: measures.judged(grades, k),
-            "mrr": lambda: measures.reciprocal_rank(grades, level),
-            "map": lambda: measures.average_precision(grades, num_rel, level),
-            "map_cut": lambda: measures.average_precision(grades, num_rel, level, key.k),
-            "success": lambda: measures.success(grades, k, level),
-            "rprec": lambda: measures.r_precision(grades, num_rel, level),
-            "num_ret": lambda: float(len(ranking)),
-            "num_rel": lambda: float(num_rel),
-            "num_rel_ret": lambda: float(sum(g is not None and g >= max(level, 0) for g in grades)),
-        }
-        return table[key.kind]()
+        return oracle.value(
+            key.kind, grades, self.judgments.values(), k=key.k, gain=key.gain, level=level,
+            idcg_zero=idcg_zero,  # type: ignore[arg-type]
+        )  # fmt: skip
 
 
 def assert_matches_reference(

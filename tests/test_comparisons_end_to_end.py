@@ -25,9 +25,9 @@ from monitor.cli import main
 from monitor.comparisons.record import ComparisonRecord
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
-from monitor.scoring import measures
 from monitor.scoring.gain import LINEAR
 from monitor.service import Monitor
+from tests import oracle
 from tests.realparts import monitor_thread, produce_records, write_service_config
 
 pytestmark = [pytest.mark.broker, pytest.mark.slow]
@@ -57,7 +57,7 @@ def rankings(seed: int) -> dict[str, dict[str, list[str]]]:
 
 
 def ndcg10(ranking: list[str]) -> float:
-    return measures.ndcg([GRADES[d] for d in ranking], list(GRADES.values()), 10, LINEAR)
+    return oracle.ndcg([GRADES[d] for d in ranking], list(GRADES.values()), 10, LINEAR)
 
 
 def scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -30,6 +30,7 @@ from monitor.cli import build_parser, main
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.kafka.reachability import Reachability
+from monitor.scoring.catalog import EXPORTED_KINDS
 from monitor.service import Monitor
 from monitor.testing.clock import FakeClock
 from tests.fakes import FakeProducer, FakeStream, FakeWindowsTopic
@@ -407,7 +408,8 @@ def test_the_readme_commands_table_names_every_option_of_every_command() -> None
             )
 
 
-MEASURES = ("ndcg", "precision", "recall", "judged", "success", "mrr", "map", "rprec")
+# `rankmon_<measure>_...` in the README stands for each exported measure kind.
+MEASURES = tuple(kind.name for kind in EXPORTED_KINDS)
 
 
 def _readme_series() -> set[str]:

@@ -16,6 +16,7 @@ from monitor.dashboards.series import EXPORTED_SERIES, QUALITY_MEASURES
 from monitor.export.window_log import HEADLINE_KINDS
 from monitor.scoring import columns
 from monitor.scoring.catalog import EXPORTED_KINDS, KIND_TABLE, KINDS, MeasureKey
+from tests import oracle
 
 KERNEL_HEADER = Path(__file__).resolve().parent.parent / "monitor/scoring/measure_kernel.h"
 
@@ -28,17 +29,31 @@ def kernel_enum() -> dict[str, int]:
     return found
 
 
-def test_the_c_kernel_numbers_each_kind_as_the_table_does() -> None:
-    assert kernel_enum() == {kind.name: kind.code for kind in KIND_TABLE}
+def test_the_c_kernel_numbers_each_kind_with_a_c_case_as_the_table_does() -> None:
+    coded = {kind.name: kind.code for kind in KIND_TABLE if kind.code is not None}
+    assert kernel_enum() == coded
 
 
-def test_the_numpy_engine_has_a_group_for_every_kind_and_no_other() -> None:
-    assert list(columns._GROUPS) == [kind.name for kind in KIND_TABLE]
+def test_every_kind_names_a_numpy_function_of_the_columns_module() -> None:
+    for kind in KIND_TABLE:
+        assert getattr(columns, kind.columns.__name__) is kind.columns, kind.name
+        assert kind.columns.__name__ in columns.__all__
 
 
-def test_kind_names_and_codes_are_unique() -> None:
+def test_the_oracle_defines_every_kind() -> None:
+    for kind in KIND_TABLE:
+        key = MeasureKey(kind.name, 3 if kind.cutoff else None)
+        value = oracle.value(
+            kind.name, [2, None, 0, 1], [2, 1, 0], k=key.k, gain=key.gain, level=1,
+            idcg_zero="zero",
+        )  # fmt: skip
+        assert isinstance(value, float), kind.name
+
+
+def test_kind_names_and_c_codes_are_unique() -> None:
     assert len(KINDS) == len(KIND_TABLE)
-    assert sorted(kind.code for kind in KIND_TABLE) == list(range(len(KIND_TABLE)))
+    codes = sorted(kind.code for kind in KIND_TABLE if kind.code is not None)
+    assert codes == list(range(len(codes)))
 
 
 def test_what_is_exported_rendered_and_drawn_is_the_tables_gauges() -> None:

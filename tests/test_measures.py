@@ -15,7 +15,8 @@ import pytest
 from monitor.errors import MeasureError
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.gain import EXP, LINEAR, Gain
-from monitor.scoring.measures import (
+from monitor.trec.selection import select_measures
+from tests.oracle import (
     average_precision,
     dcg,
     ideal_dcg,
@@ -25,7 +26,6 @@ from monitor.scoring.measures import (
     recall,
     reciprocal_rank,
 )
-from monitor.trec.selection import select_measures
 
 D2 = 1 / math.log2(3)  # discount at rank 2
 D4 = 1 / math.log2(5)  # discount at rank 4

@@ -28,10 +28,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
-from monitor.scoring import measures
 from monitor.scoring.gain import EXP, LINEAR
 from monitor.service import Monitor
 from monitor.windows.summary import WindowSummary
+from tests import oracle
 from tests.realparts import (
     PrometheusServer,
     Promtool,
@@ -89,13 +89,13 @@ def _expected(window_start_s: int, model: str) -> dict[str, float]:
         grades = [judged.get(doc) for doc in ranking]
         ideal = [g for g in judged.values() if g >= 0]
         num_rel = sum(1 for g in ideal if g >= 1)
-        values = {"mrr": measures.reciprocal_rank(grades)}
-        values["map"] = measures.average_precision(grades, num_rel)
+        values = {"mrr": oracle.reciprocal_rank(grades)}
+        values["map"] = oracle.average_precision(grades, num_rel)
         for k in CUTOFFS:
-            values[f"ndcg@{k}:linear"] = measures.ndcg(grades, ideal, k, LINEAR)
-            values[f"ndcg@{k}:exp"] = measures.ndcg(grades, ideal, k, EXP)
-            values[f"precision@{k}"] = measures.precision(grades, k)
-            values[f"recall@{k}"] = measures.recall(grades, num_rel, k)
+            values[f"ndcg@{k}:linear"] = oracle.ndcg(grades, ideal, k, LINEAR)
+            values[f"ndcg@{k}:exp"] = oracle.ndcg(grades, ideal, k, EXP)
+            values[f"precision@{k}"] = oracle.precision(grades, k)
+            values[f"recall@{k}"] = oracle.recall(grades, num_rel, k)
         per_query.setdefault(query, []).append(values)
     query_means = [
         {key: statistics.fmean(v[key] for v in rows) for key in rows[0]}

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable
+import textwrap
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from monitor.errors import MeasureError
@@ -19,9 +20,16 @@ from monitor.scoring.gain import Gain
 from monitor.trec.evaluate import evaluate_coded, evaluate_run
 from monitor.trec.runfile import TREC_EVAL_MAX_RETRIEVED, CodedRun, load_coded_run, load_run
 from monitor.trec.selection import MeasureSelection, select_measures
-from monitor.trec.table import ALL_RANKMON
+from monitor.trec.table import ALL_RANKMON, rankmon_names, trec_names
 
 __all__ = ["register"]
+
+
+def _wrapped(words: Sequence[str], separator: str = " ") -> str:
+    return textwrap.fill(
+        separator.join(words), width=86, initial_indent="  ", subsequent_indent="  "
+    )
+
 
 _DESCRIPTION = """\
 Score a TREC run against graded judgments with rankmon's metric engine, printing what
@@ -32,16 +40,13 @@ every judged document of the query, a query without relevant documents scores 0)
 
 _EPILOG = f"""\
 measures (-m, trec_eval 10.0's names and parameters; MEASURE.PARAMS, e.g. P.5,10):
-  num_ret num_rel num_rel_ret map gm_map Rprec bpref recip_rank iprec_at_recall
-  P relstring recall infAP gm_bpref Rprec_mult utility 11pt_avg binG G dcg ideal_dcg
-  ndcg ndcg_rel Rndcg ndcg_cut map_cut relative_P success set_P set_relative_P
-  set_recall set_map set_F num_nonrel_judged_ret yaap rbp rbp_resid unj num_q runid
+{_wrapped(trec_names())}
   groups: official, all_trec, set (trec_eval's); {ALL_RANKMON} (the default): the
   measures the streaming monitor computes too
   parameters: cutoffs P.5,10; recall levels iprec_at_recall..1,.5; gains
   ndcg.1=3,2=9; persistence rbp.p=0.8; coefficients utility.2,-1,0,0
-  rankmon's names, as in alert rules, work too: ndcg@10 (ndcg_cut.10), precision@5
-  (P.5), recall@10, success@10, map_cut@10, mrr (recip_rank), rprec (Rprec), map
+  rankmon's names, as in alert rules, work too:
+{_wrapped(rankmon_names(), separator=", ")}
 
 examples:
   rankmon eval qrels.txt run.txt -q -m ndcg_cut.10 -m P.10

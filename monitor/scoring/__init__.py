@@ -2,8 +2,8 @@
 
 Enters: the graded judgments (TREC qrels or JSON Lines, reloaded when they change) and
 rankings of document ids. Leaves: per ranking, one row of measure values in the catalog's
-order (`MeasureKey`: `ndcg@10:linear`, `precision@5`, `mrr`, ...), from the reference
-measures or the vectorised engine (`BatchScorer`, with its C kernel).
+order (`MeasureKey`: `ndcg@10:linear`, `precision@5`, `mrr`, ...), from the vectorised
+engine (`BatchScorer`: numpy columns, or the C kernel where a kind has a case).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The vectorised engine: many rankings at once, the same numbers as `monitor.scoring.measures`.
+"""The vectorised engine: many rankings at once, the numbers the test oracle defines.
 
 `BatchScorer(evaluation_set, keys).score(query_ids, rankings)` returns one row per ranking and
-one column per measure key (float64). Conventions are those of `monitor.scoring.measures` (trec_eval
+one column per measure key (float64). Conventions are docs/metrics.md's (trec_eval
 10.0): rankings are already in rank order, IDCG comes from every judged document of the query,
 a document not in the evaluation set gains 0 and is not relevant.
 
@@ -15,7 +15,7 @@ DCG at every (gain, cutoff) the keys use is computed once per query at construct
 With the C accelerators (`monitor.native`) the lookup is a per-query hash table in C (the
 evaluation set's `JudgmentIndex`), the ideals and the columns come from the C kernel
 (`monitor.scoring.plan`), bit for bit the numpy ones; the dicts and numpy columns above are
-then the reference they are tested on.
+then what the C path is tested against.
 
 A ranking with inline `extra_judgments` (grades for documents the evaluation set has not
 judged) has its ideal DCG and num_rel recomputed from the evaluation set's judgments plus
@@ -36,18 +36,17 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from monitor.scoring.catalog import MeasureKey, lookup_depth
+from monitor.scoring.catalog import MeasureKey, ideal_specs, lookup_depth
 from monitor.scoring.columns import (
     CHUNK_ROWS,
     NO_GRADE,
     CodeTables,
-    IdealSpec,
+    IdcgZero,
     QueryIdeals,
     RankedCodes,
-    measure_matrix,
 )
+from monitor.scoring.engines import measure_matrix
 from monitor.scoring.evalset import MAX_CODES, EvaluationSet
-from monitor.scoring.measures import IdcgZero
 from monitor.scoring.plan import MeasurePlan, query_ideals
 
 if TYPE_CHECKING:
@@ -90,7 +89,7 @@ class BatchScorer:
         self.keys = tuple(keys)
         self.relevance_level = relevance_level
         self.idcg_zero: IdcgZero = idcg_zero
-        self._specs = _ideal_specs(self.keys)
+        self._specs = ideal_specs(self.keys)
         self._gains = tuple(dict.fromkeys(k.gain for k in self.keys if k.gain is not None))
         self._depth = lookup_depth(self.keys)
         self._qids = evaluation_set.query_ids
@@ -135,7 +134,7 @@ class BatchScorer:
 
     def _query_ideals(self) -> QueryIdeals:
         """Each query's IDCG columns and num_rel: in C from the index's ideal codes, or from
-        the evaluation set's ideal grades (the reference, bit for bit the same)."""
+        the evaluation set's ideal grades (numpy, bit for bit the same)."""
         if self.judgment_index is None or self._tables is None:
             ideal_grades = [self.evaluation_set.ideal_grades(qid) for qid in self._qids]
             return QueryIdeals.of(ideal_grades, self._specs, self.relevance_level)
@@ -349,8 +348,3 @@ def _inline_table(code_grades: Sequence[int]) -> bytes:
     for grade, code in coded:
         table[grade] = code
     return bytes(table)
-
-
-def _ideal_specs(keys: Sequence[MeasureKey]) -> tuple[IdealSpec, ...]:
-    specs = [(k.gain, k.k) for k in keys if k.kind == "ndcg" and k.gain is not None]
-    return tuple(dict.fromkeys(specs))

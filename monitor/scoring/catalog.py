@@ -31,6 +31,24 @@ from dataclasses import dataclass
 from typing import Final
 
 from monitor.errors import MeasureError
+from monitor.scoring.columns import (
+    Columns,
+    IdcgZero,
+    IdealSpec,
+    average_precision,
+    average_precision_cut,
+    dcg,
+    judged,
+    ndcg,
+    num_rel,
+    num_rel_ret,
+    num_ret,
+    precision,
+    r_precision,
+    recall,
+    reciprocal_rank,
+    success,
+)
 from monitor.scoring.gain import LINEAR, Gain
 
 __all__ = [
@@ -39,8 +57,11 @@ __all__ = [
     "KIND_TABLE",
     "TREC_DEFAULT_CUTOFFS",
     "TREC_FAMILY_KINDS",
+    "IdcgZero",
     "MeasureKey",
     "MeasureKind",
+    "head_depth",
+    "ideal_specs",
     "lookup_depth",
     "monitor_keys",
     "resolve_key",
@@ -49,27 +70,35 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class MeasureKind:
-    """One row of the table every path derives from (see `KIND_TABLE`).
+    """One measure kind: the one row every path derives from (see `KIND_TABLE`).
 
     `cutoff`: True needs one (`precision@5`), False takes none (`mrr`), None either (`ndcg`
-    and `ndcg@10` are both trec_eval measures). `trec_family`: trec_eval's
-    name of the measure with a cutoff (`ndcg_cut`: `ndcg_cut_10`), `trec_whole`: without
-    one (`ndcg`, `recip_rank`). `code`: its number in the C kernel's enum
-    (`monitor/scoring/measure_kernel.h`, checked by tests/test_measure_kinds.py).
-    `full_ranking`: without a cutoff its value depends on documents below the deepest
-    cutoff, so the fast path must look at the whole ranking. `gauge`: exported as
-    `rankmon_<name>` (and `rankmon_<name>_sum_of_query_means`) with this help text; None:
-    window summaries only. `quality`: alert rules (below, drop, trend) may watch it.
-    `headline`: in the log line of each finalized window.
+    and `ndcg@10` are both trec_eval measures). `gain`: takes a gain rule (nDCG, DCG).
+    `columns`: its function in the numpy engine (`monitor.scoring.columns`), which every kind
+    has. `code`: its number in the C kernel's enum (`monitor/scoring/measure_kernel.h`,
+    checked by tests/test_measure_kinds.py); None: no C case, the numpy function computes it
+    on the C path too. `trec_family`: trec_eval's name of the measure with a cutoff
+    (`ndcg_cut`: `ndcg_cut_10`), `trec_whole`: without one (`ndcg`, `recip_rank`); a kind
+    with either computes those trec_eval measures in `rankmon eval`.
+    `ideal`: divides by the query's ideal DCG at its gain and cutoff. `full_ranking`: without
+    a cutoff its value depends on documents below the deepest cutoff, so the fast path must
+    look at the whole ranking. `stream`: the monitor computes it for every event (per
+    configured gain and cutoff where it takes them). `gauge`: exported as `rankmon_<name>` (and
+    `rankmon_<name>_sum_of_query_means`) with this help text; None: window summaries only.
+    `quality`: alert rules (below, drop, trend) may watch it. `headline`: in the log line of
+    each finalized window.
     """
 
     name: str
     cutoff: bool | None
     gain: bool
-    trec_family: str | None
-    code: int
+    columns: Columns
+    code: int | None = None
+    trec_family: str | None = None
     trec_whole: str | None = None
+    ideal: bool = False
     full_ranking: bool = False
+    stream: bool = False
     gauge: str | None = None
     quality: bool = False
     headline: bool = False
@@ -77,106 +106,71 @@ class MeasureKind:
 
 _MEAN = "of the latest finalized window (mean of per-query means)."
 
-# The measure kinds. Adding one: a row here, its reference function (`measures.py`), its numpy
-# group (`columns.py`), and its C case (`measure_kernel.c`, enum in `measure_kernel.h`).
+# The measure kinds, in the order the stream computes and exports them. Adding one: a row
+# here and its numpy function in `columns.py` (docs/ARCHITECTURE.md, "Add a measure").
 KIND_TABLE: Final = (
     MeasureKind(
-        "ndcg",
-        None,
-        True,
-        "ndcg_cut",
-        0,
-        trec_whole="ndcg",
-        full_ranking=True,
-        quality=True,
-        headline=True,
+        "ndcg", None, True, ndcg, code=0, trec_family="ndcg_cut", trec_whole="ndcg",
+        ideal=True, full_ranking=True, stream=True, quality=True, headline=True,
         gauge="nDCG@k of the latest finalized window: mean over queries of each query's mean.",
     ),
-    MeasureKind("dcg", True, True, None, 1),
-    MeasureKind("precision", True, False, "P", 2, quality=True, gauge=f"Precision@k {_MEAN}"),
-    MeasureKind("recall", True, False, "recall", 3, quality=True, gauge=f"Recall@k {_MEAN}"),
+    MeasureKind("dcg", True, True, dcg, code=1),
     MeasureKind(
-        "judged",
-        True,
-        False,
-        None,
-        4,
+        "precision", True, False, precision, code=2, trec_family="P",
+        stream=True, quality=True, gauge=f"Precision@k {_MEAN}",
+    ),
+    MeasureKind(
+        "recall", True, False, recall, code=3, trec_family="recall",
+        stream=True, quality=True, gauge=f"Recall@k {_MEAN}",
+    ),
+    MeasureKind(
+        "judged", True, False, judged, code=4, stream=True,
         gauge="Share of the top k judged in the latest finalized window (mean over queries).",
     ),
     MeasureKind(
-        "mrr",
-        False,
-        False,
-        None,
-        5,
-        trec_whole="recip_rank",
-        full_ranking=True,
-        quality=True,
-        headline=True,
+        "mrr", False, False, reciprocal_rank, code=5, trec_whole="recip_rank",
+        full_ranking=True, stream=True, quality=True, headline=True,
         gauge=f"Mean reciprocal rank {_MEAN}",
     ),
     MeasureKind(
-        "map",
-        False,
-        False,
-        None,
-        6,
-        trec_whole="map",
-        full_ranking=True,
-        quality=True,
-        headline=True,
+        "map", False, False, average_precision, code=6, trec_whole="map",
+        full_ranking=True, stream=True, quality=True, headline=True,
         gauge=f"Mean average precision {_MEAN}",
     ),
-    MeasureKind("num_ret", False, False, None, 7, trec_whole="num_ret"),
-    MeasureKind("num_rel", False, False, None, 8, trec_whole="num_rel"),
-    MeasureKind("num_rel_ret", False, False, None, 9, trec_whole="num_rel_ret", full_ranking=True),
+    MeasureKind("num_ret", False, False, num_ret, code=7, trec_whole="num_ret"),
+    MeasureKind("num_rel", False, False, num_rel, code=8, trec_whole="num_rel"),
     MeasureKind(
-        "success",
-        True,
-        False,
-        "success",
-        10,
-        quality=True,
+        "num_rel_ret", False, False, num_rel_ret, code=9, trec_whole="num_rel_ret",
+        full_ranking=True,
+    ),
+    MeasureKind(
+        "success", True, False, success, code=10, trec_family="success",
+        stream=True, quality=True,
         gauge=f"Success@k (1 if a relevant document is in the top k) {_MEAN}",
     ),
     MeasureKind(
-        "rprec",
-        False,
-        False,
-        None,
-        11,
-        trec_whole="Rprec",
-        full_ranking=True,
-        quality=True,
+        "rprec", False, False, r_precision, code=11, trec_whole="Rprec",
+        full_ranking=True, stream=True, quality=True,
         gauge=f"R-precision (precision at rank R, R the relevant documents) {_MEAN}",
     ),
     # Average precision of the first k; `rankmon eval`'s map_cut (the stream exports map).
-    MeasureKind("map_cut", True, False, "map_cut", 12),
-)
+    MeasureKind(
+        "map_cut", True, False, average_precision_cut, code=12, trec_family="map_cut"
+    ),
+)  # fmt: skip
 KINDS: Final[dict[str, MeasureKind]] = {kind.name: kind for kind in KIND_TABLE}
 EXPORTED_KINDS: Final = tuple(kind for kind in KIND_TABLE if kind.gauge is not None)
 
 # trec_eval's defaults for `-m ndcg_cut`, `-m P`, `-m recall` without parameters.
 TREC_DEFAULT_CUTOFFS: Final = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 
-# trec_eval family -> (rankmon kind, takes cutoffs)
-_TREC_FAMILIES: Final[dict[str, tuple[str, bool]]] = {
-    "ndcg_cut": ("ndcg", True),
-    "ndcg": ("ndcg", False),
-    "P": ("precision", True),
-    "recall": ("recall", True),
-    "recip_rank": ("mrr", False),
-    "map": ("map", False),
-    "map_cut": ("map_cut", True),
-    "success": ("success", True),
-    "Rprec": ("rprec", False),
-    "num_ret": ("num_ret", False),
-    "num_rel": ("num_rel", False),
-    "num_rel_ret": ("num_rel_ret", False),
-}
-
 # trec_eval family -> the kind that computes it (rankmon eval's engine choice reads this).
-TREC_FAMILY_KINDS: Final = {family: kind for family, (kind, _) in _TREC_FAMILIES.items()}
+TREC_FAMILY_KINDS: Final = {
+    name: kind.name
+    for kind in KIND_TABLE
+    for name in (kind.trec_family, kind.trec_whole)
+    if name is not None
+}
 
 _KEY = re.compile(r"(?P<kind>[a-z_]+)(?:@(?P<k>[0-9]+))?(?::(?P<gain>.+))?")
 
@@ -247,18 +241,36 @@ def lookup_depth(keys: Iterable[MeasureKey]) -> int | None:
     return max((k.k for k in keys if k.k is not None), default=0)
 
 
-def monitor_keys(cutoffs: Sequence[int], gains: Sequence[Gain | str]) -> list[MeasureKey]:
-    """The keys the streaming monitor computes for each event.
+def head_depth(keys: Iterable[MeasureKey]) -> int | None:
+    """How many leading ranks the numpy engine's cutoff columns read; None: all (a kind that
+    may go without a cutoff, such as nDCG, asked for without one)."""
+    keys = list(keys)
+    if any(key.k is None and KINDS[key.kind].cutoff is None for key in keys):
+        return None
+    return max((key.k for key in keys if key.k is not None), default=0)
 
-    nDCG@k for each gain and cutoff, then precision@k, recall@k, judged@k, success@k for each
-    cutoff, then mrr, map and R-precision. (`map_cut@k` is the engine's too, for `rankmon
-    eval`; the stream exports map without a cutoff.)
+
+def ideal_specs(keys: Iterable[MeasureKey]) -> tuple[IdealSpec, ...]:
+    """The (gain, cutoff) of each ideal DCG the keys divide by, once each, in key order."""
+    specs = [(k.gain, k.k) for k in keys if KINDS[k.kind].ideal and k.gain is not None]
+    return tuple(dict.fromkeys(specs))
+
+
+def monitor_keys(cutoffs: Sequence[int], gains: Sequence[Gain | str]) -> list[MeasureKey]:
+    """The keys the streaming monitor computes for each event: the table's `stream` kinds.
+
+    First those that take a cutoff, in table order, each for every gain (nDCG) and cutoff:
+    nDCG@k, precision@k, recall@k, judged@k, success@k; then those without: mrr, map and
+    R-precision. (`map_cut@k` is the engine's too, for `rankmon eval`; the stream exports
+    map without a cutoff.)
     """
     parsed = [Gain.parse(g) for g in gains]
-    keys = [MeasureKey("ndcg", k, g) for g in parsed for k in cutoffs]
-    for kind in ("precision", "recall", "judged", "success"):
-        keys.extend(MeasureKey(kind, k) for k in cutoffs)
-    keys.extend([MeasureKey("mrr"), MeasureKey("map"), MeasureKey("rprec")])
+    streamed = [kind for kind in KIND_TABLE if kind.stream]
+    keys: list[MeasureKey] = []
+    for kind in (kind for kind in streamed if kind.cutoff is not False):
+        for gain in parsed if kind.gain else [None]:
+            keys.extend(MeasureKey(kind.name, k, gain) for k in cutoffs)
+    keys.extend(MeasureKey(kind.name) for kind in streamed if kind.cutoff is False)
     return keys
 
 

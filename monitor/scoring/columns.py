@@ -4,8 +4,10 @@ A batch of rankings arrives here as a (rankings, width) matrix of small integer 
 (`RankedCodes`; code 0 = a document not in the evaluation set, and the right padding of short
 rankings). `CodeTables` turn codes into gains, relevance and judged flags by indexing; every
 measure is then read off a cumulative sum along the ranks, so each column costs a few numpy
-passes over the matrix. Formulas and conventions are those of `monitor.scoring.measures`, whose
-per-ranking functions are the reference these columns are tested against.
+passes over the matrix. Each measure kind's function here is the one its row of
+`monitor.scoring.catalog.KIND_TABLE` names. Formulas and conventions are docs/metrics.md's;
+the per-ranking oracle the tests hold (`tests/oracle.py`) is what these columns are checked
+against, and the C kernel (`measure_kernel.c`) against these, bit for bit.
 """
 
 from __future__ import annotations
@@ -15,31 +17,48 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from monitor.scoring.catalog import MeasureKey
-from monitor.scoring.gain import LINEAR, Gain
-from monitor.scoring.measures import IdcgZero
+from monitor.scoring.gain import Gain
 
 __all__ = [
     "NO_GRADE",
     "CodeTables",
+    "Columns",
+    "IdcgZero",
     "IdealSpec",
     "QueryIdeals",
+    "RankedBatch",
     "RankedCodes",
+    "average_precision",
+    "average_precision_cut",
+    "dcg",
     "discounts",
     "gain_values",
-    "head_depth",
-    "measure_matrix",
+    "judged",
+    "ndcg",
+    "num_rel",
+    "num_rel_ret",
+    "num_ret",
+    "pad_codes",
+    "precision",
+    "r_precision",
+    "recall",
+    "reciprocal_rank",
+    "success",
 ]
 
 Floats = npt.NDArray[np.float64]
 Int64s = npt.NDArray[np.int64]
 Flags = npt.NDArray[np.bool_]
 Codes = npt.NDArray[Any]  # uint8 on the fast path, intp on the general one
+
+# What nDCG is for a query whose ideal DCG is 0: 0 (trec_eval), or NaN ("exclude": left out
+# of the means).
+IdcgZero = Literal["zero", "exclude"]
 
 NO_GRADE: Final = -(2**62)  # the grade of "not in the evaluation set" (and of padding)
 IdealSpec = tuple[Gain, int | None]  # (gain, cutoff or None: whole list) of one IDCG column
@@ -79,7 +98,11 @@ class CodeTables:
         )
 
 
-def _pad(flat: Codes, lengths: Int64s, width: int, dtype: type[np.integer[Any]]) -> Codes:
+def pad_codes(
+    flat: Codes, lengths: Int64s, width: int, dtype: type[np.integer[Any]] = np.uint8
+) -> Codes:
+    """A (rankings, width) matrix of the first min(length, width) codes of each ranking,
+    concatenated in `flat`, 0-padded on the right."""
     matrix = np.zeros((len(lengths), width), dtype=dtype)
     matrix[np.arange(width) < np.minimum(lengths, width)[:, None]] = flat
     return matrix
@@ -105,7 +128,7 @@ class RankedCodes:
         lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
         if flat.size == width * len(parts):  # every ranking fills the width: no padding
             return cls(flat.reshape(len(parts), width), lengths)
-        return cls(_pad(flat, lengths, width, np.uint8), lengths)
+        return cls(pad_codes(flat, lengths, width, np.uint8), lengths)
 
     @classmethod
     def from_grades(
@@ -119,7 +142,7 @@ class RankedCodes:
         table = np.unique(np.append(grades, NO_GRADE))
         codes = np.searchsorted(table, grades)
         lengths = np.fromiter(map(len, rankings), dtype=np.int64, count=len(rankings))
-        return cls(_pad(codes, lengths, width, np.intp), lengths), table
+        return cls(pad_codes(codes, lengths, width, np.intp), lengths), table
 
 
 _DISCOUNTS: list[Floats] = [np.zeros(0)]  # one table, grown on demand
@@ -130,7 +153,7 @@ def discounts(width: int) -> Floats:
 
     From the C library's log2, as trec_eval computes it: numpy's own log2 differs from it in
     the last bit at some ranks (the first is 1621), which the C kernel, the numpy columns, the
-    reference measures and `monitor.trec.families` would then not share."""
+    test oracle and `monitor.trec.families` would then not share."""
     table = _DISCOUNTS[0]
     if len(table) < width:
         size = max(width, 2 * len(table), 1024)
@@ -209,7 +232,7 @@ def _ideal_dcg_columns(grades: Int64s, specs: Sequence[IdealSpec]) -> Floats:
     return out
 
 
-class _RankedBatch:
+class RankedBatch:
     """What every measure column is read from.
 
     Cutoff measures read cumulative sums over the `head` (the first max(k) ranks), all their
@@ -276,34 +299,34 @@ def _ratio(numerator: npt.NDArray[Any], denominator: npt.NDArray[Any], when_zero
     return result
 
 
-# A group of keys of one kind and gain, computed together: one column per cutoff.
-Group = Callable[["_RankedBatch", Gain, list[int | None], IdcgZero], npt.NDArray[Any]]
+# The numpy engine's function of one measure kind: a group of keys of that kind and one gain,
+# computed together, one column per cutoff (None: the kind's whole ranking). Every kind of
+# `monitor.scoring.catalog.KIND_TABLE` names its own.
+Columns = Callable[["RankedBatch", Gain, list[int | None], IdcgZero], npt.NDArray[Any]]
 
 
-def _ndcg(
-    batch: _RankedBatch, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
-) -> Floats:
+def ndcg(batch: RankedBatch, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero) -> Floats:
     when_zero = 0.0 if idcg_zero == "zero" else np.nan
     return _ratio(batch.dcg(gain, cutoffs), batch.ideal(gain, cutoffs), when_zero)
 
 
-def _precision(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def precision(batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
     # Always divided by k, however short the ranking (trec_eval P_k).
     result: Floats = batch.at(batch.relevant_so_far, cutoffs) / np.array(cutoffs, dtype=np.float64)
     return result
 
 
-def _recall(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def recall(batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
     relevant = batch.at(batch.relevant_so_far, cutoffs)
     return _ratio(relevant, batch.queries.num_rel[:, None], 0.0)
 
 
-def _judged(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def judged(batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
     shown = np.minimum(batch.lengths[:, None], np.array(cutoffs, dtype=np.int64))
     return _ratio(batch.at(batch.judged_so_far, cutoffs), shown, 0.0)
 
 
-def _mrr(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+def reciprocal_rank(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
     """1 / (rank of the first relevant document), 0 for rows without one."""
     rows, ranks, _counts = batch.relevant_positions
     first = np.ones(len(rows), dtype=np.bool_)
@@ -313,7 +336,7 @@ def _mrr(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> F
     return result
 
 
-def _average_precision(batch: _RankedBatch, cutoffs: Sequence[int | None]) -> Floats:
+def _average_precision(batch: RankedBatch, cutoffs: Sequence[int | None]) -> Floats:
     """Sum over relevant ranks r (r <= k with a cutoff) of (relevant so far at r) / r, over
     num_rel."""
     rows, ranks, counts = batch.relevant_positions
@@ -323,26 +346,28 @@ def _average_precision(batch: _RankedBatch, cutoffs: Sequence[int | None]) -> Fl
     out = np.empty((batch.rows, len(cutoffs)), dtype=np.float64)
     for column, k in enumerate(cutoffs):
         taken = terms if k is None else np.where(ranks < k, terms, 0.0)
-        # bincount adds each row's terms in rank order, as the reference loop does.
+        # bincount adds each row's terms in rank order, as the oracle's loop does.
         precision_sum = np.bincount(rows, weights=taken, minlength=batch.rows)
         out[:, column] = _ratio(precision_sum, batch.queries.num_rel, 0.0)
     return out
 
 
-def _map(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+def average_precision(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
     return _average_precision(batch, [None])
 
 
-def _map_cut(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def average_precision_cut(
+    batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero
+) -> Floats:
     return _average_precision(batch, cutoffs)
 
 
-def _success(batch: _RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def success(batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
     found: Floats = (batch.at(batch.relevant_so_far, cutoffs) > 0).astype(np.float64)
     return found
 
 
-def _rprec(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+def r_precision(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
     """Relevant documents among the first num_rel, over num_rel."""
     rows, ranks, _counts = batch.relevant_positions
     num_rel = batch.queries.num_rel
@@ -350,45 +375,17 @@ def _rprec(batch: _RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) ->
     return _ratio(within, num_rel, 0.0)[:, None]
 
 
-# One entry per measure kind of `monitor.scoring.catalog.KIND_TABLE` (tests/test_measure_kinds.py).
-_GROUPS: Final[dict[str, Group]] = {
-    "ndcg": _ndcg,
-    "dcg": lambda b, gain, cutoffs, _: b.dcg(gain, cutoffs),
-    "precision": _precision,
-    "recall": _recall,
-    "judged": _judged,
-    "mrr": _mrr,
-    "map": _map,
-    "num_ret": lambda b, _, __, ___: b.lengths[:, None],
-    "num_rel": lambda b, _, __, ___: b.queries.num_rel[:, None],
-    "num_rel_ret": lambda b, _, __, ___: b.relevant_positions[2][:, None],
-    "success": _success,
-    "rprec": _rprec,
-    "map_cut": _map_cut,
-}
+def dcg(batch: RankedBatch, gain: Gain, cutoffs: list[int | None], _: IdcgZero) -> Floats:
+    return batch.dcg(gain, cutoffs)
 
 
-def head_depth(keys: Sequence[MeasureKey]) -> int | None:
-    """How many leading ranks the cutoff-style columns read; None: all (nDCG without cutoff)."""
-    if any(key.kind == "ndcg" and key.k is None for key in keys):
-        return None
-    return max((key.k for key in keys if key.k is not None), default=0)
+def num_ret(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
+    return batch.lengths[:, None]
 
 
-def measure_matrix(
-    keys: Sequence[MeasureKey],
-    codes: RankedCodes,
-    tables: CodeTables,
-    queries: QueryIdeals,
-    idcg_zero: IdcgZero,
-) -> Floats:
-    """One row per ranking of `codes`, one column per key; `queries` has the same rows."""
-    batch = _RankedBatch(codes, tables, queries, head_depth(keys))
-    groups: dict[tuple[str, Gain], list[int]] = {}
-    for column, key in enumerate(keys):
-        groups.setdefault((key.kind, key.gain or LINEAR), []).append(column)
-    out = np.empty((len(codes.lengths), len(keys)), dtype=np.float64)
-    for (kind, gain), columns in groups.items():
-        cutoffs = [keys[column].k for column in columns]
-        out[:, columns] = _GROUPS[kind](batch, gain, cutoffs, idcg_zero)
-    return out
+def num_rel(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
+    return batch.queries.num_rel[:, None]
+
+
+def num_rel_ret(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
+    return batch.relevant_positions[2][:, None]

@@ -1,5 +1,6 @@
 /* The measures of rankings given as one-byte grade codes: the C twin of
- * monitor/scoring/columns.py, which is the reference and stays the pure-Python path.
+ * the kinds of monitor/scoring/columns.py that have a `code` in the catalog's table (the numpy
+ * functions stay the path without the accelerators, and compute the kinds without a case).
  *
  * Every value is computed with the same floating-point operations, in the same order, as the
  * numpy columns (division, then a running sum in rank order), so the two agree bit for bit:

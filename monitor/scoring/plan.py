@@ -1,11 +1,13 @@
 """The measure keys of a `BatchScorer` as a plan for the C measure kernel.
 
 `monitor/scoring/measure_kernel.c` computes, for rankings given as one-byte grade codes,
-exactly what `monitor.scoring.columns.measure_matrix` computes with numpy (the reference):
-the same operations in the same order, with the same discount table, so the values agree bit
-for bit (tests/test_native_scoring.py). The plan is the keys turned into small arrays (kind,
-gain, cutoff, ideal column per key) plus the code tables and the per-query ideals, made once
-per scorer; `measure` then fills a (rankings x keys) matrix with no Python work per ranking.
+exactly what the numpy engine (`monitor.scoring.engines.measure_matrix`) computes: the same
+operations in the same order, with the same discount table, so the values agree bit for bit
+(tests/test_native_scoring.py). The plan is the keys turned into small arrays (kind, gain,
+cutoff, ideal column per key) plus the code tables and the per-query ideals, made once per
+scorer; `measure` then fills a (rankings x keys) matrix with no Python work per ranking. Keys
+of a kind the kernel has no case for (`engines.in_c`) are computed by their numpy function
+from the same codes.
 
 `query_ideals` computes the per-query ideals themselves in C, from each query's ideal grade
 codes (`JudgmentIndex.ideal_codes`), bit for bit what `QueryIdeals.of` gives.
@@ -21,10 +23,18 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor import native
-from monitor.scoring.catalog import KINDS, MeasureKey
-from monitor.scoring.columns import CodeTables, IdealSpec, QueryIdeals, discounts, head_depth
+from monitor.scoring.catalog import KINDS, MeasureKey, head_depth
+from monitor.scoring.columns import (
+    CodeTables,
+    IdcgZero,
+    IdealSpec,
+    QueryIdeals,
+    RankedCodes,
+    discounts,
+    pad_codes,
+)
+from monitor.scoring.engines import in_c, measure_matrix
 from monitor.scoring.gain import LINEAR, Gain
-from monitor.scoring.measures import IdcgZero
 
 __all__ = ["KernelTables", "MeasurePlan", "query_ideals"]
 
@@ -147,6 +157,10 @@ class MeasurePlan:
     num_rel: Int64s
     when_zero: float
     head_depth: int | None
+    in_c: tuple[int, ...]  # the columns the kernel computes, in key order
+    in_numpy: tuple[MeasureKey, ...]  # the keys of the other columns, in key order
+    code_tables: CodeTables
+    idcg_zero: IdcgZero
 
     @classmethod
     def of(
@@ -159,22 +173,35 @@ class MeasurePlan:
         """The plan of `keys` over codes of `tables` and the queries' ideals."""
         kernel = KernelTables.of(tables, queries.specs)
         specs = queries.specs
+        native_keys = [key for key in keys if in_c(key)]
         return cls(
-            kinds=np.array([KINDS[key.kind].code for key in keys], dtype=np.int32),
+            kinds=np.array([KINDS[key.kind].code for key in native_keys], dtype=np.int32),
             gain_of=np.array(
-                [kernel.gain_list.index(key.gain or LINEAR) if key.gain else 0 for key in keys],
+                [
+                    kernel.gain_list.index(key.gain or LINEAR) if key.gain else 0
+                    for key in native_keys
+                ],
                 dtype=np.int32,
             ),
-            cutoffs=np.array([-1 if key.k is None else key.k for key in keys], dtype=np.int64),
+            cutoffs=np.array(
+                [-1 if key.k is None else key.k for key in native_keys], dtype=np.int64
+            ),
             ideal_of=np.array(
-                [specs.index((key.gain, key.k)) if key.kind == "ndcg" else 0 for key in keys],
+                [
+                    specs.index((key.gain, key.k)) if KINDS[key.kind].ideal else 0
+                    for key in native_keys
+                ],
                 dtype=np.int32,
             ),
             tables=kernel,
             ideals=np.ascontiguousarray(queries.ideal, dtype=np.float64),
             num_rel=np.ascontiguousarray(queries.num_rel, dtype=np.int64),
             when_zero=0.0 if idcg_zero == "zero" else float("nan"),
-            head_depth=head_depth(keys),
+            head_depth=head_depth(native_keys),
+            in_c=tuple(column for column, key in enumerate(keys) if in_c(key)),
+            in_numpy=tuple(key for key in keys if not in_c(key)),
+            code_tables=tables,
+            idcg_zero=idcg_zero,
         )
 
     def ideals_with(
@@ -216,9 +243,46 @@ class MeasurePlan:
         if ideals is not None:
             ideal = np.ascontiguousarray(ideals.ideal, dtype=np.float64)
             num_rel = np.ascontiguousarray(ideals.num_rel, dtype=np.int64)
+        columns = len(self.in_c) + len(self.in_numpy)
+        out = np.empty((len(rows), columns), dtype=np.float64)
+        kernel_out = out if not self.in_numpy else np.empty((len(rows), len(self.in_c)))
+        if self.in_c:
+            self._kernel(
+                codes,
+                taken=taken,
+                lengths=lengths,
+                rows=rows,
+                ideal=ideal,
+                num_rel=num_rel,
+                out=kernel_out,
+            )
+        if not self.in_numpy:
+            return out
+        out[:, list(self.in_c)] = kernel_out
+        specs = self.tables.specs
+        queries = QueryIdeals(specs, ideal, num_rel).take(np.asarray(rows, dtype=np.int64))
+        width = int(taken.max(initial=0))
+        flat = np.frombuffer(codes, dtype=np.uint8)
+        ranked = RankedCodes(pad_codes(flat, taken, width), np.asarray(lengths, dtype=np.int64))
+        numpy_columns = [c for c in range(columns) if c not in set(self.in_c)]
+        out[:, numpy_columns] = measure_matrix(
+            self.in_numpy, ranked, self.code_tables, queries, self.idcg_zero
+        )
+        return out
+
+    def _kernel(
+        self,
+        codes: bytes,
+        *,
+        taken: Int64s,
+        lengths: Int64s,
+        rows: Int64s,
+        ideal: Floats,
+        num_rel: Int64s,
+        out: Floats,
+    ) -> None:
         width = int(taken.max(initial=0))
         head = width if self.head_depth is None else min(self.head_depth, width)
-        out = np.empty((len(rows), len(self.kinds)), dtype=np.float64)
         native.measure_codes(
             codes,
             taken=np.ascontiguousarray(taken, dtype=np.int64),
@@ -238,7 +302,6 @@ class MeasurePlan:
             when_zero=self.when_zero,
             out=out,
         )
-        return out
 
 
 def _gain_order(gains: Floats, codes: int) -> npt.NDArray[np.uint8]:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from monitor.declare import setting
+from monitor.scoring.columns import IdcgZero
 from monitor.scoring.gain import EXP, LINEAR, Gain
-from monitor.scoring.measures import IdcgZero
 from monitor.sections import as_choice, as_int, as_int_list
 
 __all__ = ["MAX_GRADE", "MetricsConfig"]

@@ -66,7 +66,7 @@ class MeasureSelection:
         return [
             r
             for r in self.requested
-            if r.measure.engine == "trec" and not set(r.value_names) <= set(self.keys)
+            if r.measure.engine != "meta" and not set(r.value_names) <= set(self.keys)
         ]
 
     @property
@@ -88,7 +88,7 @@ def select_measures(names: Sequence[str], gain: Gain = LINEAR) -> MeasureSelecti
     requested = request_measures(names)
     keys: dict[str, MeasureKey] = {}
     for r in requested:
-        if r.measure.engine != "monitor" and not _monitor_ndcg(r):
+        if not _by_monitor(r):
             if r.name == "ndcg" and gain != LINEAR:
                 raise MeasureError(
                     f"-m ndcg.{r.params.text} sets the gains itself: it cannot be combined "
@@ -99,9 +99,11 @@ def select_measures(names: Sequence[str], gain: Gain = LINEAR) -> MeasureSelecti
     return MeasureSelection(requested, keys, gain)
 
 
-def _monitor_ndcg(requested: Requested) -> bool:
-    # `ndcg` without gain parameters is the monitor's nDCG; with them, a trec_eval family.
-    return requested.name == "ndcg" and requested.params.text is None
+def _by_monitor(requested: Requested) -> bool:
+    # A measure a kind computes, but not with trec_eval's own gain pairs (`ndcg.1=3,2=9`):
+    # those are `monitor.trec.families`'.
+    with_pairs = requested.measure.params == "pairs" and requested.params.text is not None
+    return requested.measure.engine == "monitor" and not with_pairs
 
 
 def _monitor_keys(requested: Requested, gain: Gain) -> list[MeasureKey]:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from monitor.errors import MeasureError
-from monitor.scoring.catalog import KINDS
+from monitor.scoring.catalog import KINDS, TREC_FAMILY_KINDS
 
 __all__ = [
     "ALL_RANKMON",
@@ -45,7 +45,9 @@ __all__ = [
     "Requested",
     "TrecMeasure",
     "is_integer_name",
+    "rankmon_names",
     "request_measures",
+    "trec_names",
 ]
 
 ParamKind = Literal["none", "cutoffs", "fractions", "numbers", "pairs"]
@@ -68,23 +70,35 @@ _TENTHS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
 @dataclass(frozen=True)
 class TrecMeasure:
-    """One row of trec_eval's measure table."""
+    """One row of trec_eval's measure table.
+
+    `engine`: "meta" for runid and num_q; otherwise "monitor" when a measure kind of
+    `monitor.scoring.catalog.KIND_TABLE` computes it (its trec_eval family), else "trec"
+    (`monitor.trec.families`). Derived from the name, never written in a row.
+    """
 
     name: str
     params: ParamKind = "none"
     defaults: tuple[float, ...] = ()
     summary: Summary = "mean"
     per_query: bool = True  # printed for each query with -q (gm_map, num_q: summary only)
-    engine: Engine = "trec"
+    meta: bool = False
     count: bool = False  # an integer, printed as one (num_ret, num_nonrel_judged_ret, ...)
 
+    @property
+    def engine(self) -> Engine:
+        """Which engine computes it (the class docstring)."""
+        if self.meta:
+            return "meta"
+        return "monitor" if self.name in TREC_FAMILY_KINDS else "trec"
 
-def _cut(name: str, defaults: tuple[int, ...] = _RANKS, engine: Engine = "trec") -> TrecMeasure:
-    return TrecMeasure(name, "cutoffs", tuple(float(k) for k in defaults), engine=engine)
+
+def _cut(name: str, defaults: tuple[int, ...] = _RANKS) -> TrecMeasure:
+    return TrecMeasure(name, "cutoffs", tuple(float(k) for k in defaults))
 
 
-def _count(name: str, engine: Engine = "monitor") -> TrecMeasure:
-    return TrecMeasure(name, summary="total", engine=engine, count=True)
+def _count(name: str) -> TrecMeasure:
+    return TrecMeasure(name, summary="total", count=True)
 
 
 def _pairs(name: str) -> TrecMeasure:
@@ -92,20 +106,20 @@ def _pairs(name: str) -> TrecMeasure:
 
 
 TABLE: Final[tuple[TrecMeasure, ...]] = (
-    TrecMeasure("runid", summary="none", per_query=False, engine="meta"),
-    TrecMeasure("num_q", summary="total", per_query=False, engine="meta", count=True),
+    TrecMeasure("runid", summary="none", per_query=False, meta=True),
+    TrecMeasure("num_q", summary="total", per_query=False, meta=True, count=True),
     _count("num_ret"),
     _count("num_rel"),
     _count("num_rel_ret"),
-    TrecMeasure("map", engine="monitor"),
+    TrecMeasure("map"),
     TrecMeasure("gm_map", summary="geometric", per_query=False),
-    TrecMeasure("Rprec", engine="monitor"),
+    TrecMeasure("Rprec"),
     TrecMeasure("bpref"),
-    TrecMeasure("recip_rank", engine="monitor"),
+    TrecMeasure("recip_rank"),
     TrecMeasure("iprec_at_recall", "fractions", _TENTHS),
-    _cut("P", engine="monitor"),
+    _cut("P"),
     TrecMeasure("relstring", "numbers", (10.0,), summary="none"),
-    _cut("recall", engine="monitor"),
+    _cut("recall"),
     TrecMeasure("infAP"),
     TrecMeasure("gm_bpref", summary="geometric", per_query=False),
     TrecMeasure("Rprec_mult", "fractions", (0.2, 0.4, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)),
@@ -118,16 +132,16 @@ TABLE: Final[tuple[TrecMeasure, ...]] = (
     _pairs("ndcg"),
     _pairs("ndcg_rel"),
     _pairs("Rndcg"),
-    _cut("ndcg_cut", engine="monitor"),
-    _cut("map_cut", engine="monitor"),
+    _cut("ndcg_cut"),
+    _cut("map_cut"),
     _cut("relative_P"),
-    _cut("success", (1, 5, 10), engine="monitor"),
+    _cut("success", (1, 5, 10)),
     TrecMeasure("set_P"),
     TrecMeasure("set_relative_P"),
     TrecMeasure("set_recall"),
     TrecMeasure("set_map"),
     TrecMeasure("set_F", "numbers", (1.0,)),
-    _count("num_nonrel_judged_ret", engine="trec"),
+    _count("num_nonrel_judged_ret"),
     TrecMeasure("yaap"),
     _pairs("rbp"),
     _pairs("rbp_resid"),
@@ -150,10 +164,7 @@ GROUPS: Final[dict[str, tuple[str, ...]]] = {
         *("Rndcg", "binG", "G", *_SET, "num_nonrel_judged_ret"),
     ),
     "set": (*_HEAD, *_SET),
-    ALL_RANKMON: (
-        *(*_HEAD, "map", "Rprec", "recip_rank", "P", "recall", "ndcg", "ndcg_cut", "map_cut"),
-        "success",
-    ),
+    ALL_RANKMON: (*_HEAD, *TREC_FAMILY_KINDS),
 }
 # trec_eval measures and groups that read judgments rankmon does not (-R qrels_prefs, qrels_jg).
 _OTHER_JUDGMENTS: Final = re.compile(r"prefs_\w+|all_prefs|prefs|qrels_jg|\w+_avgjg")
@@ -189,6 +200,26 @@ class Requested:
     @property
     def name(self) -> str:
         return self.measure.name
+
+
+def trec_names() -> list[str]:
+    """trec_eval's measure names, in its table order, runid and num_q last."""
+    return [m.name for m in TABLE if not m.meta] + [m.name for m in reversed(TABLE) if m.meta]
+
+
+def rankmon_names() -> list[str]:
+    """rankmon's names of the trec_eval measures its kinds compute, each with an example
+    cutoff and, where it differs, trec_eval's name: `ndcg@10 (ndcg_cut.10)`, `mrr
+    (recip_rank)`."""
+    names = []
+    for kind in KINDS.values():
+        if kind.trec_family is not None and kind.cutoff is not False:
+            same = kind.trec_family == kind.name
+            names.append(f"{kind.name}@10" + ("" if same else f" ({kind.trec_family}.10)"))
+        elif kind.trec_whole is not None:
+            same = kind.trec_whole == kind.name
+            names.append(kind.name + ("" if same else f" ({kind.trec_whole})"))
+    return names
 
 
 def request_measures(arguments: Sequence[str]) -> tuple[Requested, ...]:

@@ -1,4 +1,6 @@
-"""The reference definitions: one pure function per measure, on ONE ranking.
+"""The oracle: one executable specification per measure kind, on ONE ranking, written for
+reading rather than speed. The engines (`monitor.scoring.columns`, and the C kernel through
+them) are tested against it; `value` is the one table from a kind to its definition here.
 
 Conventions (trec_eval 10.0, docs/metric-conventions.md sections 3-5), shared by every function here
 and by the vectorised engine in `monitor.scoring.batch`, which must give the same numbers:
@@ -17,9 +19,9 @@ and by the vectorised engine in `monitor.scoring.batch`, which must give the sam
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from typing import Literal
+from collections.abc import Callable, Iterable, Sequence
 
+from monitor.scoring.columns import IdcgZero
 from monitor.scoring.gain import LINEAR, Gain
 
 __all__ = [
@@ -34,10 +36,10 @@ __all__ = [
     "recall",
     "reciprocal_rank",
     "success",
+    "value",
 ]
 
 Grades = Sequence[int | None]
-IdcgZero = Literal["zero", "exclude"]
 
 
 def _top(grades: Grades, k: int | None) -> Grades:
@@ -168,3 +170,37 @@ def r_precision(grades: Grades, num_rel: int, relevance_level: int = 1) -> float
     if num_rel == 0:
         return 0.0
     return sum(_relevant(g, relevance_level) for g in grades[:num_rel]) / num_rel
+
+
+def value(
+    kind: str,
+    grades: Grades,
+    judgments: Iterable[int],
+    *,
+    k: int | None,
+    gain: Gain | None,
+    level: int,
+    idcg_zero: IdcgZero,
+) -> float:
+    """The value of the measure `kind` (cutoff `k`, gain `gain`) for one ranking's `grades`,
+    given every grade its query has (`judgments`, retrieved or not)."""
+    ideal = list(judgments)
+    num_rel = sum(g >= max(level, 0) for g in ideal)
+    gain = gain or LINEAR
+    cut = k or 0
+    table: dict[str, Callable[[], float]] = {
+        "ndcg": lambda: ndcg(grades, ideal, k, gain, idcg_zero),
+        "dcg": lambda: dcg(grades, k, gain),
+        "precision": lambda: precision(grades, cut, level),
+        "recall": lambda: recall(grades, num_rel, cut, level),
+        "judged": lambda: judged(grades, cut),
+        "mrr": lambda: reciprocal_rank(grades, level),
+        "map": lambda: average_precision(grades, num_rel, level),
+        "map_cut": lambda: average_precision(grades, num_rel, level, k),
+        "success": lambda: success(grades, cut, level),
+        "rprec": lambda: r_precision(grades, num_rel, level),
+        "num_ret": lambda: float(len(grades)),
+        "num_rel": lambda: float(num_rel),
+        "num_rel_ret": lambda: float(sum(_relevant(g, level) for g in grades)),
+    }
+    return table[kind]()
