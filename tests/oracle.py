@@ -31,6 +31,7 @@ __all__ = [
     "ideal_dcg",
     "judged",
     "ndcg",
+    "ndcg_condensed",
     "precision",
     "r_precision",
     "recall",
@@ -172,6 +173,19 @@ def r_precision(grades: Grades, num_rel: int, relevance_level: int = 1) -> float
     return sum(_relevant(g, relevance_level) for g in grades[:num_rel]) / num_rel
 
 
+def ndcg_condensed(
+    grades: Grades,
+    ideal_grades: Iterable[int],
+    k: int | None = None,
+    gain: Gain = LINEAR,
+    idcg_zero: IdcgZero = "zero",
+) -> float:
+    """Condensed-list nDCG (Sakai's nDCG'@k): nDCG@k of the ranking with every document not
+    in the evaluation set removed (the judged ones move up), over the same ideal DCG; what
+    trec_eval's ndcg_cut gives on a run without those documents."""
+    return ndcg([g for g in grades if g is not None], ideal_grades, k, gain, idcg_zero)
+
+
 def value(
     kind: str,
     grades: Grades,
@@ -190,6 +204,7 @@ def value(
     cut = k or 0
     table: dict[str, Callable[[], float]] = {
         "ndcg": lambda: ndcg(grades, ideal, k, gain, idcg_zero),
+        "ndcg_condensed": lambda: ndcg_condensed(grades, ideal, k, gain, idcg_zero),
         "dcg": lambda: dcg(grades, k, gain),
         "precision": lambda: precision(grades, cut, level),
         "recall": lambda: recall(grades, num_rel, cut, level),

@@ -22,7 +22,9 @@ CUTOFFS = (1, 3, 5, 20)
 KEYS = [
     *(MeasureKey(kind, k, gain) for kind in ("ndcg", "dcg") for k in CUTOFFS
       for gain in (LINEAR, EXP, CUSTOM)),
-    *(MeasureKey("ndcg", None, gain) for gain in (LINEAR, EXP, CUSTOM)),
+    *(MeasureKey("ndcg_condensed", k, gain) for k in CUTOFFS for gain in (LINEAR, EXP, CUSTOM)),
+    *(MeasureKey(kind, None, gain) for kind in ("ndcg", "ndcg_condensed")
+      for gain in (LINEAR, EXP, CUSTOM)),
     *(MeasureKey(kind, k) for kind in ("precision", "recall", "judged", "success", "map_cut")
       for k in CUTOFFS),
     *(MeasureKey(kind) for kind in ("mrr", "map", "rprec", "num_ret", "num_rel", "num_rel_ret")),

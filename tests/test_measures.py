@@ -210,6 +210,9 @@ def test_monitor_keys_cover_every_gain_and_cutoff() -> None:
     assert keys == [
         "ndcg@5:linear", "ndcg@10:linear", "ndcg@5:exp", "ndcg@10:exp",
         "precision@5", "precision@10", "recall@5", "recall@10", "judged@5", "judged@10",
-        "success@5", "success@10", "mrr", "map", "rprec",
+        "success@5", "success@10",
+        "ndcg_condensed@5:linear", "ndcg_condensed@10:linear",
+        "ndcg_condensed@5:exp", "ndcg_condensed@10:exp",
+        "mrr", "map", "rprec",
     ]  # fmt: skip
     assert MeasureKey("judged", 5).trec_name is None

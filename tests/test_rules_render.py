@@ -31,7 +31,7 @@ def alert_names(rules_file: Path) -> list[str]:
     return [rule["alert"] for rule in rules["groups"][1]["rules"]]
 
 
-@pytest.mark.parametrize(("options", "rules"), [((), 24), (("--ungated-drop",), 25)])
+@pytest.mark.parametrize(("options", "rules"), [((), 26), (("--ungated-drop",), 27)])
 def test_rendered_rules_pass_promtool_check(
     tmp_path: Path, promtool: Promtool, options: tuple[str, ...], rules: int
 ) -> None:

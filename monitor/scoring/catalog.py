@@ -7,6 +7,7 @@ summaries, alert rules and Prometheus labels:
 |------------------|----------------|----------------------------------------------|
 | `ndcg@10:linear` | `ndcg_cut_10`  | nDCG cut at 10 with the named gain           |
 | `ndcg:exp`       | `ndcg`         | nDCG without cutoff                          |
+| `ndcg_condensed@10:linear` | -    | nDCG@10 of the ranking without its unjudged documents |
 | `dcg@10:linear`  | -              | DCG cut at 10                                |
 | `precision@5`    | `P_5`          | precision at 5                               |
 | `recall@10`      | `recall_10`    | recall at 10                                 |
@@ -40,6 +41,7 @@ from monitor.scoring.columns import (
     dcg,
     judged,
     ndcg,
+    ndcg_condensed,
     num_rel,
     num_rel_ret,
     num_ret,
@@ -81,9 +83,10 @@ class MeasureKind:
     (`ndcg_cut`: `ndcg_cut_10`), `trec_whole`: without one (`ndcg`, `recip_rank`); a kind
     with either computes those trec_eval measures in `rankmon eval`.
     `ideal`: divides by the query's ideal DCG at its gain and cutoff. `full_ranking`: without
-    a cutoff its value depends on documents below the deepest cutoff, so the fast path must
-    look at the whole ranking. `stream`: the monitor computes it for every event (per
-    configured gain and cutoff where it takes them). `gauge`: exported as `rankmon_<name>` (and
+    a cutoff its value depends on documents below the deepest cutoff; `past_cutoff`: even
+    with one (a condensed list skips unjudged documents): both make the fast path look at the
+    whole ranking. `stream`: the monitor computes it for every event (per configured gain and
+    cutoff where it takes them). `gauge`: exported as `rankmon_<name>` (and
     `rankmon_<name>_sum_of_query_means`) with this help text; None: window summaries only.
     `quality`: alert rules (below, drop, trend) may watch it. `headline`: in the log line of
     each finalized window.
@@ -98,6 +101,7 @@ class MeasureKind:
     trec_whole: str | None = None
     ideal: bool = False
     full_ranking: bool = False
+    past_cutoff: bool = False
     stream: bool = False
     gauge: str | None = None
     quality: bool = False
@@ -156,6 +160,13 @@ KIND_TABLE: Final = (
     # Average precision of the first k; `rankmon eval`'s map_cut (the stream exports map).
     MeasureKind(
         "map_cut", True, False, average_precision_cut, code=12, trec_family="map_cut"
+    ),
+    # nDCG of the ranking without its unjudged documents (Sakai's nDCG'): beside nDCG@k, which
+    # counts an unjudged document as a miss, it tells a drop from documents nobody judged yet.
+    MeasureKind(
+        "ndcg_condensed", None, True, ndcg_condensed, ideal=True, full_ranking=True,
+        past_cutoff=True, stream=True, quality=True,
+        gauge=f"Condensed-list nDCG@k (unjudged documents removed, Sakai's nDCG') {_MEAN}",
     ),
 )  # fmt: skip
 KINDS: Final[dict[str, MeasureKind]] = {kind.name: kind for kind in KIND_TABLE}
@@ -234,9 +245,9 @@ class MeasureKey:
 
 def lookup_depth(keys: Iterable[MeasureKey]) -> int | None:
     """How many leading documents of a ranking the keys read (the grade lookups a ranking
-    needs); None: all of them (a `full_ranking` kind without cutoff)."""
+    needs); None: all of them (a `full_ranking` kind without cutoff, a `past_cutoff` kind)."""
     keys = list(keys)
-    if any(k.k is None and KINDS[k.kind].full_ranking for k in keys):
+    if any((k.k is None and KINDS[k.kind].full_ranking) or KINDS[k.kind].past_cutoff for k in keys):
         return None
     return max((k.k for k in keys if k.k is not None), default=0)
 

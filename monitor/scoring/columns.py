@@ -40,6 +40,7 @@ __all__ = [
     "gain_values",
     "judged",
     "ndcg",
+    "ndcg_condensed",
     "num_rel",
     "num_rel_ret",
     "num_ret",
@@ -278,6 +279,23 @@ class RankedBatch:
         return result
 
     @cached_property
+    def condensed_codes(self) -> Codes:
+        """Each row's judged codes first, in rank order, then its unjudged ones (gain 0)."""
+        unjudged = ~self.tables.judged[self.codes]
+        order = np.argsort(unjudged, axis=1, kind="stable")
+        return np.take_along_axis(self.codes, order, axis=1)
+
+    def condensed_dcg(self, gain: Gain, cutoffs: Sequence[int | None]) -> Floats:
+        """DCG of the condensed lists at each cutoff (None: the whole list)."""
+        codes = self.condensed_codes
+        width = int(codes.shape[1])
+        if width == 0:
+            return np.zeros((self.rows, len(cutoffs)), dtype=np.float64)
+        cumulative = np.cumsum(self.tables.gains[gain][codes] / discounts(width), axis=1)
+        result: Floats = cumulative[:, [min(k or width, width) - 1 for k in cutoffs]]
+        return result
+
+    @cached_property
     def relevant_so_far(self) -> Int64s:
         return np.cumsum(self.tables.relevant[self.head_codes], axis=1)
 
@@ -308,6 +326,15 @@ Columns = Callable[["RankedBatch", Gain, list[int | None], IdcgZero], npt.NDArra
 def ndcg(batch: RankedBatch, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero) -> Floats:
     when_zero = 0.0 if idcg_zero == "zero" else np.nan
     return _ratio(batch.dcg(gain, cutoffs), batch.ideal(gain, cutoffs), when_zero)
+
+
+def ndcg_condensed(
+    batch: RankedBatch, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
+) -> Floats:
+    """nDCG of the condensed list (Sakai's nDCG'): the ranking without its unjudged documents,
+    the judged ones moved up in order, cut at k; over the same ideal DCG as nDCG@k."""
+    when_zero = 0.0 if idcg_zero == "zero" else np.nan
+    return _ratio(batch.condensed_dcg(gain, cutoffs), batch.ideal(gain, cutoffs), when_zero)
 
 
 def precision(batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
