@@ -94,6 +94,7 @@ def _expected(window_start_s: int, model: str) -> dict[str, float]:
         for k in CUTOFFS:
             values[f"ndcg@{k}:linear"] = oracle.ndcg(grades, ideal, k, LINEAR)
             values[f"ndcg@{k}:exp"] = oracle.ndcg(grades, ideal, k, EXP)
+            values[f"ndcg_condensed@{k}:linear"] = oracle.ndcg_condensed(grades, ideal, k, LINEAR)
             values[f"precision@{k}"] = oracle.precision(grades, k)
             values[f"recall@{k}"] = oracle.recall(grades, num_rel, k)
         per_query.setdefault(query, []).append(values)
