@@ -1,4 +1,5 @@
-"""Fixtures shared by the whole suite; the real parts are described in `tests/realparts.py`."""
+"""Fixtures shared by the whole suite; the real parts are described in
+`tests/support/realparts.py`."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ UNCLOSED_SOCKET = r"unclosed <socket\.socket"
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", KAFKA_SCHEMA_WARNING, DeprecationWarning)
     from monitor.demo.broker import BrokerStartError, EmbeddedBroker
-    from tests.realparts import (
+    from tests.support.realparts import (
         AlertmanagerServer,
         MotoS3,
         PrometheusServer,

@@ -85,7 +85,7 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
 # Series Prometheus itself writes, not rankmon: `ALERTS` holds the state of every alerting
 # rule it evaluates, so the dashboards can show the alerts of `rankmon rules render` (global
 # means across instances, RankmonDown, RankmonAbsent) beside rankmon's own. Each use must
-# select rankmon's rules by their `job` label (tests/test_dashboards.py checks it).
+# select rankmon's rules by their `job` label (tests/real_parts/test_dashboards.py checks it).
 PROMETHEUS_SERIES: Final[frozenset[str]] = frozenset(["ALERTS"])
 
 # What a dashboard may query.

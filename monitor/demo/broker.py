@@ -15,7 +15,7 @@ with EmbeddedBroker() as broker:
 then SIGKILL after `stop_timeout_s`. None is left behind: the process is stopped at interpreter
 exit, and a small shell guard stops it when this process dies in any other way (SIGKILL included),
 because the guard's stdin pipe from this process closes. What Tansu gets wrong (offset lookups,
-commit metadata) is listed in tests/realparts.py: nothing here relies on those.
+commit metadata) is listed in tests/support/realparts.py: nothing here relies on those.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ typedef unsigned char u8;
 #define RM_MAX_NESTING 32
 /* Numbers with more digits than this punt (orjson's big-int / float-rounding edges). */
 #define RM_MAX_NUMBER_DIGITS 15
-/* The schema's limits, as monitor/ingest/schema.py defines them (tests/test_event_schema.py
+/* The schema's limits, as monitor/ingest/schema.py defines them (tests/unit/test_event_schema.py
  * reads these lines against it). */
 #define RM_MIN_EPOCH_MS 100000000000LL /* schema.py MIN_EPOCH_MS */
 #define RM_MAX_GRADE 1000              /* schema.py MAX_GRADE */

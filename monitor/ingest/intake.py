@@ -11,7 +11,7 @@ With the C accelerators (`monitor.native`) a poll's values are first scanned in 
 common, clean event is decoded and turned into grade codes without a Python string per
 document. Whatever the scanner is not sure of (every invalid record among them) is "punted"
 to `monitor.ingest.events`, the reference decoder, which decides its outcome and reason. Both paths
-give the same events, outcomes and numbers (tests/test_native_intake.py).
+give the same events, outcomes and numbers (tests/property/test_native_intake.py).
 
 A record replayed after a restart into a window that was already published is neither
 counted nor dead-lettered: the run that published the window counted it.

@@ -2,7 +2,7 @@
 
 The Python decoder (`monitor.ingest.events`) validates against these names and limits; the C
 scanner (`monitor/ingest/event_scan.c`) accepts a subset of what the decoder accepts and
-punts the rest to it, and tests/test_event_schema.py reads its field names and limits
+punts the rest to it, and tests/unit/test_event_schema.py reads its field names and limits
 against this module. README.md ("The ranking event") documents the same fields, and
 `docs/event.schema.json`, the JSON Schema producers can validate against, is `json_schema()`
 as `python -m monitor.ingest.schema` prints it (the test holds the file to it).

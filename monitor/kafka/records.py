@@ -12,7 +12,7 @@ decompresses it, skips control batches, reads legacy (v0/v1) batches with its ow
 tracks positions from what `take()` hands out. Records below the fetch offset (the head of a
 compressed batch fetched mid-way) are skipped, records before a corrupt one are handed out
 before the CorruptRecordError, and after it the partition yields nothing more: all as
-kafka-python's reader does (tests/test_kafka_records.py checks them against each other).
+kafka-python's reader does (tests/real_parts/test_kafka_records.py checks them against each other).
 
 This reaches into kafka-python's internals (`Fetcher.PartitionRecords`, a batch's `_buffer` and
 `_pos`), so it is used only with the kafka-python versions it was tested against, only for a

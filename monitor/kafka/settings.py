@@ -113,7 +113,7 @@ class KafkaConfig:
     (its secrets come from the environment or files).
 
     `session_timeout_ms` None keeps kafka-python's default (tests set about 6000, see
-    tests/realparts.py).
+    tests/support/realparts.py).
     """
 
     bootstrap_servers: tuple[str, ...] = setting(

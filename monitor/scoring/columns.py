@@ -6,7 +6,7 @@ rankings). `CodeTables` turn codes into gains, relevance and judged flags by ind
 measure is then read off a cumulative sum along the ranks, so each column costs a few numpy
 passes over the matrix. Each measure kind's function here is the one its row of
 `monitor.scoring.catalog.KIND_TABLE` names. Formulas and conventions are docs/metrics.md's;
-the per-ranking oracle the tests hold (`tests/oracle.py`) is what these columns are checked
+the per-ranking oracle the tests hold (`tests/support/oracle.py`) is what these columns are checked
 against, and the C kernel (`measure_kernel.c`) against these, bit for bit.
 """
 

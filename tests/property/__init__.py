@@ -1,0 +1,1 @@
+"""Property and fuzz tests (hypothesis), and engines held to each other bit for bit."""

@@ -1,0 +1,1 @@
+"""Tests against one real part: the broker, Prometheus, Alertmanager, promtool, the C toolchain."""

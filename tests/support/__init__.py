@@ -1,0 +1,1 @@
+"""What the tests share: fakes, the real parts' starters, the measure oracle."""

@@ -1,0 +1,1 @@
+"""Unit tests: one module or stage at a time, fakes for IO."""
