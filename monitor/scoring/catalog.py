@@ -78,7 +78,7 @@ class MeasureKind:
     and `ndcg@10` are both trec_eval measures). `gain`: takes a gain rule (nDCG, DCG).
     `columns`: its function in the numpy engine (`monitor.scoring.columns`), which every kind
     has. `code`: its number in the C kernel's enum (`monitor/scoring/measure_kernel.h`,
-    checked by tests/test_measure_kinds.py); None: no C case, the numpy function computes it
+    checked by tests/unit/test_measure_kinds.py); None: no C case, the numpy function computes it
     on the C path too. `trec_family`: trec_eval's name of the measure with a cutoff
     (`ndcg_cut`: `ndcg_cut_10`), `trec_whole`: without one (`ndcg`, `recip_rank`); a kind
     with either computes those trec_eval measures in `rankmon eval`.
@@ -164,7 +164,7 @@ KIND_TABLE: Final = (
     # nDCG of the ranking without its unjudged documents (Sakai's nDCG'): beside nDCG@k, which
     # counts an unjudged document as a miss, it tells a drop from documents nobody judged yet.
     MeasureKind(
-        "ndcg_condensed", None, True, ndcg_condensed, ideal=True, full_ranking=True,
+        "ndcg_condensed", None, True, ndcg_condensed, code=13, ideal=True, full_ranking=True,
         past_cutoff=True, stream=True, quality=True,
         gauge=f"Condensed-list nDCG@k (unjudged documents removed, Sakai's nDCG') {_MEAN}",
     ),

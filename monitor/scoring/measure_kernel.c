@@ -6,6 +6,22 @@ static double ratio(double numerator, double denominator, double when_zero) {
     return denominator > 0 ? numerator / denominator : when_zero;
 }
 
+/* The DCG of the condensed list, to its k-th document (k < 0: all): the judged documents alone,
+   in rank order, the i-th of them discounted as rank i. */
+static double condensed_dcg(const rm_measure_plan *plan, const double *gain, const uint8_t *codes,
+                            size_t taken, int64_t k) {
+    size_t end = k < 0 ? taken : (size_t)k;
+    double sum = 0.0;
+    size_t rank = 0;
+    for (size_t i = 0; i < taken && rank < end; i++) {
+        if (plan->judged[codes[i]]) {
+            sum += gain[codes[i]] / plan->discounts[rank];
+            rank++;
+        }
+    }
+    return sum;
+}
+
 /* The sum of (relevant so far) / rank over the relevant documents of the first k ranks. */
 static double cut_precision_sum(const rm_measure_plan *plan, const uint8_t *codes, size_t taken,
                                 int64_t k) {
@@ -71,6 +87,12 @@ void rm_measure_row(const rm_measure_plan *plan, rm_scratch *scratch, const uint
                 double ideal = plan->ideals[query * plan->n_ideals + (size_t)plan->ideal_of[c]];
                 value = ratio(dcg, ideal, plan->when_zero);
             }
+            break;
+        }
+        case RM_NDCG_CONDENSED: {
+            const double *gain = plan->gains + (size_t)plan->gain_of[c] * RM_CODES;
+            double ideal = plan->ideals[query * plan->n_ideals + (size_t)plan->ideal_of[c]];
+            value = ratio(condensed_dcg(plan, gain, codes, taken, k), ideal, plan->when_zero);
             break;
         }
         case RM_PRECISION:

@@ -17,11 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor import native
+from monitor.scoring import plan
 from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.columns import CHUNK_ROWS
 from monitor.scoring.evalset import EvaluationSet
-from monitor.scoring.gain import Gain
+from monitor.scoring.gain import EXP, LINEAR, Gain
 from monitor.trec.selection import select_measures
 from tests.support.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 
@@ -46,6 +47,11 @@ KEY_SETS: dict[str, list[MeasureKey]] = {
         ["ndcg_cut.3,30", "P.2,5", "recall.4", "success.1,3", "map_cut.2,30"]
     ),
     "trec counts only": trec_keys(["num_rel", "num_ret"]),
+    "condensed lists, with and without a cutoff": [
+        MeasureKey("ndcg_condensed", k, gain)
+        for gain in (LINEAR, EXP, CUSTOM)
+        for k in (None, 1, 4, 30)
+    ],
 }
 
 # Doc ids the C table must tell apart: non-ASCII, longer than one 8-byte hash step, sharing an
@@ -175,6 +181,25 @@ def test_score_coded_equals_score_across_many_chunks_of_rankings() -> None:
         expected = slow.score(query_ids, rankings)
         assert np.array_equal(fast.score(query_ids, rankings), expected, equal_nan=True)
         assert np.array_equal(coded_scores(fast, query_ids, rankings), expected, equal_nan=True)
+
+
+def test_a_kind_without_a_c_case_is_computed_by_its_numpy_function_on_the_c_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """How a new kind works before (or without) a C case: the plan gives its columns to the
+    numpy engine, the other columns stay the kernel's, and every value is the same."""
+    rng = random.Random(20261202)
+    grade_map = {q: {d: rng.randint(-1, 4) for d in rng.sample(JUDGED_DOCS, 9)} for q in QUERIES}
+    evaluation_set = EvaluationSet.from_judgments(grade_map)
+    query_ids = [rng.choice(QUERIES) for _ in range(700)]
+    rankings = [rng.sample(ALL_DOCS, rng.choice([0, 1, 3, 7, 25, 45])) for _ in range(700)]
+    keys = monitor_keys([1, 5, 20], ["linear", "exp"])
+    expected = BatchScorer(evaluation_set, keys).score(query_ids, rankings)
+    monkeypatch.setattr(plan, "in_c", lambda key: key.kind not in ("ndcg_condensed", "map"))
+    mixed = BatchScorer(evaluation_set, keys)
+    assert mixed._plan is not None and len(mixed._plan.in_numpy) == 7
+    assert np.array_equal(mixed.score(query_ids, rankings), expected)
+    assert np.array_equal(coded_scores(mixed, query_ids, rankings), expected)
 
 
 def test_score_coded_of_no_rankings_is_an_empty_matrix() -> None:
