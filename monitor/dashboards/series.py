@@ -1,10 +1,9 @@
 """The Prometheus series rankmon exports, and the series a PromQL expression names.
 
-`EXPORTED_SERIES` is the one list, in this package, of what rankmon exports: the names in
-docs/ARCHITECTURE.md "Exported series" and `monitor.export.exporter` (the tests check it against the
-series a real `Exporter` registers). The dashboards may query those and `PROMETHEUS_SERIES`
-(`ALERTS`, for the rules `rankmon rules render` writes). A dashboard that names anything else
-would show "No data" forever, so rendering refuses it (`unknown_series`).
+`EXPORTED_SERIES` is what rankmon exports, as `monitor.export.series` (the one table the
+exporter registers from) names it on /metrics. The dashboards may query those and
+`PROMETHEUS_SERIES` (`ALERTS`, for the rules `rankmon rules render` writes). A dashboard that
+names anything else would show "No data" forever, so rendering refuses it (`unknown_series`).
 """
 
 from __future__ import annotations
@@ -13,6 +12,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from monitor.export.series import SERIES
 from monitor.scoring.catalog import EXPORTED_KINDS
 
 __all__ = [
@@ -29,58 +29,8 @@ __all__ = [
 # and `_sum_of_squared_query_means`, and its `_stderr`.
 QUALITY_MEASURES: Final = tuple(kind.name for kind in EXPORTED_KINDS)
 
-EXPORTED_SERIES: Final[frozenset[str]] = frozenset(
-    [f"rankmon_{m}" for m in QUALITY_MEASURES]
-    + [f"rankmon_{m}_sum_of_query_means" for m in QUALITY_MEASURES]
-    + [f"rankmon_{m}_sum_of_squared_query_means" for m in QUALITY_MEASURES]
-    + [f"rankmon_{m}_stderr" for m in QUALITY_MEASURES]
-    + [f"rankmon_{m}_replay_stderr" for m in QUALITY_MEASURES]
-    + [
-        *(
-            f"rankmon_comparison_{name}"
-            for name in (
-                "delta",
-                "ci_lower",
-                "ci_upper",
-                "p_value",
-                "effect_size",
-                "queries",
-                "sequence_lower",
-                "sequence_upper",
-                "sequence_p_value",
-                "population_lower",
-                "population_upper",
-                "set_lower",
-                "set_upper",
-                "replay_stderr",
-                "min_detectable_difference",
-                "units",
-                "replay_design",
-            )
-        ),
-        "rankmon_window_events",
-        "rankmon_window_queries",
-        "rankmon_coverage_ratio",
-        "rankmon_window_end_timestamp_seconds",
-        "rankmon_evaluation_set_info",
-        "rankmon_watermark_timestamp_seconds",
-        "rankmon_consumer_lag_records",
-        "rankmon_events_total",
-        "rankmon_unreadable_batches_total",
-        "rankmon_consumer_errors_total",
-        "rankmon_build_info",
-        "rankmon_broker_up",
-        "rankmon_ready",
-        "rankmon_loop_progress_timestamp_seconds",
-        "rankmon_evaluation_set_queries",
-        "rankmon_evaluation_set_reloads_total",
-        "rankmon_evaluation_set_reload_failing",
-        "rankmon_window_shares_trimmed_total",
-        "rankmon_alert_firing",
-        "rankmon_alert_firings_total",
-        "rankmon_alert_deliveries_total",
-    ]
-)
+# Every name rankmon's /metrics carries, from the one table of exported series.
+EXPORTED_SERIES: Final[frozenset[str]] = frozenset(series.exposed for series in SERIES)
 
 # Series Prometheus itself writes, not rankmon: `ALERTS` holds the state of every alerting
 # rule it evaluates, so the dashboards can show the alerts of `rankmon rules render` (global

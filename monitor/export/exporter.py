@@ -1,19 +1,9 @@
 """`Exporter`: every series rankmon exports, on a `CollectorRegistry` passed in.
 
-Quality gauges hold the latest finalized window of each segment, set from a `WindowSummary`:
-
-| series | labels | value |
-|---|---|---|
-| `rankmon_ndcg` | k, gain, window, version, segment keys | mean over queries of each query's mean |
-| `rankmon_precision`, `_recall`, `_judged` | k, window, version, segment keys | same |
-| `rankmon_mrr`, `rankmon_map` | window, version, segment keys | same |
-| `rankmon_<measure>_sum_of_query_means` | as its gauge | sum of the per-query means |
-| `rankmon_<measure>_sum_of_squared_query_means` | as its gauge | sum of their squares |
-| `rankmon_<measure>_stderr` | as its gauge | between-query standard error of the mean |
-| `rankmon_<measure>_replay_stderr` | as its gauge | window-to-window replay noise of the mean |
-| `rankmon_window_queries`, `rankmon_window_events` | window, version, segment keys | counts |
-| `rankmon_coverage_ratio` | window, version, segment keys | queries seen / evaluation-set queries |
-| `rankmon_window_end_timestamp_seconds` | window, version, segment keys | end of that window |
+What is exported (names, types, help, labels) is `monitor.export.series`'s table, and only
+there; docs/ARCHITECTURE.md "Exported series" says what each means. Quality gauges hold the
+latest finalized window of each segment, set from a `WindowSummary`; comparison gauges the
+latest window of each comparison and measure (NaN when the window gave no verdict).
 
 The sums and `rankmon_window_queries` make the headline mergeable across instances (each
 query lives on one instance, see docs/operations.md, "Scaling out"):
@@ -24,144 +14,45 @@ With the squares they give the exact merged standard error too (`rankmon rules r
 queries. (promtool reserves the `_sum`, `_count` and `_total` suffixes for summaries and
 counters, hence `_sum_of_query_means`.)
 
-Comparisons (`comparisons:` in the config, `monitor.comparisons`), per comparison and
-measure, latest window (labels `comparison`, `measure`, `k`, `gain`, `window`; `k` and `gain`
-empty where the measure has none); NaN when the window gave no verdict:
-
-| series | value |
-|---|---|
-| `rankmon_comparison_delta` | mean per-query difference candidate - baseline, common queries |
-| `rankmon_comparison_ci_lower`, `_ci_upper` | its confidence interval (Student's t) |
-| `rankmon_comparison_p_value` | paired sign-flip permutation p-value, two-sided |
-| `rankmon_comparison_effect_size` | delta / sd of the differences |
-| `rankmon_comparison_queries` | common queries |
-| `rankmon_comparison_sequence_lower`, `_upper` | live-traffic sequence, always valid |
-| `rankmon_comparison_sequence_p_value` | its always-valid p-value |
-| `rankmon_comparison_population_lower`, `_upper` | difference in the population of queries |
-| `rankmon_comparison_set_lower`, `_upper` | difference on the queries compared |
-| `rankmon_comparison_replay_stderr` | replay noise of the difference on those queries |
-| `rankmon_comparison_min_detectable_difference` | what they detect with 80 % power |
-| `rankmon_comparison_units` | queries compared since the comparison began |
-| `rankmon_comparison_replay_design` | 1: the population interval is a replay's; 0: live |
-
-The population and set intervals hold at every look (`monitor.stats.query_units`).
-
-`version` is the evaluation-set version the window was scored with. A segment's series are
-always exactly those of its latest window: when the version (or the set of measures) changes,
-the series written for that segment's previous window are removed, so a query over
-`rankmon_ndcg` never sees two versions of one segment.
-
-Process series: `rankmon_events_total{outcome,reason}`, `rankmon_watermark_timestamp_seconds`
-and `rankmon_consumer_lag_records` per `partition`, `rankmon_broker_up`, `rankmon_ready`,
-`rankmon_loop_progress_timestamp_seconds`, `rankmon_unreadable_batches_total{partition}`,
-`rankmon_consumer_errors_total{error}`, `rankmon_build_info{version}`,
-`rankmon_evaluation_set_info{version}`, `rankmon_evaluation_set_queries`,
-`rankmon_evaluation_set_reloads_total{result}`, `rankmon_evaluation_set_reload_failing` (1
-while the newest reload attempt failed and the old set stays in use),
-`rankmon_window_shares_trimmed_total{dropped}` (window shares published without a part so
-that they fit one record),
-`rankmon_alert_firing{alert,severity,<segment keys>}`,
-`rankmon_alert_firings_total{alert,severity,<segment keys>}`,
-`rankmon_alert_deliveries_total{sink,result}` and the standard `process_*` series.
+The per-window and comparison series are one custom collector (`LatestWindows`): it keeps
+each segment's samples of its latest window and yields them at every scrape, so a segment's
+series are always exactly those of its latest window: when the evaluation-set version (or the
+set of measures) changes, nothing of its previous window is left behind, and a query over
+`rankmon_ndcg` never sees two versions of one segment. The loop's own series (events,
+watermarks, lag, readiness, reloads, alerts) are prometheus-client metrics made from the
+same table.
 """
 
 from __future__ import annotations
 
 import platform
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Info, ProcessCollector
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from monitor import __version__
 from monitor.clock import Clock
 from monitor.comparisons.record import ComparisonRecord, MeasureComparison
 from monitor.errors import MeasureError
-from monitor.scoring.catalog import EXPORTED_KINDS, KINDS, MeasureKey, MeasureKind
+from monitor.export.series import (
+    COMPARISON_SERIES,
+    MEASURE_SERIES,
+    PROCESS_SERIES,
+    SEGMENT,
+    WINDOW_SERIES,
+    Series,
+)
+from monitor.scoring.catalog import KINDS, MeasureKey
 from monitor.stats.paired import PairedResult
 from monitor.windows.segments import label_name_problem
 from monitor.windows.summary import Segment, WindowSummary
 
-__all__ = ["AlertSeries", "Exporter", "Liveness", "Readiness"]
-
-# Series of a window as a whole: field of the summary -> (name, help)
-# Comparison series: field of `MeasureComparison` -> (name, help)
-_COMPARISON_SERIES = {
-    "delta": ("rankmon_comparison_delta", "Mean per-query difference candidate - baseline."),
-    "ci_lower": ("rankmon_comparison_ci_lower", "Lower end of the delta's confidence interval."),
-    "ci_upper": ("rankmon_comparison_ci_upper", "Upper end of the delta's confidence interval."),
-    "p_value": (
-        "rankmon_comparison_p_value",
-        "Two-sided paired sign-flip permutation p-value of the window's delta.",
-    ),
-    "effect_size": (
-        "rankmon_comparison_effect_size",
-        "Delta / standard deviation of the per-query differences.",
-    ),
-    "queries": ("rankmon_comparison_queries", "Queries both segments served in the window."),
-    "sequence_lower": (
-        "rankmon_comparison_sequence_lower",
-        "Lower end of the always-valid interval of the difference since the comparison began.",
-    ),
-    "sequence_upper": (
-        "rankmon_comparison_sequence_upper",
-        "Upper end of the always-valid interval of the difference since the comparison began.",
-    ),
-    "sequence_p_value": (
-        "rankmon_comparison_sequence_p_value",
-        "Always-valid p-value of no difference since the comparison began.",
-    ),
-    "population_lower": (
-        "rankmon_comparison_population_lower",
-        "Lower end of the always-valid interval of the difference in the population of queries.",
-    ),
-    "population_upper": (
-        "rankmon_comparison_population_upper",
-        "Upper end of the always-valid interval of the difference in the population of queries.",
-    ),
-    "set_lower": (
-        "rankmon_comparison_set_lower",
-        "Lower end of the always-valid interval of the difference on the queries compared.",
-    ),
-    "set_upper": (
-        "rankmon_comparison_set_upper",
-        "Upper end of the always-valid interval of the difference on the queries compared.",
-    ),
-    "replay_stderr": (
-        "rankmon_comparison_replay_stderr",
-        "Replay noise (standard error) of the difference on the queries compared.",
-    ),
-    "min_detectable": (
-        "rankmon_comparison_min_detectable_difference",
-        "Smallest population difference the queries compared detect with 80 % power.",
-    ),
-    "compared_units": (
-        "rankmon_comparison_units",
-        "Queries compared since the comparison began (the population interval's n).",
-    ),
-    "replay_design": (
-        "rankmon_comparison_replay_design",
-        "1 when the population interval is a replayed fixed set's, 0 when live traffic's.",
-    ),
-}
-_COMPARISON_LABELS = ["comparison", "measure", "k", "gain", "window"]
-
-_WINDOW_SERIES = {
-    "queries": (
-        "rankmon_window_queries",
-        "Distinct queries in the latest finalized window (the means are over these).",
-    ),
-    "events": ("rankmon_window_events", "Scored events in the latest finalized window."),
-    "coverage": (
-        "rankmon_coverage_ratio",
-        "Queries seen in the latest finalized window / queries in the evaluation set.",
-    ),
-    "end": (
-        "rankmon_window_end_timestamp_seconds",
-        "End (exclusive, event time) of the latest finalized window.",
-    ),
-}
+__all__ = ["AlertSeries", "Exporter", "LatestWindows", "Liveness", "Readiness"]
 
 LabelValues = tuple[str, ...]
 
@@ -233,27 +124,9 @@ class AlertSeries:
 
     def __init__(self, registry: CollectorRegistry, segment_keys: Sequence[str] = ()) -> None:
         self.segment_keys = tuple(sorted(segment_keys))
-        labels = ["alert", "severity", *self.segment_keys]
-        self.firing = Gauge(
-            "rankmon_alert_firing",
-            "1 while an alert rule fires (per rule and segment).",
-            labels,
-            registry=registry,
-        )
-        self.firings = Counter(
-            "rankmon_alert_firings",
-            "Times an alert rule started firing (per rule and segment), also those that "
-            "resolved within one tick (a backlog finalizing many windows at once).",
-            labels,
-            registry=registry,
-        )
-        self.deliveries = Counter(
-            "rankmon_alert_deliveries",
-            "Alert notifications handed to a sink (alertmanager, webhook, log), by result "
-            "(delivered, failed, dropped).",
-            ["sink", "result"],
-            registry=registry,
-        )
+        self.firing = _gauge("rankmon_alert_firing", registry, self.segment_keys)
+        self.firings = _counter("rankmon_alert_firings", registry, self.segment_keys)
+        self.deliveries = _counter("rankmon_alert_deliveries", registry, self.segment_keys)
 
     def set_alert_firing(self, alert: str, severity: str, segment: Segment, firing: bool) -> None:
         self.firing.labels(alert, severity, *self._values(segment)).set(float(firing))
@@ -272,6 +145,100 @@ class AlertSeries:
     def _values(self, segment: Segment) -> list[str]:
         values = dict(segment)
         return [values.get(key, "") for key in self.segment_keys]
+
+
+class LatestWindows(Collector):
+    """The per-window and comparison series as one custom collector: each segment's samples
+    of its latest window, each comparison's of its latest window, yielded at every scrape in
+    the order of `monitor.export.series` (the loop thread writes, the HTTP thread reads)."""
+
+    def __init__(self, segment_keys: Sequence[str], min_queries: int) -> None:
+        self.segment_keys = tuple(segment_keys)
+        self.min_queries = min_queries
+        self._lock = threading.Lock()
+        # segment -> series name -> [(label values, value)] of its latest window
+        self._windows: dict[Segment, dict[str, list[tuple[LabelValues, float]]]] = {}
+        # comparison label values -> series name -> value
+        self._comparisons: dict[LabelValues, dict[str, float]] = {}
+        self._window_series = [
+            *(series for family in MEASURE_SERIES.values() for series in family),
+            *WINDOW_SERIES,
+        ]
+
+    def record_window(self, summary: WindowSummary, replay_noise: Mapping[str, float]) -> None:
+        """Replace the segment's samples by those of `summary` (`Exporter.record_window`)."""
+        too_few = summary.queries < self.min_queries
+        values = dict(summary.segment)
+        base = (
+            summary.window,
+            summary.evaluation_set_version,
+            *(values.get(key, "") for key in self.segment_keys),
+        )
+        samples: dict[str, list[tuple[LabelValues, float]]] = {}
+        for key_text, mean in summary.means.items():
+            exported = _exported_labels(key_text)
+            if exported is None:
+                continue
+            kind, prefix = exported
+            labels = (*prefix, *base)
+            noise = replay_noise.get(key_text, float("nan"))
+            by_field = {
+                "mean": float("nan") if too_few else mean,
+                "sum": summary.sums.get(key_text, float("nan")),
+                "squares": summary.squares.get(key_text, float("nan")),
+                "stderr": float("nan") if too_few else summary.stderr(key_text),
+                "replay_stderr": float("nan") if too_few else noise,
+            }
+            for series in MEASURE_SERIES[kind]:
+                samples.setdefault(series.name, []).append((labels, by_field[series.field]))
+        window = {
+            "queries": float(summary.queries),
+            "events": float(summary.events),
+            "coverage": summary.coverage,
+            "end": summary.end_ms / 1000.0,
+        }
+        for series in WINDOW_SERIES:
+            samples[series.name] = [(base, window[series.field])]
+        with self._lock:
+            self._windows[summary.segment] = samples
+
+    def record_comparison(self, record: ComparisonRecord) -> None:
+        """Set a comparison's samples from its newest window (NaN: no verdict)."""
+        with self._lock:
+            for measure in record.measures:
+                labels = (record.name, *_comparison_measure_labels(measure), record.window)
+                self._comparisons[labels] = {
+                    series.name: _comparison_value(measure, series.field)
+                    for series in COMPARISON_SERIES
+                }
+
+    def retire(self, segment: Segment) -> None:
+        """Forget a retired segment's samples."""
+        with self._lock:
+            self._windows.pop(segment, None)
+
+    def clear_comparisons(self) -> None:
+        """Forget every comparison's samples."""
+        with self._lock:
+            self._comparisons.clear()
+
+    def collect(self) -> Iterator[Metric]:
+        """One gauge family per series of the table, with every segment's samples."""
+        with self._lock:
+            windows = list(self._windows.values())
+            comparisons = list(self._comparisons.items())
+        for series in self._window_series:
+            names = _label_names(series, self.segment_keys)
+            family = GaugeMetricFamily(series.name, series.help, labels=names)
+            for samples in windows:
+                for labels, value in samples.get(series.name, ()):
+                    family.add_metric(list(labels), value)
+            yield family
+        for series in COMPARISON_SERIES:
+            family = GaugeMetricFamily(series.name, series.help, labels=list(series.labels))
+            for labels, values in comparisons:
+                family.add_metric(list(labels), values[series.name])
+            yield family
 
 
 class Exporter:
@@ -295,133 +262,35 @@ class Exporter:
         self.readiness = Readiness()
         self.liveness = liveness
         self._lock = threading.Lock()
-        # segment -> the (gauge, label values) written for its latest window
-        self._written: dict[Segment, set[tuple[Gauge, LabelValues]]] = {}
         # segment -> the (alert, severity) of its alert series
         self._alert_series: dict[Segment, set[tuple[str, str]]] = {}
-        window_labels = ["window", "version", *self.segment_keys]
-        self._means: dict[str, Gauge] = {}
-        self._sums: dict[str, Gauge] = {}
-        self._squares: dict[str, Gauge] = {}
-        self._stderrs: dict[str, Gauge] = {}
-        self._replay_stderrs: dict[str, Gauge] = {}
-        for exported in EXPORTED_KINDS:
-            kind, name = exported.name, f"rankmon_{exported.name}"
-            labels = ["k"] * _has_k(exported) + ["gain"] * exported.gain + window_labels
-            self._means[kind] = Gauge(name, exported.gauge or "", labels, registry=registry)
-            self._sums[kind] = Gauge(
-                f"{name}_sum_of_query_means",
-                f"Sum over queries of each query's mean {kind} in the latest finalized window.",
-                labels,
-                registry=registry,
-            )
-            self._squares[kind] = Gauge(
-                f"{name}_sum_of_squared_query_means",
-                f"Sum over queries of the squared mean {kind} of each query in the latest "
-                "finalized window (with the sums and query counts: the merged standard error).",
-                labels,
-                registry=registry,
-            )
-            self._stderrs[kind] = Gauge(
-                f"{name}_stderr",
-                f"Between-query standard error of rankmon_{exported.name} (sd over the "
-                "window's queries / sqrt(queries)): about the population of queries, not "
-                "window-to-window replay noise.",
-                labels,
-                registry=registry,
-            )
-            self._replay_stderrs[kind] = Gauge(
-                f"{name}_replay_stderr",
-                f"Window-to-window replay noise of rankmon_{exported.name}: how much its mean "
-                "moves between two windows of the same queries (monitor.stats.replay_noise).",
-                labels,
-                registry=registry,
-            )
-        self._window = {
-            field: Gauge(name, text, window_labels, registry=registry)
-            for field, (name, text) in _WINDOW_SERIES.items()
-        }
-        self._comparison = {
-            field: Gauge(name, text, _COMPARISON_LABELS, registry=registry)
-            for field, (name, text) in _COMPARISON_SERIES.items()
-        }
+        self.latest = LatestWindows(self.segment_keys, min_queries)
+        registry.register(self.latest)
         self._register_stream_series(registry)
         self._register_status_series(registry)
         if process_metrics:
             ProcessCollector(registry=registry)
 
     def _register_stream_series(self, registry: CollectorRegistry) -> None:
-        self._outcomes = Counter(
-            "rankmon_events",
-            "Kafka records by what became of them (outcome) and why (reason, for rejections).",
-            ["outcome", "reason"],
-            registry=registry,
-        )
-        self._watermark = Gauge(
-            "rankmon_watermark_timestamp_seconds",
-            "Event-time watermark per partition (max event time minus allowed lateness).",
-            ["partition"],
-            registry=registry,
-        )
-        self._lag = Gauge(
-            "rankmon_consumer_lag_records",
-            "Records between the consumer's position and the partition's high watermark.",
-            ["partition"],
-            registry=registry,
-        )
-        self._unreadable = Counter(
-            "rankmon_unreadable_batches",
-            "Times a partition was paused at a record batch that could not be read.",
-            ["partition"],
-            registry=registry,
-        )
-        self._consumer_errors = Counter(
-            "rankmon_consumer_errors",
-            "Polls of the events topic that raised, by exception type.",
-            ["error"],
-            registry=registry,
-        )
+        self._outcomes = _counter("rankmon_events", registry)
+        self._watermark = _gauge("rankmon_watermark_timestamp_seconds", registry)
+        self._lag = _gauge("rankmon_consumer_lag_records", registry)
+        self._unreadable = _counter("rankmon_unreadable_batches", registry)
+        self._consumer_errors = _counter("rankmon_consumer_errors", registry)
 
     def _register_status_series(self, registry: CollectorRegistry) -> None:
-        self._broker_up = Gauge(
-            "rankmon_broker_up", "1 if the Kafka broker answered lately.", registry=registry
-        )
-        ready = Gauge("rankmon_ready", "1 if /readyz reports ready.", registry=registry)
+        self._broker_up = _gauge("rankmon_broker_up", registry)
+        ready = _gauge("rankmon_ready", registry)
         ready.set_function(lambda: float(self.readiness.ready))
-        progress = Gauge(
-            "rankmon_loop_progress_timestamp_seconds",
-            "When the poll loop last completed an iteration (/healthz fails past the limit).",
-            registry=registry,
-        )
+        progress = _gauge("rankmon_loop_progress_timestamp_seconds", registry)
         liveness = self.liveness
         progress.set_function(lambda: float("nan") if liveness is None else liveness.at_ms / 1e3)
-        self._evaluation_set = Info(
-            "rankmon_evaluation_set", "The loaded evaluation set.", registry=registry
-        )
-        self._evaluation_set_queries = Gauge(
-            "rankmon_evaluation_set_queries",
-            "Queries in the loaded evaluation set.",
-            registry=registry,
-        )
-        self._reloads = Counter(
-            "rankmon_evaluation_set_reloads",
-            "Reloads of the evaluation set tried, by result: ok, or failed (the set in use stays).",
-            ["result"],
-            registry=registry,
-        )
-        self._shares_trimmed = Counter(
-            "rankmon_window_shares_trimmed",
-            "Window shares published without a part (per-query means, segment labels) to fit "
-            "one record of kafka.max_record_bytes.",
-            ["dropped"],
-            registry=registry,
-        )
-        self._reload_failing = Gauge(
-            "rankmon_evaluation_set_reload_failing",
-            "1 while the newest reload of the evaluation set failed (the old one stays in use).",
-            registry=registry,
-        )
-        build = Info("rankmon_build", "rankmon's version.", registry=registry)
+        self._evaluation_set = _info("rankmon_evaluation_set", registry)
+        self._evaluation_set_queries = _gauge("rankmon_evaluation_set_queries", registry)
+        self._reloads = _counter("rankmon_evaluation_set_reloads", registry)
+        self._shares_trimmed = _counter("rankmon_window_shares_trimmed", registry)
+        self._reload_failing = _gauge("rankmon_evaluation_set_reload_failing", registry)
+        build = _info("rankmon_build", registry)
         build.info({"version": __version__, "python": platform.python_version()})
         self.alerts = AlertSeries(registry, self.segment_keys)
 
@@ -435,66 +304,23 @@ class Exporter:
         its headline gauges are NaN (no alert rule compares true on NaN) while the sums of
         query means and `rankmon_window_queries` stay exact, so merged means stay exact too.
         """
-        too_few = summary.queries < self.min_queries
-        segment_values = self._segment_values(summary.segment)
-        base = (summary.window, summary.evaluation_set_version, *segment_values)
-        written: set[tuple[Gauge, LabelValues]] = set()
-        for key_text, mean in summary.means.items():
-            exported = self._exported_labels(key_text)
-            if exported is None:
-                continue
-            kind, prefix = exported
-            labels = (*prefix, *base)
-            self._means[kind].labels(*labels).set(float("nan") if too_few else mean)
-            self._sums[kind].labels(*labels).set(summary.sums.get(key_text, float("nan")))
-            squares = summary.squares.get(key_text, float("nan"))
-            self._squares[kind].labels(*labels).set(squares)
-            stderr = float("nan") if too_few else summary.stderr(key_text)
-            self._stderrs[kind].labels(*labels).set(stderr)
-            noise = (replay_noise or {}).get(key_text, float("nan"))
-            self._replay_stderrs[kind].labels(*labels).set(float("nan") if too_few else noise)
-            written |= {
-                (self._means[kind], labels),
-                (self._sums[kind], labels),
-                (self._squares[kind], labels),
-                (self._stderrs[kind], labels),
-                (self._replay_stderrs[kind], labels),
-            }
-        for name, value in (
-            ("queries", summary.queries),
-            ("events", summary.events),
-            ("coverage", summary.coverage),
-            ("end", summary.end_ms / 1000.0),
-        ):
-            self._window[name].labels(*base).set(value)
-            written.add((self._window[name], base))
-        with self._lock:
-            stale = self._written.get(summary.segment, set()) - written
-            self._written[summary.segment] = written
-        for gauge, labels in stale:
-            gauge.remove(*labels)
+        self.latest.record_window(summary, replay_noise or {})
 
     def record_comparison(self, record: ComparisonRecord) -> None:
         """Set a comparison's series from its newest window (NaN: no verdict)."""
-        for measure in record.measures:
-            labels = (record.name, *_comparison_measure_labels(measure), record.window)
-            for name, gauge in self._comparison.items():
-                gauge.labels(*labels).set(_comparison_value(measure, name))
+        self.latest.record_comparison(record)
 
     def stand_down(self) -> None:
         """Another instance of the group decides now: its comparison series and alert states
         leave this instance's /metrics (the counters of firings stay)."""
-        for gauge in self._comparison.values():
-            gauge.clear()
+        self.latest.clear_comparisons()
         self.alerts.firing.clear()
 
     def retire_segment(self, segment: Segment) -> None:
         """Remove a retired segment's series: its window gauges and its alerts' states."""
+        self.latest.retire(segment)
         with self._lock:
-            written = self._written.pop(segment, set())
             alerts = self._alert_series.pop(segment, set())
-        for gauge, labels in written:
-            gauge.remove(*labels)
         for alert, severity in alerts:
             self.alerts.remove(alert, severity, segment)
 
@@ -560,20 +386,45 @@ class Exporter:
         """One alert's delivery outcome at a sink (`result`: delivered, failed, dropped)."""
         self.alerts.count_alert_delivery(sink, result)
 
-    def _segment_values(self, segment: Segment) -> LabelValues:
-        values = dict(segment)
-        return tuple(values.get(key, "") for key in self.segment_keys)
 
-    def _exported_labels(self, key_text: str) -> tuple[str, LabelValues] | None:
-        try:
-            key = MeasureKey.parse(key_text)
-        except MeasureError:
-            return None  # a summary from a newer rankmon may carry measures this one lacks
-        kind = KINDS[key.kind]
-        if kind.gauge is None or (_has_k(kind) and key.k is None):
-            return None  # nDCG without cutoff stays in the summaries
-        prefix = (str(key.k),) * _has_k(kind) + (str(key.gain),) * kind.gain
-        return key.kind, prefix
+def _exported_labels(key_text: str) -> tuple[str, LabelValues] | None:
+    """The kind and the `k`/`gain` label values of an exported measure key; None for a key
+    that is not exported (nDCG without cutoff stays in the summaries)."""
+    try:
+        key = MeasureKey.parse(key_text)
+    except MeasureError:
+        return None  # a summary from a newer rankmon may carry measures this one lacks
+    kind = KINDS[key.kind]
+    if kind.gauge is None or (kind.cutoff is not False and key.k is None):
+        return None
+    prefix = (str(key.k),) * (kind.cutoff is not False) + (str(key.gain),) * kind.gain
+    return key.kind, prefix
+
+
+_TABLE: Final = {series.name: series for series in PROCESS_SERIES}
+
+
+def _label_names(series: Series, segment_keys: Sequence[str]) -> list[str]:
+    """The series' label names with `SEGMENT` spelled out."""
+    names: list[str] = []
+    for label in series.labels:
+        names.extend(segment_keys if label == SEGMENT else [label])
+    return names
+
+
+def _gauge(name: str, registry: CollectorRegistry, segment_keys: Sequence[str] = ()) -> Gauge:
+    series = _TABLE[name]
+    return Gauge(name, series.help, _label_names(series, segment_keys), registry=registry)
+
+
+def _counter(name: str, registry: CollectorRegistry, segment_keys: Sequence[str] = ()) -> Counter:
+    series = _TABLE[name]
+    return Counter(name, series.help, _label_names(series, segment_keys), registry=registry)
+
+
+def _info(name: str, registry: CollectorRegistry) -> Info:
+    """An info series; its label names are set by `.info()`, not declared."""
+    return Info(name, _TABLE[name].help, registry=registry)
 
 
 def _comparison_measure_labels(measure: MeasureComparison) -> tuple[str, str, str]:
@@ -596,8 +447,3 @@ def _comparison_value(measure: MeasureComparison, name: str) -> float:
 
 
 _RESULT_FIELDS = frozenset(PairedResult.__dataclass_fields__)
-
-
-def _has_k(kind: MeasureKind) -> bool:
-    """Whether the kind's gauge carries a `k` label (every kind that can take a cutoff)."""
-    return kind.cutoff is not False

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from monitor.export.exporter import Exporter
 from monitor.export.http import MetricsServer
+from monitor.export.series import SERIES
 from monitor.windows.summary import WindowSummary
 from tests.support.realparts import Promtool
 
@@ -374,3 +375,14 @@ def test_a_window_under_min_queries_exports_no_standard_error(registry: Collecto
     exporter.record_window(summary(queries=4))
     labels = {"k": "10", "gain": "linear", **window_labels()}
     assert math.isnan(registry.get_sample_value("rankmon_ndcg_stderr", labels) or 0.0)
+
+
+def test_every_exported_family_has_the_type_and_help_of_the_series_table() -> None:
+    registry = CollectorRegistry()
+    Exporter(registry, segment_keys=("model",), process_metrics=False)
+    table = {series.name: series for series in SERIES}
+    families = list(registry.collect())
+    assert [family.name for family in families] == [series.name for series in SERIES]
+    for family in families:
+        series = table[family.name]
+        assert (family.type, family.documentation) == (series.type, series.help), family.name
