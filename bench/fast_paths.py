@@ -12,7 +12,7 @@ process, alternating (best of `--repeats`, CPU time):
 Decoding a poll's record values into validated events with each ranking's grade codes
 (what the scorer takes next):
 
-1. `c-scanner`: `monitor.native.decode_events`, the C scanner and judgment lookup in one pass
+1. `c-scanner`: `monitor._speedups.decode_events`, the C scanner and judgment lookup in one pass
    (what `Intake` runs);
 2. `msgspec`: a typed `msgspec.json.Decoder` (strings non-empty, 1..max_depth documents,
    grades 0..MAX_GRADE checked by msgspec), the schema's remaining checks in Python
@@ -67,7 +67,7 @@ import stream  # bench/stream.py: the end-to-end run's events, topic, config and
 from monitor.demo.broker import EmbeddedBroker
 from monitor.ingest.events import RankingEvent, decode_event
 from monitor.ingest.schema import EVENT_SCHEMA_VERSION, MAX_GRADE
-from monitor.native import decode_events, speedups_built
+from monitor.native import DecodedEvents, speedups, speedups_built
 from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.columns import RankedCodes
@@ -177,18 +177,20 @@ def python_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequen
 def c_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
     index = scorer.judgment_index
     assert index is not None
-    decoded = decode_events(
-        index,
-        values,
-        timestamps,
-        now_ms=NOW_MS,
-        max_depth=MAX_DEPTH,
-        max_bytes=1_048_576,
-        max_future_ms=MAX_FUTURE_MS,
-        segment_keys=("model",),
-        use_event_time=True,
-        depth=scorer.lookup_depth or -1,
-        grade_codes=scorer.inline_grade_codes,
+    decoded = DecodedEvents(
+        *speedups.decode_events(
+            index,
+            values,
+            timestamps,
+            now_ms=NOW_MS,
+            max_depth=MAX_DEPTH,
+            max_bytes=1_048_576,
+            max_future_ms=MAX_FUTURE_MS,
+            segment_keys=("model",),
+            use_event_time=True,
+            depth=scorer.lookup_depth or -1,
+            grade_codes=scorer.inline_grade_codes,
+        )
     )
     return decoded.rows, decoded.codes, decoded.lengths
 

@@ -32,9 +32,8 @@ import orjson
 
 from monitor import _speedups
 from monitor.ingest.events import EventDecoder
-from monitor.native import decode_events, judgment_index
+from monitor.native import DecodedEvents, judgment_index, speedups
 
-PUNTED = 1  # decode_events' status of a record left to the reference decoder
 MASK64 = (1 << 64) - 1
 OLD_KEY = (0x9E3779B97F4A7C15, 0)  # the hash's fixed start before it was keyed
 
@@ -89,18 +88,20 @@ def events(ids: list[str], count: int) -> list[bytes]:
 
 def scan_statuses(index: Any, values: list[bytes], now_ms: int) -> Sequence[int]:
     """The C scan of a poll's values, as the intake calls it; one status per value."""
-    decoded = decode_events(
-        index,
-        values,
-        [now_ms] * len(values),
-        now_ms=now_ms,
-        max_depth=10_000,
-        max_bytes=10**8,
-        max_future_ms=0,
-        segment_keys=(),
-        use_event_time=True,
-        depth=-1,
-        grade_codes=None,
+    decoded = DecodedEvents(
+        *speedups.decode_events(
+            index,
+            values,
+            [now_ms] * len(values),
+            now_ms=now_ms,
+            max_depth=10_000,
+            max_bytes=10**8,
+            max_future_ms=0,
+            segment_keys=(),
+            use_event_time=True,
+            depth=-1,
+            grade_codes=None,
+        )
     )
     statuses: Sequence[int] = decoded.status
     return statuses
@@ -117,7 +118,7 @@ def per_event_us(values: list[bytes], rounds: int = 5) -> float:
         started = time.perf_counter()
         statuses = scan_statuses(index, values, 0)
         for value, status in zip(values, statuses, strict=True):
-            if status == PUNTED:
+            if status == speedups.SCAN_PUNTED:
                 reference(value, 0, 10**13)
         best.append((time.perf_counter() - started) / len(values) * 1e6)
     return statistics.median(best)

@@ -32,7 +32,7 @@ import orjson
 import pytrec_eval
 import ranx
 
-from monitor.native import decode_events
+from monitor.native import DecodedEvents, speedups
 from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
@@ -242,18 +242,20 @@ def intake_cost(scorer: BatchScorer, polls: Sequence[Poll], inline: bool, rounds
 
     def run() -> None:
         for values, timestamps in polls:
-            decoded = decode_events(
-                index,
-                values,
-                timestamps,
-                now_ms=EVENT_TIME_MS,
-                max_depth=1000,
-                max_bytes=1_048_576,
-                max_future_ms=300_000,
-                segment_keys=("model",),
-                use_event_time=True,
-                depth=-1 if depth is None else depth,
-                grade_codes=scorer.inline_grade_codes if inline else None,
+            decoded = DecodedEvents(
+                *speedups.decode_events(
+                    index,
+                    values,
+                    timestamps,
+                    now_ms=EVENT_TIME_MS,
+                    max_depth=1000,
+                    max_bytes=1_048_576,
+                    max_future_ms=300_000,
+                    segment_keys=("model",),
+                    use_event_time=True,
+                    depth=-1 if depth is None else depth,
+                    grade_codes=scorer.inline_grade_codes if inline else None,
+                )
             )
             assert len(decoded.rows) == len(values), "the scanner punted events"
             scorer.score_coded(

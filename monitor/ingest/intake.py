@@ -34,7 +34,7 @@ import orjson
 from monitor.ingest.events import EventDecoder, RankingEvent, Rejection
 from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
-from monitor.native import DecodedEvents, decode_events
+from monitor.native import DecodedEvents, speedups
 from monitor.scoring.batch import BatchScorer
 from monitor.windows.batch import Admission
 from monitor.windows.engine import EventBatch, EventWindows
@@ -159,7 +159,7 @@ class Intake:
         timestamps = [record.timestamp_ms for record in records]
 
         def scan() -> DecodedEvents:
-            return decode_events(
+            scanned = speedups.decode_events(
                 index,
                 [record.value for record in records],
                 timestamps,
@@ -174,6 +174,7 @@ class Intake:
                 max_id_bytes=decoder.max_id_bytes,
                 max_value_bytes=decoder.max_value_bytes,
             )
+            return DecodedEvents(*scanned)
 
         try:
             decoded = scan()
@@ -183,17 +184,18 @@ class Intake:
             # decoder; it rejects them (too far in the future, or no event time).
             timestamps = [t if _INT64_MIN <= t <= _INT64_MAX else -1 for t in timestamps]
             decoded = scan()
-        if records and decoded.status.count(_SCANNED) == len(records):  # most polls: all in C
+        accepted, unknown_query = speedups.SCAN_ACCEPTED, speedups.SCAN_UNKNOWN_QUERY
+        if records and decoded.status.count(accepted) == len(records):  # most polls: all in C
             self._window_scanned(list(records), decoded, [], [], scorer)
             return
         scanned: list[SourceRecord] = []
         slow: list[tuple[SourceRecord, RankingEvent]] = []
         punted: list[bool] = []  # per accepted record, in record order: from `slow`?
         for record, state in zip(records, decoded.status, strict=True):
-            if state == _SCANNED:
+            if state == accepted:
                 punted.append(False)
                 scanned.append(record)
-            elif state == _UNKNOWN_QUERY:
+            elif state == unknown_query:
                 self._reject(record, Outcome.UNKNOWN_QUERY)
             else:  # punted: the reference decoder decides, rejects keep record order
                 event = self._decode_one(record, scorer, now_ms)
@@ -325,10 +327,6 @@ class Intake:
 _T = TypeVar("_T")
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-# decode_events' status per record.
-_SCANNED = 0
-_UNKNOWN_QUERY = 2
 
 
 def _arrival_order(punted: Sequence[bool], scanned: int) -> list[int]:

@@ -179,15 +179,20 @@ fail:
     return NULL;
 }
 
-PyObject *rb_parse_records(PyObject *self, PyObject *args) {
+PyObject *rb_parse_records(PyObject *self, PyObject *args, PyObject *kwargs) {
     (void)self;
+    static char *keywords[] = {"buffer",        "pos",           "count",
+                               "base_offset",   "first_timestamp", "max_timestamp",
+                               "log_append_time", "topic",       "partition",
+                               "record_type",   NULL};
     Py_buffer buffer;
     Py_ssize_t pos, count;
     long long base_offset, first_timestamp, max_timestamp;
     int log_append_time;
     PyObject *topic, *partition;
     PyTypeObject *record_type;
-    if (!PyArg_ParseTuple(args, "y*nnLLLpUO!O!:parse_records", &buffer, &pos, &count,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*nnLLLpUO!O!:parse_records", keywords,
+                                     &buffer, &pos, &count,
                           &base_offset, &first_timestamp, &max_timestamp, &log_append_time,
                           &topic, &PyLong_Type, &partition, &PyType_Type, &record_type)) {
         return NULL;

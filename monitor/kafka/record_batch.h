@@ -25,6 +25,6 @@
  *               log_append_time, topic, partition, record_type) -> (records, error)
  * `error` is None, or a str saying what is corrupt; `records` then holds the records before
  * it (kafka-python likewise hands those out before it raises). */
-PyObject *rb_parse_records(PyObject *self, PyObject *args);
+PyObject *rb_parse_records(PyObject *self, PyObject *args, PyObject *kwargs);
 
 #endif

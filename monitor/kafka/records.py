@@ -42,7 +42,7 @@ from kafka.errors import CorruptRecordError
 from kafka.protocol.consumer import IsolationLevel
 from kafka.record.default_records import DefaultRecordBatch
 
-from monitor.native import parse_records, speedups_active
+from monitor.native import speedups, speedups_active
 
 __all__ = ["SourceRecord", "UnreadableBatch", "install_reader", "read_records_in_c"]
 
@@ -224,7 +224,7 @@ class FastPartitionRecords(Fetcher.PartitionRecords):  # type: ignore[misc]
 
     def _read_v2(self, batch: DefaultRecordBatch) -> list[SourceRecord]:
         iter(batch)  # decompresses the batch's records in place
-        records, corrupt = parse_records(
+        records, corrupt = speedups.parse_records(
             batch._buffer,
             pos=batch._pos,
             count=batch.records_count,

@@ -217,7 +217,7 @@ def load_evaluation_set(path: str | Path) -> EvaluationSet:
     data = _read_bytes(name)
     json_lines = name.endswith(_JSON_SUFFIXES)
     if not json_lines and native.speedups_active():
-        index = native.qrels_index(data)
+        index = native.speedups.JudgmentIndex.from_qrels(data)
         if index is not None:
             return EvaluationSet.of_index(index, name)
     text = _decode(name, data)

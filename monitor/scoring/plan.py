@@ -22,7 +22,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from monitor import native
+from monitor.native import speedups
 from monitor.scoring.catalog import KINDS, MeasureKey, head_depth
 from monitor.scoring.columns import (
     CodeTables,
@@ -94,13 +94,13 @@ class KernelTables:
         longest: int,
         base: QueryIdeals | None,
     ) -> QueryIdeals:
-        """`native.ideal_rows`: ranking i's ideals are its query's in `base` when it adds no
+        """`speedups.ideal_rows`: ranking i's ideals are its query's in `base` when it adds no
         code, else made from its query's ideal codes and its added ones; with no `base`, every
         ranking's are made from its codes."""
         ideal = np.empty((len(rows), len(self.specs)), dtype=np.float64)
         num_rel = np.empty(len(rows), dtype=np.int64)
         empty = np.empty(0, dtype=np.float64)
-        native.ideal_rows(
+        speedups.ideal_rows(
             offsets,
             ideal_codes,
             rows,
@@ -283,7 +283,7 @@ class MeasurePlan:
     ) -> None:
         width = int(taken.max(initial=0))
         head = width if self.head_depth is None else min(self.head_depth, width)
-        native.measure_codes(
+        speedups.measure_codes(
             codes,
             taken=np.ascontiguousarray(taken, dtype=np.int64),
             lengths=np.ascontiguousarray(lengths, dtype=np.int64),

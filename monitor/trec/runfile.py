@@ -179,7 +179,7 @@ def parse_run(
         raise ValueError(f"max_retrieved must be >= 0, got {max_retrieved}")
     if native.speedups_active():
         depth = -1 if max_retrieved is None else max_retrieved
-        ordered = native.order_run(data, score_precision == "float32", depth)
+        ordered = native.speedups.order_run(data, score_precision == "float32", depth)
         if ordered is not None:
             return Run(path=path, tag=ordered[0], rankings=ordered[1])
     text = _decode(data, path)

@@ -18,7 +18,6 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import monitor.ingest.intake
 from monitor import native
 from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
@@ -109,9 +108,9 @@ def outcomes_of(
     fast = pipeline(KEY_SETS["cutoffs only"], speedups=True, inline=inline)
     accepted: list[tuple[int, int]] = []
     statuses = Statuses()
-    spy = statuses.wrap(native.decode_events)  # what monitor.ingest.intake imported
+    spy = statuses.wrap(native.speedups.decode_events)  # what monitor.ingest.intake calls
     with (
-        mock.patch.object(monitor.ingest.intake, "decode_events", spy),
+        mock.patch.object(native.speedups, "decode_events", spy),
         accepted_rows(fast, accepted),
     ):
         for poll in polls:

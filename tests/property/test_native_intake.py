@@ -21,7 +21,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import monitor.ingest.intake
 from monitor import native
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
@@ -171,14 +170,14 @@ def pipeline(
 
 @dataclass
 class Statuses:
-    """A spy on `monitor.ingest.intake.decode_events`: how many records each status got."""
+    """A spy on `monitor._speedups.decode_events`: how many records each status got."""
 
     counts: Counter[int] = field(default_factory=Counter)
 
-    def wrap(self, real: Callable[..., native.DecodedEvents]) -> Callable[..., Any]:
-        def spy(*args: Any, **kwargs: Any) -> native.DecodedEvents:
+    def wrap(self, real: Callable[..., tuple[Any, ...]]) -> Callable[..., Any]:
+        def spy(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
             decoded = real(*args, **kwargs)
-            self.counts.update(decoded.status)
+            self.counts.update(native.DecodedEvents(*decoded).status)
             return decoded
 
         return spy
@@ -190,8 +189,8 @@ def run_both(
     reference = pipeline(keys, speedups=False, **options)
     fast = pipeline(keys, speedups=True, **options)
     statuses = Statuses()
-    spy = statuses.wrap(native.decode_events)  # what monitor.ingest.intake imported
-    with mock.patch.object(monitor.ingest.intake, "decode_events", spy):
+    spy = statuses.wrap(native.speedups.decode_events)  # what monitor.ingest.intake calls
+    with mock.patch.object(native.speedups, "decode_events", spy):
         for poll in polls:
             reference.feed(poll)
             fast.feed(poll)
@@ -321,8 +320,8 @@ def test_the_c_intake_path_gives_the_same_outcomes_and_windows_as_the_reference_
         assert len({reason for outcome, reason in counts if outcome == "invalid"}) >= 12
     assert reference.summaries, "the flush poll must close windows"
     # The C path really decided most records: accepted and unknown queries without events.py.
-    assert statuses.counts[0] >= 20
-    assert statuses.counts[2] >= 1
+    assert statuses.counts[native.speedups.SCAN_ACCEPTED] >= 20
+    assert statuses.counts[native.speedups.SCAN_UNKNOWN_QUERY] >= 1
     assert sum(statuses.counts.values()) == sum(map(len, polls))
 
 
@@ -342,8 +341,8 @@ def test_events_with_inline_judgments_are_scored_in_c_with_the_reference_numbers
     assert fast.state() == reference.state()
     assert reference.outcomes.counts[("accepted", "")] == 10
     # Only grade 7 had no code at first: its event went to events.py once; then it had one.
-    assert statuses.counts[1] == 1
-    assert statuses.counts[0] == 9
+    assert statuses.counts[native.speedups.SCAN_PUNTED] == 1
+    assert statuses.counts[native.speedups.SCAN_ACCEPTED] == 9
 
 
 def test_a_decoder_keeping_fewer_segment_keys_than_the_labeler_labels_the_same_on_both_paths() -> (

@@ -104,7 +104,7 @@ def test_the_c_reader_gives_the_python_reader_s_judgments_or_error(
 
 def test_tidy_qrels_are_read_in_c_and_untidy_ones_are_left_to_python() -> None:
     tidy = b"# judged by hand\nq1 0 d1 2\nq2 0 d1 -1\n\nq1 0 d2 0\nq1 0 d7 9\n"
-    index = native.qrels_index(tidy)
+    index = native.speedups.JudgmentIndex.from_qrels(tidy)
     assert index is not None
     assert index.query_ids == ("q1", "q2")
     assert index.judgments() == [{"d1": 2, "d2": 0, "d7": 9}, {"d1": -1}]
@@ -118,7 +118,7 @@ def test_tidy_qrels_are_read_in_c_and_untidy_ones_are_left_to_python() -> None:
     assert np.frombuffer(offsets, dtype=np.int64).tolist() == [0, 3, 3]
     assert sorted(codes) == [2, 3, 4]
     for untidy in (b"q1 0 d1\n", b"q1 0 d1 high\n", b"q1 0 d1 1\nq1 0 d1 2\n", b"", b"# only\n"):
-        assert native.qrels_index(untidy) is None
+        assert native.speedups.JudgmentIndex.from_qrels(untidy) is None
 
 
 def test_qrels_with_more_than_255_grades_are_indexed_without_codes_and_score_the_same(
@@ -127,7 +127,7 @@ def test_qrels_with_more_than_255_grades_are_indexed_without_codes_and_score_the
     lines = [f"q{i % 7} 0 d{i} {i - 150}" for i in range(300)]
     path = tmp_path / "qrels.txt"
     path.write_text("\n".join(lines) + "\n")
-    index = native.qrels_index(path.read_bytes())
+    index = native.speedups.JudgmentIndex.from_qrels(path.read_bytes())
     assert index is not None and index.code_grades is None
     assert index.judgments()[0]["d7"] == 7 - 150
     loaded = load_evaluation_set(path)

@@ -76,8 +76,11 @@ def test_the_c_parser_gives_the_python_parser_s_run_or_error(
 
 def test_a_tidy_run_is_ordered_in_c_and_an_untidy_one_is_left_to_python() -> None:
     tidy = b"q1 Q0 a 1 0.5 t\nq1 Q0 b 2 0.5 t\nq2 Q0 c 1 2 t\nq1 Q0 c 3 0.7 t\n"
-    assert native.order_run(tidy, False, -1) == ("t", {"q1": ("c", "b", "a"), "q2": ("c",)})
-    assert native.order_run(tidy, False, 1) == ("t", {"q1": ("c",), "q2": ("c",)})
+    assert native.speedups.order_run(tidy, False, -1) == (
+        "t",
+        {"q1": ("c", "b", "a"), "q2": ("c",)},
+    )
+    assert native.speedups.order_run(tidy, False, 1) == ("t", {"q1": ("c",), "q2": ("c",)})
     for untidy in (b"q1 Q0 a 1 nan t\n", b"q1 Q0 a 1\n", b"q1 Q0 a 1 1 t\nq1 Q0 a 2 0 t\n"):
-        assert native.order_run(untidy, False, -1) is None
-    assert native.order_run("q1 Q0 \u00e9 1 1 t\n".encode(), False, -1) is None
+        assert native.speedups.order_run(untidy, False, -1) is None
+    assert native.speedups.order_run("q1 Q0 \u00e9 1 1 t\n".encode(), False, -1) is None
