@@ -42,8 +42,8 @@ from monitor.testing.alert_simulation import (
     windows_to_detection,
 )
 from monitor.testing.clock import FakeClock
-from monitor.windows.batch import EventBatch
 from monitor.windows.engine import EventWindows
+from monitor.windows.scored import ScoredEvents
 from monitor.windows.spec import WindowSpec
 
 MODEL = StreamModel(queries=200, events_per_query=3.0, noise=0.15)
@@ -215,7 +215,7 @@ class DemoStream:
         self.drop_at_ms = drop_at_ms
         self.offset = 0
 
-    def batch(self, since_ms: int, until_ms: int) -> EventBatch:
+    def batch(self, since_ms: int, until_ms: int) -> ScoredEvents:
         n = (until_ms - since_ms) // 10  # 100 events per second
         times = np.sort(self.rng.integers(since_ms, until_ms, n))
         models = self.rng.choice(["v1", "v2"], n)
@@ -226,7 +226,7 @@ class DemoStream:
         scores = np.clip(base + self.rng.normal(0, 0.15, n), 0, 1)
         offsets = list(range(self.offset, self.offset + n))
         self.offset += n
-        return EventBatch(
+        return ScoredEvents(
             partitions=[0] * n,
             offsets=offsets,
             event_times_ms=times.tolist(),
@@ -259,7 +259,7 @@ def demo_run(config: AlertingConfig, seed: int) -> dict[str, float]:
     fired: dict[str, float] = {}
     while clock.now_ms() < drop_at + 60_000 and len(fired) < len(DEMO_RULES):
         clock.advance(TICK_MS)
-        windows.add_batch(stream.batch(last, clock.now_ms()))
+        windows.add_events(stream.batch(last, clock.now_ms()))
         last = clock.now_ms()
         for t in engine.observe(windows.finalize(), clock.now_ms()):
             if t.change.after is Status.FIRING and dict(t.segment)["model"] == "v1":

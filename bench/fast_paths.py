@@ -24,7 +24,7 @@ Decoding a poll's record values into validated events with each ranking's grade 
 Scoring the coded rankings of every monitor key (nDCG@5/10/20 linear and exp,
 precision/recall/judged@5/10/20, MRR, MAP):
 
-4. `c-kernel`: `BatchScorer.score_coded`, the C measure kernel;
+4. `c-kernel`: `Scorer.score_coded`, the C measure kernel;
 5. `numpy`: the numpy columns (`measure_matrix`) on the same codes.
 
 Prints microseconds per event, the ratios, and each difference as a share of the whole
@@ -68,12 +68,12 @@ from monitor.demo.broker import EmbeddedBroker
 from monitor.ingest.events import RankingEvent, decode_event
 from monitor.ingest.schema import EVENT_SCHEMA_VERSION, MAX_GRADE
 from monitor.native import DecodedEvents, speedups, speedups_built
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.columns import RankedCodes
 from monitor.scoring.engines import measure_matrix
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR
+from monitor.scoring.scorer import Scorer
 
 QUERIES = 1000
 JUDGED = 20
@@ -128,7 +128,7 @@ def best_cpu(run: Callable[[], object], repeats: int) -> float:
     return best
 
 
-def msgspec_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
+def msgspec_path(scorer: Scorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
     """Decode with msgspec, finish the schema's checks, look the grades up in C."""
     decoder = msgspec.json.Decoder(WireEvent)
     index = scorer.judgment_index
@@ -159,7 +159,7 @@ def msgspec_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Seque
     return rows, codes, lengths
 
 
-def python_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
+def python_path(scorer: Scorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
     index = scorer.judgment_index
     assert index is not None
     rows, rankings = [], []
@@ -174,7 +174,7 @@ def python_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequen
     return rows, codes, lengths
 
 
-def c_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
+def c_path(scorer: Scorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
     index = scorer.judgment_index
     assert index is not None
     decoded = DecodedEvents(
@@ -195,7 +195,7 @@ def c_path(scorer: BatchScorer, values: Sequence[bytes], timestamps: Sequence[in
     return decoded.rows, decoded.codes, decoded.lengths
 
 
-def numpy_scores(scorer: BatchScorer, codes: bytes, lengths: Sequence[int], rows: Any) -> Any:
+def numpy_scores(scorer: Scorer, codes: bytes, lengths: Sequence[int], rows: Any) -> Any:
     """The numpy columns on the C decoder's codes (what `score` does without the kernel)."""
     full = np.asarray(lengths, dtype=np.int64)
     width = scorer.lookup_depth or int(full.max(initial=0))
@@ -208,22 +208,22 @@ def numpy_scores(scorer: BatchScorer, codes: bytes, lengths: Sequence[int], rows
 
 
 def numpy_score_coded(
-    scorer: BatchScorer, rows: Sequence[int], codes: bytes, lengths: Sequence[int]
+    scorer: Scorer, rows: Sequence[int], codes: bytes, lengths: Sequence[int]
 ) -> Any:
-    """`BatchScorer.score_coded` with the numpy columns in the C kernel's place."""
+    """`Scorer.score_coded` with the numpy columns in the C kernel's place."""
     return numpy_scores(scorer, codes, lengths, np.asarray(rows, dtype=np.int64))
 
 
 @contextlib.contextmanager
 def measures_by(engine: str) -> Iterator[None]:
     """Score coded rankings with `engine` ("c-kernel" or "numpy") inside the block."""
-    kernel = BatchScorer.score_coded
+    kernel = Scorer.score_coded
     if engine == "numpy":
-        BatchScorer.score_coded = numpy_score_coded  # type: ignore[method-assign, assignment]
+        Scorer.score_coded = numpy_score_coded  # type: ignore[method-assign, assignment]
     try:
         yield
     finally:
-        BatchScorer.score_coded = kernel  # type: ignore[method-assign]
+        Scorer.score_coded = kernel  # type: ignore[method-assign]
 
 
 def end_to_end(events: int, rounds: int, seed: int) -> dict[str, list[float]]:
@@ -266,7 +266,7 @@ def main() -> None:
         raise SystemExit("the C accelerators are not built: nothing to compare")
     evaluation_set, values = make_events(args.events, args.seed)
     timestamps = [NOW_MS] * len(values)
-    scorer = BatchScorer(evaluation_set, monitor_keys((5, 10, 20), (LINEAR, EXP)))
+    scorer = Scorer(evaluation_set, monitor_keys((5, 10, 20), (LINEAR, EXP)))
 
     decoded: dict[str, Callable[[], Coded]] = {
         "c-scanner": lambda: c_path(scorer, values, timestamps),

@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 
 from monitor.config.loader import load_config
-from monitor.kafka.consumer import Batch, SourceRecord, UnreadableBatch
+from monitor.kafka.consumer import Poll, SourceRecord, UnreadableBatch
 from monitor.scoring.evalset import EvaluationSet
 from monitor.service import Monitor
 from monitor.testing.clock import FakeClock
@@ -79,11 +79,11 @@ class MemoryStream:
         self.unread.append(SourceRecord("events", 0, self.next_offset, timestamp_ms, None, value))
         self.next_offset += 1
 
-    def poll(self, timeout_ms: int = 1000) -> Batch:
+    def poll(self, timeout_ms: int = 1000) -> Poll:
         records, self.unread = self.unread, []
         assigned = frozenset() if self._assigned else self.assignment
         self._assigned = True
-        return Batch(records, frozenset(), assigned)
+        return Poll(records, frozenset(), assigned)
 
     def take_unreadable(self) -> list[UnreadableBatch]:
         return []

@@ -5,10 +5,10 @@ graded 0-3, about 14 of them retrieved) is scored by all three engines on the sa
 (ndcg_cut.5,10,20, P.5,10,20, recall.5,10,20, recip_rank, map), single-threaded. Scores are
 distinct integers, exact in float32, so every engine sees the same order. Prints rankings/s,
 the ratios, the largest difference from pytrec_eval's values, and the per-ranking cost of the
-streaming path: `BatchScorer.score` on batches of 500 freshly decoded and validated rankings
+streaming path: `Scorer.score` on batches of 500 freshly decoded and validated rankings
 with the monitor's keys, at k = 5, 10, 20 alone and all together. Then the cost of events that
 carry inline judgments (`--inline-judgments` grades each, for documents mostly not in the
-evaluation set) against the same events without, on two paths: `BatchScorer.score`, and what
+evaluation set) against the same events without, on two paths: `Scorer.score`, and what
 `Intake` runs on a poll of record values (the C scanner, then the kernel), with the ratio.
 Times are CPU seconds of this process (the machine it was written on is shared; wall time is
 printed beside them).
@@ -33,9 +33,9 @@ import pytrec_eval
 import ranx
 
 from monitor.native import DecodedEvents, speedups
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.scorer import Scorer
 from monitor.trec.runfile import trec_order
 from monitor.trec.selection import select_measures
 
@@ -104,8 +104,8 @@ def timed(label: str, action: Callable[[], Any], repeats: int = 1) -> tuple[floa
 
 def run_rankmon(data: Dataset, keys: Sequence[MeasureKey], repeats: int) -> tuple[float, Floats]:
     evaluation_set = EvaluationSet.from_judgments(data.qrels)
-    _, built = timed("rankmon: BatchScorer construction", lambda: BatchScorer(evaluation_set, keys))
-    scorer: BatchScorer = built
+    _, built = timed("rankmon: Scorer construction", lambda: Scorer(evaluation_set, keys))
+    scorer: Scorer = built
     seconds, matrix = timed(
         "rankmon: score (ordered rankings)",
         lambda: scorer.score(data.query_ids, data.rankings),
@@ -164,7 +164,7 @@ def largest_differences(
     return float(np.max(np.abs(matrix - reference))), float(np.max(np.abs(from_ranx - reference)))
 
 
-Batch = tuple[list[str], list[list[str]], list[dict[str, int]] | None]
+ScorerInput = tuple[list[str], list[list[str]], list[dict[str, int]] | None]
 Poll = tuple[list[bytes], list[int]]
 
 
@@ -173,12 +173,12 @@ def inline_grades(rng: np.random.Generator, ranking: Sequence[str], count: int) 
     return dict.fromkeys(rng.choice(ranking, count, replace=False).tolist(), 2)
 
 
-def scorer_batches(data: Dataset, rankings: int, inline_judgments: int) -> list[Batch]:
+def scorer_batches(data: Dataset, rankings: int, inline_judgments: int) -> list[ScorerInput]:
     """Poll-sized batches of rankings decoded like Kafka records (new str objects), then checked
     for duplicate docs the way monitor/ingest/events.py does (`set(ranking)`, which computes and
     caches each hash); `inline_judgments` grades per event, if any."""
     rng = np.random.default_rng(1)
-    batches: list[Batch] = []
+    batches: list[ScorerInput] = []
     for start in range(0, min(rankings, len(data.rankings)), STREAM_BATCH):
         stop = start + STREAM_BATCH
         fresh = orjson.loads(orjson.dumps(data.rankings[start:stop]))
@@ -223,8 +223,8 @@ def best_per_ranking(run: Callable[[], object], total: int, rounds: int) -> floa
     return best / total * 1e6
 
 
-def scorer_cost(scorer: BatchScorer, batches: Sequence[Batch], rounds: int = 3) -> float:
-    """`BatchScorer.score` on each batch: CPU microseconds per ranking."""
+def scorer_cost(scorer: Scorer, batches: Sequence[ScorerInput], rounds: int = 3) -> float:
+    """`Scorer.score` on each batch: CPU microseconds per ranking."""
 
     def run() -> None:
         for ids, batch, extra in batches:
@@ -233,7 +233,7 @@ def scorer_cost(scorer: BatchScorer, batches: Sequence[Batch], rounds: int = 3) 
     return best_per_ranking(run, sum(len(ids) for ids, _, _ in batches), rounds)
 
 
-def intake_cost(scorer: BatchScorer, polls: Sequence[Poll], inline: bool, rounds: int = 3) -> float:
+def intake_cost(scorer: Scorer, polls: Sequence[Poll], inline: bool, rounds: int = 3) -> float:
     """What `Intake` runs per poll on the C path: the scanner (validation, grade codes, inline
     grades when `inline`), then the kernel. CPU microseconds per event."""
     index = scorer.judgment_index
@@ -266,9 +266,9 @@ def intake_cost(scorer: BatchScorer, polls: Sequence[Poll], inline: bool, rounds
 
 
 def streaming_cost(data: Dataset, cutoffs: Sequence[int], rankings: int) -> float:
-    """CPU microseconds per ranking of `BatchScorer.score` on poll-sized batches (best of 3)."""
+    """CPU microseconds per ranking of `Scorer.score` on poll-sized batches (best of 3)."""
     evaluation_set = EvaluationSet.from_judgments(data.qrels)
-    scorer = BatchScorer(evaluation_set, monitor_keys(cutoffs, ["linear", "exp"]))
+    scorer = Scorer(evaluation_set, monitor_keys(cutoffs, ["linear", "exp"]))
     return scorer_cost(scorer, scorer_batches(data, rankings, 0))
 
 
@@ -276,7 +276,7 @@ def inline_costs(data: Dataset, rankings: int, judgments: int, rounds: int) -> d
     """Plain and inline-judged rankings at k = 5,10,20, on the scorer and on the C intake path,
     in alternating rounds (best of `rounds` each): microseconds per ranking."""
     evaluation_set = EvaluationSet.from_judgments(data.qrels)
-    scorer = BatchScorer(evaluation_set, monitor_keys([5, 10, 20], ["linear", "exp"]))
+    scorer = Scorer(evaluation_set, monitor_keys([5, 10, 20], ["linear", "exp"]))
     batches = {n: scorer_batches(data, rankings, n) for n in (0, judgments)}
     polls = {n: intake_polls(data, rankings, n) for n in (0, judgments)}
     best = dict.fromkeys(["score", "score inline", "intake", "intake inline"], float("inf"))
@@ -326,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"\ninline judgments ({judgments} per event), k = 5,10,20, best of {args.repeats + 2}"
           " alternating rounds (us per ranking):")  # fmt: skip
     costs = inline_costs(data, args.stream_rankings, judgments, args.repeats + 2)
-    for path, label in (("score", "BatchScorer.score"), ("intake", "C intake (scan + kernel)")):
+    for path, label in (("score", "Scorer.score"), ("intake", "C intake (scan + kernel)")):
         plain, inline = costs[path], costs[path + " inline"]
         print(f"  {label:<26} plain {plain:6.2f}  inline {inline:6.2f}  "
               f"{inline / plain:5.2f}x the cost (target <= 1.5x)")  # fmt: skip

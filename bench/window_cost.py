@@ -1,4 +1,4 @@
-"""Per-event cost of `EventWindows.add_batch` on poll-sized batches of 500 scored events.
+"""Per-event cost of `EventWindows.add_events` on poll-sized batches of 500 scored events.
 
 Run: `.venv/bin/python bench/window_cost.py [--events N]`. Prints CPU microseconds per
 event for tumbling and sliding windows, and the cost of finalizing. The stream is what the
@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from monitor.testing.clock import FakeClock
-from monitor.windows.engine import EventBatch, EventWindows
+from monitor.windows.engine import EventWindows, ScoredEvents
 from monitor.windows.spec import WindowSpec
 
 BATCH = 500
@@ -24,7 +24,7 @@ RATE_PER_MS = 45
 MEASURES = tuple(f"m{j}" for j in range(20))
 
 
-def batches(events: int, size: int = BATCH) -> list[EventBatch]:
+def batches(events: int, size: int = BATCH) -> list[ScoredEvents]:
     rng = np.random.default_rng(7)
     segments = [(("model", f"v{s}"),) for s in range(3)]
     queries = [f"query-{q:05d}" for q in range(2_000)]
@@ -35,7 +35,7 @@ def batches(events: int, size: int = BATCH) -> list[EventBatch]:
         times = 1_700_000_000_000 + n // RATE_PER_MS - rng.integers(0, 300, size)
         picks = rng.integers(0, len(queries), size)
         out.append(
-            EventBatch(
+            ScoredEvents(
                 partitions=np.full(size, partition, dtype=np.int64),
                 offsets=n // 4,
                 event_times_ms=times,
@@ -48,13 +48,13 @@ def batches(events: int, size: int = BATCH) -> list[EventBatch]:
     return out
 
 
-def measure(spec: WindowSpec, stream: list[EventBatch]) -> tuple[float, float, int]:
+def measure(spec: WindowSpec, stream: list[ScoredEvents]) -> tuple[float, float, int]:
     windows = EventWindows(spec, MEASURES, FakeClock(), version="sha256:bench")
     adding = finalizing = 0.0
     summaries = 0
     for k, batch in enumerate(stream):
         started = time.process_time()
-        windows.add_batch(batch)
+        windows.add_events(batch)
         adding += time.process_time() - started
         size = len(batch.event_ids)
         if (k + 1) * size % 15_000 < size:  # a tick every ~15k events (~0.3 s of stream)
@@ -67,7 +67,7 @@ def measure(spec: WindowSpec, stream: list[EventBatch]) -> tuple[float, float, i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=300_000)
-    parser.add_argument("--batch", type=int, default=BATCH, help="events per add_batch")
+    parser.add_argument("--batch", type=int, default=BATCH, help="events per add_events")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
     args = parser.parse_args()
     stream = batches(args.events, args.batch)
@@ -80,7 +80,7 @@ def main() -> None:
         # CPU time, best of several runs: the machine is shared with other work.
         adding, finalizing, summaries = min(measure(spec, stream) for _ in range(args.repeat))
         print(
-            f"{name:>10}: add_batch {adding / events * 1e6:.2f} us/event "
+            f"{name:>10}: add_events {adding / events * 1e6:.2f} us/event "
             f"({events / adding:,.0f} events/s); finalize {finalizing * 1e3:.0f} ms in total "
             f"for {summaries} summaries"
         )

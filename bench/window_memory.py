@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from monitor.testing.clock import FakeClock
-from monitor.windows.engine import EventBatch, EventWindows
+from monitor.windows.engine import EventWindows, ScoredEvents
 from monitor.windows.spec import WindowSpec
 
 BATCH = 500
@@ -32,10 +32,10 @@ def rss_mb() -> float:
     return float("nan")
 
 
-def batch(first: int, rng: np.random.Generator) -> EventBatch:
+def batch(first: int, rng: np.random.Generator) -> ScoredEvents:
     n = np.arange(first, first + BATCH)
     picks = rng.integers(0, 2_000, BATCH).tolist()
-    return EventBatch(
+    return ScoredEvents(
         partitions=n % 4,
         offsets=n // 4,
         event_times_ms=n // 1_000,  # 1M events span 1000 ms: one window
@@ -56,7 +56,7 @@ def main() -> None:
     )
     baseline = rss_mb()
     for first in range(0, args.events, BATCH):
-        windows.add_batch(batch(first, rng))
+        windows.add_events(batch(first, rng))
         if first + BATCH == 10_000:
             small = rss_mb()
             print(f"after 10k events: RSS {small:.1f} MB, {windows.state_size()}")

@@ -81,15 +81,15 @@ from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
 from monitor.kafka.bootstrap import Backoff, KafkaUnavailableError
-from monitor.kafka.consumer import Batch, EventSource, EventStream, SourceRecord
+from monitor.kafka.consumer import EventSource, EventStream, Poll, SourceRecord
 from monitor.kafka.options import consumer_options, producer_options
 from monitor.kafka.producer import RecordProducer, RecordSink
 from monitor.kafka.reachability import Reachability
 from monitor.logs import fields
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.reload import EvaluationSetSource
+from monitor.scoring.scorer import Scorer
 from monitor.stats.replay_noise import replay_stderr
 from monitor.windows.engine import EventWindows
 from monitor.windows.samples import RankingSamples
@@ -316,8 +316,8 @@ class Monitor:
 
     def step(self) -> None:
         """One poll: rebalances, intake, readiness, and the tick if the schedule asked for it."""
-        batch = self.source.poll(timeout_ms=POLL_TIMEOUT_MS)
-        records = self._rebalance(batch) if batch.revoked or batch.assigned else batch.records
+        poll = self.source.poll(timeout_ms=POLL_TIMEOUT_MS)
+        records = self._rebalance(poll) if poll.revoked or poll.assigned else poll.records
         if records is None:
             return  # stopping before the rebalance could be applied: take nothing in
         if records:
@@ -348,7 +348,7 @@ class Monitor:
                 self.exporter.count_consumer_error(error, count - counted)
                 self._errors_counted[error] = count
 
-    def _rebalance(self, batch: Batch) -> list[SourceRecord] | None:
+    def _rebalance(self, poll: Poll) -> list[SourceRecord] | None:
         """Apply a rebalance; return the poll's records to take in (None: stopping).
 
         Only partitions leaving: their state is dropped (the new owner replays them from the
@@ -361,9 +361,9 @@ class Monitor:
         """
         before, owned = self._owned, self.source.assignment
         arriving = owned - before
-        leaving = (before | batch.revoked) - owned
+        leaving = (before | poll.revoked) - owned
         replay = bool(arriving) or self.checkpoint.must_replay(leaving)
-        dropped = before | batch.revoked if replay else leaving
+        dropped = before | poll.revoked if replay else leaving
         self.windows.revoke(dropped)
         self.checkpoint.forget(dropped, replay=replay)
         for partition in leaving:
@@ -382,14 +382,14 @@ class Monitor:
         if not replay:
             if not self.group.take(role, partitions, self._elapsed_ms()):
                 return None
-            return [record for record in batch.records if record.partition in owned]
+            return [record for record in poll.records if record.partition in owned]
         self.windows.assign(owned)
         # Records of partitions held before came from their old positions: fetched again.
         if not self._retry(lambda: self.source.rewind(owned - arriving), "rewind partitions"):
             return None
         if not self._learn_published(owned, role, partitions):
             return None
-        return [record for record in batch.records if record.partition in arriving]
+        return [record for record in poll.records if record.partition in arriving]
 
     def tick(self) -> None:
         """Finalize, publish, export, alert, commit (see the module docstring)."""
@@ -476,7 +476,7 @@ class Monitor:
                 self.exporter.set_consumer_lag(partition, lag)
 
     @property
-    def _scorer(self) -> BatchScorer:
+    def _scorer(self) -> Scorer:
         """The scorer of the newest evaluation set."""
         return self._scorers[self.evaluation.current.version]
 
@@ -500,9 +500,9 @@ class Monitor:
         live = self.windows.live_versions()
         self._scorers = {v: s for v, s in self._scorers.items() if v in live}
 
-    def _new_scorer(self, evaluation_set: EvaluationSet) -> BatchScorer:
+    def _new_scorer(self, evaluation_set: EvaluationSet) -> Scorer:
         metrics = self.config.metrics
-        return BatchScorer(
+        return Scorer(
             evaluation_set,
             self.keys,
             relevance_level=metrics.relevance_level,

@@ -4,7 +4,7 @@
  * Entry points, all optional accelerators of pure-Python code that stays the reference:
  *
  * - JudgmentIndex(query_ids, judgments).codes(rows, rankings, depth): the grade code of every
- *   ranked document (what BatchScorer otherwise does with one dict probe per document).
+ *   ranked document (what Scorer otherwise does with one dict probe per document).
  *   JudgmentIndex.from_qrels(data) builds one straight from a TREC qrels file (qrels_scan.c).
  * - decode_events(index, values, ...): a poll's record values -> accepted events with their
  *   grade codes, scanned from the bytes (event_scan.c) without building a Python string per

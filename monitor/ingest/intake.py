@@ -5,7 +5,7 @@ exporter:
 `invalid` (with its reason) and `unknown_query` are decided here, `late` and `duplicate` by
 the windows, and each of those goes with its original bytes to the dead-letter topic. The
 accepted events of a poll are scored together by the batch engine (one numpy pass per poll,
-not per event) and handed to the windows as one `EventBatch`.
+not per event) and handed to the windows as one `ScoredEvents`.
 
 With the C accelerators (`monitor.native`) a poll's values are first scanned in C: the
 common, clean event is decoded and turned into grade codes without a Python string per
@@ -35,10 +35,10 @@ from monitor.ingest.events import EventDecoder, RankingEvent, Rejection
 from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
 from monitor.native import DecodedEvents, speedups
-from monitor.scoring.batch import BatchScorer
-from monitor.windows.batch import Admission
-from monitor.windows.engine import EventBatch, EventWindows
+from monitor.scoring.scorer import Scorer
+from monitor.windows.engine import EventWindows, ScoredEvents
 from monitor.windows.samples import RankingSamples
+from monitor.windows.scored import Admission
 from monitor.windows.segments import SegmentLabeler
 from monitor.windows.summary import Segment
 
@@ -86,7 +86,7 @@ class Intake:
         self._scannable = kept is None or kept.issuperset(labeler.keys)
 
     def process(
-        self, records: Sequence[SourceRecord], scorers: Mapping[str, BatchScorer], now_ms: int
+        self, records: Sequence[SourceRecord], scorers: Mapping[str, Scorer], now_ms: int
     ) -> None:
         """Take one poll's records (partition then offset order) to their outcomes.
 
@@ -104,12 +104,12 @@ class Intake:
         self._process_scanned(records, scorer, now_ms)
 
     def _process_epochs(
-        self, records: Sequence[SourceRecord], scorers: Mapping[str, BatchScorer], now_ms: int
+        self, records: Sequence[SourceRecord], scorers: Mapping[str, Scorer], now_ms: int
     ) -> None:
         """The reference path, each event scored with its epoch's evaluation set."""
         epochs = self.windows.epochs
         accepted: list[tuple[SourceRecord, RankingEvent]] = []
-        chosen: list[BatchScorer] = []
+        chosen: list[Scorer] = []
         for record in records:
             result = self.decoder(record.value, record.timestamp_ms, now_ms)
             if isinstance(result, Rejection):
@@ -125,7 +125,7 @@ class Intake:
             self._window(accepted, chosen)
 
     def _decode(
-        self, records: Sequence[SourceRecord], scorer: BatchScorer, now_ms: int
+        self, records: Sequence[SourceRecord], scorer: Scorer, now_ms: int
     ) -> list[tuple[SourceRecord, RankingEvent]]:
         """The reference path: each record through `monitor.ingest.events`; rejects sent on."""
         accepted: list[tuple[SourceRecord, RankingEvent]] = []
@@ -135,9 +135,7 @@ class Intake:
                 accepted.append((record, event))
         return accepted
 
-    def _decode_one(
-        self, record: SourceRecord, scorer: BatchScorer, now_ms: int
-    ) -> RankingEvent | None:
+    def _decode_one(self, record: SourceRecord, scorer: Scorer, now_ms: int) -> RankingEvent | None:
         """One record through `monitor.ingest.events`: its event, or None once it is rejected."""
         result = self.decoder(record.value, record.timestamp_ms, now_ms)
         if isinstance(result, Rejection):
@@ -149,7 +147,7 @@ class Intake:
         return result
 
     def _process_scanned(
-        self, records: Sequence[SourceRecord], scorer: BatchScorer, now_ms: int
+        self, records: Sequence[SourceRecord], scorer: Scorer, now_ms: int
     ) -> None:
         """The C path: scan every value, punt the doubtful ones to the reference path."""
         index = scorer.judgment_index
@@ -211,7 +209,7 @@ class Intake:
         decoded: DecodedEvents,
         slow: list[tuple[SourceRecord, RankingEvent]],
         punted: list[bool],
-        scorer: BatchScorer,
+        scorer: Scorer,
     ) -> None:
         event_ids, query_ids, times = decoded.event_ids, decoded.query_ids, decoded.times_ms
         segments = decoded.segments
@@ -237,7 +235,7 @@ class Intake:
             segments = _merged(segments, [values_of(e.segment) for e in events], order)
             measures = np.concatenate([measures, slow_measures])[order]
         label = self.labeler.raw
-        batch = EventBatch(
+        batch = ScoredEvents(
             partitions=[record.partition for record in records],
             offsets=[record.offset for record in records],
             event_times_ms=times,
@@ -259,7 +257,7 @@ class Intake:
         self.windows.record_consumed(record.partition, record.offset)
 
     def _window(
-        self, accepted: list[tuple[SourceRecord, RankingEvent]], scorers: Sequence[BatchScorer]
+        self, accepted: list[tuple[SourceRecord, RankingEvent]], scorers: Sequence[Scorer]
     ) -> None:
         """Score the decoded events (event `i` with `scorers[i]`) and window them."""
         events = [event for _, event in accepted]
@@ -275,7 +273,7 @@ class Intake:
             )
         label = self.labeler.label
         segments: list[Segment] = [label(e.segment) for e in events]
-        batch = EventBatch(
+        batch = ScoredEvents(
             partitions=[record.partition for record, _ in accepted],
             offsets=[record.offset for record, _ in accepted],
             event_times_ms=[e.event_time_ms for e in events],
@@ -287,9 +285,9 @@ class Intake:
         )
         self._admit(batch, [record for record, _ in accepted])
 
-    def _admit(self, batch: EventBatch, records: Sequence[SourceRecord]) -> None:
+    def _admit(self, batch: ScoredEvents, records: Sequence[SourceRecord]) -> None:
         """Hand the batch to the windows; send on and count what they turn away."""
-        admission = self.windows.add_batch(batch)
+        admission = self.windows.add_events(batch)
         if self.samples is not None:
             self._sample(batch, records, admission)
         for row in admission.late:
@@ -305,7 +303,7 @@ class Intake:
             counter.count_outcome(Outcome.DUPLICATE.value, amount=len(admission.duplicates))
 
     def _sample(
-        self, batch: EventBatch, records: Sequence[SourceRecord], admission: Admission
+        self, batch: ScoredEvents, records: Sequence[SourceRecord], admission: Admission
     ) -> None:
         """Keep the ranking of each accepted event whose pane has none of its query yet.
 

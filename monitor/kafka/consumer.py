@@ -50,7 +50,7 @@ from monitor.kafka.bootstrap import (
 )
 from monitor.kafka.records import SourceRecord, UnreadableBatch, install_reader
 
-__all__ = ["Batch", "EventSource", "EventStream", "SourceRecord", "UnreadableBatch"]
+__all__ = ["EventSource", "EventStream", "Poll", "SourceRecord", "UnreadableBatch"]
 
 _log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ ERROR_LOG_INTERVAL_S = 60.0  # the same poll error is logged at most this often
 
 
 @dataclass(frozen=True)
-class Batch:
+class Poll:
     """What one `poll()` brought: records in partition then offset order, and rebalances."""
 
     records: list[SourceRecord] = field(default_factory=list)
@@ -90,7 +90,7 @@ class EventStream(Protocol):
     @property
     def errors(self) -> Mapping[str, int]: ...
 
-    def poll(self, timeout_ms: int = 1000) -> Batch: ...
+    def poll(self, timeout_ms: int = 1000) -> Poll: ...
 
     def take_unreadable(self) -> list[UnreadableBatch]: ...
 
@@ -195,11 +195,11 @@ class EventSource:
             return frozenset()
         return frozenset(tp.partition for tp in self._consumer.assignment())
 
-    def poll(self, timeout_ms: int = 1000) -> Batch:
+    def poll(self, timeout_ms: int = 1000) -> Poll:
         """Records that arrived within `timeout_ms`, plus rebalances; never raises on Kafka."""
         consumer = self._connected()
         if consumer is None:
-            return Batch()
+            return Poll()
         self._retry_unreadable(consumer)
         try:
             fetched = consumer.poll(timeout_ms=timeout_ms)
@@ -226,7 +226,7 @@ class EventSource:
                 self._next_offsets[tp.partition] = raws[-1].offset + 1
                 self._readable_again(tp.partition, raws[-1].offset)
         self._pause_unreadable(consumer)
-        return Batch(records, revoked, assigned)
+        return Poll(records, revoked, assigned)
 
     def take_unreadable(self) -> list[UnreadableBatch]:
         """Unreadable batches reported since the last call (each pause once)."""

@@ -31,8 +31,8 @@ __all__ = [
     "IdcgZero",
     "IdealSpec",
     "QueryIdeals",
-    "RankedBatch",
     "RankedCodes",
+    "RankedMatrix",
     "average_precision",
     "average_precision_cut",
     "dcg",
@@ -233,7 +233,7 @@ def _ideal_dcg_columns(grades: Int64s, specs: Sequence[IdealSpec]) -> Floats:
     return out
 
 
-class RankedBatch:
+class RankedMatrix:
     """What every measure column is read from.
 
     Cutoff measures read cumulative sums over the `head` (the first max(k) ranks), all their
@@ -320,16 +320,16 @@ def _ratio(numerator: npt.NDArray[Any], denominator: npt.NDArray[Any], when_zero
 # The numpy engine's function of one measure kind: a group of keys of that kind and one gain,
 # computed together, one column per cutoff (None: the kind's whole ranking). Every kind of
 # `monitor.scoring.catalog.KIND_TABLE` names its own.
-Columns = Callable[["RankedBatch", Gain, list[int | None], IdcgZero], npt.NDArray[Any]]
+Columns = Callable[["RankedMatrix", Gain, list[int | None], IdcgZero], npt.NDArray[Any]]
 
 
-def ndcg(batch: RankedBatch, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero) -> Floats:
+def ndcg(batch: RankedMatrix, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero) -> Floats:
     when_zero = 0.0 if idcg_zero == "zero" else np.nan
     return _ratio(batch.dcg(gain, cutoffs), batch.ideal(gain, cutoffs), when_zero)
 
 
 def ndcg_condensed(
-    batch: RankedBatch, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
+    batch: RankedMatrix, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
 ) -> Floats:
     """nDCG of the condensed list (Sakai's nDCG'): the ranking without its unjudged documents,
     the judged ones moved up in order, cut at k; over the same ideal DCG as nDCG@k."""
@@ -337,23 +337,23 @@ def ndcg_condensed(
     return _ratio(batch.condensed_dcg(gain, cutoffs), batch.ideal(gain, cutoffs), when_zero)
 
 
-def precision(batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def precision(batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
     # Always divided by k, however short the ranking (trec_eval P_k).
     result: Floats = batch.at(batch.relevant_so_far, cutoffs) / np.array(cutoffs, dtype=np.float64)
     return result
 
 
-def recall(batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def recall(batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
     relevant = batch.at(batch.relevant_so_far, cutoffs)
     return _ratio(relevant, batch.queries.num_rel[:, None], 0.0)
 
 
-def judged(batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def judged(batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
     shown = np.minimum(batch.lengths[:, None], np.array(cutoffs, dtype=np.int64))
     return _ratio(batch.at(batch.judged_so_far, cutoffs), shown, 0.0)
 
 
-def reciprocal_rank(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+def reciprocal_rank(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
     """1 / (rank of the first relevant document), 0 for rows without one."""
     rows, ranks, _counts = batch.relevant_positions
     first = np.ones(len(rows), dtype=np.bool_)
@@ -363,7 +363,7 @@ def reciprocal_rank(batch: RankedBatch, _: Gain, __: list[int | None], ___: Idcg
     return result
 
 
-def _average_precision(batch: RankedBatch, cutoffs: Sequence[int | None]) -> Floats:
+def _average_precision(batch: RankedMatrix, cutoffs: Sequence[int | None]) -> Floats:
     """Sum over relevant ranks r (r <= k with a cutoff) of (relevant so far at r) / r, over
     num_rel."""
     rows, ranks, counts = batch.relevant_positions
@@ -379,22 +379,22 @@ def _average_precision(batch: RankedBatch, cutoffs: Sequence[int | None]) -> Flo
     return out
 
 
-def average_precision(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+def average_precision(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
     return _average_precision(batch, [None])
 
 
 def average_precision_cut(
-    batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero
+    batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero
 ) -> Floats:
     return _average_precision(batch, cutoffs)
 
 
-def success(batch: RankedBatch, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def success(batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
     found: Floats = (batch.at(batch.relevant_so_far, cutoffs) > 0).astype(np.float64)
     return found
 
 
-def r_precision(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+def r_precision(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
     """Relevant documents among the first num_rel, over num_rel."""
     rows, ranks, _counts = batch.relevant_positions
     num_rel = batch.queries.num_rel
@@ -402,17 +402,17 @@ def r_precision(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero
     return _ratio(within, num_rel, 0.0)[:, None]
 
 
-def dcg(batch: RankedBatch, gain: Gain, cutoffs: list[int | None], _: IdcgZero) -> Floats:
+def dcg(batch: RankedMatrix, gain: Gain, cutoffs: list[int | None], _: IdcgZero) -> Floats:
     return batch.dcg(gain, cutoffs)
 
 
-def num_ret(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
+def num_ret(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
     return batch.lengths[:, None]
 
 
-def num_rel(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
+def num_rel(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
     return batch.queries.num_rel[:, None]
 
 
-def num_rel_ret(batch: RankedBatch, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
+def num_rel_ret(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
     return batch.relevant_positions[2][:, None]

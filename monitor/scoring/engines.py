@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.scoring.catalog import KINDS, MeasureKey, head_depth
-from monitor.scoring.columns import CodeTables, IdcgZero, QueryIdeals, RankedBatch, RankedCodes
+from monitor.scoring.columns import CodeTables, IdcgZero, QueryIdeals, RankedCodes, RankedMatrix
 from monitor.scoring.gain import LINEAR, Gain
 
 __all__ = ["in_c", "measure_matrix"]
@@ -37,7 +37,7 @@ def measure_matrix(
 ) -> Floats:
     """The numpy engine: one row per ranking of `codes`, one column per key; `queries` has
     the same rows. The keys of one kind and gain are computed together."""
-    batch = RankedBatch(codes, tables, queries, head_depth(keys))
+    batch = RankedMatrix(codes, tables, queries, head_depth(keys))
     groups: dict[tuple[str, Gain], list[int]] = {}
     for column, key in enumerate(keys):
         groups.setdefault((key.kind, key.gain or LINEAR), []).append(column)

@@ -1,4 +1,4 @@
-"""The measure keys of a `BatchScorer` as a plan for the C measure kernel.
+"""The measure keys of a `Scorer` as a plan for the C measure kernel.
 
 `monitor/scoring/measure_kernel.c` computes, for rankings given as one-byte grade codes,
 exactly what the numpy engine (`monitor.scoring.engines.measure_matrix`) computes: the same

@@ -14,7 +14,7 @@ Which queries are evaluated (docs/metric-conventions.md Q1-Q3, trec_eval.c):
   (after `-M`), as if never retrieved.
 
 Two engines compute the values. The measures the streaming monitor computes too (nDCG, P,
-recall, MAP, MRR and the counts) come from its batch engine (`monitor.scoring.batch`), so the
+recall, MAP, MRR and the counts) come from its batch engine (`monitor.scoring.scorer`), so the
 trec_eval conformance tests vouch for the numbers the monitor exports; the others from
 `monitor.trec.families`. Queries are reported in `strcmp` order of their ids, as trec_eval sorts
 them; measures in trec_eval's table order (`monitor.trec.table`), whatever order `-m` named them.
@@ -33,8 +33,8 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.errors import MeasureError
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.scorer import Scorer
 from monitor.trec.families import Settings, compute, reset_missing
 from monitor.trec.ranked import RankedRelevance
 from monitor.trec.report import NUM_Q, EvaluationReport, Value, summarize
@@ -99,7 +99,7 @@ def evaluate_coded(
     if not selection.engine_only:
         raise ValueError("a coded run has no documents for the trec_eval families to read")
     keys = list(selection.keys.values())
-    scorer = BatchScorer(evaluation_set, keys, relevance_level=relevance_level)
+    scorer = Scorer(evaluation_set, keys, relevance_level=relevance_level)
     if scorer.judgment_index is None:
         raise ValueError("coded runs need the evaluation set's judgment index")
     rows = np.asarray(run.rows, dtype=np.int64)
@@ -158,7 +158,7 @@ def _monitor_values(
     if not selection.keys:
         return {}
     keys = list(selection.keys.values())
-    scorer = BatchScorer(evaluation_set, keys, relevance_level=relevance_level)
+    scorer = Scorer(evaluation_set, keys, relevance_level=relevance_level)
     matrix = scorer.score(queries, [ranking or () for ranking in rankings])
     return _engine_columns(selection, matrix)
 

@@ -3,7 +3,7 @@
 `EventWindows` is the stateful stage between scoring and the scheduler tick:
 
     assign / revoke(partitions)      on rebalance (revoke drops exactly their share)
-    add_batch(EventBatch)            each poll's scored events -> Admission (late, duplicates)
+    add_events(ScoredEvents)            each poll's scored events -> Admission (late, duplicates)
     record_consumed(partition, off)  records rejected before windowing
     finalize()                       on each tick: summaries of the windows the watermark closed
     safe_offsets()                   after publishing them: what to commit
@@ -69,10 +69,10 @@ import numpy.typing as npt
 
 from monitor.clock import Clock
 from monitor.windows.aggregate import CellRegistry, WindowAggregate
-from monitor.windows.batch import AcceptedRows, Admission, EventBatch, StateSize, int_list
 from monitor.windows.dedupe import EventIdSet, id_hashes
 from monitor.windows.published import PublishedWindows
 from monitor.windows.safe_offsets import SafeOffsets
+from monitor.windows.scored import AcceptedRows, Admission, ScoredEvents, StateSize, int_list
 from monitor.windows.segments import LabelState, SegmentLabeler
 from monitor.windows.spec import (
     NO_BOUNDARY,
@@ -84,7 +84,7 @@ from monitor.windows.spec import (
 from monitor.windows.summary import Segment, WindowSummary
 from monitor.windows.watermark import NO_WATERMARK, Watermarks
 
-__all__ = ["Admission", "EventBatch", "EventWindows", "StateSize"]
+__all__ = ["Admission", "EventWindows", "ScoredEvents", "StateSize"]
 
 _Key = tuple[int, int]  # (epoch start, window start) of an open window
 
@@ -235,7 +235,7 @@ class EventWindows:
 
     # -- events -------------------------------------------------------------------------
 
-    def add_batch(self, batch: EventBatch) -> Admission:
+    def add_events(self, batch: ScoredEvents) -> Admission:
         """Count a batch's events into their open windows; return what was rejected."""
         if batch.measures.ndim != 2 or batch.measures.shape[1] != len(self.measure_keys):
             raise ValueError(f"measures must have {len(self.measure_keys)} columns")
@@ -252,7 +252,7 @@ class EventWindows:
         found = np.searchsorted(starts, np.asarray(times, dtype=np.int64), side="right") - 1
         return np.maximum(found, 0).tolist()  # type: ignore[no-any-return]
 
-    def _admit(self, batch: EventBatch, admission: Admission) -> AcceptedRows:
+    def _admit(self, batch: ScoredEvents, admission: Admission) -> AcceptedRows:
         # The per-event path of the service (~80k events/s): locals instead of attributes,
         # one loop, vectorised work before and after it, replays in helpers. Long on purpose.
         lateness = self.spec.allowed_lateness_ms
@@ -340,7 +340,7 @@ class EventWindows:
     def _reject_closed(
         self,
         row: int,
-        batch: EventBatch,
+        batch: ScoredEvents,
         admission: Admission,
         accepted: AcceptedRows,
         *,
@@ -366,7 +366,7 @@ class EventWindows:
 
     @staticmethod
     def _already_published(
-        row: int, batch: EventBatch, admission: Admission, accepted: AcceptedRows
+        row: int, batch: ScoredEvents, admission: Admission, accepted: AcceptedRows
     ) -> None:
         admission.already_published.append(row)
         # Its id still dedupes, as it did before the crash while its window was open.
@@ -375,7 +375,7 @@ class EventWindows:
             accepted.in_batch.add(event_id)
             accepted.remembered.append(row)
 
-    def _count(self, batch: EventBatch, accepted: AcceptedRows) -> None:
+    def _count(self, batch: ScoredEvents, accepted: AcceptedRows) -> None:
         """Remember the new ids and add the accepted events into their windows."""
         times = np.asarray(batch.event_times_ms, dtype=np.int64)
         if len(self._epochs) == 1:

@@ -19,9 +19,9 @@ import pytrec_eval  # a pinned dev dependency: missing, this test fails rather t
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey
 from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.scorer import Scorer
 from monitor.trec.runfile import trec_order
 from monitor.trec.selection import select_measures
 
@@ -71,7 +71,7 @@ def rankmon_values(qrels: Qrels, run: Run, level: int) -> dict[str, dict[str, fl
     rankings = [
         list(trec_order(list(run[qid]), list(run[qid].values()), "float32")) for qid in query_ids
     ]
-    matrix = BatchScorer(evaluation_set, KEYS, relevance_level=level).score(query_ids, rankings)
+    matrix = Scorer(evaluation_set, KEYS, relevance_level=level).score(query_ids, rankings)
     return {
         qid: {str(key.trec_name): float(value) for key, value in zip(KEYS, row, strict=True)}
         for qid, row in zip(query_ids, matrix, strict=True)

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from monitor import native
 from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
-from monitor.windows.batch import Admission, EventBatch
+from monitor.windows.scored import Admission, ScoredEvents
 from tests.property.test_native_intake import (
     KEY_SETS,
     MUTATIONS,
@@ -86,9 +86,9 @@ def fuzzed_polls(draw: st.DrawFn) -> list[list[SourceRecord]]:
 @contextmanager
 def accepted_rows(fast: Pipeline, into: list[tuple[int, int]]) -> Iterator[None]:
     """Collect (partition, offset) of every record the windows counted."""
-    real = fast.windows.add_batch
+    real = fast.windows.add_events
 
-    def spy(batch: EventBatch) -> Admission:
+    def spy(batch: ScoredEvents) -> Admission:
         admission = real(batch)
         turned_away = {*admission.late, *admission.duplicates, *admission.already_published}
         counted = [row for row in range(len(batch.event_ids)) if row not in turned_away]
@@ -96,7 +96,7 @@ def accepted_rows(fast: Pipeline, into: list[tuple[int, int]]) -> Iterator[None]
         into.extend((int(batch.partitions[r]), int(batch.offsets[r])) for r in counted)
         return admission
 
-    with mock.patch.object(fast.windows, "add_batch", spy):
+    with mock.patch.object(fast.windows, "add_events", spy):
         yield
 
 

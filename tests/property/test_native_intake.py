@@ -25,9 +25,9 @@ from monitor import native
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
 from monitor.kafka.consumer import SourceRecord
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.scorer import Scorer
 from monitor.testing.clock import FakeClock
 from monitor.windows.engine import EventWindows
 from monitor.windows.segments import SegmentLabeler
@@ -97,7 +97,7 @@ class Outcomes:
 @dataclass
 class Pipeline:
     intake: Intake
-    scorer: BatchScorer
+    scorer: Scorer
     windows: EventWindows
     clock: FakeClock
     rejects: Rejects
@@ -163,7 +163,7 @@ def pipeline(
         outcomes,
         inline_judgments=inline,
     )
-    scorer = BatchScorer(EVALUATION_SET, keys, speedups=speedups)
+    scorer = Scorer(EVALUATION_SET, keys, speedups=speedups)
     assert (scorer.judgment_index is not None) == speedups
     return Pipeline(intake, scorer, windows, clock, rejects, outcomes)
 

@@ -1,6 +1,6 @@
 """The C judgment index (monitor._speedups.JudgmentIndex) scores exactly like the Python lookups.
 
-`BatchScorer(..., speedups=True)` looks grade codes up in C, `speedups=False` with one dict
+`Scorer(..., speedups=True)` looks grade codes up in C, `speedups=False` with one dict
 probe per document; both must give the same matrix bit for bit, and `score_coded` (what the
 C event decoder feeds) must give the same rows as `score`.
 """
@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from monitor import native
 from monitor.scoring import plan
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.columns import CHUNK_ROWS
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR, Gain
+from monitor.scoring.scorer import Scorer
 from monitor.trec.selection import select_measures
 from tests.support.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 
@@ -97,15 +97,15 @@ def rankings_for(
 
 def scorers(
     evaluation_set: EvaluationSet, keys: Sequence[MeasureKey], level: int, idcg_zero: str
-) -> tuple[BatchScorer, BatchScorer]:
-    fast = BatchScorer(evaluation_set, keys, level, idcg_zero, speedups=True)  # type: ignore[arg-type]
-    slow = BatchScorer(evaluation_set, keys, level, idcg_zero, speedups=False)  # type: ignore[arg-type]
+) -> tuple[Scorer, Scorer]:
+    fast = Scorer(evaluation_set, keys, level, idcg_zero, speedups=True)  # type: ignore[arg-type]
+    slow = Scorer(evaluation_set, keys, level, idcg_zero, speedups=False)  # type: ignore[arg-type]
     assert slow.judgment_index is None
     return fast, slow
 
 
 def coded_scores(
-    scorer: BatchScorer, query_ids: Sequence[str], rankings: Sequence[Sequence[str]]
+    scorer: Scorer, query_ids: Sequence[str], rankings: Sequence[Sequence[str]]
 ) -> np.ndarray:
     """`score_coded` fed the way the C decoder feeds it: rows by `row_of`, codes by `codes`."""
     index = scorer.judgment_index
@@ -194,9 +194,9 @@ def test_a_kind_without_a_c_case_is_computed_by_its_numpy_function_on_the_c_path
     query_ids = [rng.choice(QUERIES) for _ in range(700)]
     rankings = [rng.sample(ALL_DOCS, rng.choice([0, 1, 3, 7, 25, 45])) for _ in range(700)]
     keys = monitor_keys([1, 5, 20], ["linear", "exp"])
-    expected = BatchScorer(evaluation_set, keys).score(query_ids, rankings)
+    expected = Scorer(evaluation_set, keys).score(query_ids, rankings)
     monkeypatch.setattr(plan, "in_c", lambda key: key.kind not in ("ndcg_condensed", "map"))
-    mixed = BatchScorer(evaluation_set, keys)
+    mixed = Scorer(evaluation_set, keys)
     assert mixed._plan is not None and len(mixed._plan.in_numpy) == 7
     assert np.array_equal(mixed.score(query_ids, rankings), expected)
     assert np.array_equal(coded_scores(mixed, query_ids, rankings), expected)
@@ -292,7 +292,7 @@ def test_more_than_255_distinct_grades_take_the_python_path_with_the_same_number
     # And the numbers are right, not merely equal: precision@5 of d299..d295 (all relevant).
     keys = trec_keys(["P.5"])
     top = [f"d{i}" for i in range(299, 294, -1)]
-    assert BatchScorer(evaluation_set, keys).score(["q"], [top]).tolist() == [[1.0]]
+    assert Scorer(evaluation_set, keys).score(["q"], [top]).tolist() == [[1.0]]
 
 
 def test_exactly_255_distinct_grades_still_use_the_c_index() -> None:
@@ -313,10 +313,10 @@ def test_rankmon_speedups_off_turns_the_c_index_off(monkeypatch: pytest.MonkeyPa
     for setting in ("off", "0", "false", " No "):
         monkeypatch.setenv("RANKMON_SPEEDUPS", setting)
         assert not native.speedups_active()
-        assert BatchScorer(evaluation_set, keys, speedups=True).judgment_index is None
+        assert Scorer(evaluation_set, keys, speedups=True).judgment_index is None
     monkeypatch.setenv("RANKMON_SPEEDUPS", "on")
     assert native.speedups_active()
-    assert BatchScorer(evaluation_set, keys, speedups=True).judgment_index is not None
+    assert Scorer(evaluation_set, keys, speedups=True).judgment_index is not None
 
 
 def test_a_ranking_with_a_lone_surrogate_doc_id_scores_like_the_python_path() -> None:

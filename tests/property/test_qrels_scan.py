@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from monitor import native
 from monitor.errors import InputError
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey
 from monitor.scoring.evalset import load_evaluation_set
+from monitor.scoring.scorer import Scorer
 from monitor.trec.selection import select_measures
 from tests.support.native_guard import require_speedups, speedups_switched_on  # noqa: F401
 
@@ -76,7 +76,7 @@ def outcome(path: Path) -> Outcome | str:
     except InputError as error:
         return str(error)
     queries = loaded.query_ids
-    scorer = BatchScorer(loaded, KEYS, relevance_level=1)
+    scorer = Scorer(loaded, KEYS, relevance_level=1)
     scores = scorer.score(queries, [DOCS[: i % 6] for i in range(len(queries))])
     return (
         queries,

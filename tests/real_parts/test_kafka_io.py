@@ -21,7 +21,7 @@ from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.kafka.bootstrap import Backoff, KafkaUnavailableError, parse_servers
-from monitor.kafka.consumer import Batch, EventSource, SourceRecord
+from monitor.kafka.consumer import EventSource, Poll, SourceRecord
 from monitor.kafka.options import producer_options
 from monitor.kafka.producer import RecordProducer
 from monitor.scoring.catalog import monitor_keys
@@ -60,21 +60,21 @@ def event_source(
 
 
 def poll_until(
-    source: EventSource, done: Callable[[list[Batch]], bool], timeout_s: float = WAIT_S
-) -> list[Batch]:
+    source: EventSource, done: Callable[[list[Poll]], bool], timeout_s: float = WAIT_S
+) -> list[Poll]:
     """Poll (bounded) until `done(batches so far)`."""
-    batches: list[Batch] = []
+    batches: list[Poll] = []
     deadline = time.monotonic() + timeout_s
     while not done(batches) and time.monotonic() < deadline:
         batches.append(source.poll(timeout_ms=200))
     return batches
 
 
-def records_of(batches: list[Batch]) -> list[SourceRecord]:
+def records_of(batches: list[Poll]) -> list[SourceRecord]:
     return [record for batch in batches for record in batch.records]
 
 
-def has_records(count: int) -> Callable[[list[Batch]], bool]:
+def has_records(count: int) -> Callable[[list[Poll]], bool]:
     return lambda batches: len(records_of(batches)) >= count
 
 
@@ -139,7 +139,7 @@ class Member(threading.Thread):
     def __init__(self, source: EventSource) -> None:
         super().__init__(daemon=True)
         self.source = source
-        self.batches: list[Batch] = []
+        self.batches: list[Poll] = []
         self.stopping = threading.Event()
 
     def run(self) -> None:
@@ -206,7 +206,7 @@ def test_unreachable_broker_gives_empty_batches_and_broker_down_without_raising(
 
     batches = [source.poll(timeout_ms=10) for _ in range(3)]
 
-    assert batches == [Batch(), Batch(), Batch()]
+    assert batches == [Poll(), Poll(), Poll()]
     assert not source.broker_up and not source.group_joined
     assert delays == sorted(delays) and delays[0] < delays[-1]
     assert source.commit({0: 5}) is False

@@ -18,7 +18,7 @@ from monitor.checkpoint.progress import ProgressRecord
 from monitor.checkpoint.share import WindowShare, WindowsRecord
 from monitor.checkpoint.share_reader import RestoreNeeds
 from monitor.comparisons.record import ComparisonRecord
-from monitor.kafka.consumer import Batch, SourceRecord, UnreadableBatch
+from monitor.kafka.consumer import Poll, SourceRecord, UnreadableBatch
 from monitor.testing.clock import FakeClock
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class FakeStream:
     def release(self) -> None:
         self._running.set()
 
-    def poll(self, timeout_ms: int = 1000) -> Batch:
+    def poll(self, timeout_ms: int = 1000) -> Poll:
         self.polls += 1
         if not self._running.is_set():
             self.stalled.set()
@@ -88,7 +88,7 @@ class FakeStream:
         for partition in sorted(self.log):
             records += self.log[partition][self.positions[partition] :]
             self.positions[partition] = len(self.log[partition])
-        return Batch(records, frozenset(), assigned)
+        return Poll(records, frozenset(), assigned)
 
     def take_unreadable(self) -> list[UnreadableBatch]:
         return []

@@ -3,7 +3,7 @@ reading rather than speed. The engines (`monitor.scoring.columns`, and the C ker
 them) are tested against it; `value` is the one table from a kind to its definition here.
 
 Conventions (trec_eval 10.0, docs/metric-conventions.md sections 3-5), shared by every function here
-and by the vectorised engine in `monitor.scoring.batch`, which must give the same numbers:
+and by the vectorised engine in `monitor.scoring.scorer`, which must give the same numbers:
 
 - `grades` holds the grade of each retrieved document in rank order (rank 1 first): an int
   for a document in the evaluation set, `None` for one that is not. Ordering the ranking

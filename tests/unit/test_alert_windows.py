@@ -13,20 +13,20 @@ import numpy as np
 from monitor.alerting import AlertEngine, Status
 from monitor.config.alerts import parse_alerting_config
 from monitor.testing.clock import FakeClock
-from monitor.windows.batch import EventBatch
 from monitor.windows.engine import EventWindows
+from monitor.windows.scored import ScoredEvents
 from monitor.windows.spec import WindowSpec
 
 T0 = 1_700_000_000_000  # a multiple of 10 s: windows start at T0 + 10 s x n
 MEASURE = "ndcg@10:linear"
 
 
-def events(since_ms: int, until_ms: int, drop_at_ms: int, offset: int) -> EventBatch:
+def events(since_ms: int, until_ms: int, drop_at_ms: int, offset: int) -> ScoredEvents:
     """One event every 100 ms over 20 queries; each scores 0.8 before the drop, 0.3 after."""
     times = list(range(since_ms, until_ms, 100))
     scores = np.array([[0.3 if t >= drop_at_ms else 0.8] for t in times])
     offsets = list(range(offset, offset + len(times)))
-    return EventBatch(
+    return ScoredEvents(
         partitions=[0] * len(times),
         offsets=offsets,
         event_times_ms=times,
@@ -54,7 +54,7 @@ def test_floor_pages_at_the_first_tick_after_the_first_bad_window_closes() -> No
     while fired_at is None and clock.now_ms() < T0 + 60_000:
         clock.advance(2_000)
         batch = events(last, clock.now_ms(), drop_at, offset)
-        windows.add_batch(batch)
+        windows.add_events(batch)
         last, offset = clock.now_ms(), offset + len(batch.event_ids)
         for transition in engine.observe(windows.finalize(), clock.now_ms()):
             assert transition.change.after is Status.FIRING

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from monitor.cli import main
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.scoring.gain import EXP, LINEAR
+from monitor.scoring.scorer import Scorer
 from monitor.trec.runfile import load_run
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
@@ -29,7 +29,7 @@ def scores(
     *,
     speedups: bool,
 ) -> np.ndarray:
-    scorer = BatchScorer(evaluation_set, keys, speedups=speedups)
+    scorer = Scorer(evaluation_set, keys, speedups=speedups)
     return scorer.score(list(rankings), list(rankings.values()))
 
 
@@ -92,7 +92,7 @@ def test_unjudged_documents_do_not_count_as_misses_in_the_condensed_list() -> No
     for speedups in (True, False):
         # x and y were never judged: nDCG@2 counts them as misses, the condensed list skips
         # them, so a and c (the ideal order) are its top 2.
-        values = BatchScorer(evaluation_set, keys, speedups=speedups).score(
+        values = Scorer(evaluation_set, keys, speedups=speedups).score(
             ["q"], [["x", "a", "y", "c", "b"]]
         )
         assert values[0, 0] == pytest.approx((2 / np.log2(3)) / (2 + 1 / np.log2(3)))

@@ -45,9 +45,9 @@ from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
 from monitor.kafka.consumer import SourceRecord
 from monitor.logs import TextFormatter, fields
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.scorer import Scorer
 from monitor.sections import expansion_problem
 from monitor.testing.clock import FakeClock
 from monitor.windows.engine import EventWindows
@@ -71,10 +71,10 @@ def _load_bench(name: str) -> Any:
 
 def _intake(
     evaluation_set: EvaluationSet, *, speedups: bool
-) -> tuple[Intake, BatchScorer, list[tuple[str, str]]]:
+) -> tuple[Intake, Scorer, list[tuple[str, str]]]:
     """An intake on tumbling minute windows, nDCG@10, no segments; the outcomes it counts."""
     keys = monitor_keys((10,), ("linear",))
-    scorer = BatchScorer(evaluation_set, keys, speedups=speedups)
+    scorer = Scorer(evaluation_set, keys, speedups=speedups)
     labeler = SegmentLabeler((), 1)
     windows = EventWindows(
         WindowSpec.tumbling(60_000),

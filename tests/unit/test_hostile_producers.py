@@ -18,7 +18,7 @@ import pytest
 from monitor.config.loader import load_config
 from monitor.errors import ConfigError
 from monitor.testing.clock import FakeClock
-from monitor.windows.engine import EventBatch, EventWindows
+from monitor.windows.engine import EventWindows, ScoredEvents
 from monitor.windows.samples import ENTRY_OVERHEAD, RankingSamples
 from monitor.windows.segments import OVERFLOW, SegmentLabeler
 from monitor.windows.spec import WindowSpec
@@ -96,9 +96,9 @@ def skewed_windows(skew_ms: int | None) -> EventWindows:
     return EventWindows(spec, ["ndcg@10:linear"], FakeClock(T), max_clock_skew_ms=skew_ms)
 
 
-def stream(times_s: list[int], stamps_s: list[int]) -> EventBatch:
+def stream(times_s: list[int], stamps_s: list[int]) -> ScoredEvents:
     n = len(times_s)
-    return EventBatch(
+    return ScoredEvents(
         partitions=[0] * n,
         offsets=list(range(n)),
         event_times_ms=[T + t * SECOND for t in times_s],
@@ -113,33 +113,33 @@ def stream(times_s: list[int], stamps_s: list[int]) -> EventBatch:
 def test_one_event_dated_290_s_ahead_makes_none_of_the_next_300_honest_events_late() -> None:
     honest = list(range(1, 301))
     times, stamps = [290, *honest], [0, *honest]
-    admission = skewed_windows(10 * SECOND).add_batch(stream(times, stamps))
+    admission = skewed_windows(10 * SECOND).add_events(stream(times, stamps))
     assert (admission.accepted, admission.late) == (301, [])
     # Without the bound, as before: the watermark jumps to 290 - 60 s, and every honest event
     # whose window ends by then is late.
-    unbounded = skewed_windows(None).add_batch(stream(times, stamps))
+    unbounded = skewed_windows(None).add_events(stream(times, stamps))
     assert len(unbounded.late) == 229
 
 
 def test_the_bound_is_the_record_timestamp_so_a_replay_rebuilds_the_same_watermark() -> None:
     times, stamps = [290, *range(1, 301)], [0, *range(1, 301)]
     first, second = skewed_windows(10 * SECOND), skewed_windows(10 * SECOND)
-    first.add_batch(stream(times, stamps))
+    first.add_events(stream(times, stamps))
     # The replay reads the same records later: processing time plays no part.
     second._clock.advance(3_600 * SECOND)  # type: ignore[attr-defined]
-    second.add_batch(stream(times, stamps))
+    second.add_events(stream(times, stamps))
     assert first.watermark_ms == second.watermark_ms == T + 300 * SECOND - 60 * SECOND
 
 
 def test_an_event_behind_its_record_timestamp_moves_the_watermark_by_its_own_time() -> None:
     windows = skewed_windows(10 * SECOND)
-    windows.add_batch(stream([100], [500]))  # a backfill: old event, fresh record
+    windows.add_events(stream([100], [500]))  # a backfill: old event, fresh record
     assert windows.watermark_ms == T + 100 * SECOND - 60 * SECOND
 
 
 def test_a_record_without_a_timestamp_is_not_bounded() -> None:
     windows = skewed_windows(10 * SECOND)
-    windows.add_batch(stream([100], [-1]))
+    windows.add_events(stream([100], [-1]))
     assert windows.watermark_ms == T + 100 * SECOND - 60 * SECOND
 
 

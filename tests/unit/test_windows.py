@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from monitor.testing.clock import FakeClock
-from monitor.windows.engine import Admission, EventBatch, EventWindows
+from monitor.windows.engine import Admission, EventWindows, ScoredEvents
 from monitor.windows.spec import WindowSpec
 from monitor.windows.summary import Segment, WindowSummary
 
@@ -33,8 +33,8 @@ class Ev:
     segment: Segment = ()
 
 
-def batch(events: Sequence[Ev]) -> EventBatch:
-    return EventBatch(
+def batch(events: Sequence[Ev]) -> ScoredEvents:
+    return ScoredEvents(
         partitions=[e.partition for e in events],
         offsets=[e.offset for e in events],
         event_times_ms=[e.time for e in events],
@@ -58,7 +58,7 @@ def windows(
 def add(monitor: EventWindows, *events: Ev, version: str = "v1") -> Admission:
     """Add events; a `version` other than the current one is a reload first."""
     monitor.begin_version(version, 10)
-    return monitor.add_batch(batch(events))
+    return monitor.add_events(batch(events))
 
 
 def mark(
@@ -229,10 +229,10 @@ def test_numpy_columns_give_the_same_result_as_lists() -> None:
     events = [Ev(t, f"e{t}", query=f"q{t % 3}", offset=t) for t in range(0, 40, 3)]
     as_lists, _ = windows(size=10)
     as_arrays, _ = windows(size=10)
-    as_lists.add_batch(batch(events))
+    as_lists.add_events(batch(events))
     plain = batch(events)
-    as_arrays.add_batch(
-        EventBatch(
+    as_arrays.add_events(
+        ScoredEvents(
             partitions=np.array(plain.partitions, dtype=np.int64),
             offsets=np.array(plain.offsets, dtype=np.int64),
             event_times_ms=np.array(plain.event_times_ms, dtype=np.int64),
@@ -249,7 +249,7 @@ def test_numpy_columns_give_the_same_result_as_lists() -> None:
 def test_batch_with_columns_of_different_lengths_is_refused() -> None:
     good = batch([Ev(1, "a"), Ev(2, "b")])
     with pytest.raises(ValueError, match="one row per event"):
-        EventBatch(
+        ScoredEvents(
             partitions=[0],
             offsets=good.offsets,
             event_times_ms=good.event_times_ms,
@@ -264,8 +264,8 @@ def test_batch_with_the_wrong_number_of_measures_is_refused() -> None:
     monitor, _ = windows()
     wrong = batch([Ev(1, "a")])
     with pytest.raises(ValueError, match="2 columns"):
-        monitor.add_batch(
-            EventBatch(
+        monitor.add_events(
+            ScoredEvents(
                 partitions=[0],
                 offsets=[0],
                 event_times_ms=[1],

@@ -1,6 +1,6 @@
 """The vectorised engine: many rankings at once, the numbers the test oracle defines.
 
-`BatchScorer(evaluation_set, keys).score(query_ids, rankings)` returns one row per ranking and
+`Scorer(evaluation_set, keys).score(query_ids, rankings)` returns one row per ranking and
 one column per measure key (float64). Conventions are docs/metrics.md's (trec_eval
 10.0): rankings are already in rank order, IDCG comes from every judged document of the query,
 a document not in the evaluation set gains 0 and is not relevant.
@@ -52,7 +52,7 @@ from monitor.scoring.plan import MeasurePlan, query_ideals
 if TYPE_CHECKING:
     from monitor._speedups import JudgmentIndex
 
-__all__ = ["BatchScorer"]
+__all__ = ["Scorer"]
 
 Floats = npt.NDArray[np.float64]
 Int64s = npt.NDArray[np.int64]
@@ -64,7 +64,7 @@ _NO_CODES: Final = repeat(0)
 _MAX_INLINE_GRADE: Final = 65_535  # a larger inline grade takes the general path
 
 
-class BatchScorer:
+class Scorer:
     """Scores batches of rankings of one evaluation set for a fixed list of measure keys.
 
     `relevance_level` applies to the binary measures (precision, recall, mrr, map, num_rel,

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.scoring.batch import BatchScorer
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR, Gain
+from monitor.scoring.scorer import Scorer
 from tests.support import oracle
 
 CUSTOM = Gain.parse({0: 0.5, 1: 1, 2: 10, 3: 5})
@@ -57,7 +57,7 @@ def assert_matches_reference(
     idcg_zero: str,
     keys: Sequence[MeasureKey] = KEYS,
 ) -> None:
-    scorer = BatchScorer(evaluation_set, keys, level, idcg_zero)  # type: ignore[arg-type]
+    scorer = Scorer(evaluation_set, keys, level, idcg_zero)  # type: ignore[arg-type]
     scores = scorer.score(query_ids, rankings, extras)
     assert scores.shape == (len(rankings), len(keys))
     for i, (qid, ranking) in enumerate(zip(query_ids, rankings, strict=True)):
@@ -113,7 +113,7 @@ def test_inline_judgments_fill_in_unjudged_docs_and_the_ideal(
 
 def test_inline_judgments_never_push_ndcg_above_one() -> None:
     evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1}})
-    scorer = BatchScorer(evaluation_set, [MeasureKey("ndcg", 10)])
+    scorer = Scorer(evaluation_set, [MeasureKey("ndcg", 10)])
     # "b" is judged only inline with grade 3: the ideal must include it, DCG = 3 + 1/log2(3).
     score = scorer.score(["q"], [["b", "a"]], [{"b": 3, "a": 0}])[0, 0]
     assert score == 1.0
@@ -138,8 +138,8 @@ def test_the_c_inline_path_gives_the_general_paths_numbers_bit_for_bit(
                                 for i, (d, g) in enumerate(e.items())}
         for e in extras
     ]  # fmt: skip
-    fast = BatchScorer(evaluation_set, KEYS, level)
-    general = BatchScorer(evaluation_set, KEYS, level, speedups=False)
+    fast = Scorer(evaluation_set, KEYS, level)
+    general = Scorer(evaluation_set, KEYS, level, speedups=False)
     assert fast.judgment_index is not None
     got = fast.score(query_ids, rankings, extras)
     assert np.array_equal(got, general.score(query_ids, rankings, extras), equal_nan=True)
@@ -151,8 +151,8 @@ def test_inline_grades_past_255_codes_and_odd_mappings_take_the_general_path() -
     evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1, "b": 3}})
     keys = monitor_keys([2, 5], ["linear", "exp"])
     fast, general = (
-        BatchScorer(evaluation_set, keys),
-        BatchScorer(evaluation_set, keys, speedups=False),
+        Scorer(evaluation_set, keys),
+        Scorer(evaluation_set, keys, speedups=False),
     )
     many: list[dict[str, int | None] | None] = [{f"u{i}": i} for i in range(300)]
     rankings = [["b", f"u{i}", "a"] for i in range(300)]
@@ -175,7 +175,7 @@ def test_many_distinct_grades_take_the_general_path_with_the_same_numbers() -> N
 def test_streaming_keys_look_only_at_the_cutoff_but_mrr_and_map_see_everything() -> None:
     evaluation_set = EvaluationSet.from_judgments({"q": {"late": 2}})
     keys = monitor_keys([5], ["linear"])
-    scores = dict(zip(map(str, keys), BatchScorer(evaluation_set, keys).score(
+    scores = dict(zip(map(str, keys), Scorer(evaluation_set, keys).score(
         ["q"], [[*(f"x{i}" for i in range(9)), "late"]])[0], strict=True))  # fmt: skip
     assert scores["ndcg@5:linear"] == 0.0
     assert scores["mrr"] == 1 / 10
@@ -186,12 +186,12 @@ def test_empty_ranking_scores_zero_but_keeps_num_rel() -> None:
     evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1, "b": 2, "c": 0}})
     keys = [MeasureKey("ndcg", 10), MeasureKey("precision", 5)]
     keys += [MeasureKey(kind) for kind in ("mrr", "map", "num_rel", "num_ret")]
-    scores = BatchScorer(evaluation_set, keys).score(["q"], [[]])
+    scores = Scorer(evaluation_set, keys).score(["q"], [[]])
     assert scores.tolist() == [[0.0, 0.0, 0.0, 0.0, 2.0, 0.0]]
 
 
 def test_unknown_query_is_a_value_error_naming_it() -> None:
-    scorer = BatchScorer(EvaluationSet.from_judgments({"q": {"a": 1}}), [MeasureKey("mrr")])
+    scorer = Scorer(EvaluationSet.from_judgments({"q": {"a": 1}}), [MeasureKey("mrr")])
     with pytest.raises(ValueError, match="'nope' is not in the evaluation set"):
         scorer.score(["q", "nope"], [["a"], ["a"]])
 
@@ -199,7 +199,7 @@ def test_unknown_query_is_a_value_error_naming_it() -> None:
 def test_large_batches_are_scored_in_chunks_with_the_same_results() -> None:
     evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1, "b": 3}, "r": {"c": 2}})
     keys = monitor_keys([1, 2], ["linear", "exp"])
-    scorer = BatchScorer(evaluation_set, keys)
+    scorer = Scorer(evaluation_set, keys)
     one = scorer.score(["q", "r"], [["b", "c", "a"], ["c"]])
     many = scorer.score(["q", "r"] * 3000, [["b", "c", "a"], ["c"]] * 3000)
     assert np.array_equal(many, np.tile(one, (3000, 1)))
@@ -208,14 +208,14 @@ def test_large_batches_are_scored_in_chunks_with_the_same_results() -> None:
 def test_invalid_options_are_rejected() -> None:
     evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1}})
     with pytest.raises(ValueError, match="idcg_zero"):
-        BatchScorer(evaluation_set, [MeasureKey("mrr")], idcg_zero="one")  # type: ignore[arg-type]
+        Scorer(evaluation_set, [MeasureKey("mrr")], idcg_zero="one")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="relevance_level"):
-        BatchScorer(evaluation_set, [MeasureKey("mrr")], relevance_level=-1)
+        Scorer(evaluation_set, [MeasureKey("mrr")], relevance_level=-1)
 
 
 def test_empty_batch_gives_an_empty_matrix_and_mismatched_lengths_are_rejected() -> None:
     keys = monitor_keys([5], ["linear"])
-    scorer = BatchScorer(EvaluationSet.from_judgments({"q": {"a": 1}}), keys)
+    scorer = Scorer(EvaluationSet.from_judgments({"q": {"a": 1}}), keys)
     assert scorer.score([], []).shape == (0, len(keys))
     with pytest.raises(ValueError, match="differ in length"):
         scorer.score(["q"], [])
@@ -233,7 +233,7 @@ def test_deep_ranks_are_discounted_by_the_c_library_log2_as_trec_eval_does(
     depth = 2000
     evaluation_set = EvaluationSet.from_judgments({"q": {"relevant": 1}})
     keys = [MeasureKey("dcg", depth, LINEAR), MeasureKey("ndcg", depth, LINEAR)]
-    scorer = BatchScorer(evaluation_set, keys, speedups=speedups)
+    scorer = Scorer(evaluation_set, keys, speedups=speedups)
     rankings = [
         [f"u{r}" for r in range(1, rank)] + ["relevant"] + [f"v{r}" for r in range(depth - rank)]
         for rank in range(1, depth + 1)

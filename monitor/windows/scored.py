@@ -14,7 +14,7 @@ import numpy.typing as npt
 
 from monitor.windows.summary import Segment
 
-__all__ = ["AcceptedRows", "Admission", "EventBatch", "IntColumn", "StateSize", "int_list"]
+__all__ = ["AcceptedRows", "Admission", "IntColumn", "ScoredEvents", "StateSize", "int_list"]
 
 IntColumn = Sequence[int] | npt.NDArray[np.int64]
 
@@ -25,7 +25,7 @@ def int_list(column: IntColumn) -> Sequence[int]:
 
 
 @dataclass(frozen=True)
-class EventBatch:
+class ScoredEvents:
     """One poll's accepted, scored events: row `i` of every column is event `i`.
 
     `segments` are raw segments, reduced to the configured keys (`monitor.windows.segments`).
