@@ -46,19 +46,13 @@ closes; `rankmon run` bounds it with a watchdog.
 
 from __future__ import annotations
 
-import errno
 import logging
 import math
-import os
-import socket
 import threading
-from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
-from monitor.alerting import ActiveAlert, AlertDelivery, AlertEngine
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.protocol import Checkpoint
 from monitor.checkpoint.publisher import ProgressPublisher, SharePublisher
@@ -68,67 +62,42 @@ from monitor.checkpoint.windows_topic import WindowsTopic
 from monitor.clock import Clock, SystemClock, TickSchedule
 from monitor.comparisons.engine import ComparisonEngine
 from monitor.config.loader import Config
-from monitor.errors import ConfigError
-from monitor.explain.api import ExplainApi
-from monitor.explain.page import AlertView, ExplainPages
-from monitor.explain.store import ExplainStore
 from monitor.export.exporter import Exporter, Liveness
-from monitor.export.http import HttpEndpoint, MetricsServer, Route
-from monitor.export.window_log import HEADLINE_KINDS, WindowLog
+from monitor.export.http import HttpEndpoint
+from monitor.export.window_log import WindowLog
 from monitor.group.decider import ALONE, MEMBER, Role, group_role
 from monitor.group.part import GroupPart
-from monitor.ingest.deadletter import DeadLetterSink
-from monitor.ingest.events import EventDecoder
-from monitor.ingest.intake import Intake
 from monitor.kafka.bootstrap import Backoff, KafkaUnavailableError
 from monitor.kafka.consumer import EventSource, EventStream, Poll, SourceRecord
 from monitor.kafka.options import consumer_options, producer_options
 from monitor.kafka.producer import RecordProducer, RecordSink
 from monitor.kafka.reachability import Reachability
 from monitor.logs import fields
-from monitor.scoring.catalog import MeasureKey, monitor_keys
+from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.reload import EvaluationSetSource
 from monitor.scoring.scorer import Scorer
+from monitor.service.views import LiveView, MonitorSnapshot, explain_routes
+from monitor.service.wiring import (
+    Tally,
+    bind_error,
+    build_alerts,
+    build_intake,
+    explain_state,
+    labeler,
+    metrics_server,
+    window_spec,
+)
 from monitor.stats.replay_noise import replay_stderr
 from monitor.windows.engine import EventWindows
-from monitor.windows.samples import RankingSamples
-from monitor.windows.segments import SegmentLabeler
-from monitor.windows.spec import NO_BOUNDARY, Epoch, WindowSpec
+from monitor.windows.spec import NO_BOUNDARY, Epoch
 from monitor.windows.summary import Segment, WindowSummary, segment_label
 
-__all__ = ["Monitor", "MonitorSnapshot", "event_decoder"]
+__all__ = ["Monitor"]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("monitor.service")  # operators filter on it
 
 POLL_TIMEOUT_MS = 200
-HISTORY = 60  # finalized windows kept per segment for `snapshot()` (the demo's live view)
-
-
-@dataclass(frozen=True)
-class MonitorSnapshot:
-    """What the monitor has seen, for a live view: recent windows, outcomes, alerts.
-
-    The `history` summaries carry no `query_means` (memory: see `Monitor._record`).
-    """
-
-    history: dict[Segment, list[WindowSummary]]
-    outcomes: dict[str, int]
-    alerts: list[ActiveAlert]
-    watermark_ms: int | None
-    evaluation_set_version: str
-
-
-@dataclass
-class _Tally:
-    """Forwards outcome counts to the exporter and keeps totals for the snapshot."""
-
-    exporter: Exporter
-    totals: dict[str, int] = field(default_factory=dict)
-
-    def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None:
-        self.exporter.count_outcome(outcome, reason, amount)
-        self.totals[outcome] = self.totals.get(outcome, 0) + amount
 
 
 class Monitor:
@@ -167,18 +136,18 @@ class Monitor:
         current = self.evaluation.current
         self._scorers = {current.version: self._new_scorer(current)}
         self.windows = EventWindows(
-            _window_spec(config),
+            window_spec(config),
             [str(k) for k in self.keys],
             self.clock,
             version=current.version,
             set_queries=len(current),
-            labeler=_labeler(config),
+            labeler=labeler(config),
             max_clock_skew_ms=config.windows.max_clock_skew.ms,
         )
-        self._tally = _Tally(self.exporter)
+        self._tally = Tally(self.exporter)
         self._producer = producer or RecordProducer(**producer_options(config.kafka))
-        self.explain_store, self.samples = _explain_state(config, [str(k) for k in self.keys])
-        self.intake = _intake(config, self.windows, self._producer, self._tally, self.samples)
+        self.explain_store, self.samples = explain_state(config, [str(k) for k in self.keys])
+        self.intake = build_intake(config, self.windows, self._producer, self._tally, self.samples)
         self.source = source or EventSource(
             topic=config.kafka.topic,
             sleep=self._pause,
@@ -220,7 +189,7 @@ class Monitor:
             step=step_hook,
             comparisons=self._comparison_records,
         )
-        self._delivery, self.alerts, self._restore_windows, self._restore_measures = _alerts(
+        self._delivery, self.alerts, self._restore_windows, self._restore_measures = build_alerts(
             config, self.clock, self.exporter
         )
         # One decision for the consumer group (`monitor.group`): this member's part in it.
@@ -237,17 +206,20 @@ class Monitor:
             windows_topic=self._windows_topic,
             retry=self._retry,
         )
-        self.server = server or _metrics_server(
-            config, self.registry, self.exporter, self._explain_routes()
+        self.view = LiveView(self._tally)
+        routes = explain_routes(
+            config,
+            self.keys,
+            store=self.explain_store,
+            samples=self.samples,
+            evaluation_set=lambda: self.evaluation.current,
+            alert_views=self.view.alert_views,
+            clock=self.clock,
         )
+        self.server = server or metrics_server(config, self.registry, self.exporter, routes)
         self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)
         self._errors_counted: dict[str, int] = {}
         self._reachability = Reachability(config.kafka.bootstrap_servers, self.clock)
-        self._history: dict[Segment, deque[WindowSummary]] = {}
-        # What other threads (the live view, the page) read of the alerts: a copy the loop
-        # takes after each change, never the engine's own dictionaries.
-        self._active_alerts: list[ActiveAlert] = []
-        self._snapshot_lock = threading.Lock()
         self.exporter.set_evaluation_set(
             self.evaluation.current.version, len(self.evaluation.current)
         )
@@ -264,17 +236,7 @@ class Monitor:
 
     def snapshot(self) -> MonitorSnapshot:
         """A consistent copy of what a live view shows; safe from any thread."""
-        with self._snapshot_lock:
-            history = {segment: list(windows) for segment, windows in self._history.items()}
-            outcomes = dict(self._tally.totals)
-            alerts = list(self._active_alerts)
-        return MonitorSnapshot(
-            history,
-            outcomes,
-            alerts,
-            self.windows.watermark_ms,
-            self.evaluation.current.version,
-        )
+        return self.view.snapshot(self.windows.watermark_ms, self.evaluation.current.version)
 
     def start(self) -> None:
         """Serve `/metrics` and start alert delivery (the windows topic is read at the first
@@ -287,7 +249,7 @@ class Monitor:
         except OSError as error:
             self.source.close()
             self._producer.close()
-            raise _bind_error(self.config.export.host, self.config.export.port, error) from error
+            raise bind_error(self.config.export.host, self.config.export.port, error) from error
         self._delivery.start()
         self.liveness.progressed()
         _log.info(
@@ -409,7 +371,7 @@ class Monitor:
         self.group.decide(summaries, now, elapsed)
         quiet = self._stream_quiet() and not self.windows.open_windows
         self.group.report(self._owned, self.windows.watermark_ms, quiet, self.clock.now_ms())
-        self._copy_active_alerts()
+        self.view.copy_alerts(self.alerts.active())
         self._export_progress()
         self._window_log.state(self.windows, self.checkpoint.held)
         self.checkpoint.commit()
@@ -434,19 +396,13 @@ class Monitor:
         self.exporter.retire_segment(segment)
         self.alerts.forget(segment)
         self.explain_store.retire(segment)
-        with self._snapshot_lock:
-            self._history.pop(segment, None)
+        self.view.retire(segment)
         _log.info("segment retired", extra=fields(segment=segment_label(segment)))
 
     def _record(self, summary: WindowSummary) -> None:
         self.exporter.record_window(summary, self._replay_noise(summary))
         self.explain_store.add(summary)
-        with self._snapshot_lock:
-            history = self._history.setdefault(summary.segment, deque(maxlen=HISTORY))
-            # Per-query means are what a window costs (queries x measures, ~0.5 MB for 300
-            # queries): sixty of them per segment grew the soak's RSS by 60 MB. The live view
-            # needs only the means.
-            history.append(replace(summary, query_means={}))
+        self.view.record(summary)
         self._window_log.finalized(summary)
 
     def _replay_noise(self, summary: WindowSummary) -> dict[str, float]:
@@ -511,68 +467,6 @@ class Monitor:
 
     # -- the explanations' API and page ----------------------------------------------------
 
-    def _explain_routes(self) -> dict[str, Route]:
-        """`/api/v1/*`, `/` and `/explain` (`monitor.explain`), read by the HTTP thread."""
-        alerting = self.config.alerts
-        spans = {
-            rule.measure: span
-            for rule in alerting.rules
-            if (span := rule.condition.baseline_span()) is not None
-        }
-        store = self.explain_store
-        api = ExplainApi(
-            store,
-            self.samples,
-            lambda: self.evaluation.current,
-            default_measure=next(
-                (str(k) for k in self.keys if k.kind == "ndcg"), str(self.keys[0])
-            ),
-            baseline_windows=lambda measure: spans.get(measure, store.keep),
-        )
-        pages = ExplainPages(
-            api,
-            headline=_page_headline(self.keys),
-            alerts=self._alert_views,
-            floors=lambda measure, segment: [
-                (rule.name, floor)
-                for rule in alerting.rules
-                if (floor := rule.condition.floor()) is not None
-                and rule.measure == measure
-                and (rule.segment is None or set(rule.segment) <= set(segment))
-            ],
-            refresh_s=self.config.explain.refresh.ms // 1000 or None,
-            now_ms=self.clock.now_ms,
-        )
-        return {**api.routes(), **pages.routes()}
-
-    def _copy_active_alerts(self) -> None:
-        active = self.alerts.active()
-        with self._snapshot_lock:
-            self._active_alerts = active
-
-    def _alert_views(self) -> list[AlertView]:
-        """The alerts for the page (from the HTTP thread: the loop's copy)."""
-        with self._snapshot_lock:
-            active = list(self._active_alerts)
-        return [
-            AlertView(
-                a.rule.name,
-                a.rule.severity,
-                a.status.value,
-                a.segment,
-                a.rule.measure,
-                _alert_why(a),
-                a.window,
-                since_ms=a.fired_at_ms if a.status.value == "firing" else a.state.active_since_ms,
-                windows=a.state.bad_streak,
-                p_value=None if a.verdict is None else a.verdict.p_value,
-                runbook_url=a.rule.runbook_url,
-                value=None if a.verdict is None else a.verdict.value,
-                baseline=None if a.verdict is None else a.verdict.baseline,
-            )
-            for a in active
-        ]
-
     # -- start and stop -------------------------------------------------------------------
 
     def _learn_published(
@@ -586,7 +480,7 @@ class Monitor:
         if not self.group.take(role, partitions, self._elapsed_ms()):
             return False
         current = self.evaluation.current
-        newest = Epoch(NO_BOUNDARY, _window_spec(self.config), current.version, len(current))
+        newest = Epoch(NO_BOUNDARY, window_spec(self.config), current.version, len(current))
         restore = self.checkpoint.restore(
             owned,
             newest,
@@ -606,7 +500,7 @@ class Monitor:
             self.alerts.observe_comparisons(compared, self.clock.now_ms(), restoring=True)
         else:
             self.group.restore()
-        self._copy_active_alerts()
+        self.view.copy_alerts(self.alerts.active())
         _log.info(
             "read published windows",
             extra=fields(shares=restore.read, partitions=sorted(owned), role=role),
@@ -645,132 +539,3 @@ class Monitor:
         self._delivery.stop()
         self.server.stop()
         _log.info("rankmon stopped")
-
-
-def _bind_error(host: str, port: int, error: OSError) -> ConfigError:
-    """The user's to fix: which key, and what the system said."""
-    # asyncio rewords the system's message ("error while attempting to bind on ..."): say
-    # what the errno says.
-    if isinstance(error, socket.gaierror):
-        return ConfigError("export.host", f"cannot resolve {host!r}: {error.strerror}")
-    reason = os.strerror(error.errno) if error.errno else str(error)
-    if error.errno == errno.EADDRNOTAVAIL:
-        return ConfigError("export.host", f"{host!r} is not an address of this machine: {reason}")
-    return ConfigError("export.port", f"cannot listen on {host}:{port}: {reason}")
-
-
-def _window_spec(config: Config) -> WindowSpec:
-    windows = config.windows
-    return WindowSpec(
-        size_ms=windows.size.ms,
-        hop_ms=windows.hop.ms,
-        allowed_lateness_ms=windows.allowed_lateness.ms,
-        idle_timeout_ms=windows.idle_timeout.ms,
-        label=windows.size.text,
-    )
-
-
-def _labeler(config: Config) -> SegmentLabeler:
-    segments = config.segments
-    return SegmentLabeler(
-        segments.keys,
-        segments.max_values,
-        max_combinations=segments.max_combinations,
-        retire_after_ms=segments.retire_after.ms,
-    )
-
-
-def event_decoder(config: Config) -> EventDecoder:
-    """The decoder with the limits `config` sets (metrics.max_depth, kafka.max_record_bytes,
-    windows.max_future and time_source, segments.keys, kafka.max_id_bytes,
-    segments.max_value_bytes)."""
-    return EventDecoder(
-        max_depth=config.metrics.max_depth,
-        max_bytes=config.kafka.max_record_bytes,
-        max_future_ms=config.windows.max_future.ms,
-        segment_keys=frozenset(config.segments.keys),
-        use_event_time=config.windows.time_source == "event",
-        max_id_bytes=config.kafka.max_id_bytes,
-        max_value_bytes=config.segments.max_value_bytes,
-    )
-
-
-def _page_headline(keys: list[MeasureKey]) -> list[str]:
-    """The page's headline measures: nDCG at the cutoff nearest 10 (first gain), MRR, MAP."""
-    ndcg = [k for k in keys if k.kind == "ndcg" and k.k is not None]
-    chosen = [str(min(ndcg, key=lambda k: (abs((k.k or 0) - 10), k.k or 0)))] if ndcg else []
-    return chosen + [str(k) for k in keys if k.kind in HEADLINE_KINDS and k.kind != "ndcg"]
-
-
-def _alert_why(alert: ActiveAlert) -> str:
-    verdict = alert.verdict
-    if verdict is None:
-        return ""
-    if verdict.note:
-        return verdict.note
-    if verdict.baseline is not None:
-        return f"{verdict.value:.4f} against {verdict.baseline:g}"
-    return f"{verdict.value:.4f}"
-
-
-def _explain_state(
-    config: Config, measures: list[str]
-) -> tuple[ExplainStore, RankingSamples | None]:
-    """The kept windows and the sampled rankings the explanations read."""
-    settings = config.explain
-    store = ExplainStore(measures, keep=settings.keep_windows, segments=settings.max_segments)
-    spec = _window_spec(config)
-    if not settings.max_rankings:
-        return store, None
-    depth = max(config.metrics.cutoffs)
-    return store, RankingSamples(
-        spec.hop_ms or spec.size_ms, depth, settings.max_rankings, settings.max_sample_bytes
-    )
-
-
-def _intake(
-    config: Config,
-    windows: EventWindows,
-    producer: RecordSink,
-    counter: _Tally,
-    samples: RankingSamples | None,
-) -> Intake:
-    dead_letters = DeadLetterSink(
-        producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
-    )
-    assert windows.labeler is not None
-    return Intake(
-        event_decoder(config),
-        windows.labeler,
-        windows,
-        dead_letters,
-        counter,
-        inline_judgments=config.judgments.inline == "fill",
-        samples=samples,
-    )
-
-
-def _alerts(
-    config: Config, clock: Clock, exporter: Exporter
-) -> tuple[AlertDelivery, AlertEngine, int, frozenset[str]]:
-    """The alert engine, its delivery, and what its restore needs: how many windows per
-    segment (`AlertRule.restore_windows`, the largest over the rules) and of which measures."""
-    alerting = config.alerts
-    delivery = AlertDelivery.from_config(alerting.delivery, clock, exporter)
-    start = int(clock.monotonic() * 1000)  # stale rules measure silence on this clock
-    engine = AlertEngine(alerting, start_ms=start, delivery=delivery, metrics=exporter)
-    windows = max((rule.restore_windows for rule in alerting.rules), default=0)
-    return delivery, engine, windows, frozenset(rule.measure for rule in alerting.rules)
-
-
-def _metrics_server(
-    config: Config, registry: CollectorRegistry, exporter: Exporter, routes: Mapping[str, Route]
-) -> MetricsServer:
-    liveness = exporter.liveness
-    return MetricsServer.from_settings(
-        config.export,
-        registry,
-        exporter.readiness.missing,
-        routes=routes,
-        stalled=None if liveness is None else liveness.stalled,
-    )

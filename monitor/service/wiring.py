@@ -1,0 +1,167 @@
+"""The monitor's composition: each stage built from the config, and the IO it is handed.
+
+`Monitor` (`monitor.service.loop`) calls these once, at construction; nothing here runs in
+the loop. Tests pass their own IO (`source`, `producer`, `windows_topic`, `server`) and get
+everything else built as in production.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry
+
+from monitor.alerting import AlertDelivery, AlertEngine
+from monitor.clock import Clock
+from monitor.config.loader import Config
+from monitor.errors import ConfigError
+from monitor.explain.store import ExplainStore
+from monitor.export.exporter import Exporter
+from monitor.export.http import MetricsServer, Route
+from monitor.ingest.deadletter import DeadLetterSink
+from monitor.ingest.events import EventDecoder
+from monitor.ingest.intake import Intake
+from monitor.kafka.producer import RecordSink
+from monitor.windows.engine import EventWindows
+from monitor.windows.samples import RankingSamples
+from monitor.windows.segments import SegmentLabeler
+from monitor.windows.spec import WindowSpec
+
+__all__ = [
+    "Tally",
+    "bind_error",
+    "build_alerts",
+    "build_intake",
+    "event_decoder",
+    "explain_state",
+    "labeler",
+    "metrics_server",
+    "window_spec",
+]
+
+
+@dataclass
+class Tally:
+    """Forwards outcome counts to the exporter and keeps totals for the snapshot."""
+
+    exporter: Exporter
+    totals: dict[str, int] = field(default_factory=dict)
+
+    def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None:
+        self.exporter.count_outcome(outcome, reason, amount)
+        self.totals[outcome] = self.totals.get(outcome, 0) + amount
+
+
+def bind_error(host: str, port: int, error: OSError) -> ConfigError:
+    """The user's to fix: which key, and what the system said."""
+    # asyncio rewords the system's message ("error while attempting to bind on ..."): say
+    # what the errno says.
+    if isinstance(error, socket.gaierror):
+        return ConfigError("export.host", f"cannot resolve {host!r}: {error.strerror}")
+    reason = os.strerror(error.errno) if error.errno else str(error)
+    if error.errno == errno.EADDRNOTAVAIL:
+        return ConfigError("export.host", f"{host!r} is not an address of this machine: {reason}")
+    return ConfigError("export.port", f"cannot listen on {host}:{port}: {reason}")
+
+
+def window_spec(config: Config) -> WindowSpec:
+    windows = config.windows
+    return WindowSpec(
+        size_ms=windows.size.ms,
+        hop_ms=windows.hop.ms,
+        allowed_lateness_ms=windows.allowed_lateness.ms,
+        idle_timeout_ms=windows.idle_timeout.ms,
+        label=windows.size.text,
+    )
+
+
+def labeler(config: Config) -> SegmentLabeler:
+    segments = config.segments
+    return SegmentLabeler(
+        segments.keys,
+        segments.max_values,
+        max_combinations=segments.max_combinations,
+        retire_after_ms=segments.retire_after.ms,
+    )
+
+
+def event_decoder(config: Config) -> EventDecoder:
+    """The decoder with the limits `config` sets (metrics.max_depth, kafka.max_record_bytes,
+    windows.max_future and time_source, segments.keys, kafka.max_id_bytes,
+    segments.max_value_bytes)."""
+    return EventDecoder(
+        max_depth=config.metrics.max_depth,
+        max_bytes=config.kafka.max_record_bytes,
+        max_future_ms=config.windows.max_future.ms,
+        segment_keys=frozenset(config.segments.keys),
+        use_event_time=config.windows.time_source == "event",
+        max_id_bytes=config.kafka.max_id_bytes,
+        max_value_bytes=config.segments.max_value_bytes,
+    )
+
+
+def explain_state(
+    config: Config, measures: list[str]
+) -> tuple[ExplainStore, RankingSamples | None]:
+    """The kept windows and the sampled rankings the explanations read."""
+    settings = config.explain
+    store = ExplainStore(measures, keep=settings.keep_windows, segments=settings.max_segments)
+    spec = window_spec(config)
+    if not settings.max_rankings:
+        return store, None
+    depth = max(config.metrics.cutoffs)
+    return store, RankingSamples(
+        spec.hop_ms or spec.size_ms, depth, settings.max_rankings, settings.max_sample_bytes
+    )
+
+
+def build_intake(
+    config: Config,
+    windows: EventWindows,
+    producer: RecordSink,
+    counter: Tally,
+    samples: RankingSamples | None,
+) -> Intake:
+    dead_letters = DeadLetterSink(
+        producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
+    )
+    assert windows.labeler is not None
+    return Intake(
+        event_decoder(config),
+        windows.labeler,
+        windows,
+        dead_letters,
+        counter,
+        inline_judgments=config.judgments.inline == "fill",
+        samples=samples,
+    )
+
+
+def build_alerts(
+    config: Config, clock: Clock, exporter: Exporter
+) -> tuple[AlertDelivery, AlertEngine, int, frozenset[str]]:
+    """The alert engine, its delivery, and what its restore needs: how many windows per
+    segment (`AlertRule.restore_windows`, the largest over the rules) and of which measures."""
+    alerting = config.alerts
+    delivery = AlertDelivery.from_config(alerting.delivery, clock, exporter)
+    start = int(clock.monotonic() * 1000)  # stale rules measure silence on this clock
+    engine = AlertEngine(alerting, start_ms=start, delivery=delivery, metrics=exporter)
+    windows = max((rule.restore_windows for rule in alerting.rules), default=0)
+    return delivery, engine, windows, frozenset(rule.measure for rule in alerting.rules)
+
+
+def metrics_server(
+    config: Config, registry: CollectorRegistry, exporter: Exporter, routes: Mapping[str, Route]
+) -> MetricsServer:
+    liveness = exporter.liveness
+    return MetricsServer.from_settings(
+        config.export,
+        registry,
+        exporter.readiness.missing,
+        routes=routes,
+        stalled=None if liveness is None else liveness.stalled,
+    )
