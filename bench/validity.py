@@ -56,7 +56,6 @@ import numpy as np
 from monitor.alerting.conditions import Drop, WindowTrack, evaluate_window
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
-from monitor.checkpoint.merge import merge_window_shares
 from monitor.checkpoint.progress import ProgressRecord
 from monitor.checkpoint.share import WindowShare
 from monitor.comparisons.engine import ComparisonEngine
@@ -67,6 +66,7 @@ from monitor.stats.paired import paired_comparison
 from monitor.stats.query_units import UnitMoments, fixed_set_intervals
 from monitor.stats.sequence import MixtureSequence, SequenceState
 from monitor.testing.alert_simulation import StreamModel, simulate_windows
+from monitor.windows.merge import merge_window_shares
 from monitor.windows.summary import WindowSummary
 
 ALPHA = 0.05

@@ -42,8 +42,8 @@ from monitor.alerting.metrics import AlertSignals
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
-from monitor.checkpoint.merge import merge_window_shares
 from monitor.comparisons.record import ComparisonRecord
+from monitor.windows.merge import merge_window_shares
 from monitor.windows.summary import Segment, WindowSummary
 
 __all__ = ["ActiveAlert", "AlertEngine", "AlertTransition"]

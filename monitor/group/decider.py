@@ -9,7 +9,7 @@ the role over when it leaves or dies.
 
 The decider follows the windows topic (`monitor.checkpoint.windows_topic.WindowsTail`), keeps
 every member's shares in a `ShareLedger` until a window is whole, merges them
-(`monitor.checkpoint.merge`: the per-query means of disjoint partitions, exactly) and runs,
+(`monitor.windows.merge`: the per-query means of disjoint partitions, exactly) and runs,
 on the merged windows, what a single instance runs on its own: the alert rules, the
 comparisons, their records on the windows topic and their gauges. The other members publish
 their shares and progress and decide nothing.
@@ -28,12 +28,12 @@ from typing import Literal
 
 from monitor.alerting.engine import AlertEngine
 from monitor.checkpoint.comparisons import ComparisonPublisher
-from monitor.checkpoint.merge import merge_window_shares
 from monitor.checkpoint.restore import RecordTail
 from monitor.checkpoint.share import WindowShare, WindowsRecord
 from monitor.comparisons.record import ComparisonRecord
 from monitor.group.ledger import ShareLedger, WholeWindow
 from monitor.logs import fields
+from monitor.windows.merge import merge_window_shares
 from monitor.windows.summary import WindowSummary
 
 __all__ = ["ALONE", "DECIDES", "MEMBER", "GroupDecider", "Role", "group_role"]

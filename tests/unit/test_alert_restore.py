@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from monitor.alerting import AlertEngine
-from monitor.checkpoint.merge import merge_window_shares
 from monitor.config.alerts import parse_alerting_config
 from monitor.testing.alert_simulation import StreamModel, simulate_windows
+from monitor.windows.merge import merge_window_shares
 from monitor.windows.summary import WindowSummary
 
 NDCG = "ndcg@10:linear"

@@ -1,4 +1,4 @@
-"""Window shares read back from the windows topic, merged into whole windows for `restore`.
+"""Window summaries of disjoint queries (shares from the windows topic) merged into whole windows.
 
 An instance owns a set of partitions, and each query lives on one partition, so the records
 of one window and segment published by different owners (or for different partitions) hold
