@@ -24,35 +24,7 @@
 /* The key of rm_hash (see judgments.h): random once the module loads (`seed_hashes`). */
 uint64_t rm_seed[2] = {0x9E3779B97F4A7C15ULL, 0};
 
-/* Room for `extra` more bytes. `raw`: with PyMem_Raw*, callable without the GIL, and no
-   exception set on failure (the caller sets it once it holds the GIL again). */
-int rm_buffer_grow(rm_buffer *b, size_t extra, int raw) {
-    if (b->size + extra <= b->capacity) {
-        return 0;
-    }
-    size_t capacity = b->capacity ? b->capacity : 4096;
-    while (capacity < b->size + extra) {
-        capacity *= 2;
-    }
-    char *data = raw ? PyMem_RawRealloc(b->data, capacity) : PyMem_Realloc(b->data, capacity);
-    if (data == NULL) {
-        if (!raw) {
-            PyErr_NoMemory();
-        }
-        return -1;
-    }
-    b->data = data;
-    b->capacity = capacity;
-    return 0;
-}
 
-const char *rm_utf8_of(PyObject *text, Py_ssize_t *len, const char *what) {
-    if (!PyUnicode_Check(text)) {
-        PyErr_Format(PyExc_TypeError, "%s must be str, not %.100s", what, Py_TYPE(text)->tp_name);
-        return NULL;
-    }
-    return PyUnicode_AsUTF8AndSize(text, len);
-}
 
 /* Key the hash tables with 16 bytes from os.urandom. */
 static int seed_hashes(void) {

@@ -25,14 +25,39 @@ typedef struct {
 
 /* Room for `extra` more bytes. `raw`: with PyMem_Raw*, callable without the GIL, and no
    exception set on failure (the caller sets it once it holds the GIL again). */
-int rm_buffer_grow(rm_buffer *b, size_t extra, int raw);
+static inline int rm_buffer_grow(rm_buffer *b, size_t extra, int raw) {
+    if (b->size + extra <= b->capacity) {
+        return 0;
+    }
+    size_t capacity = b->capacity ? b->capacity : 4096;
+    while (capacity < b->size + extra) {
+        capacity *= 2;
+    }
+    char *data = raw ? PyMem_RawRealloc(b->data, capacity) : PyMem_Realloc(b->data, capacity);
+    if (data == NULL) {
+        if (!raw) {
+            PyErr_NoMemory();
+        }
+        return -1;
+    }
+    b->data = data;
+    b->capacity = capacity;
+    return 0;
+}
 
 static inline int rm_buffer_reserve(rm_buffer *b, size_t extra) {
     return rm_buffer_grow(b, extra, 0);
 }
 
-/* The UTF-8 of a str (its length in *len), or NULL with TypeError naming `what`. */
-const char *rm_utf8_of(PyObject *text, Py_ssize_t *len, const char *what);
+/* The UTF-8 of a str (its length in *len), or NULL with TypeError naming `what`. Inline:
+   the lookups call it once per document. */
+static inline const char *rm_utf8_of(PyObject *text, Py_ssize_t *len, const char *what) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "%s must be str, not %.100s", what, Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    return PyUnicode_AsUTF8AndSize(text, len);
+}
 
 /* JudgmentIndex (scoring/index_binding.c): per query row, doc id -> grade code. */
 typedef struct {
