@@ -38,6 +38,7 @@ from monitor.alerting.annotations import alert_labels
 from monitor.alerting.promql import PromqlContext
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
+from monitor.export.series import measure_series, window_series
 from monitor.scoring.catalog import EXPORTED_KINDS
 from monitor.values import format_duration
 
@@ -84,11 +85,11 @@ def _header(config: AlertingConfig, ungated_drop: bool) -> str:
 
 
 def _recording_rules(job: str) -> list[dict[str, str]]:
-    queries = f"sum {_BY_INSTANCE} (rankmon_window_queries{{{job}}})"
+    queries = f"sum {_BY_INSTANCE} ({window_series('queries')}{{{job}}})"
     rules = [
         {
             "record": f"job:rankmon_{kind}:mean",
-            "expr": f"sum {_BY_INSTANCE} (rankmon_{kind}_sum_of_query_means{{{job}}})"
+            "expr": f"sum {_BY_INSTANCE} ({measure_series(kind, 'sum')}{{{job}}})"
             f" / ignoring(k, gain) group_left {queries}",
         }
         for kind in MEASURE_KINDS
@@ -98,7 +99,7 @@ def _recording_rules(job: str) -> list[dict[str, str]]:
     rules.append(
         {
             "record": "job:rankmon_coverage_ratio:sum",
-            "expr": f"sum {_BY_INSTANCE} (rankmon_coverage_ratio{{{job}}})",
+            "expr": f"sum {_BY_INSTANCE} ({window_series('coverage')}{{{job}}})",
         }
     )
     return rules
@@ -106,8 +107,8 @@ def _recording_rules(job: str) -> list[dict[str, str]]:
 
 def _stderr_rule(kind: str, queries: str, job: str) -> dict[str, str]:
     """The exact merged standard error: sqrt(((sum sq) - (sum s)^2 / n) / (n - 1) / n)."""
-    sums = f"sum {_BY_INSTANCE} (rankmon_{kind}_sum_of_query_means{{{job}}})"
-    squares = f"sum {_BY_INSTANCE} (rankmon_{kind}_sum_of_squared_query_means{{{job}}})"
+    sums = f"sum {_BY_INSTANCE} ({measure_series(kind, 'sum')}{{{job}}})"
+    squares = f"sum {_BY_INSTANCE} ({measure_series(kind, 'squares')}{{{job}}})"
     n = f"ignoring(k, gain) group_left {queries}"
     # `group_left (` would read the parenthesis as group_left's label list: `group_left ()`
     less_one = f"ignoring(k, gain) group_left () ({queries} - 1)"

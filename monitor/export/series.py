@@ -26,6 +26,8 @@ __all__ = [
     "WINDOW_SERIES",
     "Series",
     "measure_labels",
+    "measure_series",
+    "window_series",
 ]
 
 SEGMENT: Final = "<segment keys>"
@@ -279,3 +281,14 @@ SERIES: Final = (
     *COMPARISON_SERIES,
     *PROCESS_SERIES,
 )
+
+
+def measure_series(kind: str, field: str) -> str:
+    """The name of a measure's series of that field (`mean`, `sum`, `squares`, `stderr`,
+    `replay_stderr`): `measure_series("ndcg", "sum")` is `rankmon_ndcg_sum_of_query_means`."""
+    return next(series.name for series in MEASURE_SERIES[kind] if series.field == field)
+
+
+def window_series(field: str) -> str:
+    """The name of a window's series of that field (`queries`, `events`, `coverage`, `end`)."""
+    return next(series.name for series in WINDOW_SERIES if series.field == field)

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from monitor.cli import main
+from monitor.dashboards.series import EXPORTED_SERIES, series_names
 from tests.support.realparts import Promtool
 
 pytestmark = pytest.mark.prometheus
@@ -223,3 +224,16 @@ def test_a_stderr_rule_fires_in_promtool_when_the_merged_standard_error_passes_i
     (tmp_path / "stderr_rule_test.yml").write_text(yaml.safe_dump(test))
     result = promtool.test_rules(tmp_path / "stderr_rule_test.yml")
     assert result.ok, result.output
+
+
+def test_every_series_the_rendered_rules_read_is_exported_or_recorded(tmp_path: Path) -> None:
+    rules = yaml.safe_load(render(tmp_path, CONFIG, "--ungated-drop").read_text())
+    every = [rule for group in rules["groups"] for rule in group["rules"]]
+    recorded = {rule["record"] for rule in every if "record" in rule}
+    named: set[str] = set()
+    for rule in every:
+        named |= series_names(rule["expr"])
+    assert any(name.endswith("_sum_of_query_means") for name in named)
+    # `up` is Prometheus's own, per scrape target (RankmonDown, RankmonAbsent read it)
+    known = EXPORTED_SERIES | recorded | {"up"}
+    assert named <= known, sorted(named - known)
