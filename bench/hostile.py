@@ -42,7 +42,7 @@ import orjson
 from monitor.config.loader import load_config
 from monitor.kafka.consumer import Poll, SourceRecord, UnreadableBatch
 from monitor.scoring.evalset import EvaluationSet
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 
 T0 = 1_767_225_600_000
@@ -137,9 +137,7 @@ def service(directory: Path, queries: int) -> tuple[Monitor, MemoryStream, FakeC
     monitor = Monitor(
         load_config(directory / "rankmon.yaml", environ={}),
         clock=clock,
-        source=stream,
-        producer=discard,
-        windows_topic=discard,
+        io=MonitorIo(source=stream, producer=discard, windows_topic=discard),
     )
     monitor.start()
     return monitor, stream, clock

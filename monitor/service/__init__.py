@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from monitor.service.loop import Monitor
 from monitor.service.views import MonitorSnapshot
-from monitor.service.wiring import event_decoder
+from monitor.service.wiring import MonitorIo, event_decoder
 
-__all__ = ["Monitor", "MonitorSnapshot", "event_decoder"]
+__all__ = ["Monitor", "MonitorIo", "MonitorSnapshot", "event_decoder"]

@@ -56,21 +56,19 @@ from prometheus_client import CollectorRegistry
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.protocol import Checkpoint
 from monitor.checkpoint.publisher import ProgressPublisher, SharePublisher
-from monitor.checkpoint.restore import ShareReader
 from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.checkpoint.windows_topic import WindowsTopic
 from monitor.clock import Clock, SystemClock, TickSchedule
 from monitor.comparisons.engine import ComparisonEngine
 from monitor.config.loader import Config
 from monitor.export.exporter import Exporter, Liveness
-from monitor.export.http import HttpEndpoint
 from monitor.export.window_log import WindowLog
 from monitor.group.decider import ALONE, MEMBER, Role, group_role
 from monitor.group.part import GroupPart
 from monitor.kafka.bootstrap import Backoff, KafkaUnavailableError
-from monitor.kafka.consumer import EventSource, EventStream, Poll, SourceRecord
+from monitor.kafka.consumer import EventSource, Poll, SourceRecord
 from monitor.kafka.options import consumer_options, producer_options
-from monitor.kafka.producer import RecordProducer, RecordSink
+from monitor.kafka.producer import RecordProducer
 from monitor.kafka.reachability import Reachability
 from monitor.logs import fields
 from monitor.scoring.catalog import monitor_keys
@@ -79,6 +77,7 @@ from monitor.scoring.reload import EvaluationSetSource
 from monitor.scoring.scorer import Scorer
 from monitor.service.views import LiveView, MonitorSnapshot, explain_routes
 from monitor.service.wiring import (
+    MonitorIo,
     Tally,
     bind_error,
     build_alerts,
@@ -110,14 +109,12 @@ class Monitor:
         registry: CollectorRegistry | None = None,
         clock: Clock | None = None,
         step_hook: StepHook = ignore_step,
-        source: EventStream | None = None,
-        producer: RecordSink | None = None,
-        windows_topic: ShareReader | None = None,
-        server: HttpEndpoint | None = None,
+        io: MonitorIo | None = None,
     ) -> None:
-        """`source`, `producer` and `windows_topic` default to the Kafka clients the config
-        describes and `server` to the `MetricsServer` of `export`; tests pass their own (then
-        nothing touches the network). `step_hook` sees each step of the commit protocol."""
+        """`io`'s parts default to the Kafka clients the config describes and the
+        `MetricsServer` of `export`; tests pass their own. `step_hook` sees each step of the
+        commit protocol."""
+        io = io or MonitorIo()
         self.config = config
         self._stop = threading.Event()
         self._owned: frozenset[int] = frozenset()  # partitions as of the last rebalance
@@ -145,10 +142,10 @@ class Monitor:
             max_clock_skew_ms=config.windows.max_clock_skew.ms,
         )
         self._tally = Tally(self.exporter)
-        self._producer = producer or RecordProducer(**producer_options(config.kafka))
+        self._producer = io.producer or RecordProducer(**producer_options(config.kafka))
         self.explain_store, self.samples = explain_state(config, [str(k) for k in self.keys])
         self.intake = build_intake(config, self.windows, self._producer, self._tally, self.samples)
-        self.source = source or EventSource(
+        self.source = io.source or EventSource(
             topic=config.kafka.topic,
             sleep=self._pause,
             monotonic=self.clock.monotonic,
@@ -179,7 +176,7 @@ class Monitor:
             if config.comparisons
             else None
         )
-        self._windows_topic = windows_topic or WindowsTopic(config.kafka)
+        self._windows_topic = io.windows_topic or WindowsTopic(config.kafka)
         self.checkpoint = Checkpoint(
             self.windows,
             publisher,
@@ -216,7 +213,7 @@ class Monitor:
             alert_views=self.view.alert_views,
             clock=self.clock,
         )
-        self.server = server or metrics_server(config, self.registry, self.exporter, routes)
+        self.server = io.server or metrics_server(config, self.registry, self.exporter, routes)
         self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)
         self._errors_counted: dict[str, int] = {}
         self._reachability = Reachability(config.kafka.bootstrap_servers, self.clock)

@@ -16,15 +16,17 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry
 
 from monitor.alerting import AlertDelivery, AlertEngine
+from monitor.checkpoint.restore import ShareReader
 from monitor.clock import Clock
 from monitor.config.loader import Config
 from monitor.errors import ConfigError
 from monitor.explain.store import ExplainStore
 from monitor.export.exporter import Exporter
-from monitor.export.http import MetricsServer, Route
+from monitor.export.http import HttpEndpoint, MetricsServer, Route
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.intake import Intake
+from monitor.kafka.consumer import EventStream
 from monitor.kafka.producer import RecordSink
 from monitor.windows.engine import EventWindows
 from monitor.windows.samples import RankingSamples
@@ -32,6 +34,7 @@ from monitor.windows.segments import SegmentLabeler
 from monitor.windows.spec import WindowSpec
 
 __all__ = [
+    "MonitorIo",
     "Tally",
     "bind_error",
     "build_alerts",
@@ -42,6 +45,19 @@ __all__ = [
     "metrics_server",
     "window_spec",
 ]
+
+
+@dataclass(frozen=True)
+class MonitorIo:
+    """Everything the monitor reads or writes outside its process, in one bundle: the event
+    source, the producer (shares, comparisons, dead letters, progress), the windows topic's
+    reader and the HTTP server. None: the real one the config describes; tests hand fakes,
+    and then nothing touches the network."""
+
+    source: EventStream | None = None
+    producer: RecordSink | None = None
+    windows_topic: ShareReader | None = None
+    server: HttpEndpoint | None = None
 
 
 @dataclass

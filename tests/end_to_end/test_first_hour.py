@@ -31,7 +31,7 @@ from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.kafka.reachability import Reachability
 from monitor.scoring.catalog import EXPORTED_KINDS
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic
 from tests.support.recovery_support import (
@@ -435,9 +435,11 @@ def test_the_readme_lists_exactly_the_series_a_running_service_exports(tmp_path:
     monitor = Monitor(
         config,
         clock=FakeClock(T0),
-        source=FakeStream("events"),
-        producer=producer,
-        windows_topic=FakeWindowsTopic(producer, "events.windows"),
+        io=MonitorIo(
+            source=FakeStream("events"),
+            producer=producer,
+            windows_topic=FakeWindowsTopic(producer, "events.windows"),
+        ),
     )
     monitor.start()
     try:

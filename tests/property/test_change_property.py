@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from monitor.checkpoint.steps import STEPS
 from monitor.config.loader import load_config
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from monitor.testing.crashpoints import CrashPoints
 from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic
@@ -104,10 +104,12 @@ logging: {{level: ERROR}}
         monitor = Monitor(
             load_config(config, environ={}),
             clock=self.clock,
-            source=self.stream,
-            producer=self.producer,
-            windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
             step_hook=self.points,
+            io=MonitorIo(
+                source=self.stream,
+                producer=self.producer,
+                windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
+            ),
         )
         return monitor  # not started: the loop needs no HTTP server or alert delivery
 

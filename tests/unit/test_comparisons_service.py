@@ -16,7 +16,7 @@ from monitor.checkpoint.progress import ProgressRecord
 from monitor.checkpoint.share import WindowShare
 from monitor.comparisons.record import ComparisonRecord
 from monitor.config.loader import Config, load_config
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from tests.support.fakes import FakeProducer, FakeServer, FakeStream, FakeWindowsTopic
 
@@ -58,10 +58,12 @@ class Loop:
             config,
             registry=self.registry,
             clock=self.clock,
-            source=self.stream,
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
-            server=FakeServer(),
+            io=MonitorIo(
+                source=self.stream,
+                producer=producer,
+                windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
+                server=FakeServer(),
+            ),
         )
         self.monitor.start()
 

@@ -8,7 +8,7 @@ import pytest
 from monitor.config.loader import load_config
 from monitor.errors import InputError
 from monitor.scoring.reload import EvaluationSetConfig, EvaluationSetSource
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from monitor.values import parse_duration
 from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic
@@ -92,9 +92,11 @@ def test_a_failed_reload_is_counted_and_flagged_until_a_reload_succeeds(tmp_path
     monitor = Monitor(
         load_config(tmp_path / "rankmon.yaml", environ={}),
         clock=FakeClock(1_767_225_600_000),
-        source=FakeStream("events"),
-        producer=producer,
-        windows_topic=FakeWindowsTopic(producer, "events.windows"),
+        io=MonitorIo(
+            source=FakeStream("events"),
+            producer=producer,
+            windows_topic=FakeWindowsTopic(producer, "events.windows"),
+        ),
     )
     monitor.start()
     registry = monitor.registry

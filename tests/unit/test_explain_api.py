@@ -23,7 +23,7 @@ from monitor.config.loader import Config, load_config
 from monitor.explain.api import ExplainApi, explanation_json
 from monitor.explain.store import ExplainStore
 from monitor.scoring.evalset import EvaluationSet
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from monitor.windows.summary import WindowSummary
 from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
@@ -75,9 +75,11 @@ def started_monitor(
     monitor = Monitor(
         config,
         clock=clock,
-        source=stream,
-        producer=producer,
-        windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
+        io=MonitorIo(
+            source=stream,
+            producer=producer,
+            windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
+        ),
     )
     monitor.start()
     for number in range(6):  # windows 0..5; the planted queries fall in window 5

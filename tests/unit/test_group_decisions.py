@@ -21,7 +21,7 @@ from monitor.alerting.state import Status
 from monitor.comparisons.record import ComparisonRecord
 from monitor.config.loader import Config, load_config
 from monitor.group.decider import ALONE, DECIDES, MEMBER
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from tests.support.fakes import FakeProducer, FakeServer, FakeStream, FakeWindowsTopic
 
@@ -94,10 +94,12 @@ class Member:
             config,
             registry=self.registry,
             clock=self.clock,
-            source=self.stream,
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, WINDOWS_TOPIC),
-            server=FakeServer(),
+            io=MonitorIo(
+                source=self.stream,
+                producer=producer,
+                windows_topic=FakeWindowsTopic(producer, WINDOWS_TOPIC),
+                server=FakeServer(),
+            ),
         )
         self.monitor.start()
 

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from monitor.config.loader import load_config
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
 
@@ -54,9 +54,11 @@ def run(tmp_path: Path, refresh: str = "30s") -> Monitor:
     monitor = Monitor(
         load_config(tmp_path / "rankmon.yaml", environ={}),
         clock=clock,
-        source=stream,
-        producer=producer,
-        windows_topic=FakeWindowsTopic(producer, "events.windows"),
+        io=MonitorIo(
+            source=stream,
+            producer=producer,
+            windows_topic=FakeWindowsTopic(producer, "events.windows"),
+        ),
     )
     monitor.start()
     for number in range(WINDOWS):

@@ -20,7 +20,7 @@ import pytest
 
 from monitor.clock import TickSchedule
 from monitor.config.loader import Config, load_config
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from tests.support.fakes import FakeProducer, FakeServer, FakeStream, FakeWindowsTopic
 
@@ -54,9 +54,11 @@ class Loop:
         self.monitor = Monitor(
             config,
             clock=self.clock,
-            source=self.stream,
-            producer=self.producer,
-            windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
+            io=MonitorIo(
+                source=self.stream,
+                producer=self.producer,
+                windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
+            ),
         )
         self.ticks = 0
         tick = self.monitor.tick
@@ -181,10 +183,12 @@ def test_a_monitor_on_fakes_runs_its_loop_ticks_and_publishes_without_opening_a_
     monitor = Monitor(
         config,
         clock=clock,
-        source=stream,
-        producer=producer,
-        windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
-        server=server,
+        io=MonitorIo(
+            source=stream,
+            producer=producer,
+            windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
+            server=server,
+        ),
     )
     monitor.start()
     for n in range(30):  # 30 events over 30 s of event time: the first windows close
