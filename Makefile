@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # What running rankmon needs (the demo): the package and its runtime dependencies only.
 # The C accelerators (monitor/**/*.c, listed in setup.py) are compiled by the install: rebuild
 # when they change.
-$(RUN_STAMP): pyproject.toml setup.py $(wildcard monitor/*/*.c monitor/*/*.h)
+$(RUN_STAMP): pyproject.toml setup.py $(wildcard monitor/*.c monitor/*/*.c monitor/*/*.h)
 	@echo "[1/3] $(VENV): a virtual environment for rankmon"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@scripts/ensure-build-deps $(BIN)/python

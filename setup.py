@@ -1,7 +1,7 @@
 """Builds rankmon's optional C accelerators (monitor._speedups); metadata is in pyproject.toml.
 
 Each stage's C code, and its CPython binding, sits next to the Python it speeds up;
-`monitor/_native/module.c` is the module that ties them together (`module.h` what they share).
+`monitor/_speedups.c` is the module that ties them together (`bindings.h` what they share).
 """
 
 from setuptools import Extension, setup
@@ -11,22 +11,24 @@ setup(
         Extension(
             "monitor._speedups",
             sources=[
-                "monitor/_native/module.c",
+                "monitor/_speedups.c",
                 "monitor/ingest/decode_binding.c",
                 "monitor/ingest/event_scan.c",
                 "monitor/kafka/record_batch.c",
                 "monitor/scoring/index_binding.c",
+                "monitor/scoring/judgments.c",
                 "monitor/scoring/measure_kernel.c",
                 "monitor/scoring/qrels_scan.c",
                 "monitor/trec/run_binding.c",
                 "monitor/trec/run_order.c",
             ],
             depends=[
-                "monitor/_native/module.h",
+                "monitor/_native/bindings.h",
                 "monitor/scoring/ascii_text.h",
                 "monitor/scoring/id_table.h",
                 "monitor/ingest/event_scan.h",
                 "monitor/kafka/record_batch.h",
+                "monitor/scoring/index_binding.h",
                 "monitor/scoring/judgments.h",
                 "monitor/scoring/measure_kernel.h",
                 "monitor/scoring/qrels_scan.h",

@@ -1,5 +1,5 @@
 """monitor._speedups: the per-document work of rankmon's hot paths, in C (built from the
-sources setup.py lists: `_native/module.c` and each stage's binding next to its C).
+sources setup.py lists: `_speedups.c` and each stage's binding next to its C).
 
 This stub is the one Python signature of every function here, with its contract; the C
 docstrings point to it. Grade codes are one byte: 0 = not judged (or right padding),
@@ -49,16 +49,6 @@ class JudgmentIndex:
         documents the evaluation set has not judged (`added`, `added_counts[i]` of them
         ranking i's); None when an inline grade has no code in `grade_codes`."""
 
-    def code_run(
-        self, data: bytes, float32: bool, max_retrieved: int, depth: int, /
-    ) -> tuple[str, list[str], list[int], bytes, list[int]] | None:
-        """(tag, qids, rows, codes, lengths): a TREC run parsed and ordered as `order_run`
-        does, each query's first `depth` documents (all if depth < 0) as grade codes; None
-        leaves the file to the Python path (monitor/trec/run_order.h)."""
-
-    def run_coder(self, float32: bool, max_retrieved: int, depth: int, /) -> RunCoder:
-        """`code_run` on a file fed in chunks, one query's lines in memory at a time."""
-
     def row_of(self, query_id: str, /) -> int:
         """The query's row, or -1 when it is not in the index."""
 
@@ -83,7 +73,7 @@ class JudgmentIndex:
     def query_ids(self) -> tuple[str, ...]: ...
 
 class RunCoder:
-    """A run file fed in chunks and coded query by query (`JudgmentIndex.run_coder`)."""
+    """A run file fed in chunks and coded query by query (`run_coder`)."""
 
     split: bool
     """True when finish() gave None because a query's lines are in two blocks: code_run then
@@ -100,7 +90,7 @@ class RunCoder:
         read fails."""
 
     def finish(self) -> tuple[str, list[str], list[int], bytes, list[int]] | None:
-        """(tag, qids, rows, codes, lengths) or None: as `JudgmentIndex.code_run`."""
+        """(tag, qids, rows, codes, lengths) or None: as `code_run`."""
 
 def decode_events(
     index: JudgmentIndex,
@@ -187,6 +177,16 @@ def ideal_rows(
     and `base_num_rel` are empty); see monitor/scoring/plan.py."""
 
 _Record = TypeVar("_Record", bound=tuple[Any, ...])
+
+def code_run(
+    index: JudgmentIndex, data: bytes, float32: bool, max_retrieved: int, depth: int, /
+) -> tuple[str, list[str], list[int], bytes, list[int]] | None:
+    """(tag, qids, rows, codes, lengths): a TREC run parsed and ordered as `order_run` does,
+    each query's first `depth` documents (all if depth < 0) as grade codes of `index`; None
+    leaves the file to the Python path (monitor/trec/run_order.h)."""
+
+def run_coder(index: JudgmentIndex, float32: bool, max_retrieved: int, depth: int, /) -> RunCoder:
+    """`code_run` on a file fed in chunks, one query's lines in memory at a time."""
 
 def set_hash_seed(key: bytes, /) -> None:
     """Key the hash tables with these 16 bytes (random at import). For benchmarks that craft

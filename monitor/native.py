@@ -1,5 +1,5 @@
 """rankmon's optional C accelerators (`monitor._speedups`, built from the C sources setup.py lists:
-`_native/module.c`, the module, and each stage's own C and binding next to its Python).
+`_speedups.c`, the module, and each stage's own C and binding next to its Python).
 
 pip builds the extension with gcc when it installs rankmon. Without it (or with
 RANKMON_SPEEDUPS=off, to compare or to rule the C code out) every caller takes the

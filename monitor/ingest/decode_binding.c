@@ -2,7 +2,7 @@
    (event_scan.c) into accepted events with their grade codes. Its Python signature is
    monitor/_speedups.pyi; the status of each record is exported as SCAN_ACCEPTED,
    SCAN_PUNTED and SCAN_UNKNOWN_QUERY. */
-#include "../_native/module.h"
+#include "../scoring/index_binding.h"
 
 #include "event_scan.h"
 

@@ -1,7 +1,7 @@
 /* The scoring stage's CPython bindings: JudgmentIndex (the C lookup of grade codes, with
    judgments.h and qrels_scan.c), measure_codes (measure_kernel.c) and ideal_rows. Their Python
    signatures are monitor/_speedups.pyi. */
-#include "../_native/module.h"
+#include "index_binding.h"
 
 #include "ascii_text.h"
 #include "measure_kernel.h"
@@ -638,8 +638,6 @@ static Py_ssize_t index_len(JudgmentIndex *self) { return (Py_ssize_t)self->j.qu
 static PyMethodDef index_methods[] = {
     {"codes", (PyCFunction)index_codes, METH_VARARGS, "See monitor/_speedups.pyi."},
     {"inline_codes", (PyCFunction)index_inline_codes, METH_VARARGS, "See monitor/_speedups.pyi."},
-    {"code_run", (PyCFunction)rm_index_code_run, METH_VARARGS, "See monitor/_speedups.pyi."},
-    {"run_coder", (PyCFunction)rm_index_run_coder, METH_VARARGS, "See monitor/_speedups.pyi."},
     {"row_of", (PyCFunction)index_row_of, METH_O, "See monitor/_speedups.pyi."},
     {"from_qrels", (PyCFunction)index_from_qrels, METH_VARARGS | METH_CLASS,
      "See monitor/_speedups.pyi."},

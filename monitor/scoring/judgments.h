@@ -39,7 +39,7 @@ typedef struct {
 } rm_table;
 
 /* The hash's key: the first word starts the state, the second goes in before the final
-   avalanche. One for the whole module (defined in monitor/_native/module.c, so every C file
+   avalanche. One for the whole module (defined in judgments.c, so every C file
    that hashes ids, the run parser's too, uses the same seeded key); fixed until `rm_seed_hash`. */
 extern uint64_t rm_seed[2];
 

@@ -1,7 +1,7 @@
-/* The trec stage's CPython bindings: a run coded against a JudgmentIndex, at once
-   (JudgmentIndex.code_run) or fed in chunks (RunCoder), with run_order.c. order_run binds
+/* The trec stage's CPython bindings: a run coded against a JudgmentIndex, at once (code_run)
+   or fed in chunks (run_coder, a RunCoder), with run_order.c. order_run binds
    itself in run_order.c. Their Python signatures are monitor/_speedups.pyi. */
-#include "../_native/module.h"
+#include "../scoring/index_binding.h"
 
 #include "run_order.h"
 
@@ -14,13 +14,16 @@ static uint8_t run_code_of(const void *ctx, int64_t row, const char *doc, size_t
     return rm_index_code((const JudgmentIndex *)ctx, (Py_ssize_t)row, doc, len, hash);
 }
 
-/* code_run(data, float32, max_retrieved, depth) -> (tag, qids, rows, codes, lengths) | None:
-   a TREC run parsed, ordered and coded against this index (see monitor/trec/run_order.h). */
-PyObject *rm_index_code_run(JudgmentIndex *self, PyObject *args) {
+/* code_run(index, data, float32, max_retrieved, depth): a TREC run parsed, ordered and coded
+   against the index (see monitor/trec/run_order.h). */
+static PyObject *code_run(PyObject *module, PyObject *args) {
+    (void)module;
+    JudgmentIndex *self;
     Py_buffer data;
     int float32;
     long long max_retrieved, depth;
-    if (!PyArg_ParseTuple(args, "y*pLL:code_run", &data, &float32, &max_retrieved, &depth)) {
+    if (!PyArg_ParseTuple(args, "O!y*pLL:code_run", &rm_JudgmentIndexType, &self, &data,
+                          &float32, &max_retrieved, &depth)) {
         return NULL;
     }
     PyObject *result = tr_code_run(data.buf, (size_t)data.len, float32, max_retrieved, depth,
@@ -144,10 +147,13 @@ static PyTypeObject RunCoderType = {
     .tp_getset = coder_getset,
 };
 
-PyObject *rm_index_run_coder(JudgmentIndex *self, PyObject *args) {
+static PyObject *run_coder(PyObject *module, PyObject *args) {
+    (void)module;
+    JudgmentIndex *self;
     int float32;
     long long max_retrieved, depth;
-    if (!PyArg_ParseTuple(args, "pLL:run_coder", &float32, &max_retrieved, &depth)) {
+    if (!PyArg_ParseTuple(args, "O!pLL:run_coder", &rm_JudgmentIndexType, &self, &float32,
+                          &max_retrieved, &depth)) {
         return NULL;
     }
     RunCoder *coder = PyObject_New(RunCoder, &RunCoderType);
@@ -165,7 +171,15 @@ PyObject *rm_index_run_coder(JudgmentIndex *self, PyObject *args) {
     return (PyObject *)coder;
 }
 
+static PyMethodDef trec_functions[] = {
+    {"code_run", (PyCFunction)code_run, METH_VARARGS, "See monitor/_speedups.pyi."},
+    {"run_coder", (PyCFunction)run_coder, METH_VARARGS, "See monitor/_speedups.pyi."},
+    {NULL, NULL, 0, NULL},
+};
+
 int rm_add_trec(PyObject *module) {
-    (void)module;
-    return PyType_Ready(&RunCoderType);
+    if (PyType_Ready(&RunCoderType) < 0) {
+        return -1;
+    }
+    return PyModule_AddFunctions(module, trec_functions);
 }

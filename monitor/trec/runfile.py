@@ -114,7 +114,7 @@ def load_coded_run(
     float32 = score_precision == "float32"
     cut = -1 if max_retrieved is None else max_retrieved
     lookup = -1 if depth is None else depth
-    coder = index.run_coder(float32, cut, lookup)
+    coder = native.speedups.run_coder(index, float32, cut, lookup)
     try:
         with Path(path).open("rb", buffering=0) as file:
             # Into the coder's own buffer, in C; a large file in two parts at once when this
@@ -122,7 +122,7 @@ def load_coded_run(
             coder.read(file.fileno(), _CHUNK_BYTES, _parts())
         coded = coder.finish()
         if coded is None and coder.split:  # a query in two blocks: the file read whole
-            coded = index.code_run(Path(path).read_bytes(), float32, cut, lookup)
+            coded = native.speedups.code_run(index, Path(path).read_bytes(), float32, cut, lookup)
     except OSError as error:
         raise InputError.unreadable(str(path), "run", error) from error
     if coded is None:

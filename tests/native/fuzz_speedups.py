@@ -195,8 +195,8 @@ def main() -> None:
         )
         run = damaged(run, rng) or b""
         cut, lookup = rng.choice((-1, 0, 3)), rng.choice((-1, 0, 5))
-        whole = index.code_run(run, rng.random() < 0.5, cut, lookup)
-        coder = index.run_coder(False, cut, lookup)
+        whole = speedups.code_run(index, run, rng.random() < 0.5, cut, lookup)
+        coder = speedups.run_coder(index, False, cut, lookup)
         step = rng.randrange(1, 50)
         for at in range(0, len(run), step):
             if not coder.feed(run[at : at + step]):
@@ -207,7 +207,7 @@ def main() -> None:
         with tempfile.TemporaryFile() as file:
             file.write(run)
             file.seek(0)
-            reader = index.run_coder(False, cut, lookup)
+            reader = speedups.run_coder(index, False, cut, lookup)
             reader.read(file.fileno(), step, rng.choice((1, 2)))
             assert reader.finish() == streamed
         # Qrels files, damaged, read straight into an index; its dicts and ideal codes.

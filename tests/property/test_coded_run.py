@@ -19,6 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from monitor import native
 from monitor.errors import InputError
 from monitor.scoring.evalset import EvaluationSet
 from monitor.trec import runfile
@@ -168,7 +169,7 @@ def test_a_failed_read_is_an_os_error_and_an_unreadable_run_names_the_file(
     path = tmp_path / "run.txt"
     path.write_text("q1 Q0 a 1 3 tag\n")
     with path.open("wb") as write_only, pytest.raises(OSError) as failed:
-        index.run_coder(False, -1, -1).read(write_only.fileno(), 4096)
+        native.speedups.run_coder(index, False, -1, -1).read(write_only.fileno(), 4096)
     assert failed.value.errno == errno.EBADF
     with pytest.raises(InputError, match="run"):
         load_coded_run(tmp_path, index, None)  # a folder: open() fails, the file is named

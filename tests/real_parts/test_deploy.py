@@ -317,7 +317,7 @@ def native_sources() -> set[str]:
 
 
 def test_dockerignore_check_drops_what_it_does_not_list() -> None:
-    assert dockerignore_sends("monitor/_native/module.c")
+    assert dockerignore_sends("monitor/_speedups.c")
     assert not dockerignore_sends("tests/real_parts/test_deploy.py")
     assert not dockerignore_sends("monitor/__pycache__/cli.cpython-311.pyc")
     assert not dockerignore_sends("monitor/_speedups.cpython-311-x86_64-linux-gnu.so")

@@ -68,7 +68,7 @@ def test_a_run_coder_used_by_two_threads_refuses_the_second_instead_of_freeing_u
     script = textwrap.dedent(
         """
         import threading
-        from monitor._speedups import JudgmentIndex
+        from monitor import native
         from monitor.scoring.evalset import EvaluationSet
 
         index = EvaluationSet.from_judgments({"q1": {"d1": 1}}).judgment_index()
@@ -76,7 +76,7 @@ def test_a_run_coder_used_by_two_threads_refuses_the_second_instead_of_freeing_u
         chunk = line * 3_000_000
         refused = after = 0
         for _ in range(3):
-            coder = index.run_coder(False, 1000, 1000)
+            coder = native.speedups.run_coder(index, False, 1000, 1000)
             started, fed = threading.Event(), threading.Event()
 
             def feed():
@@ -124,7 +124,7 @@ def test_a_run_whose_lines_end_in_carriage_returns_only_is_one_line_of_its_first
     # split again from its start at each chunk (bench/hostile.py measures the time).
     index = EvaluationSet.from_judgments({"q1": {"d1": 1}}).judgment_index()
     assert index is not None
-    coder = index.run_coder(False, 1000, 1000)
+    coder = native.speedups.run_coder(index, False, 1000, 1000)
     piece = b"q1 Q0 d1 1 0.5 run\r"
     for _ in range(64):
         assert coder.feed(piece * 1000)

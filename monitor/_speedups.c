@@ -1,5 +1,5 @@
 /* monitor._speedups: the per-document work of rankmon's hot paths, in C; this file is the
- * module (its table, its init, the hash key), each stage binds its own C (module.h).
+ * module (its table, its init, the hash key), each stage binds its own C (bindings.h).
  *
  * Entry points, all optional accelerators of pure-Python code that stays the reference:
  *
@@ -16,15 +16,11 @@
  *
  * Grade codes are one byte: 0 = not judged (or right padding), 1..255 = the caller's codes.
  */
-#include "module.h"
+#include "_native/bindings.h"
 
-#include "../kafka/record_batch.h"
-#include "../trec/run_order.h"
-
-/* The key of rm_hash (see judgments.h): random once the module loads (`seed_hashes`). */
-uint64_t rm_seed[2] = {0x9E3779B97F4A7C15ULL, 0};
-
-
+#include "kafka/record_batch.h"
+#include "scoring/judgments.h"
+#include "trec/run_order.h"
 
 /* Key the hash tables with 16 bytes from os.urandom. */
 static int seed_hashes(void) {
