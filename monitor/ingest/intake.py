@@ -1,11 +1,11 @@
-"""Intake: one poll's records -> decoded, scored events in their windows; rejects as data.
+"""Intake: one poll's records -> decoded, scored events and rejected records, as data.
 
-Every record ends in exactly one outcome of `monitor.ingest.events.Outcome`, counted on the
-exporter:
-`invalid` (with its reason) and `unknown_query` are decided here, `late` and `duplicate` by
-the windows, and each of those goes with its original bytes to the dead-letter topic. The
-accepted events of a poll are scored together by the batch engine (one numpy pass per poll,
-not per event) and handed to the windows as one `ScoredEvents`.
+`Intake.take` returns a `Taken`: the records it rejects (`invalid` with its reason, and
+`unknown_query`), in record order, and the accepted events of the poll scored together by the
+scorer (one pass per poll, not per event) as one `ScoredEvents`, with their records. It calls
+no other stage: the loop hands a `Taken` on (`monitor.ingest.handoff.Handoff`: the dead
+letters, the outcome counts, the windows, which decide `late` and `duplicate`, and the ranking
+samples), so every record ends in exactly one outcome of `monitor.ingest.schema.Outcome`.
 
 With the C accelerators (`monitor.native`) a poll's values are first scanned in C: the
 common, clean event is decoded and turned into grade codes without a Python string per
@@ -25,11 +25,11 @@ which decodes each event before it picks its evaluation set.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import chain
-from typing import Protocol, TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
-import orjson
 
 from monitor.ingest.events import EventDecoder, RankingEvent, Rejection
 from monitor.ingest.schema import Outcome
@@ -37,74 +37,79 @@ from monitor.kafka.consumer import SourceRecord
 from monitor.native import DecodedEvents, speedups
 from monitor.scoring.scorer import Scorer
 from monitor.windows.engine import EventWindows, ScoredEvents
-from monitor.windows.samples import RankingSamples
-from monitor.windows.scored import Admission
 from monitor.windows.segments import SegmentLabeler
 from monitor.windows.summary import Segment
 
-__all__ = ["Intake", "OutcomeCounter", "RejectSink"]
+__all__ = ["Intake", "Rejected", "Taken"]
 
 
-class RejectSink(Protocol):
-    """Where rejected records go (the dead-letter topic)."""
+class Rejected(NamedTuple):
+    """A record intake turned away, and why."""
 
-    def reject(
-        self, record: SourceRecord, outcome: str, reason: str = "", detail: str = ""
-    ) -> None: ...
+    record: SourceRecord
+    outcome: Outcome
+    reason: str = ""
+    detail: str = ""
 
 
-class OutcomeCounter(Protocol):
-    """Counts records by outcome and reason (`rankmon_events_total`)."""
+@dataclass
+class Taken:
+    """What intake made of one poll: the records it rejected, in record order, and the
+    accepted events as one `ScoredEvents` whose row `i` is `records[i]`'s (None: none)."""
 
-    def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None: ...
+    rejected: list[Rejected] = field(default_factory=list)
+    scored: ScoredEvents | None = None
+    records: Sequence[SourceRecord] = ()
 
 
 class Intake:
-    """Decodes, validates, scores and windows the records of each poll."""
+    """Decodes, validates and scores the records of each poll.
+
+    `windows` is read, never written: its epochs say which evaluation set scores an event."""
 
     def __init__(
         self,
         decoder: EventDecoder,
         labeler: SegmentLabeler,
         windows: EventWindows,
-        rejects: RejectSink,
-        counter: OutcomeCounter,
         *,
         inline_judgments: bool = False,
-        samples: RankingSamples | None = None,
     ) -> None:
         self.decoder = decoder
-        self.samples = samples  # one ranking per query, segment and pane (explanations)
         self.inline_judgments = inline_judgments  # inline grades fill unjudged documents
         self.labeler = labeler
         self.windows = windows
-        self.rejects = rejects
-        self.counter = counter
         # The C path reads the labeler's keys straight from the event; the decoder must not
         # drop any of them first (it never does when both come from one config).
         kept = decoder.segment_keys
         self._scannable = kept is None or kept.issuperset(labeler.keys)
 
-    def process(
+    def take(
         self, records: Sequence[SourceRecord], scorers: Mapping[str, Scorer], now_ms: int
-    ) -> None:
-        """Take one poll's records (partition then offset order) to their outcomes.
+    ) -> Taken:
+        """One poll's records (partition then offset order), decoded and scored.
 
         `scorers`: a scorer for each evaluation-set version an epoch of the windows uses."""
+        taken = Taken()
         epochs = self.windows.epochs
         if len(epochs) > 1:
-            self._process_epochs(records, scorers, now_ms)
-            return
+            self._process_epochs(records, scorers, now_ms, taken)
+            return taken
         scorer = scorers[epochs[0].version]
         if scorer.judgment_index is None or not self._scannable:
-            accepted = self._decode(records, scorer, now_ms)
+            accepted = self._decode(records, scorer, now_ms, taken)
             if accepted:
-                self._window(accepted, [scorer] * len(accepted))
-            return
-        self._process_scanned(records, scorer, now_ms)
+                self._window(accepted, [scorer] * len(accepted), taken)
+            return taken
+        self._process_scanned(records, scorer, now_ms, taken)
+        return taken
 
     def _process_epochs(
-        self, records: Sequence[SourceRecord], scorers: Mapping[str, Scorer], now_ms: int
+        self,
+        records: Sequence[SourceRecord],
+        scorers: Mapping[str, Scorer],
+        now_ms: int,
+        taken: Taken,
     ) -> None:
         """The reference path, each event scored with its epoch's evaluation set."""
         epochs = self.windows.epochs
@@ -113,41 +118,46 @@ class Intake:
         for record in records:
             result = self.decoder(record.value, record.timestamp_ms, now_ms)
             if isinstance(result, Rejection):
-                self._reject(record, Outcome.INVALID, result.reason.value, result.detail)
+                rejected = Rejected(record, Outcome.INVALID, result.reason.value, result.detail)
+                taken.rejected.append(rejected)
                 continue
             scorer = scorers[epochs[self.windows.epoch_of(result.event_time_ms)].version]
             if result.query_id not in scorer.evaluation_set:
-                self._reject(record, Outcome.UNKNOWN_QUERY)
+                taken.rejected.append(Rejected(record, Outcome.UNKNOWN_QUERY))
                 continue
             accepted.append((record, result))
             chosen.append(scorer)
         if accepted:
-            self._window(accepted, chosen)
+            self._window(accepted, chosen, taken)
 
     def _decode(
-        self, records: Sequence[SourceRecord], scorer: Scorer, now_ms: int
+        self, records: Sequence[SourceRecord], scorer: Scorer, now_ms: int, taken: Taken
     ) -> list[tuple[SourceRecord, RankingEvent]]:
-        """The reference path: each record through `monitor.ingest.events`; rejects sent on."""
+        """The reference path: each record through `monitor.ingest.events`; rejects noted."""
         accepted: list[tuple[SourceRecord, RankingEvent]] = []
         for record in records:
-            event = self._decode_one(record, scorer, now_ms)
+            event = self._decode_one(record, scorer, now_ms, taken)
             if event is not None:
                 accepted.append((record, event))
         return accepted
 
-    def _decode_one(self, record: SourceRecord, scorer: Scorer, now_ms: int) -> RankingEvent | None:
+    def _decode_one(
+        self, record: SourceRecord, scorer: Scorer, now_ms: int, taken: Taken
+    ) -> RankingEvent | None:
         """One record through `monitor.ingest.events`: its event, or None once it is rejected."""
         result = self.decoder(record.value, record.timestamp_ms, now_ms)
         if isinstance(result, Rejection):
-            self._reject(record, Outcome.INVALID, result.reason.value, result.detail)
+            taken.rejected.append(
+                Rejected(record, Outcome.INVALID, result.reason.value, result.detail)
+            )
             return None
         if result.query_id not in scorer.evaluation_set:
-            self._reject(record, Outcome.UNKNOWN_QUERY)
+            taken.rejected.append(Rejected(record, Outcome.UNKNOWN_QUERY))
             return None
         return result
 
     def _process_scanned(
-        self, records: Sequence[SourceRecord], scorer: Scorer, now_ms: int
+        self, records: Sequence[SourceRecord], scorer: Scorer, now_ms: int, taken: Taken
     ) -> None:
         """The C path: scan every value, punt the doubtful ones to the reference path."""
         index = scorer.judgment_index
@@ -184,7 +194,7 @@ class Intake:
             decoded = scan()
         accepted, unknown_query = speedups.SCAN_ACCEPTED, speedups.SCAN_UNKNOWN_QUERY
         if records and decoded.status.count(accepted) == len(records):  # most polls: all in C
-            self._window_scanned(list(records), decoded, [], [], scorer)
+            self._window_scanned(list(records), decoded, [], [], scorer, taken=taken)
             return
         scanned: list[SourceRecord] = []
         slow: list[tuple[SourceRecord, RankingEvent]] = []
@@ -194,14 +204,14 @@ class Intake:
                 punted.append(False)
                 scanned.append(record)
             elif state == unknown_query:
-                self._reject(record, Outcome.UNKNOWN_QUERY)
+                taken.rejected.append(Rejected(record, Outcome.UNKNOWN_QUERY))
             else:  # punted: the reference decoder decides, rejects keep record order
-                event = self._decode_one(record, scorer, now_ms)
+                event = self._decode_one(record, scorer, now_ms, taken)
                 if event is not None:
                     punted.append(True)
                     slow.append((record, event))
         if scanned or slow:
-            self._window_scanned(scanned, decoded, slow, punted, scorer)
+            self._window_scanned(scanned, decoded, slow, punted, scorer, taken=taken)
 
     def _window_scanned(
         self,
@@ -210,6 +220,8 @@ class Intake:
         slow: list[tuple[SourceRecord, RankingEvent]],
         punted: list[bool],
         scorer: Scorer,
+        *,
+        taken: Taken,
     ) -> None:
         event_ids, query_ids, times = decoded.event_ids, decoded.query_ids, decoded.times_ms
         segments = decoded.segments
@@ -245,21 +257,15 @@ class Intake:
             measures=measures,
             record_times_ms=[record.timestamp_ms for record in records],
         )
-        self._admit(batch, records)
-
-    def _reject(
-        self, record: SourceRecord, outcome: Outcome, reason: str = "", detail: str = ""
-    ) -> None:
-        self.rejects.reject(record, outcome.value, reason, detail)
-        self.counter.count_outcome(outcome.value, reason)
-        # The windows never see this record: tell them, so the partition's safe offset can
-        # move past it when no window is open there.
-        self.windows.record_consumed(record.partition, record.offset)
+        taken.scored, taken.records = batch, records
 
     def _window(
-        self, accepted: list[tuple[SourceRecord, RankingEvent]], scorers: Sequence[Scorer]
+        self,
+        accepted: list[tuple[SourceRecord, RankingEvent]],
+        scorers: Sequence[Scorer],
+        taken: Taken,
     ) -> None:
-        """Score the decoded events (event `i` with `scorers[i]`) and window them."""
+        """Score the decoded events (event `i` with `scorers[i]`) into `taken`."""
         events = [event for _, event in accepted]
         measures = np.empty((len(events), len(self.windows.measure_keys)))
         for scorer in {id(s): s for s in scorers}.values():
@@ -283,43 +289,7 @@ class Intake:
             measures=measures,
             record_times_ms=[record.timestamp_ms for record, _ in accepted],
         )
-        self._admit(batch, [record for record, _ in accepted])
-
-    def _admit(self, batch: ScoredEvents, records: Sequence[SourceRecord]) -> None:
-        """Hand the batch to the windows; send on and count what they turn away."""
-        admission = self.windows.add_events(batch)
-        if self.samples is not None:
-            self._sample(batch, records, admission)
-        for row in admission.late:
-            self.rejects.reject(records[row], Outcome.LATE.value)
-        for row in admission.duplicates:
-            self.rejects.reject(records[row], Outcome.DUPLICATE.value)
-        counter = self.counter
-        if admission.accepted:
-            counter.count_outcome(Outcome.ACCEPTED.value, amount=admission.accepted)
-        if admission.late:
-            counter.count_outcome(Outcome.LATE.value, amount=len(admission.late))
-        if admission.duplicates:
-            counter.count_outcome(Outcome.DUPLICATE.value, amount=len(admission.duplicates))
-
-    def _sample(
-        self, batch: ScoredEvents, records: Sequence[SourceRecord], admission: Admission
-    ) -> None:
-        """Keep the ranking of each accepted event whose pane has none of its query yet.
-
-        Once a pane holds a ranking per query this is a dict lookup per event; the record's
-        JSON is parsed again only for the first event of a (segment, query, pane)."""
-        samples = self.samples
-        assert samples is not None
-        turned_away = {*admission.late, *admission.duplicates, *admission.already_published}
-        segments, queries, times = batch.segments, batch.query_ids, batch.event_times_ms
-        for row in range(len(queries)):
-            key = samples.key(segments[row], queries[row], times[row])
-            if key is None or row in turned_away:
-                continue
-            ranking = orjson.loads(records[row].value or b"{}").get("ranking")
-            if isinstance(ranking, list):
-                samples.keep(key, [str(doc) for doc in ranking])
+        taken.scored, taken.records = batch, [record for record, _ in accepted]
 
 
 _T = TypeVar("_T")

@@ -144,7 +144,9 @@ class Monitor:
         self._tally = Tally(self.exporter)
         self._producer = io.producer or RecordProducer(**producer_options(config.kafka))
         self.explain_store, self.samples = explain_state(config, [str(k) for k in self.keys])
-        self.intake = build_intake(config, self.windows, self._producer, self._tally, self.samples)
+        self.intake, self.handoff = build_intake(
+            config, self.windows, self._producer, self._tally, self.samples
+        )
         self.source = io.source or EventSource(
             topic=config.kafka.topic,
             sleep=self._pause,
@@ -280,7 +282,7 @@ class Monitor:
         if records is None:
             return  # stopping before the rebalance could be applied: take nothing in
         if records:
-            self.intake.process(records, self._scorers, self.clock.now_ms())
+            self.handoff.deliver(self.intake.take(records, self._scorers, self.clock.now_ms()))
             self.checkpoint.took_in(records)
         self.group.read()
         self._note_source_state()

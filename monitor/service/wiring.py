@@ -25,6 +25,7 @@ from monitor.export.exporter import Exporter
 from monitor.export.http import HttpEndpoint, MetricsServer, Route
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
+from monitor.ingest.handoff import Handoff
 from monitor.ingest.intake import Intake
 from monitor.kafka.consumer import EventStream
 from monitor.kafka.producer import RecordSink
@@ -141,20 +142,20 @@ def build_intake(
     producer: RecordSink,
     counter: Tally,
     samples: RankingSamples | None,
-) -> Intake:
+) -> tuple[Intake, Handoff]:
+    """What decodes and scores each poll, and what hands the result on (dead letters,
+    outcome counts, windows, ranking samples)."""
     dead_letters = DeadLetterSink(
         producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
     )
     assert windows.labeler is not None
-    return Intake(
+    intake = Intake(
         event_decoder(config),
         windows.labeler,
         windows,
-        dead_letters,
-        counter,
         inline_judgments=config.judgments.inline == "fill",
-        samples=samples,
     )
+    return intake, Handoff(windows, dead_letters, counter, samples)
 
 
 def build_alerts(

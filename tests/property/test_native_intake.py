@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from monitor import native
 from monitor.ingest.events import EventDecoder
+from monitor.ingest.handoff import Handoff
 from monitor.ingest.intake import Intake
 from monitor.kafka.consumer import SourceRecord
 from monitor.scoring.catalog import MeasureKey, monitor_keys
@@ -97,6 +98,7 @@ class Outcomes:
 @dataclass
 class Pipeline:
     intake: Intake
+    handoff: Handoff
     scorer: Scorer
     windows: EventWindows
     clock: FakeClock
@@ -105,7 +107,8 @@ class Pipeline:
     summaries: list[str] = field(default_factory=list)
 
     def feed(self, poll: Sequence[SourceRecord]) -> None:
-        self.intake.process(poll, {self.scorer.evaluation_set.version: self.scorer}, NOW)
+        taken = self.intake.take(poll, {self.scorer.evaluation_set.version: self.scorer}, NOW)
+        self.handoff.deliver(taken)
         self.summaries.extend(map(repr, self.windows.finalize()))
 
     def state(self) -> tuple[object, ...]:
@@ -155,17 +158,11 @@ def pipeline(
     )
     windows.assign([0, 1])
     rejects, outcomes = Rejects(), Outcomes()
-    intake = Intake(
-        decoder,
-        labeler,
-        windows,
-        rejects,
-        outcomes,
-        inline_judgments=inline,
-    )
+    intake = Intake(decoder, labeler, windows, inline_judgments=inline)
     scorer = Scorer(EVALUATION_SET, keys, speedups=speedups)
     assert (scorer.judgment_index is not None) == speedups
-    return Pipeline(intake, scorer, windows, clock, rejects, outcomes)
+    handoff = Handoff(windows, rejects, outcomes)
+    return Pipeline(intake, handoff, scorer, windows, clock, rejects, outcomes)
 
 
 @dataclass

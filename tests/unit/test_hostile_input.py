@@ -22,6 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from monitor.export import http
 from monitor.export.exporter import Exporter
 from monitor.export.http import MetricsServer
 from monitor.ingest.events import EventDecoder
+from monitor.ingest.handoff import Handoff
 from monitor.ingest.intake import Intake
 from monitor.kafka.consumer import SourceRecord
 from monitor.logs import TextFormatter, fields
@@ -71,8 +73,9 @@ def _load_bench(name: str) -> Any:
 
 def _intake(
     evaluation_set: EvaluationSet, *, speedups: bool
-) -> tuple[Intake, Scorer, list[tuple[str, str]]]:
-    """An intake on tumbling minute windows, nDCG@10, no segments; the outcomes it counts."""
+) -> tuple[Callable[[list[SourceRecord], int], None], Scorer, list[tuple[str, str]]]:
+    """Intake and handoff on tumbling minute windows, nDCG@10, no segments, as one call on a
+    poll; the scorer; the outcomes counted."""
     keys = monitor_keys((10,), ("linear",))
     scorer = Scorer(evaluation_set, keys, speedups=speedups)
     labeler = SegmentLabeler((), 1)
@@ -95,7 +98,12 @@ def _intake(
         ) -> None:
             pass
 
-    return Intake(EventDecoder(), labeler, windows, Sink(), Counts()), scorer, outcomes
+    intake, handoff = Intake(EventDecoder(), labeler, windows), Handoff(windows, Sink(), Counts())
+
+    def process(records: list[SourceRecord], now_ms: int) -> None:
+        handoff.deliver(intake.take(records, {evaluation_set.version: scorer}, now_ms))
+
+    return process, scorer, outcomes
 
 
 @pytest.mark.skipif(not native.speedups_built(), reason="the C extension is not built")
@@ -109,11 +117,11 @@ def test_ids_crafted_against_the_hash_key_go_to_the_reference_decoder_not_a_quad
     speedups.set_hash_seed(key[0].to_bytes(8, "little") + key[1].to_bytes(8, "little"))
     try:
         evaluation_set = EvaluationSet({"q1": {crafted[0]: 2}}, None)
-        intake, scorer, outcomes = _intake(evaluation_set, speedups=True)
+        process, scorer, outcomes = _intake(evaluation_set, speedups=True)
         value = orjson.dumps({"event_id": "e1", "query_id": "q1", "ranking": crafted})
         record = SourceRecord("events", 0, 0, 1_000_000, None, value)
         statuses = hashflood.scan_statuses(scorer.judgment_index, [value], 1_000_000)
-        intake.process([record], {evaluation_set.version: scorer}, 1_000_000)
+        process([record], 1_000_000)
     finally:
         speedups.set_hash_seed(os.urandom(16))
     assert list(statuses) == [1]  # punted: the probe bound, not 200 x 200 probes
@@ -313,7 +321,7 @@ def test_a_record_timestamp_past_int64_is_rejected_not_a_crash(speedups: bool) -
     if speedups and not native.speedups_built():
         pytest.skip("the C extension is not built")
     evaluation_set = EvaluationSet({"q1": {"d1": 1}}, None)
-    intake, scorer, outcomes = _intake(evaluation_set, speedups=speedups)
+    process, _, outcomes = _intake(evaluation_set, speedups=speedups)
     value = orjson.dumps({"event_id": "e1", "query_id": "q1", "ranking": ["d1"]})
     good = orjson.dumps(
         {"event_id": "e2", "query_id": "q1", "ranking": ["d1"], "event_time": 500_000_000_000}
@@ -322,7 +330,7 @@ def test_a_record_timestamp_past_int64_is_rejected_not_a_crash(speedups: bool) -
         SourceRecord("events", 0, 0, 2**63 + 6, None, value),  # what kafka-python reads
         SourceRecord("events", 0, 1, 0, None, good),
     ]
-    intake.process(records, {evaluation_set.version: scorer}, 500_000_060_000)
+    process(records, 500_000_060_000)
     assert outcomes == [("invalid", "too_far_in_future"), ("accepted", "")]
 
 

@@ -1,0 +1,101 @@
+"""Handoff: what intake took from a poll, handed on to where each record's outcome goes.
+
+`Handoff.deliver(taken)` sends each record `Intake.take` rejected to the dead-letter topic,
+counts it, and tells the windows it was consumed (so a partition's safe offset can move past
+it when no window is open there); then hands the scored events to the windows, which turn
+away the `late` and the `duplicate` ones (dead-lettered and counted too) and count the rest
+`accepted`, and keeps the ranking samples the explanations show. Rejections go first, in
+record order, then the windows' verdicts, in row order: the order the dead-letter topic sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import orjson
+
+from monitor.ingest.intake import Taken
+from monitor.ingest.schema import Outcome
+from monitor.kafka.consumer import SourceRecord
+from monitor.windows.engine import EventWindows, ScoredEvents
+from monitor.windows.samples import RankingSamples
+from monitor.windows.scored import Admission
+
+__all__ = ["Handoff", "OutcomeCounter", "RejectSink"]
+
+
+class RejectSink(Protocol):
+    """Where rejected records go (the dead-letter topic)."""
+
+    def reject(
+        self, record: SourceRecord, outcome: str, reason: str = "", detail: str = ""
+    ) -> None: ...
+
+
+class OutcomeCounter(Protocol):
+    """Where outcome counts go (the exporter's `rankmon_events_total`)."""
+
+    def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None: ...
+
+
+class Handoff:
+    """Hands each poll's `Taken` on: dead letters, counts, windows, samples."""
+
+    def __init__(
+        self,
+        windows: EventWindows,
+        rejects: RejectSink,
+        counter: OutcomeCounter,
+        samples: RankingSamples | None = None,
+    ) -> None:
+        self.windows = windows
+        self.rejects = rejects
+        self.counter = counter
+        self.samples = samples  # one ranking per query, segment and pane (explanations)
+
+    def deliver(self, taken: Taken) -> None:
+        """Every record of the poll to its one outcome (the module docstring)."""
+        for rejected in taken.rejected:
+            record, outcome = rejected.record, rejected.outcome.value
+            self.rejects.reject(record, outcome, rejected.reason, rejected.detail)
+            self.counter.count_outcome(outcome, rejected.reason)
+            self.windows.record_consumed(record.partition, record.offset)
+        if taken.scored is not None:
+            self._admit(taken.scored, taken.records)
+
+    def _admit(self, batch: ScoredEvents, records: Sequence[SourceRecord]) -> None:
+        """Hand the scored events to the windows; send on and count what they turn away."""
+        admission = self.windows.add_events(batch)
+        if self.samples is not None:
+            self._sample(batch, records, admission)
+        for row in admission.late:
+            self.rejects.reject(records[row], Outcome.LATE.value)
+        for row in admission.duplicates:
+            self.rejects.reject(records[row], Outcome.DUPLICATE.value)
+        counter = self.counter
+        if admission.accepted:
+            counter.count_outcome(Outcome.ACCEPTED.value, amount=admission.accepted)
+        if admission.late:
+            counter.count_outcome(Outcome.LATE.value, amount=len(admission.late))
+        if admission.duplicates:
+            counter.count_outcome(Outcome.DUPLICATE.value, amount=len(admission.duplicates))
+
+    def _sample(
+        self, batch: ScoredEvents, records: Sequence[SourceRecord], admission: Admission
+    ) -> None:
+        """Keep the ranking of each accepted event whose pane has none of its query yet.
+
+        Once a pane holds a ranking per query this is a dict lookup per event; the record's
+        JSON is parsed again only for the first event of a (segment, query, pane)."""
+        samples = self.samples
+        assert samples is not None
+        turned_away = {*admission.late, *admission.duplicates, *admission.already_published}
+        segments, queries, times = batch.segments, batch.query_ids, batch.event_times_ms
+        for row in range(len(queries)):
+            key = samples.key(segments[row], queries[row], times[row])
+            if key is None or row in turned_away:
+                continue
+            ranking = orjson.loads(records[row].value or b"{}").get("ranking")
+            if isinstance(ranking, list):
+                samples.keep(key, [str(doc) for doc in ranking])
