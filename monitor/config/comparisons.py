@@ -19,29 +19,19 @@ comparisons:
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from monitor.comparisons.settings import (
-    DEFAULT_MIN_JUDGED,
-    DEFAULT_MIN_QUERIES,
-    DESIGNS,
-    ComparisonConfig,
-)
+from monitor.comparisons.settings import ComparisonConfig
+from monitor.declare import read_settings, write_settings
 from monitor.errors import MeasureError
 from monitor.scoring.catalog import KINDS, MeasureKey, resolve_key
 from monitor.sections import (
     ConfigSection,
-    as_choice,
-    as_int,
-    as_number,
-    as_positive_number,
     as_str,
     as_str_list,
     describe,
 )
-from monitor.stats.sequence import DEFAULT_BURN_IN
 from monitor.windows.segment_filter import read_segment_filter
 
 __all__ = ["read_comparisons", "render_comparisons"]
@@ -76,21 +66,14 @@ def read_comparisons(
             raise labelled.error("candidate", "is the same segment filter as the baseline")
         wanted = labelled.get("measures", as_str_list, headline)
         keys = tuple(_measure(labelled, text, known) for text in wanted)
-        comparison = ComparisonConfig(
+        comparison = read_settings(
+            ComparisonConfig,
+            labelled,
             name=name,
             baseline=baseline,
             candidate=candidate,
             measures=keys,
-            confidence=labelled.get("confidence", _open_unit, 0.95),
-            min_queries=labelled.get("min_queries", as_int(2), DEFAULT_MIN_QUERIES),
-            min_coverage=labelled.get("min_coverage", as_number(0.0, 1.0), 0.0),
-            min_judged=labelled.get("min_judged", as_number(0.0, 1.0), DEFAULT_MIN_JUDGED),
-            tau=labelled.get("tau", as_positive_number, 0.02),
-            design=labelled.get("design", as_choice(*DESIGNS), "auto"),
-            burn_in=labelled.get("burn_in", as_int(2), DEFAULT_BURN_IN),
-            since_ms=labelled.get("since", _timestamp_ms, 0),
         )
-        labelled.finish()
         comparisons.append(comparison)
     return tuple(comparisons)
 
@@ -108,31 +91,6 @@ def _measure(section: ConfigSection, text: str, known: Sequence[str]) -> str:
     return key
 
 
-def _open_unit(value: Any) -> float:
-    number = as_number(0.0, 1.0)(value)
-    if not 0.5 <= number < 1.0:
-        raise ValueError(f"must be in [0.5, 1), got {describe(value)}")
-    return number
-
-
-def _timestamp_ms(value: Any) -> int:
-    """An ISO 8601 time with its zone (YAML may have parsed it already)."""
-    if isinstance(value, str):
-        try:
-            value = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(
-                f"expected an ISO 8601 time such as 2026-12-01T00:00:00Z, got {describe(value)}"
-            ) from None
-    if not isinstance(value, dt.datetime):
-        raise ValueError(
-            f"expected an ISO 8601 time such as 2026-12-01T00:00:00Z, got {describe(value)}"
-        )
-    if value.tzinfo is None:
-        raise ValueError("needs a time zone (e.g. a trailing Z for UTC)")
-    return int(value.timestamp() * 1000)
-
-
 def render_comparisons(comparisons: Sequence[ComparisonConfig]) -> list[dict[str, Any]]:
     """The effective comparisons, every default written out (`check-config`)."""
     return [
@@ -141,18 +99,7 @@ def render_comparisons(comparisons: Sequence[ComparisonConfig]) -> list[dict[str
             "baseline": dict(c.baseline),
             "candidate": dict(c.candidate),
             "measures": list(c.measures),
-            "confidence": c.confidence,
-            "min_queries": c.min_queries,
-            "min_coverage": c.min_coverage,
-            "min_judged": c.min_judged,
-            "tau": c.tau,
-            "design": c.design,
-            "burn_in": c.burn_in,
-            "since": None
-            if not c.since_ms
-            else dt.datetime.fromtimestamp(c.since_ms / 1000, dt.UTC)
-            .isoformat()
-            .replace("+00:00", "Z"),
+            **write_settings(c),
         }
         for c in comparisons
     ]

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from monitor.clock import ScheduleConfig
+from monitor.comparisons.settings import ComparisonConfig
 from monitor.config.loader import (
     Config,
     Duration,
@@ -402,3 +403,16 @@ def test_any_environment_override_gives_a_config_or_a_config_error(env: dict[str
         config_from_tree(tree, apply_environment(tree, env), env, ROOT)
     except ConfigError as error:
         assert "\n" not in str(error)
+
+
+def test_the_example_comparison_writes_each_declared_key_with_its_declared_default() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    block = text.split("\n# comparisons:\n", 1)[1].split("\ncomparisons:", 1)[0]
+    uncommented = "\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))
+    (item,) = yaml.safe_load(uncommented)
+    declared = declared_keys(ComparisonConfig)
+    for declared_key in declared:
+        assert item[declared_key.key] == declared_key.default, declared_key.key
+        assert declared_key.doc and "\n" not in declared_key.doc, declared_key.key
+    read_by_the_config = {"name", "baseline", "candidate", "measures"}
+    assert set(item) == {d.key for d in declared} | read_by_the_config
