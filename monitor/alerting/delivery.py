@@ -155,32 +155,32 @@ class DeliveryChannel:
         if clock_ms < self._retry_at_ms:
             return self._retry_at_ms - clock_ms
         with self._lock:
-            batch = self._due(clock_ms)
-        if batch:
+            due = self._due(clock_ms)
+        if due:
             try:
-                self.sink.send(batch, now_ms)
+                self.sink.send(due, now_ms)
             except DeliveryError as error:
-                return self._failed(batch, clock_ms, error)
-            self._delivered(batch, clock_ms)
+                return self._failed(due, clock_ms, error)
+            self._delivered(due, clock_ms)
         return self._next_run_in(clock_ms)
 
-    def _failed(self, batch: Sequence[AlertMessage], clock_ms: int, error: Exception) -> int:
-        self._count("failed", len(batch))
+    def _failed(self, due: Sequence[AlertMessage], clock_ms: int, error: Exception) -> int:
+        self._count("failed", len(due))
         backoff = self.policy.backoff_initial_ms << min(self._failures, 30)
         backoff = min(backoff, self.policy.backoff_max_ms)
         self._failures += 1
         self._retry_at_ms = clock_ms + backoff
         _LOG.warning(
             "alert delivery failed; retrying",
-            extra=fields(sink=self.sink.name, alerts=len(batch), retry_in_ms=backoff, error=error),
+            extra=fields(sink=self.sink.name, alerts=len(due), retry_in_ms=backoff, error=error),
         )
         return backoff
 
-    def _delivered(self, batch: Sequence[AlertMessage], clock_ms: int) -> None:
+    def _delivered(self, due: Sequence[AlertMessage], clock_ms: int) -> None:
         self._failures = 0
-        self._count("delivered", len(batch))
+        self._count("delivered", len(due))
         with self._lock:
-            for message in batch:
+            for message in due:
                 entry = self._entries.get(message.fingerprint)
                 if entry is None:
                     continue

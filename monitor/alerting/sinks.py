@@ -1,6 +1,6 @@
 """Where alerts go: Alertmanager's API v2, a generic JSON webhook, and the log.
 
-A sink's `send` either delivers the whole batch or raises `DeliveryError`; retrying is the
+A sink's `send` either delivers the whole list or raises `DeliveryError`; retrying is the
 channel's job (`monitor.alerting.delivery`), so sinks stay small and synchronous.
 """
 
@@ -24,11 +24,11 @@ _LOG = logging.getLogger("monitor.alerting")
 
 
 class DeliveryError(Exception):
-    """A sink could not take a batch; the channel retries it."""
+    """A sink could not take a list of alerts; the channel retries it."""
 
 
 class Sink(Protocol):
-    """Delivers a batch of alerts or raises `DeliveryError`."""
+    """Delivers a list of alerts or raises `DeliveryError`."""
 
     name: str
     # Whether firing alerts are re-sent while they stand: Alertmanager needs it (it resolves
@@ -47,7 +47,7 @@ def _post_json(url: str, body: Any, timeout_s: float, token: str | None = None) 
         with urllib.request.urlopen(request, timeout=timeout_s) as response:
             response.read()
     except (urllib.error.URLError, OSError, ValueError) as error:
-        # HTTPError (4xx/5xx) is a URLError: Alertmanager refusing a batch is a failure too.
+        # HTTPError (4xx/5xx) is a URLError: Alertmanager refusing a list is a failure too.
         # The message is logged: user info, path (a webhook's token) and query masked.
         raise DeliveryError(f"POST {mask_url(url, keep_path=False)}: {_reason(error)}") from error
 

@@ -194,8 +194,8 @@ def _read_to_end(
     while not _at_end(consumer, partitions):
         if time.monotonic() > deadline:
             raise KafkaUnavailableError(f"{topic} not read to its end in time")
-        for tp in sorted(batches := consumer.poll(timeout_ms=200)):
-            for share in parse_records(only.records(batches[tp])):
+        for tp in sorted(fetched := consumer.poll(timeout_ms=200)):
+            for share in parse_records(only.records(fetched[tp])):
                 take(share)
 
 

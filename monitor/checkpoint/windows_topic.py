@@ -121,13 +121,13 @@ class WindowsTail:
     def poll(self) -> list[WindowsRecord]:
         """The records published since the last poll (those fetched already; never waits)."""
         try:
-            batches = self._consumer.poll(timeout_ms=0, max_records=TAIL_MAX_RECORDS)
+            fetched = self._consumer.poll(timeout_ms=0, max_records=TAIL_MAX_RECORDS)
         except KafkaError as error:
             _log.warning("cannot read the windows topic now", extra=fields(error=str(error)))
             return []
         records: list[WindowsRecord] = []
-        for tp in sorted(batches):
-            records += parse_records(self._only.records(batches[tp]))
+        for tp in sorted(fetched):
+            records += parse_records(self._only.records(fetched[tp]))
         return records
 
     def close(self) -> None:

@@ -60,7 +60,7 @@ LabelValues = tuple[str, ...]
 @dataclass
 class Readiness:
     """What `/readyz` requires: evaluation set loaded, consumer group joined, broker reachable,
-    and no partition paused at a batch that cannot be read."""
+    and no partition paused at a record batch that cannot be read."""
 
     evaluation_set_loaded: bool = False
     group_joined: bool = False
@@ -375,7 +375,7 @@ class Exporter:
             self._alert_series.setdefault(segment, set()).add((alert, severity))
 
     def count_unreadable(self, partition: int) -> None:
-        """A partition was paused at a batch that could not be read."""
+        """A partition was paused at a record batch that could not be read."""
         self._unreadable.labels(str(partition)).inc()
 
     def count_consumer_error(self, error: str, amount: int = 1) -> None:

@@ -64,11 +64,11 @@ class Handoff:
         if taken.scored is not None:
             self._admit(taken.scored, taken.records)
 
-    def _admit(self, batch: ScoredEvents, records: Sequence[SourceRecord]) -> None:
+    def _admit(self, scored: ScoredEvents, records: Sequence[SourceRecord]) -> None:
         """Hand the scored events to the windows; send on and count what they turn away."""
-        admission = self.windows.add_events(batch)
+        admission = self.windows.add_events(scored)
         if self.samples is not None:
-            self._sample(batch, records, admission)
+            self._sample(scored, records, admission)
         for row in admission.late:
             self.rejects.reject(records[row], Outcome.LATE.value)
         for row in admission.duplicates:
@@ -82,7 +82,7 @@ class Handoff:
             counter.count_outcome(Outcome.DUPLICATE.value, amount=len(admission.duplicates))
 
     def _sample(
-        self, batch: ScoredEvents, records: Sequence[SourceRecord], admission: Admission
+        self, scored: ScoredEvents, records: Sequence[SourceRecord], admission: Admission
     ) -> None:
         """Keep the ranking of each accepted event whose pane has none of its query yet.
 
@@ -91,7 +91,7 @@ class Handoff:
         samples = self.samples
         assert samples is not None
         turned_away = {*admission.late, *admission.duplicates, *admission.already_published}
-        segments, queries, times = batch.segments, batch.query_ids, batch.event_times_ms
+        segments, queries, times = scored.segments, scored.query_ids, scored.event_times_ms
         for row in range(len(queries)):
             key = samples.key(segments[row], queries[row], times[row])
             if key is None or row in turned_away:

@@ -187,7 +187,7 @@ class Intake:
         try:
             decoded = scan()
         except OverflowError:
-            # A crafted batch's record timestamp past int64 (kafka-python reads it as a big
+            # A crafted record batch's timestamp past int64 (kafka-python reads it as a big
             # int): no timestamp for the scanner, which leaves such records to the reference
             # decoder; it rejects them (too far in the future, or no event time).
             timestamps = [t if _INT64_MIN <= t <= _INT64_MAX else -1 for t in timestamps]
@@ -247,7 +247,7 @@ class Intake:
             segments = _merged(segments, [values_of(e.segment) for e in events], order)
             measures = np.concatenate([measures, slow_measures])[order]
         label = self.labeler.raw
-        batch = ScoredEvents(
+        scored = ScoredEvents(
             partitions=[record.partition for record in records],
             offsets=[record.offset for record in records],
             event_times_ms=times,
@@ -257,7 +257,7 @@ class Intake:
             measures=measures,
             record_times_ms=[record.timestamp_ms for record in records],
         )
-        taken.scored, taken.records = batch, records
+        taken.scored, taken.records = scored, records
 
     def _window(
         self,
@@ -279,7 +279,7 @@ class Intake:
             )
         label = self.labeler.label
         segments: list[Segment] = [label(e.segment) for e in events]
-        batch = ScoredEvents(
+        scored = ScoredEvents(
             partitions=[record.partition for record, _ in accepted],
             offsets=[record.offset for record, _ in accepted],
             event_times_ms=[e.event_time_ms for e in events],
@@ -289,7 +289,7 @@ class Intake:
             measures=measures,
             record_times_ms=[record.timestamp_ms for record, _ in accepted],
         )
-        taken.scored, taken.records = batch, [record for record, _ in accepted]
+        taken.scored, taken.records = scored, [record for record, _ in accepted]
 
 
 _T = TypeVar("_T")

@@ -1,6 +1,6 @@
-"""The numeric core of the batch engine: measure columns from a matrix of grade codes.
+"""The scorer's numpy engine: measure columns from a matrix of grade codes.
 
-A batch of rankings arrives here as a (rankings, width) matrix of small integer grade codes
+Many rankings at once arrive here as a (rankings, width) matrix of small integer grade codes
 (`RankedCodes`; code 0 = a document not in the evaluation set, and the right padding of short
 rankings). `CodeTables` turn codes into gains, relevance and judged flags by indexing; every
 measure is then read off a cumulative sum along the ranks, so each column costs a few numpy
@@ -111,7 +111,7 @@ def pad_codes(
 
 @dataclass(frozen=True)
 class RankedCodes:
-    """A batch of rankings as a (rankings, width) code matrix, 0-padded on the right.
+    """Rankings as a (rankings, width) code matrix, 0-padded on the right.
 
     `lengths` are the full ranking lengths (num_ret); they may exceed `width`, when the keys
     only look at the first `width` documents.
@@ -323,96 +323,100 @@ def _ratio(numerator: npt.NDArray[Any], denominator: npt.NDArray[Any], when_zero
 Columns = Callable[["RankedMatrix", Gain, list[int | None], IdcgZero], npt.NDArray[Any]]
 
 
-def ndcg(batch: RankedMatrix, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero) -> Floats:
+def ndcg(
+    ranked: RankedMatrix, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
+) -> Floats:
     when_zero = 0.0 if idcg_zero == "zero" else np.nan
-    return _ratio(batch.dcg(gain, cutoffs), batch.ideal(gain, cutoffs), when_zero)
+    return _ratio(ranked.dcg(gain, cutoffs), ranked.ideal(gain, cutoffs), when_zero)
 
 
 def ndcg_condensed(
-    batch: RankedMatrix, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
+    ranked: RankedMatrix, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
 ) -> Floats:
     """nDCG of the condensed list (Sakai's nDCG'): the ranking without its unjudged documents,
     the judged ones moved up in order, cut at k; over the same ideal DCG as nDCG@k."""
     when_zero = 0.0 if idcg_zero == "zero" else np.nan
-    return _ratio(batch.condensed_dcg(gain, cutoffs), batch.ideal(gain, cutoffs), when_zero)
+    return _ratio(ranked.condensed_dcg(gain, cutoffs), ranked.ideal(gain, cutoffs), when_zero)
 
 
-def precision(batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+def precision(ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
     # Always divided by k, however short the ranking (trec_eval P_k).
-    result: Floats = batch.at(batch.relevant_so_far, cutoffs) / np.array(cutoffs, dtype=np.float64)
+    result: Floats = ranked.at(ranked.relevant_so_far, cutoffs) / np.array(
+        cutoffs, dtype=np.float64
+    )
     return result
 
 
-def recall(batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
-    relevant = batch.at(batch.relevant_so_far, cutoffs)
-    return _ratio(relevant, batch.queries.num_rel[:, None], 0.0)
+def recall(ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    relevant = ranked.at(ranked.relevant_so_far, cutoffs)
+    return _ratio(relevant, ranked.queries.num_rel[:, None], 0.0)
 
 
-def judged(batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
-    shown = np.minimum(batch.lengths[:, None], np.array(cutoffs, dtype=np.int64))
-    return _ratio(batch.at(batch.judged_so_far, cutoffs), shown, 0.0)
+def judged(ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    shown = np.minimum(ranked.lengths[:, None], np.array(cutoffs, dtype=np.int64))
+    return _ratio(ranked.at(ranked.judged_so_far, cutoffs), shown, 0.0)
 
 
-def reciprocal_rank(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+def reciprocal_rank(ranked: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
     """1 / (rank of the first relevant document), 0 for rows without one."""
-    rows, ranks, _counts = batch.relevant_positions
+    rows, ranks, _counts = ranked.relevant_positions
     first = np.ones(len(rows), dtype=np.bool_)
     first[1:] = rows[1:] != rows[:-1]
-    result = np.zeros((batch.rows, 1), dtype=np.float64)
+    result = np.zeros((ranked.rows, 1), dtype=np.float64)
     result[rows[first], 0] = 1.0 / (ranks[first] + 1)
     return result
 
 
-def _average_precision(batch: RankedMatrix, cutoffs: Sequence[int | None]) -> Floats:
+def _average_precision(ranked: RankedMatrix, cutoffs: Sequence[int | None]) -> Floats:
     """Sum over relevant ranks r (r <= k with a cutoff) of (relevant so far at r) / r, over
     num_rel."""
-    rows, ranks, counts = batch.relevant_positions
+    rows, ranks, counts = ranked.relevant_positions
     row_start = np.cumsum(counts) - counts
     found = np.arange(1, len(rows) + 1) - row_start[rows]
     terms = found / (ranks + 1)
-    out = np.empty((batch.rows, len(cutoffs)), dtype=np.float64)
+    out = np.empty((ranked.rows, len(cutoffs)), dtype=np.float64)
     for column, k in enumerate(cutoffs):
         taken = terms if k is None else np.where(ranks < k, terms, 0.0)
         # bincount adds each row's terms in rank order, as the oracle's loop does.
-        precision_sum = np.bincount(rows, weights=taken, minlength=batch.rows)
-        out[:, column] = _ratio(precision_sum, batch.queries.num_rel, 0.0)
+        precision_sum = np.bincount(rows, weights=taken, minlength=ranked.rows)
+        out[:, column] = _ratio(precision_sum, ranked.queries.num_rel, 0.0)
     return out
 
 
-def average_precision(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
-    return _average_precision(batch, [None])
+def average_precision(ranked: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+    return _average_precision(ranked, [None])
 
 
 def average_precision_cut(
-    batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero
+    ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero
 ) -> Floats:
-    return _average_precision(batch, cutoffs)
+    return _average_precision(ranked, cutoffs)
 
 
-def success(batch: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
-    found: Floats = (batch.at(batch.relevant_so_far, cutoffs) > 0).astype(np.float64)
+def success(ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+    found: Floats = (ranked.at(ranked.relevant_so_far, cutoffs) > 0).astype(np.float64)
     return found
 
 
-def r_precision(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
+def r_precision(ranked: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Floats:
     """Relevant documents among the first num_rel, over num_rel."""
-    rows, ranks, _counts = batch.relevant_positions
-    num_rel = batch.queries.num_rel
-    within = np.bincount(rows[ranks < num_rel[rows]], minlength=batch.rows)
+    rows, ranks, _counts = ranked.relevant_positions
+    num_rel = ranked.queries.num_rel
+    within = np.bincount(rows[ranks < num_rel[rows]], minlength=ranked.rows)
     return _ratio(within, num_rel, 0.0)[:, None]
 
 
-def dcg(batch: RankedMatrix, gain: Gain, cutoffs: list[int | None], _: IdcgZero) -> Floats:
-    return batch.dcg(gain, cutoffs)
+def dcg(ranked: RankedMatrix, gain: Gain, cutoffs: list[int | None], _: IdcgZero) -> Floats:
+    return ranked.dcg(gain, cutoffs)
 
 
-def num_ret(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
-    return batch.lengths[:, None]
+def num_ret(ranked: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
+    return ranked.lengths[:, None]
 
 
-def num_rel(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
-    return batch.queries.num_rel[:, None]
+def num_rel(ranked: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
+    return ranked.queries.num_rel[:, None]
 
 
-def num_rel_ret(batch: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
-    return batch.relevant_positions[2][:, None]
+def num_rel_ret(ranked: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZero) -> Int64s:
+    return ranked.relevant_positions[2][:, None]

@@ -37,12 +37,12 @@ def measure_matrix(
 ) -> Floats:
     """The numpy engine: one row per ranking of `codes`, one column per key; `queries` has
     the same rows. The keys of one kind and gain are computed together."""
-    batch = RankedMatrix(codes, tables, queries, head_depth(keys))
+    ranked = RankedMatrix(codes, tables, queries, head_depth(keys))
     groups: dict[tuple[str, Gain], list[int]] = {}
     for column, key in enumerate(keys):
         groups.setdefault((key.kind, key.gain or LINEAR), []).append(column)
     out = np.empty((len(codes.lengths), len(keys)), dtype=np.float64)
     for (kind, gain), columns in groups.items():
         cutoffs = [keys[column].k for column in columns]
-        out[:, columns] = KINDS[kind].columns(batch, gain, cutoffs, idcg_zero)
+        out[:, columns] = KINDS[kind].columns(ranked, gain, cutoffs, idcg_zero)
     return out

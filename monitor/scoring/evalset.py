@@ -8,7 +8,7 @@ Two file formats, chosen by suffix:
   line; blank lines are skipped.
 
 With the C accelerators TREC qrels are read in C (`monitor/scoring/qrels_scan.c`) straight
-into the judgment index the batch engine looks grades up in, with no Python object per
+into the judgment index the scorer looks grades up in, with no Python object per
 judgment; it leaves every file it does not decide alone to the Python code here: the same
 judgments and the same errors.
 
@@ -43,7 +43,7 @@ __all__ = ["GRADE_RANGE", "MAX_CODES", "EvaluationSet", "load_evaluation_set"]
 
 _JSON_SUFFIXES = (".jsonl", ".json")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-# Grades are C ints in trec_eval; the batch engine also keeps a sentinel below this range.
+# Grades are C ints in trec_eval; the scorer also keeps a sentinel below this range.
 GRADE_RANGE = range(-(2**31), 2**31)
 MAX_CODES: Final = 255  # grade codes are one byte (0: not judged)
 
@@ -56,7 +56,7 @@ class EvaluationSet:
 
     A set read from TREC qrels by the C reader is held in its `JudgmentIndex` alone: the
     per-query dicts of Python strings are made the first time something asks for a query's
-    grades (the batch engine's coded path never does).
+    grades (the scorer's coded path never does).
     """
 
     def __init__(
@@ -93,7 +93,7 @@ class EvaluationSet:
     @cached_property
     def _ideal(self) -> dict[str, tuple[int, ...]]:
         # Grades >= 0 sorted descending: the ideal ranking under any gain that does not
-        # decrease with the grade (linear, exp); `batch` and `measures` sort gains themselves.
+        # decrease with the grade (linear, exp); `scorer` and `columns` sort gains themselves.
         return {qid: _ideal_of(docs) for qid, docs in self._grades.items()}
 
     @cached_property
@@ -105,7 +105,7 @@ class EvaluationSet:
     @cached_property
     def code_grades(self) -> tuple[int, ...] | None:
         """The distinct grades, ascending: grade `code_grades[c - 1]` has the one-byte code c in
-        the batch engine and the judgment index. None when there are more than 255."""
+        the scorer and the judgment index. None when there are more than 255."""
         if self._index is not None:
             return self._index.code_grades
         grades = sorted(set(chain.from_iterable(docs.values() for docs in self._grades.values())))

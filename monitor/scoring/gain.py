@@ -9,7 +9,7 @@ Three kinds (docs/metric-conventions.md section 4):
   the map does not name gains its linear value, as in trec_eval's `gain_init.c`.
 
 A negative grade (judged, but "unjudged" by trec_eval's convention) and a document that is not
-in the evaluation set (`None`) always gain 0, whatever the kind. The batch engine's array form
+in the evaluation set (`None`) always gain 0, whatever the kind. The scorer's array form
 is `monitor.scoring.columns.gain_values`.
 """
 

@@ -7,7 +7,7 @@ a document not in the evaluation set gains 0 and is not relevant.
 
 How it is fast. The doc id -> grade lookup is the only per-document Python work: each query's
 judgments are kept as a dict doc -> grade code (1..255; 0: not judged), so a ranking becomes
-`bytes(map(codes.get, ranking, repeat(0)))`, a loop that runs in C, and a whole batch becomes
+`bytes(map(codes.get, ranking, repeat(0)))`, a loop that runs in C, and a whole poll becomes
 one uint8 matrix. Gains, relevance and judged flags are then tiny per-code tables, and every
 measure is a cumulative sum along the ranks. Only the first max(k) documents are looked up
 unless a key needs the whole ranking (mrr, map, nDCG without cutoff, num_rel_ret). The ideal
@@ -24,7 +24,7 @@ lays the inline grades' codes over the unjudged documents and returns the codes 
 added to each ideal ranking; `MeasurePlan.ideals_with` recomputes those rankings' ideals in C
 (bit for bit what `QueryIdeals.of_matrix` gives) and the C kernel scores every ranking. An
 inline grade the code table lacks gets the next free code (the plan is remade); past 255
-codes, and without the accelerators, the general per-batch path below decides.
+codes, and without the accelerators, the general path below (codes made per call) decides.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ _MAX_INLINE_GRADE: Final = 65_535  # a larger inline grade takes the general pat
 
 
 class Scorer:
-    """Scores batches of rankings of one evaluation set for a fixed list of measure keys.
+    """Scores many rankings at once, of one evaluation set, for a fixed list of measure keys.
 
     `relevance_level` applies to the binary measures (precision, recall, mrr, map, num_rel,
     num_rel_ret), never to nDCG/DCG. `idcg_zero="exclude"` gives NaN nDCG for a query whose ideal
@@ -327,7 +327,7 @@ class Scorer:
         rankings: Sequence[Sequence[str]],
         ideals: QueryIdeals,
     ) -> Floats:
-        """Any grades (inline judgments, many distinct grades): codes made per batch."""
+        """Any grades (inline judgments, many distinct grades): codes made per call."""
         width = self._width(rankings)
         flat = [
             grade

@@ -32,7 +32,7 @@ passes a window whose share is not acknowledged. While the consumer sees no brok
 does not even try: `rankmon_broker_up` is 0, `/readyz` fails, and the loop keeps polling with
 backoff; nothing here exits on a Kafka error.
 
-A partition paused at a batch that cannot be read (`EventSource.unreadable`) is reported on
+A partition paused at a record batch that cannot be read (`EventSource.unreadable`) is reported on
 `/readyz` and counted; the others go on.
 
 Rebalances arrive with the poll (`_rebalance`). A partition arriving makes every owned
@@ -297,8 +297,8 @@ class Monitor:
         self._reachability.note(up)
         readiness.group_joined = source.group_joined
         self.exporter.set_broker_up(up)
-        for batch in source.take_unreadable():
-            self.exporter.count_unreadable(batch.partition)
+        for unreadable in source.take_unreadable():
+            self.exporter.count_unreadable(unreadable.partition)
         if source.unreadable or readiness.unreadable:
             readiness.unreadable = {
                 p: f"at offset {b.offset} ({b.error})" for p, b in source.unreadable.items()

@@ -14,12 +14,12 @@ Which queries are evaluated (docs/metric-conventions.md Q1-Q3, trec_eval.c):
   (after `-M`), as if never retrieved.
 
 Two engines compute the values. The measures the streaming monitor computes too (nDCG, P,
-recall, MAP, MRR and the counts) come from its batch engine (`monitor.scoring.scorer`), so the
+recall, MAP, MRR and the counts) come from its scorer (`monitor.scoring.scorer`), so the
 trec_eval conformance tests vouch for the numbers the monitor exports; the others from
 `monitor.trec.families`. Queries are reported in `strcmp` order of their ids, as trec_eval sorts
 them; measures in trec_eval's table order (`monitor.trec.table`), whatever order `-m` named them.
 
-When the batch engine computes every value asked for, `evaluate_coded` scores a run read
+When the scorer computes every value asked for, `evaluate_coded` scores a run read
 straight into grade codes (`monitor.trec.runfile.load_coded_run`, against the evaluation set's
 judgment index) instead: the same report, with no Python string per retrieved document.
 """
@@ -91,7 +91,7 @@ def evaluate_coded(
     relevance_level: int = 1,
 ) -> EvaluationReport:
     """`evaluate_run` on a run read straight into grade codes against the evaluation set's
-    judgment index (`load_coded_run`), when the batch engine computes every value asked for
+    judgment index (`load_coded_run`), when the scorer computes every value asked for
     (`selection.engine_only`); the run's codes must reach `selection.lookup_depth`. Same
     report."""
     if relevance_level < 0:
@@ -166,7 +166,7 @@ def _monitor_values(
 def _engine_columns(
     selection: MeasureSelection, matrix: npt.NDArray[np.float64]
 ) -> dict[str, list[Value]]:
-    """The batch engine's (queries x keys) matrix as one list of values per name."""
+    """The scorer's (queries x keys) matrix as one list of values per name."""
     names, keys = list(selection.keys), list(selection.keys.values())
     return {
         name: [int(v) for v in column] if key.is_count else column

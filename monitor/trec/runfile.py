@@ -20,7 +20,7 @@ Ordering (docs/metric-conventions.md R1-R4, trec_eval form_res_rels.c):
 With the C accelerators a file is parsed and ordered in C (`monitor/trec/run_order.c`), which
 leaves to the Python code below every file it does not decide alone (non-ASCII bytes, a short
 line, an unusual score token, a duplicate): the same runs, and the same errors. When every
-measure asked for comes from the batch engine, `load_coded_run` goes one step further and
+measure asked for comes from the scorer, `load_coded_run` goes one step further and
 looks each document's grade code up as it reads (`CodedRun`), so no docno becomes a string.
 """
 

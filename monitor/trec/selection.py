@@ -2,7 +2,7 @@
 computes each value.
 
 The measures the streaming monitor computes too (nDCG, P, recall, MAP, MRR, success, Rprec and
-the counts) become the batch engine's `MeasureKey`s (`keys`); the others are trec_eval families
+the counts) become the scorer's `MeasureKey`s (`keys`); the others are trec_eval families
 `monitor.trec.families` computes.
 """
 
@@ -24,7 +24,7 @@ __all__ = ["MeasureSelection", "select_measures"]
 class MeasureSelection:
     """What `-m` asked for, in print order, and which engine computes each value.
 
-    `keys[name]` is the monitor's measure key of a value the batch engine computes; the
+    `keys[name]` is the monitor's measure key of a value the scorer computes; the
     other values' measures are in `requested` too.
     """
 
@@ -57,12 +57,12 @@ class MeasureSelection:
 
     @property
     def engine_only(self) -> bool:
-        """True when the batch engine computes every value (no per-document family)."""
+        """True when the scorer computes every value (no per-document family)."""
         return bool(self.keys) and not self.family_requests
 
     @property
     def family_requests(self) -> list[Requested]:
-        """The requested measures `monitor.trec.families` computes (not the batch engine)."""
+        """The requested measures `monitor.trec.families` computes (not the scorer)."""
         return [
             r
             for r in self.requested
@@ -71,7 +71,7 @@ class MeasureSelection:
 
     @property
     def lookup_depth(self) -> int | None:
-        """How many leading documents of each ranking the batch engine's keys read; None: all."""
+        """How many leading documents of each ranking the scorer's keys read; None: all."""
         return lookup_depth(self.keys.values())
 
     def not_averaged(self) -> list[str]:

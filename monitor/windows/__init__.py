@@ -1,6 +1,6 @@
 """Windows: scored events in event-time windows, one `WindowSummary` per window and segment.
 
-Enters: batches of scored events (columns: event ids, query rows, event times, partitions,
+Enters: each poll's scored events (columns: event ids, query rows, event times, partitions,
 offsets, raw segment values, measure rows). Leaves: when the watermark (or a quiet stream)
 passes a window, its `WindowSummary` per segment label; the offsets that are safe to commit;
 the marks of windows already published, so a replay skips them.

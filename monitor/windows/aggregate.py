@@ -93,7 +93,7 @@ class WindowAggregate:
         """Add each event's measure vector (a row of `values`) to its cell, in order.
 
         np.add.at adds event by event, so a cell's sum is the same float however the stream
-        was cut into batches: a replay after a crash reproduces published values bit for bit.
+        was cut into polls: a replay after a crash reproduces published values bit for bit.
         """
         rows = self._rows(cells)
         np.add.at(self.sums, rows, values)

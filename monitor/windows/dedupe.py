@@ -6,7 +6,7 @@ with the pane and partition the event came in, in numpy arrays. Two different id
 hash with probability about `ids held / 2**64` per lookup (below 1e-13 at 1M held); such an
 event would be counted as a duplicate.
 
-The arrays are sorted runs of a log-structured merge: each batch adds a sorted run, and runs
+The arrays are sorted runs of a log-structured merge: each poll adds a sorted run, and runs
 of similar length merge, so there are O(log n) runs; a lookup is one binary search per run.
 Entries are dropped by pane (when its windows finalize) or by partition (on revoke).
 """

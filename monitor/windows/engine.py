@@ -24,7 +24,7 @@ stored with the record, so a replay after a crash rebuilds the same watermark.
     event  a: time T+290 s, record T   -> counted in its own (future) window; watermark T+10-60
     events T+1 .. T+300 s, record same -> each moves the watermark to its own time - 60: none late
 
-What becomes of an event (in batch order, against the watermark as it stands after the events
+What becomes of an event (in row order, against the watermark as it stands after the events
 before it, including its own; finalize timing plays no part):
 
     late               every window that contains it is closed (watermark >= its end)
@@ -235,13 +235,13 @@ class EventWindows:
 
     # -- events -------------------------------------------------------------------------
 
-    def add_events(self, batch: ScoredEvents) -> Admission:
-        """Count a batch's events into their open windows; return what was rejected."""
-        if batch.measures.ndim != 2 or batch.measures.shape[1] != len(self.measure_keys):
+    def add_events(self, events: ScoredEvents) -> Admission:
+        """Count the scored events into their open windows; return what was rejected."""
+        if events.measures.ndim != 2 or events.measures.shape[1] != len(self.measure_keys):
             raise ValueError(f"measures must have {len(self.measure_keys)} columns")
         admission = Admission()
-        if len(batch.event_ids):
-            self._count(batch, self._admit(batch, admission))
+        if len(events.event_ids):
+            self._count(events, self._admit(events, admission))
         return admission
 
     def _row_epochs(self, times: Sequence[int]) -> list[int] | None:
@@ -252,25 +252,25 @@ class EventWindows:
         found = np.searchsorted(starts, np.asarray(times, dtype=np.int64), side="right") - 1
         return np.maximum(found, 0).tolist()  # type: ignore[no-any-return]
 
-    def _admit(self, batch: ScoredEvents, admission: Admission) -> AcceptedRows:
+    def _admit(self, events: ScoredEvents, admission: Admission) -> AcceptedRows:
         # The per-event path of the service (~80k events/s): locals instead of attributes,
         # one loop, vectorised work before and after it, replays in helpers. Long on purpose.
         lateness = self.spec.allowed_lateness_ms
         replaying = bool(self._published)
-        partitions, offsets = int_list(batch.partitions), int_list(batch.offsets)
-        times = int_list(batch.event_times_ms)
-        skew, stamps = self.max_clock_skew_ms, batch.record_times_ms
+        partitions, offsets = int_list(events.partitions), int_list(events.offsets)
+        times = int_list(events.event_times_ms)
+        skew, stamps = self.max_clock_skew_ms, events.record_times_ms
         # What each event moves its partition's watermark by: its time, or less (the bound).
         bounds = times
         if skew is not None and stamps is not None:
             bounds = _watermark_bounds(int_list(stamps), times, skew)
-        event_ids, query_ids, segments = batch.event_ids, batch.query_ids, batch.segments
+        event_ids, query_ids, segments = events.event_ids, events.query_ids, events.segments
         watermarks, panes, registry = self._watermarks, self._offsets.first_in_pane, self._registry
         published = self._published
         cell_ids = registry.ids
         hashes = id_hashes(event_ids)
         accepted = AcceptedRows(hashes, self._ids.contains(hashes).tolist())
-        known, in_batch = accepted.known, accepted.in_batch
+        known, in_poll = accepted.known, accepted.in_poll
         rows, cells, marks = accepted.rows, accepted.cells, accepted.watermarks
         late, duplicates = admission.late, admission.duplicates
         now, watermark = self._clock.monotonic(), watermarks.global_ms
@@ -305,22 +305,22 @@ class EventWindows:
                 # window spec or version it would get now.
                 counted = published.counted_before(time_ms, segment, partition, offsets[i])
                 if counted:
-                    self._already_published(i, batch, admission, accepted)
+                    self._already_published(i, events, admission, accepted)
                     continue
                 starts = published.open_starts(pane, epoch, watermark, segment, partition)
                 if not starts:
                     self._reject_closed(
-                        i, batch, admission, accepted, watermark=watermark, counted=counted
+                        i, events, admission, accepted, watermark=watermark, counted=counted
                     )
                     continue
             elif pane + size <= watermark:
                 late.append(i)
                 continue
             event_id = event_ids[i]
-            if known[i] or event_id in in_batch:
+            if known[i] or event_id in in_poll:
                 duplicates.append(i)
                 continue
-            in_batch.add(event_id)
+            in_poll.add(event_id)
             if pane != slot_pane or partition != slot_partition:
                 slot_pane, slot_partition = pane, partition
                 panes.setdefault((pane, partition), offsets[i])
@@ -340,7 +340,7 @@ class EventWindows:
     def _reject_closed(
         self,
         row: int,
-        batch: ScoredEvents,
+        events: ScoredEvents,
         admission: Admission,
         accepted: AcceptedRows,
         *,
@@ -355,37 +355,37 @@ class EventWindows:
         open at the commit), so an event the watermark passed was late then too, and its dead
         letter may not have been flushed before the crash.
         """
-        time_ms = int(batch.event_times_ms[row])
+        time_ms = int(events.event_times_ms[row])
         spec = self._epochs[self.epoch_of(time_ms)].spec
         if counted is None:
             counted = spec.pane_of(time_ms) + spec.size_ms > watermark
         if not counted:
             admission.late.append(row)
             return
-        self._already_published(row, batch, admission, accepted)
+        self._already_published(row, events, admission, accepted)
 
     @staticmethod
     def _already_published(
-        row: int, batch: ScoredEvents, admission: Admission, accepted: AcceptedRows
+        row: int, events: ScoredEvents, admission: Admission, accepted: AcceptedRows
     ) -> None:
         admission.already_published.append(row)
         # Its id still dedupes, as it did before the crash while its window was open.
-        event_id = batch.event_ids[row]
-        if not accepted.known[row] and event_id not in accepted.in_batch:
-            accepted.in_batch.add(event_id)
+        event_id = events.event_ids[row]
+        if not accepted.known[row] and event_id not in accepted.in_poll:
+            accepted.in_poll.add(event_id)
             accepted.remembered.append(row)
 
-    def _count(self, batch: ScoredEvents, accepted: AcceptedRows) -> None:
+    def _count(self, events: ScoredEvents, accepted: AcceptedRows) -> None:
         """Remember the new ids and add the accepted events into their windows."""
-        times = np.asarray(batch.event_times_ms, dtype=np.int64)
+        times = np.asarray(events.event_times_ms, dtype=np.int64)
         if len(self._epochs) == 1:
             all_panes = times - times % self._epochs[0].spec.hop_ms
         else:
             hops = np.array([e.spec.hop_ms for e in self._epochs], dtype=np.int64)
-            row_epochs = self._row_epochs(int_list(batch.event_times_ms))
+            row_epochs = self._row_epochs(int_list(events.event_times_ms))
             all_panes = times - times % hops[np.asarray(row_epochs, dtype=np.intp)]
         remember = np.array(accepted.rows + accepted.remembered, dtype=np.intp)
-        partitions = np.asarray(batch.partitions, dtype=np.int64)[remember]
+        partitions = np.asarray(events.partitions, dtype=np.int64)[remember]
         self._ids.add(accepted.hashes[remember], all_panes[remember], partitions)
         if not accepted.rows:
             return
@@ -413,7 +413,7 @@ class EventWindows:
                     aggregate = self._windows[key] = WindowAggregate(
                         start, epoch.version, len(self.measure_keys), epoch.set_queries
                     )
-                aggregate.add(cells[group], batch.measures[rows[group]])
+                aggregate.add(cells[group], events.measures[rows[group]])
 
     # -- the scheduler tick -------------------------------------------------------------
 
@@ -543,7 +543,7 @@ class EventWindows:
 def _watermark_bounds(stamps: Sequence[int], times: Sequence[int], skew: int) -> Sequence[int]:
     """How far each event moves its partition's watermark: its time, capped at its record
     timestamp plus `skew` (records without a timestamp, 0 or less, are not capped)."""
-    if not times or max(map(sub, times, stamps)) <= skew:  # the common batch: none past it
+    if not times or max(map(sub, times, stamps)) <= skew:  # the common poll: none past it
         return times
     return [
         stamp + skew if stamp > 0 and time > stamp + skew else time

@@ -1,4 +1,4 @@
-"""What goes into and comes out of `EventWindows`: a batch of scored events, its admission.
+"""What goes into and comes out of `EventWindows`: a poll's scored events, their admission.
 
 Columns, not objects: the stream runs at ~45k events/s and a per-event object costs more
 than the windowing itself. Integer columns may be lists or numpy arrays.
@@ -51,12 +51,12 @@ class ScoredEvents:
         if self.record_times_ms is not None:
             columns.append(self.record_times_ms)
         if any(len(c) != n for c in (*columns, self.segments)) or self.measures.shape[0] != n:
-            raise ValueError("every column of an event batch must have one row per event")
+            raise ValueError("every column of the scored events must have one row per event")
 
 
 @dataclass
 class Admission:
-    """What became of a batch: how many were counted, and the row of every rejected event.
+    """What became of the scored events: how many were counted, and the row of every rejected event.
 
     The wiring dead-letters `late` and `duplicates` rows with their original bytes; rows in
     `already_published` are replays of windows published before a restart (their summaries
@@ -88,7 +88,7 @@ class AcceptedRows:
         "cells",
         "epochs",
         "hashes",
-        "in_batch",
+        "in_poll",
         "known",
         "remembered",
         "rows",
@@ -97,10 +97,10 @@ class AcceptedRows:
     )
 
     def __init__(self, hashes: npt.NDArray[np.int64], known: list[bool]) -> None:
-        self.hashes = hashes  # of every event id in the batch
-        self.known = known  # whether the dedupe set held the id before the batch
-        self.in_batch: set[str] = set()  # ids remembered by earlier rows of the batch
-        self.rows: list[int] = []  # batch rows counted into windows
+        self.hashes = hashes  # of every event id in the events
+        self.known = known  # whether the dedupe set held the id before the events
+        self.in_poll: set[str] = set()  # ids remembered by earlier rows of the poll
+        self.rows: list[int] = []  # rows counted into windows
         self.cells: list[int] = []  # their cell ids
         self.watermarks: list[int] = []  # the watermark each was admitted under
         self.epochs: list[int] = []  # the index of each one's epoch

@@ -99,12 +99,12 @@ class WindowSpec:
     def members_by_start(
         self, panes: Times, watermarks: Times, first_start_ms: int | None = None
     ) -> list[tuple[int, Indices]]:
-        """Which events go to which window, for a batch at once: `(start, event indices)`.
+        """Which events go to which window, for many events at once: `(start, event indices)`.
 
         Event `k` (pane `panes[k]`, admitted when the watermark was `watermarks[k]`) goes
         to every start from `pane - size + hop` (and from `first_start_ms`, the start of its
-        epoch) up to its pane that was still open then. Indices keep batch order, which keeps
-        sums independent of batch boundaries.
+        epoch) up to its pane that was still open then. Indices keep the events' order, which keeps
+        sums independent of poll boundaries.
         """
         size, hop = self.size_ms, self.hop_ms
         firsts = panes - size + hop
@@ -113,8 +113,8 @@ class WindowSpec:
         if self.sliding:
             closed = watermarks - size
             firsts = np.maximum(firsts, closed - closed % hop + hop)
-        # Candidate starts from the few distinct panes, never a range over the batch's span:
-        # one batch may hold events hours apart.
+        # Candidate starts from the few distinct panes, never a range over the events' span:
+        # one poll may hold events hours apart.
         distinct = np.unique(panes)
         candidates = np.unique(distinct[:, None] - np.arange(size // hop) * hop)
         groups = []
@@ -156,7 +156,7 @@ class Epoch:
 
 def members_by_listed_start(starts: Sequence[Sequence[int]]) -> list[tuple[int, Indices]]:
     """Which events go to which window when each event `k` lists its own starts (replays,
-    where published windows leave gaps), in batch order per start."""
+    where published windows leave gaps), in the events' order per start."""
     members: dict[int, list[int]] = {}
     for k, event_starts in enumerate(starts):
         for start in event_starts:
