@@ -46,6 +46,7 @@ from monitor.export.series import (
     SEGMENT,
     WINDOW_SERIES,
     Series,
+    measure_labels,
 )
 from monitor.scoring.catalog import KINDS, MeasureKey
 from monitor.stats.paired import PairedResult
@@ -160,9 +161,13 @@ class LatestWindows(Collector):
         self._windows: dict[Segment, dict[str, list[tuple[LabelValues, float]]]] = {}
         # comparison label values -> series name -> value
         self._comparisons: dict[LabelValues, dict[str, float]] = {}
+        # each per-window series with its label names, the segment keys spelled out
         self._window_series = [
-            *(series for family in MEASURE_SERIES.values() for series in family),
-            *WINDOW_SERIES,
+            (series, _label_names(series, self.segment_keys))
+            for series in (
+                *(series for family in MEASURE_SERIES.values() for series in family),
+                *WINDOW_SERIES,
+            )
         ]
 
     def record_window(self, summary: WindowSummary, replay_noise: Mapping[str, float]) -> None:
@@ -227,8 +232,7 @@ class LatestWindows(Collector):
         with self._lock:
             windows = list(self._windows.values())
             comparisons = list(self._comparisons.items())
-        for series in self._window_series:
-            names = _label_names(series, self.segment_keys)
+        for series, names in self._window_series:
             family = GaugeMetricFamily(series.name, series.help, labels=names)
             for samples in windows:
                 for labels, value in samples.get(series.name, ()):
@@ -254,7 +258,6 @@ class Exporter:
         liveness: Liveness | None = None,
     ) -> None:
         self.segment_keys = tuple(sorted(segment_keys))
-        self.min_queries = min_queries
         for key in self.segment_keys:
             problem = label_name_problem(key)
             if problem is not None:
@@ -397,8 +400,8 @@ def _exported_labels(key_text: str) -> tuple[str, LabelValues] | None:
     kind = KINDS[key.kind]
     if kind.gauge is None or (kind.cutoff is not False and key.k is None):
         return None
-    prefix = (str(key.k),) * (kind.cutoff is not False) + (str(key.gain),) * kind.gain
-    return key.kind, prefix
+    values = {"k": str(key.k), "gain": str(key.gain)}
+    return key.kind, tuple(values[label] for label in measure_labels(kind))
 
 
 _TABLE: Final = {series.name: series for series in PROCESS_SERIES}

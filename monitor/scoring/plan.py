@@ -158,7 +158,8 @@ class MeasurePlan:
     when_zero: float
     head_depth: int | None
     in_c: tuple[int, ...]  # the columns the kernel computes, in key order
-    in_numpy: tuple[MeasureKey, ...]  # the keys of the other columns, in key order
+    in_numpy: tuple[int, ...]  # the other columns, in key order
+    numpy_keys: tuple[MeasureKey, ...]  # their keys
     code_tables: CodeTables
     idcg_zero: IdcgZero
 
@@ -199,7 +200,8 @@ class MeasurePlan:
             when_zero=0.0 if idcg_zero == "zero" else float("nan"),
             head_depth=head_depth(native_keys),
             in_c=tuple(column for column, key in enumerate(keys) if in_c(key)),
-            in_numpy=tuple(key for key in keys if not in_c(key)),
+            in_numpy=tuple(column for column, key in enumerate(keys) if not in_c(key)),
+            numpy_keys=tuple(key for key in keys if not in_c(key)),
             code_tables=tables,
             idcg_zero=idcg_zero,
         )
@@ -264,9 +266,8 @@ class MeasurePlan:
         width = int(taken.max(initial=0))
         flat = np.frombuffer(codes, dtype=np.uint8)
         ranked = RankedCodes(pad_codes(flat, taken, width), np.asarray(lengths, dtype=np.int64))
-        numpy_columns = [c for c in range(columns) if c not in set(self.in_c)]
-        out[:, numpy_columns] = measure_matrix(
-            self.in_numpy, ranked, self.code_tables, queries, self.idcg_zero
+        out[:, list(self.in_numpy)] = measure_matrix(
+            self.numpy_keys, ranked, self.code_tables, queries, self.idcg_zero
         )
         return out
 
