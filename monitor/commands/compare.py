@@ -20,7 +20,7 @@ from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.stats.corrections import CORRECTIONS
 from monitor.stats.paired import TESTS
 from monitor.trec.compare import GATES, RunComparison, compare_runs, missing_queries
-from monitor.trec.runfile import Run, load_run
+from monitor.trec.runfile import Run, read_run
 from monitor.trec.selection import select_measures
 
 __all__ = ["register"]
@@ -148,7 +148,7 @@ def run_compare(args: argparse.Namespace) -> int:
     selection = select_measures(args.measures or [DEFAULT_MEASURE])
     evaluation_set = load_evaluation_set(args.qrels)
     paths = [args.baseline, *args.candidates]
-    runs = [(Path(path).name, load_run(path)) for path in paths]
+    runs = [(Path(path).name, read_run(path)) for path in paths]
     names = [name for name, _ in runs]
     if len(set(names)) < len(names):
         runs = [(path, run) for path, (_, run) in zip(paths, runs, strict=True)]

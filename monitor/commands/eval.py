@@ -18,7 +18,7 @@ from monitor.errors import MeasureError
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.scoring.gain import Gain
 from monitor.trec.evaluate import evaluate_coded, evaluate_run
-from monitor.trec.runfile import TREC_EVAL_MAX_RETRIEVED, CodedRun, load_coded_run, load_run
+from monitor.trec.runfile import TREC_EVAL_MAX_RETRIEVED, CodedRun, Run, read_run
 from monitor.trec.selection import MeasureSelection, select_measures
 from monitor.trec.table import ALL_RANKMON, rankmon_names, trec_names
 
@@ -181,20 +181,17 @@ def run_eval(args: argparse.Namespace) -> int:
     num_docs = _whole_number(args.num_docs, "-N DOCS (documents in the collection)")
     _check_rel_format(args.rel_format)
     evaluation_set = load_evaluation_set(args.qrels)
-    coded = None
-    if not args.judged_only and selection.engine_only:
-        coded = _coded_run(args, evaluation_set, selection, max_retrieved)
-    if coded is not None:
-        _warn_when_nothing_is_scored(args.run, frozenset(coded.query_ids), evaluation_set.query_ids)
+    run = _read_run(args, evaluation_set, selection, max_retrieved)
+    if isinstance(run, CodedRun):
+        _warn_when_nothing_is_scored(args.run, frozenset(run.query_ids), evaluation_set.query_ids)
         report = evaluate_coded(
             evaluation_set,
-            coded,
+            run,
             selection,
             complete=args.complete,
             relevance_level=relevance_level,
         )
     else:
-        run = load_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
         _warn_when_nothing_is_scored(args.run, run.query_ids, evaluation_set.query_ids)
         report = evaluate_run(
             evaluation_set,
@@ -213,24 +210,26 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _coded_run(
+def _read_run(
     args: argparse.Namespace,
     evaluation_set: EvaluationSet,
     selection: MeasureSelection,
     max_retrieved: int,
-) -> CodedRun | None:
-    """The run read straight into grade codes against the evaluation set's judgment index,
-    or None where that path does not apply (no C accelerators, more than 255 grades, a file
-    the C reader leaves to Python)."""
-    index = evaluation_set.judgment_index()
+) -> Run | CodedRun:
+    """The run, read straight into grade codes against the evaluation set's judgment index
+    when the scorer computes every value asked for (and the C accelerators and at most 255
+    grades give an index)."""
+    index = None
+    if not args.judged_only and selection.engine_only:
+        index = evaluation_set.judgment_index()
     if index is None:
-        return None
-    return load_coded_run(
+        return read_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
+    return read_run(
         args.run,
-        index,
-        selection.lookup_depth,
         score_precision=args.score_precision,
         max_retrieved=max_retrieved,
+        index=index,
+        depth=selection.lookup_depth,
     )
 
 

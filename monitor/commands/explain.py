@@ -21,7 +21,7 @@ from monitor.explain.api import change_json
 from monitor.scoring.evalset import load_evaluation_set
 from monitor.scoring.gain import Gain
 from monitor.trec.explain import explain_runs
-from monitor.trec.runfile import load_run
+from monitor.trec.runfile import read_run
 from monitor.trec.selection import select_measures
 
 __all__ = ["register"]
@@ -74,7 +74,7 @@ def run_explain(args: argparse.Namespace) -> int:
             f"-m {args.measure}: name one measure, e.g. ndcg_cut.10 (not a family or a count)"
         )
     evaluation_set = load_evaluation_set(args.qrels)
-    before, after = load_run(args.before), load_run(args.after)
+    before, after = read_run(args.before), read_run(args.after)
     explanation = explain_runs(
         evaluation_set, before, after, selection, gain=gain, documents=args.top
     )

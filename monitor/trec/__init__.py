@@ -7,7 +7,7 @@ all; the measures the stream computes too come from its engine, the others from 
 from __future__ import annotations
 
 from monitor.trec.evaluate import evaluate_run
-from monitor.trec.runfile import load_run
+from monitor.trec.runfile import read_run
 from monitor.trec.selection import select_measures
 
-__all__ = ["evaluate_run", "load_run", "select_measures"]
+__all__ = ["evaluate_run", "read_run", "select_measures"]

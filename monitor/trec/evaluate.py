@@ -20,7 +20,7 @@ trec_eval conformance tests vouch for the numbers the monitor exports; the other
 them; measures in trec_eval's table order (`monitor.trec.table`), whatever order `-m` named them.
 
 When the scorer computes every value asked for, `evaluate_coded` scores a run read
-straight into grade codes (`monitor.trec.runfile.load_coded_run`, against the evaluation set's
+straight into grade codes (`monitor.trec.runfile.read_run` given the evaluation set's
 judgment index) instead: the same report, with no Python string per retrieved document.
 """
 
@@ -91,7 +91,7 @@ def evaluate_coded(
     relevance_level: int = 1,
 ) -> EvaluationReport:
     """`evaluate_run` on a run read straight into grade codes against the evaluation set's
-    judgment index (`load_coded_run`), when the scorer computes every value asked for
+    judgment index (`read_run` given the index), when the scorer computes every value asked for
     (`selection.engine_only`); the run's codes must reach `selection.lookup_depth`. Same
     report."""
     if relevance_level < 0:

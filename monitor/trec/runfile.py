@@ -17,11 +17,12 @@ Ordering (docs/metric-conventions.md R1-R4, trec_eval form_res_rels.c):
 - R4: `max_retrieved` keeps the first N documents after ordering (trec_eval's `-M`, whose
   default is 1000).
 
-With the C accelerators a file is parsed and ordered in C (`monitor/trec/run_order.c`), which
-leaves to the Python code below every file it does not decide alone (non-ASCII bytes, a short
-line, an unusual score token, a duplicate): the same runs, and the same errors. When every
-measure asked for comes from the scorer, `load_coded_run` goes one step further and
-looks each document's grade code up as it reads (`CodedRun`), so no docno becomes a string.
+`read_run` is the one reader. With the C accelerators a file is parsed and ordered in C
+(`monitor/trec/run_order.c`), which leaves to its one fallback, the Python parser below, every
+file it does not decide alone (non-ASCII bytes, a short line, an unusual score token, a
+duplicate): the same runs, and the same errors. Given a judgment index (when every measure
+asked for comes from the scorer), the C reader goes one step further and looks each
+document's grade code up as it reads (`CodedRun`), so no docno becomes a string.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args, overload
 
 from monitor import native
 from monitor.errors import InputError
@@ -46,9 +47,8 @@ __all__ = [
     "CodedRun",
     "Run",
     "ScorePrecision",
-    "load_coded_run",
-    "load_run",
     "parse_run",
+    "read_run",
     "trec_order",
 ]
 
@@ -98,33 +98,100 @@ class CodedRun:
     lengths: list[int]
 
 
-def load_coded_run(
+@overload
+def read_run(
     path: str | Path,
+    *,
+    score_precision: ScorePrecision = ...,
+    max_retrieved: int | None = ...,
+    index: None = ...,
+    depth: int | None = ...,
+) -> Run: ...
+@overload
+def read_run(
+    path: str | Path,
+    *,
+    score_precision: ScorePrecision = ...,
+    max_retrieved: int | None = ...,
     index: JudgmentIndex,
-    depth: int | None,
+    depth: int | None = ...,
+) -> Run | CodedRun: ...
+def read_run(
+    path: str | Path,
     *,
     score_precision: ScorePrecision = "float64",
     max_retrieved: int | None = None,
-) -> CodedRun | None:
-    """Read a run as `CodedRun` (no Python string per document: faster, a fraction of the
-    memory), or None for a file the C reader leaves to `load_run` (which reads it, or names
-    the line at fault). The file is streamed in chunks, one query's lines in memory at a
-    time; a run whose queries are not each in one block of lines is read whole instead."""
+    index: JudgmentIndex | None = None,
+    depth: int | None = None,
+) -> Run | CodedRun:
+    """The one run reader: a TREC run file in trec_eval's order, or `InputError` naming the
+    file (and the line at fault).
+
+    The C reader decides every file it can (with `index`: straight into that judgment
+    index's grade codes, the first `depth` documents of each query, as a `CodedRun`; without:
+    a `Run`); its one fallback is the Python parser, which reads everything else or names the
+    bad line. A coded file is streamed in chunks, one query's lines in memory at a time; a run
+    whose queries are not each in one block of lines is read whole instead.
+    """
+    if index is not None:
+        _check_precision(score_precision)
+        try:
+            coded = _c_coded(path, index, depth, score_precision, max_retrieved)
+        except OSError as error:
+            raise InputError.unreadable(str(path), "run", error) from error
+        if coded is not None:
+            return coded
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise InputError.unreadable(str(path), "run", error) from error
+    return parse_run(data, str(path), score_precision=score_precision, max_retrieved=max_retrieved)
+
+
+def parse_run(
+    data: bytes,
+    path: str,
+    *,
+    score_precision: ScorePrecision = "float64",
+    max_retrieved: int | None = None,
+) -> Run:
+    """`read_run` on run text already in memory (`path` names it in errors)."""
     _check_precision(score_precision)
+    if max_retrieved is not None and max_retrieved < 0:
+        raise ValueError(f"max_retrieved must be >= 0, got {max_retrieved}")
+    if native.speedups_active():
+        ordered = _c_ordered(data, path, score_precision, max_retrieved)
+        if ordered is not None:
+            return ordered
+    return _python_run(data, path, score_precision, max_retrieved)
+
+
+def _c_ordered(
+    data: bytes, path: str, score_precision: ScorePrecision, max_retrieved: int | None
+) -> Run | None:
+    depth = -1 if max_retrieved is None else max_retrieved
+    ordered = native.speedups.order_run(data, score_precision == "float32", depth)
+    return None if ordered is None else Run(path=path, tag=ordered[0], rankings=ordered[1])
+
+
+def _c_coded(
+    path: str | Path,
+    index: JudgmentIndex,
+    depth: int | None,
+    score_precision: ScorePrecision,
+    max_retrieved: int | None,
+) -> CodedRun | None:
     float32 = score_precision == "float32"
     cut = -1 if max_retrieved is None else max_retrieved
     lookup = -1 if depth is None else depth
     coder = native.speedups.run_coder(index, float32, cut, lookup)
-    try:
-        with Path(path).open("rb", buffering=0) as file:
-            # Into the coder's own buffer, in C; a large file in two parts at once when this
-            # process has two CPUs.
-            coder.read(file.fileno(), _CHUNK_BYTES, _parts())
-        coded = coder.finish()
-        if coded is None and coder.split:  # a query in two blocks: the file read whole
-            coded = native.speedups.code_run(index, Path(path).read_bytes(), float32, cut, lookup)
-    except OSError as error:
-        raise InputError.unreadable(str(path), "run", error) from error
+    with Path(path).open("rb", buffering=0) as file:
+        # Into the coder's own buffer, in C; a large file in two parts at once when this
+        # process has two CPUs.
+        coder.read(file.fileno(), _CHUNK_BYTES, _parts())
+    coded = coder.finish()
+    if coded is None and coder.split:  # a query in two blocks: the same reader, whole
+        coded = native.speedups.code_run(index, Path(path).read_bytes(), float32, cut, lookup)
     if coded is None:
         return None
     tag, query_ids, rows, codes, lengths = coded
@@ -152,36 +219,11 @@ def trec_order(
     return tuple(docno for _, docno in sorted(zip(keys, docnos, strict=True), reverse=True))
 
 
-def load_run(
-    path: str | Path,
-    *,
-    score_precision: ScorePrecision = "float64",
-    max_retrieved: int | None = None,
+def _python_run(
+    data: bytes, path: str, score_precision: ScorePrecision, max_retrieved: int | None
 ) -> Run:
-    """Read and order a TREC run file; any unreadable file or bad line raises `InputError`."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise InputError.unreadable(str(path), "run", error) from error
-    return parse_run(data, str(path), score_precision=score_precision, max_retrieved=max_retrieved)
-
-
-def parse_run(
-    data: bytes,
-    path: str,
-    *,
-    score_precision: ScorePrecision = "float64",
-    max_retrieved: int | None = None,
-) -> Run:
-    """Parse run text (`path` names it in errors); see the module docstring for the rules."""
-    _check_precision(score_precision)
-    if max_retrieved is not None and max_retrieved < 0:
-        raise ValueError(f"max_retrieved must be >= 0, got {max_retrieved}")
-    if native.speedups_active():
-        depth = -1 if max_retrieved is None else max_retrieved
-        ordered = native.speedups.order_run(data, score_precision == "float32", depth)
-        if ordered is not None:
-            return Run(path=path, tag=ordered[0], rankings=ordered[1])
+    """The fallback: any file the C reader leaves (non-ASCII bytes, a short line, an unusual
+    score token, a duplicate), read or refused with the line at fault."""
     text = _decode(data, path)
     fields_of = _ascii_fields if _NON_ASCII_SPACE.search(text) else str.split
     scored: dict[str, dict[str, float]] = {}  # qid -> docno -> score, in file order

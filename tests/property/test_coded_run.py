@@ -24,7 +24,7 @@ from monitor.errors import InputError
 from monitor.scoring.evalset import EvaluationSet
 from monitor.trec import runfile
 from monitor.trec.evaluate import evaluate_coded, evaluate_run
-from monitor.trec.runfile import ScorePrecision, load_coded_run, load_run
+from monitor.trec.runfile import CodedRun, Run, ScorePrecision, read_run
 from monitor.trec.selection import select_measures
 from tests.property.test_run_order import run_texts
 from tests.support.native_guard import require_speedups, speedups_switched_on  # noqa: F401
@@ -55,7 +55,7 @@ def both_paths(
         path = Path(folder) / "run.txt"
         path.write_bytes(text.encode())
         try:
-            run = load_run(path, score_precision=precision, max_retrieved=depth)
+            run = read_run(path, score_precision=precision, max_retrieved=depth)
         except InputError as error:
             expected: object = f"error: {error}"
         else:
@@ -65,16 +65,19 @@ def both_paths(
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(runfile, "_CHUNK_BYTES", chunk)
             patch.setattr(runfile, "_parts", lambda: parts)
-            coded = load_coded_run(
-                path,
-                index,
-                selection.lookup_depth,
-                score_precision=precision,
-                max_retrieved=depth,
-            )
-    if coded is None:
-        return expected, None
-    return expected, evaluate_coded(EVALUATION_SET, coded, selection, complete=complete)
+            try:
+                coded = read_run(
+                    path,
+                    index=index,
+                    depth=selection.lookup_depth,
+                    score_precision=precision,
+                    max_retrieved=depth,
+                )
+            except InputError as error:
+                return expected, f"error: {error}"
+    if not isinstance(coded, CodedRun):  # the fallback: the Python parser's Run
+        return expected, evaluate_run(EVALUATION_SET, coded, selection, complete=complete)
+    return expected, ("coded", evaluate_coded(EVALUATION_SET, coded, selection, complete=complete))
 
 
 @st.composite
@@ -94,7 +97,7 @@ def block_texts(draw: st.DrawFn) -> str:
     depth=st.sampled_from([None, 0, 1, 3]),
     precision=st.sampled_from(["float64", "float32"]),
 )
-def test_the_coded_path_gives_the_same_report_or_leaves_the_file_to_python(
+def test_the_one_run_reader_gives_the_same_report_coded_or_through_its_fallback(
     text: str,
     reading: tuple[int, int],
     complete: bool,
@@ -105,11 +108,12 @@ def test_the_coded_path_gives_the_same_report_or_leaves_the_file_to_python(
     expected, coded = both_paths(
         text, chunk, complete=complete, depth=depth, precision=precision, parts=parts
     )
-    if isinstance(expected, str):  # an error on the Python path: the coded path gives up
-        assert coded is None, expected
-    elif coded is not None:
+    if isinstance(expected, str):  # an error: the C reader gave up, the fallback names it
         assert coded == expected
+    elif isinstance(coded, tuple):
+        assert coded[1] == expected
     else:  # only a file the C parser leaves to Python (non-ASCII, an odd token) gets here
+        assert coded == expected
         assert not text.isascii() or any(
             token in text for token in ("nan", "inf", "_", "0x", "1e", "two", ".", "--")
         )
@@ -123,12 +127,12 @@ def test_a_run_is_coded_the_same_in_any_chunk_size_and_split_queries_are_read_wh
     assert index is not None
     path = tmp_path / "run.txt"
     path.write_text("\n".join(lines))
-    whole = load_coded_run(path, index, None)
+    whole = read_run(path, index=index)
     for chunk, parts in itertools.product((1, 5, 33, 1 << 22), (1, 2)):
         monkeypatch.setattr(runfile, "_CHUNK_BYTES", chunk)
         monkeypatch.setattr(runfile, "_parts", functools.partial(int, parts))
-        assert load_coded_run(path, index, None) == whole
-    assert whole is not None
+        assert read_run(path, index=index) == whole
+    assert isinstance(whole, CodedRun)
     assert whole.query_ids == ["q1", "q2", "q3"]
     assert whole.lengths == [40, 40, 40]
     # q2's lines in two blocks, one in each part when two threads read the file: the
@@ -137,8 +141,8 @@ def test_a_run_is_coded_the_same_in_any_chunk_size_and_split_queries_are_read_wh
     monkeypatch.setattr(runfile, "_CHUNK_BYTES", 16)
     for parts in (1, 2):
         monkeypatch.setattr(runfile, "_parts", functools.partial(int, parts))
-        split = load_coded_run(path, index, None)
-        assert split is not None
+        split = read_run(path, index=index)
+        assert isinstance(split, CodedRun)
         assert (split.query_ids, split.lengths) == (["q2", "q1", "q3"], [40, 40, 40])
 
 
@@ -147,8 +151,8 @@ def test_measures_that_need_the_documents_take_the_string_path(tmp_path: Path) -
     path.write_text("q1 Q0 a 1 3 tag\n")
     index = EVALUATION_SET.judgment_index()
     assert index is not None
-    coded = load_coded_run(path, index, None)
-    assert coded is not None
+    coded = read_run(path, index=index)
+    assert isinstance(coded, CodedRun)
     families = select_measures(["bpref", "map"])
     assert not families.engine_only
     with pytest.raises(ValueError, match="no documents"):
@@ -158,7 +162,7 @@ def test_measures_that_need_the_documents_take_the_string_path(tmp_path: Path) -
     # q1 ranks a (relevant) alone of its 3 relevant documents: AP = (1/1) / 3.
     assert evaluate_coded(EVALUATION_SET, coded, engine).summary == {"map": 1 / 3}
     path.write_text("q1 Q0 \u00e9 1 3 tag\n")  # non-ASCII: the C reader leaves it to Python
-    assert load_coded_run(path, index, None) is None
+    assert read_run(path, index=index) == Run(str(path), "tag", {"q1": ("\u00e9",)})
 
 
 def test_a_failed_read_is_an_os_error_and_an_unreadable_run_names_the_file(
@@ -172,4 +176,4 @@ def test_a_failed_read_is_an_os_error_and_an_unreadable_run_names_the_file(
         native.speedups.run_coder(index, False, -1, -1).read(write_only.fileno(), 4096)
     assert failed.value.errno == errno.EBADF
     with pytest.raises(InputError, match="run"):
-        load_coded_run(tmp_path, index, None)  # a folder: open() fails, the file is named
+        read_run(tmp_path, index=index)  # a folder: open() fails, the file is named

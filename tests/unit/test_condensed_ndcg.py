@@ -16,7 +16,7 @@ from monitor.scoring.catalog import MeasureKey
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.scoring.gain import EXP, LINEAR
 from monitor.scoring.scorer import Scorer
-from monitor.trec.runfile import load_run
+from monitor.trec.runfile import read_run
 
 CONFORMANCE = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
 CUTOFFS = (5, 10, 20, None)
@@ -47,7 +47,7 @@ def test_condensed_ndcg_of_trec_eval_s_test_run_is_ndcg_of_the_run_without_unjud
     speedups: bool,
 ) -> None:
     evaluation_set = load_evaluation_set(CONFORMANCE / "qrels.test")
-    run = load_run(CONFORMANCE / "results.test")
+    run = read_run(CONFORMANCE / "results.test")
     rankings = {q: r for q, r in run.rankings.items() if q in evaluation_set.query_ids}
     condensed = [MeasureKey("ndcg_condensed", k, g) for g in (LINEAR, EXP) for k in CUTOFFS]
     plain = [MeasureKey("ndcg", k, g) for g in (LINEAR, EXP) for k in CUTOFFS]
@@ -78,7 +78,7 @@ def test_rankmon_eval_on_the_run_without_unjudged_documents_prints_the_condensed
         for fields in (line.split("\t") for line in capsys.readouterr().out.splitlines())
         if fields[1] != "all"
     }
-    run = load_run(CONFORMANCE / "results.test")
+    run = read_run(CONFORMANCE / "results.test")
     rankings = {q: r for q, r in run.rankings.items() if q in evaluation_set.query_ids}
     got = scores(evaluation_set, [MeasureKey("ndcg_condensed", 10)], rankings, speedups=True)
     assert set(printed) == set(rankings)

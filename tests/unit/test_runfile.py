@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from monitor.errors import InputError
 from monitor.scoring.evalset import EvaluationSet
 from monitor.trec.evaluate import evaluate_run
-from monitor.trec.runfile import load_run, parse_run, trec_order
+from monitor.trec.runfile import parse_run, read_run, trec_order
 from monitor.trec.selection import select_measures
 
 
@@ -134,13 +134,13 @@ def test_infinite_scores_order_like_any_other() -> None:
     assert run.rankings["q"] == ("c", "b", "a")
 
 
-def test_load_run_reads_a_file_and_names_a_missing_one(tmp_path: Path) -> None:
+def test_read_run_reads_a_file_and_names_a_missing_one(tmp_path: Path) -> None:
     path = tmp_path / "run.txt"
     path.write_bytes(run_text("q Q0 a 1 1 t", "q Q0 b 2 2 t"))
-    assert load_run(path).rankings["q"] == ("b", "a")
+    assert read_run(path).rankings["q"] == ("b", "a")
     missing = tmp_path / "absent.txt"
     with pytest.raises(InputError) as caught:
-        load_run(missing)
+        read_run(missing)
     assert str(caught.value) == f"{missing}: cannot read the run: No such file or directory"
 
 
