@@ -19,6 +19,10 @@ field's name, its key (`tls.certfile`: a key of a sub-section). From that one de
 - `write_settings(settings)` gives the section back as YAML-ready data for `check-config`;
 - `declared_keys(cls)` lists each key with its default as written and its doc, for the
   example config's test and the docs.
+
+A sub-section made with `subsection` is declared by its own class (read, written and listed
+through it, null when `optional` and not written); a `secret` is a `Secret` read from
+`<key>_env` or `<key>_file`, never from the file itself, and written as where it comes from.
 """
 
 from __future__ import annotations
@@ -29,15 +33,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from monitor.sections import REQUIRED, ConfigSection, as_path
-from monitor.values import Duration
+from monitor.sections import REQUIRED, ConfigSection, as_path, read_secret
+from monitor.values import Duration, Secret
 
 __all__ = [
     "DeclaredKey",
     "Setting",
     "declared_keys",
+    "read_setting",
     "read_settings",
+    "secret",
     "setting",
+    "subsection",
     "write_settings",
     "written",
 ]
@@ -56,6 +63,11 @@ class Setting:
     key: str | None = None
     derive: Callable[[Mapping[str, Any]], Any] | None = None
     path: PathKind = ""
+    secret: bool = False  # read from `<key>_env` or `<key>_file`, written as where it is
+    inline: bool = False  # a secret that may also be written inline (a URL)
+    make: Callable[[str, str | None, Path | None], Any] | None = None  # the secret's value
+    part: type[Any] | None = None  # a sub-section whose keys this class declares
+    optional: bool = False  # a part that is None unless written
 
 
 def written(value: Any) -> Any:
@@ -91,6 +103,38 @@ def setting(
     return field(default=default, metadata=metadata)
 
 
+def secret(
+    *,
+    doc: str,
+    required: bool = False,
+    key: str | None = None,
+    inline: bool = False,
+    make: Callable[[str, str | None, Path | None], Any] | None = None,
+) -> Any:
+    """A `Secret` field: its value never sits in the file; `<key>_env` names the environment
+    variable holding it, `<key>_file` a file (a mounted Kubernetes secret), not both. An
+    inline `<key>` is refused, unless `inline` (a URL, printed masked). `make(value,
+    variable, file)` builds the field's value (default: a `Secret`). Written back (and in
+    `check-config`) as where it comes from."""
+    spec = Setting(_not_read, doc, written, key, secret=True, inline=inline, make=make)
+    if required:
+        return field(metadata={"setting": spec})
+    return field(default=None, metadata={"setting": spec})
+
+
+def subsection(cls: type[Any], *, doc: str, optional: bool = False, key: str | None = None) -> Any:
+    """A sub-section whose keys `cls` declares in turn. `optional`: None unless the file
+    writes it (its keys are then checked only when it is there)."""
+    spec = Setting(_not_read, doc, written, key, part=cls, optional=optional)
+    if optional:
+        return field(default=None, metadata={"setting": spec})
+    return field(default_factory=cls, metadata={"setting": spec})
+
+
+def _not_read(value: Any) -> Any:
+    raise AssertionError("secrets and sub-sections are read by read_settings itself")
+
+
 def _settings(cls: type[Any]) -> Iterator[tuple[dataclasses.Field[Any], Setting]]:
     for item in dataclasses.fields(cls):
         spec = item.metadata.get("setting")
@@ -98,9 +142,12 @@ def _settings(cls: type[Any]) -> Iterator[tuple[dataclasses.Field[Any], Setting]
             yield item, spec
 
 
-def read_settings(cls: type[S], section: ConfigSection, **given: Any) -> S:
+def read_settings(
+    cls: type[S], section: ConfigSection, *, environ: Mapping[str, str] | None = None, **given: Any
+) -> S:
     """`cls` read from `section` (its declared fields; `given` fills the others) and checked;
-    `section` is finished (an unknown key is refused)."""
+    `section` is finished (an unknown key is refused). Secrets named by `<key>_env` are read
+    from `environ` (none: every such variable is unset)."""
     values: dict[str, Any] = dict(given)
     parts: dict[str, ConfigSection] = {}
     for item, spec in _settings(cls):
@@ -113,6 +160,12 @@ def read_settings(cls: type[S], section: ConfigSection, **given: Any) -> S:
             if dotted not in parts:
                 parts[dotted] = where.section(parents[depth])
             where = parts[dotted]
+        if spec.part is not None:
+            values[item.name] = _read_part(spec, where, name, environ)
+            continue
+        if spec.secret:
+            values[item.name] = _read_secret(spec, where, name, environ, required=_required(item))
+            continue
         if spec.derive is not None:
             default = spec.derive(values)
         elif item.default is not dataclasses.MISSING:
@@ -138,6 +191,54 @@ def read_settings(cls: type[S], section: ConfigSection, **given: Any) -> S:
     return settings
 
 
+def read_setting(cls: type[Any], name: str, section: ConfigSection) -> Any:
+    """The one declared field `name` of `cls` read from `section` (a plain key with a
+    literal default), for a key others depend on before the rest is read; pass it on to
+    `read_settings` as given."""
+    for item, spec in _settings(cls):
+        if item.name == name and "." not in (spec.key or name):
+            if spec.part is not None or spec.secret or spec.derive is not None or spec.path:
+                break
+            default = REQUIRED if item.default is dataclasses.MISSING else item.default
+            return section.get(spec.key or name, spec.read, default)
+    raise ValueError(f"{cls.__name__}.{name} is not a plain declared key")
+
+
+def _required(item: dataclasses.Field[Any]) -> bool:
+    missing = dataclasses.MISSING
+    return item.default is missing and item.default_factory is missing
+
+
+def _read_part(
+    spec: Setting, where: ConfigSection, name: str, environ: Mapping[str, str] | None
+) -> Any:
+    assert spec.part is not None
+    part = where.section(name)
+    if spec.optional and not where.has(name):
+        return None
+    return read_settings(spec.part, part, environ=environ)
+
+
+def _read_secret(
+    spec: Setting,
+    where: ConfigSection,
+    name: str,
+    environ: Mapping[str, str] | None,
+    *,
+    required: bool,
+) -> Any:
+    env = {} if environ is None else environ
+    found = read_secret(where, name, env, where.base, inline=spec.inline)
+    if found is None:
+        if required:
+            raise where.error(f"{name}_env", f"{name} is required: set {name}_env or {name}_file")
+        return None
+    value, variable, file = found
+    if spec.make is not None:
+        return spec.make(value, variable, file)
+    return Secret(value, env=variable, file=file)
+
+
 def write_settings(settings: Any) -> dict[str, Any]:
     """The declared fields of `settings` as config data, nested by their keys."""
     out: dict[str, Any] = {}
@@ -146,7 +247,17 @@ def write_settings(settings: Any) -> dict[str, Any]:
         node = out
         for parent in parents:
             node = node.setdefault(parent, {})
-        node[name] = spec.write(getattr(settings, item.name))
+        value = getattr(settings, item.name)
+        if spec.secret:
+            if spec.inline:  # masked when printed
+                inline = value is not None and value.env is None and value.file is None
+                node[name] = str(value) if inline else None
+            node[f"{name}_env"] = None if value is None else value.env
+            node[f"{name}_file"] = None if value is None or value.file is None else str(value.file)
+        elif spec.part is not None:
+            node[name] = None if value is None else write_settings(value)
+        else:
+            node[name] = spec.write(value)
     return out
 
 
@@ -162,13 +273,23 @@ class DeclaredKey:
     derived: bool
 
 
-def declared_keys(cls: type[Any]) -> list[DeclaredKey]:
-    """The declared keys of `cls`, in the order they are read."""
+def declared_keys(cls: type[Any], prefix: str = "") -> list[DeclaredKey]:
+    """The declared keys of `cls`, in the order they are read: a sub-section's keys dotted
+    (an optional one as itself, null by default), a secret's two (`<key>_env`, `_file`)."""
     keys = []
     for item, spec in _settings(cls):
-        if item.default is dataclasses.MISSING:
-            default: Any = REQUIRED
+        key = prefix + (spec.key or item.name)
+        if spec.part is not None and not spec.optional:
+            keys.extend(declared_keys(spec.part, key + "."))
+        elif spec.secret:
+            default = REQUIRED if _required(item) else None
+            if spec.inline:
+                keys.append(DeclaredKey(key, None, spec.doc, False))
+            keys.append(DeclaredKey(f"{key}_env", default, spec.doc, False))
+            keys.append(DeclaredKey(f"{key}_file", None, spec.doc, False))
+        elif item.default is dataclasses.MISSING and spec.part is None:
+            keys.append(DeclaredKey(key, REQUIRED, spec.doc, spec.derive is not None))
         else:
-            default = spec.write(item.default)
-        keys.append(DeclaredKey(spec.key or item.name, default, spec.doc, spec.derive is not None))
+            default = None if spec.part is not None else spec.write(item.default)
+            keys.append(DeclaredKey(key, default, spec.doc, spec.derive is not None))
     return keys

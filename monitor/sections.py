@@ -49,6 +49,8 @@ __all__ = [
     "expansion_problem",
     "key_lines",
     "line_of",
+    "read_path",
+    "read_secret",
     "read_yaml",
     "set_aside",
 ]
@@ -535,3 +537,65 @@ def as_int_list(minimum: int, maximum: int | None = None) -> Callable[[Any], tup
         return items
 
     return parse
+
+
+def read_path(section: ConfigSection, name: str, base: Path) -> Path | None:
+    """An optional path to an existing file, relative to `base` unless absolute."""
+    relative = section.get(name, as_path, None)
+    if relative is None:
+        return None
+    path = base / relative
+    if not path.is_file():
+        raise section.error(name, f"file not found: {path}")
+    return path
+
+
+def read_secret(
+    section: ConfigSection,
+    stem: str,
+    environ: Mapping[str, str],
+    base: Path,
+    *,
+    inline: bool = False,
+) -> tuple[str, str | None, Path | None] | None:
+    """The secret's value and where it comes from, `(value, variable, file)`: `<stem>_env`
+    names an environment variable, `<stem>_file` a file; None when neither is set.
+
+    An inline `<stem>` is refused unless `inline` (a URL that may carry credentials):
+    plaintext secrets in a config file end up in git and in ConfigMaps. At most one of the
+    ways is set. Surrounding line breaks of a secret file (as `echo` writes) are not part
+    of it, nor, for an inline-capable one, surrounding spaces.
+    """
+    if section.has(stem) and not inline:
+        raise section.error(stem, f"inline secrets are refused; use {stem}_env or {stem}_file")
+    written = section.get(stem, as_str, None)  # (also marks it known when refused above)
+    variable = section.get(f"{stem}_env", as_str, None)
+    file = read_path(section, f"{stem}_file", base)
+    ways = [f"{stem}_env"] if variable is not None else []
+    ways += [f"{stem}_file"] if file is not None else []
+    if written is not None:
+        ways.insert(0, stem)
+    if len(ways) > 1:
+        every = f"{stem}, {stem}_env or {stem}_file" if inline else f"{stem}_env or {stem}_file"
+        raise section.error(ways[1], f"set one of {every}, not {' and '.join(ways)}")
+    strip = str.strip if inline else _strip_line_breaks
+    if written is not None:
+        return strip(written), None, None
+    if variable is not None:
+        value = environ.get(variable, "")
+        if not value:
+            raise section.error(f"{stem}_env", f"environment variable {variable} is not set")
+        return value, variable, None
+    if file is not None:
+        try:
+            value = strip(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            raise section.error(f"{stem}_file", f"cannot read {file}: {error}") from error
+        if not value:
+            raise section.error(f"{stem}_file", f"{file} is empty")
+        return value, None, file
+    return None
+
+
+def _strip_line_breaks(text: str) -> str:
+    return text.rstrip("\r\n")

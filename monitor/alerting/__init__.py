@@ -15,7 +15,7 @@ from monitor.alerting.engine import AlertEngine, AlertTransition
 from monitor.alerting.metrics import AlertSignals
 from monitor.alerting.render import render_prometheus_rules
 from monitor.alerting.rules import AlertRule
-from monitor.alerting.settings import AlertingConfig, DeliveryConfig
+from monitor.alerting.settings import AlertingConfig
 from monitor.alerting.state import Status
 
 __all__ = [
@@ -26,7 +26,6 @@ __all__ = [
     "AlertSignals",
     "AlertTransition",
     "AlertingConfig",
-    "DeliveryConfig",
     "RetryPolicy",
     "Status",
     "render_prometheus_rules",

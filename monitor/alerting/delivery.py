@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 from monitor.alerting.messages import AlertMessage, Fingerprint
 from monitor.alerting.metrics import AlertSignals
-from monitor.alerting.settings import DeliveryConfig
+from monitor.alerting.settings import MAX_ALERTS, AlertingConfig
 from monitor.alerting.sinks import AlertmanagerSink, DeliveryError, LogSink, Sink, WebhookSink
 from monitor.clock import Clock
 from monitor.logs import fields
@@ -233,35 +233,37 @@ class AlertDelivery:
 
     @classmethod
     def from_config(
-        cls, config: DeliveryConfig, clock: Clock, metrics: AlertSignals | None = None
+        cls, config: AlertingConfig, clock: Clock, metrics: AlertSignals | None = None
     ) -> AlertDelivery:
         """The sinks the config names (Alertmanager, webhook, log) with its retry policy."""
+        retry = config.delivery
         policy = RetryPolicy(
-            resend_interval_ms=config.resend_interval_ms,
-            backoff_initial_ms=config.backoff_initial_ms,
-            backoff_max_ms=config.backoff_max_ms,
-            max_alerts=config.max_alerts,
+            resend_interval_ms=retry.resend_interval.ms,
+            backoff_initial_ms=retry.backoff_initial.ms,
+            backoff_max_ms=retry.backoff_max.ms,
+            max_alerts=MAX_ALERTS,
         )
+        timeout_s = config.alertmanager.timeout.seconds
         sinks: list[tuple[Sink, RetryPolicy]] = []
-        if config.alertmanager is not None:
+        alertmanager = config.alertmanager
+        if alertmanager.url is not None:
             # Four resend intervals, as Prometheus does: a missed resend or two is harmless.
-            ttl = 4 * config.resend_interval_ms
-            token = config.alertmanager.token
+            ttl = 4 * retry.resend_interval.ms
             sink = AlertmanagerSink(
-                config.alertmanager.url.reveal(),
+                alertmanager.url.reveal(),
                 firing_ttl_ms=ttl,
-                timeout_s=config.timeout_s,
-                token=None if token is None else token.reveal(),
+                timeout_s=timeout_s,
+                token=None if alertmanager.token is None else alertmanager.token.reveal(),
             )
-            sinks.append((sink, replace(policy, min_firing_ms=config.min_firing_ms)))
-        if config.webhook is not None:
-            token = config.webhook.token
-            webhook = WebhookSink(
-                config.webhook.url.reveal(),
-                timeout_s=config.timeout_s,
-                token=None if token is None else token.reveal(),
+            sinks.append((sink, replace(policy, min_firing_ms=alertmanager.min_firing.ms)))
+        webhook = config.webhook
+        if webhook.url is not None:
+            posted = WebhookSink(
+                webhook.url.reveal(),
+                timeout_s=timeout_s,
+                token=None if webhook.token is None else webhook.token.reveal(),
             )
-            sinks.append((webhook, policy))
+            sinks.append((posted, policy))
         if config.log:
             sinks.append((LogSink(), policy))
         delivery = cls([], policy, clock, metrics)

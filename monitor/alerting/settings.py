@@ -1,94 +1,157 @@
 """The alerting stage's settings: rules, delivery, and what rendering needs of the rest.
 
-Read from the `alerts:` section by `monitor.config.alerts`; nothing here reads a file.
+Every key of the `alerts:` section but `rules` is declared here (`monitor.declare`); the
+URLs of Alertmanager and the webhook may carry credentials (user info, a token in the path
+or query): written inline, or read from an environment variable (`url_env`) or a file
+(`url_file`), they are `SecretUrl`s that print masked. A bearer token (`token_env`,
+`token_file`, never inline) is sent as `Authorization: Bearer`.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from monitor.alerting.rules import AlertRule
-from monitor.values import Duration, Secret, SecretUrl
+from monitor.declare import secret, setting, subsection
+from monitor.sections import as_bool, as_int, as_positive_duration, as_positive_number, as_str
+from monitor.values import Duration, Secret, SecretUrl, parse_duration
 from monitor.windows.summary import Segment
 
-__all__ = ["DEFAULT_MIN_QUERIES", "AlertingConfig", "DeliveryConfig", "Endpoint"]
+__all__ = [
+    "DEFAULT_MIN_QUERIES",
+    "MAX_ALERTS",
+    "AlertingConfig",
+    "AlertmanagerSettings",
+    "RetrySettings",
+    "WebhookSettings",
+    "default_instance",
+]
 
 DEFAULT_MIN_QUERIES = 10
+MAX_ALERTS = 10_000  # alert states a sink's queue holds at most
+ONE_SECOND = parse_duration("1s")
+FIVE_SECONDS = parse_duration("5s")
+ONE_MINUTE = parse_duration("1m")
+
+
+def _alertmanager_url(value: str, variable: str | None, file: Path | None) -> SecretUrl:
+    return SecretUrl(value, keep_path=True, env=variable, file=file)
+
+
+def _webhook_url(value: str, variable: str | None, file: Path | None) -> SecretUrl:
+    # A webhook's path often is its credential (Slack, Teams): printed masked too.
+    return SecretUrl(value, keep_path=False, env=variable, file=file)
+
+
+def _token_without_url(url: SecretUrl | None, token: Secret | None) -> tuple[str, str] | None:
+    if token is not None and url is None:
+        return "token_env", "a token is set but no url"
+    return None
 
 
 @dataclass(frozen=True)
-class Endpoint:
-    """Where a sink posts: its URL (masked when printed) and an optional bearer token."""
+class AlertmanagerSettings:
+    """`alerts.alertmanager`: where firing and resolved alerts are posted (`/api/v2/alerts`)."""
 
-    url: SecretUrl
-    token: Secret | None = None
+    url: SecretUrl | None = secret(
+        inline=True, make=_alertmanager_url, doc="Alertmanager's base URL (null: not used)"
+    )
+    token: Secret | None = secret(doc="a bearer token sent as Authorization")
+    timeout: Duration = setting(
+        FIVE_SECONDS,
+        read=as_positive_duration,
+        doc="how long one delivery request may take (Alertmanager and webhook)",
+    )
+    min_firing: Duration = setting(
+        ONE_MINUTE,
+        read=as_positive_duration,
+        doc="how long a firing stands at Alertmanager before its resolution is sent",
+    )
 
-
-@dataclass(frozen=True)
-class DeliveryConfig:
-    """Where alerts go and how hard rankmon tries."""
-
-    alertmanager: Endpoint | None
-    webhook: Endpoint | None
-    log: bool
-    resend_interval: Duration
-    backoff_initial: Duration
-    backoff_max: Duration
-    max_alerts: int
-    timeout: Duration
-    min_firing: Duration  # how long a firing stands at Alertmanager before its resolution
-
-    @property
-    def alertmanager_url(self) -> str | None:
-        """The Alertmanager URL as requests use it (never print it: `alertmanager.url`)."""
-        return None if self.alertmanager is None else self.alertmanager.url.reveal()
-
-    @property
-    def webhook_url(self) -> str | None:
-        """The webhook URL as requests use it (never print it: `webhook.url`)."""
-        return None if self.webhook is None else self.webhook.url.reveal()
-
-    @property
-    def resend_interval_ms(self) -> int:
-        return self.resend_interval.ms
-
-    @property
-    def backoff_initial_ms(self) -> int:
-        return self.backoff_initial.ms
-
-    @property
-    def backoff_max_ms(self) -> int:
-        return self.backoff_max.ms
-
-    @property
-    def min_firing_ms(self) -> int:
-        return self.min_firing.ms
-
-    @property
-    def timeout_s(self) -> float:
-        return self.timeout.seconds
+    def problem(self) -> tuple[str, str] | None:
+        return _token_without_url(self.url, self.token)
 
 
 @dataclass(frozen=True)
+class WebhookSettings:
+    """`alerts.webhook`: a plain JSON POST per alert state (Slack, PagerDuty, anything)."""
+
+    url: SecretUrl | None = secret(
+        inline=True, make=_webhook_url, doc="the webhook URL (null: not used)"
+    )
+    token: Secret | None = secret(doc="a bearer token sent as Authorization")
+
+    def problem(self) -> tuple[str, str] | None:
+        return _token_without_url(self.url, self.token)
+
+
+@dataclass(frozen=True)
+class RetrySettings:
+    """`alerts.delivery`: how hard rankmon tries."""
+
+    resend_interval: Duration = setting(
+        ONE_MINUTE, read=as_positive_duration, doc="how often a firing alert is sent again"
+    )
+    backoff_initial: Duration = setting(
+        ONE_SECOND, read=as_positive_duration, doc="the first wait after a failed delivery"
+    )
+    backoff_max: Duration = setting(
+        ONE_MINUTE, read=as_positive_duration, doc="the longest wait between retries"
+    )
+
+
+def default_instance(values: Mapping[str, Any] | None = None) -> str:
+    """The host name: distinct per replica (a Kubernetes pod's name, a container's id)."""
+    return socket.gethostname() or "rankmon"
+
+
+@dataclass(frozen=True, kw_only=True)
 class AlertingConfig:
-    """The whole `alerts:` section plus what rendering needs from the rest of the config."""
+    """The whole `alerts:` section, its keys declared once (`monitor.declare`), plus what
+    rendering needs from the rest of the config. The rules are read by `rules.py` (each
+    rule's condition reads its own keys)."""
 
-    rules: tuple[AlertRule, ...]
-    delivery: DeliveryConfig
-    window: str
-    window_ms: int
-    prometheus_job: str
-    instance: str  # the `instance` label of this instance's alerts
-    instance_set: bool = False  # `instance` was configured (not the host name)
-    runbook_url: str | None = None
+    runbook_url: str | None = setting(
+        None, read=as_str, doc="linked from every alert (a rule may name its own)"
+    )
+    rules: tuple[AlertRule, ...] = ()
     # A window with fewer queries (and fewer than the whole evaluation set) is not judged by
     # the rules on a mean over its queries (`Condition.holds_small_windows`): one stray record
     # must not page anyone.
-    min_queries: int = DEFAULT_MIN_QUERIES
+    min_queries: int = setting(
+        DEFAULT_MIN_QUERIES,
+        read=as_int(1),
+        doc="a window with fewer queries is not judged on its mean",
+    )
     # The drop rules' false-page budget: each (drop rule, segment) tests at
     # budget / (rule-segments x windows a day) instead of its `significance`. None: off.
-    false_pages_per_day: float | None = None
+    false_pages_per_day: float | None = setting(
+        None, read=as_positive_number, doc="the drop rules' false-page budget (null: off)"
+    )
+    alertmanager: AlertmanagerSettings = subsection(
+        AlertmanagerSettings, doc="Alertmanager's API v2"
+    )
+    webhook: WebhookSettings = subsection(WebhookSettings, doc="a JSON POST per alert state")
+    log: bool = setting(True, read=as_bool, doc="log each alert state as a JSON line")
+    delivery: RetrySettings = subsection(RetrySettings, doc="resends and retries")
+    prometheus_job: str = setting(
+        "rankmon",
+        read=as_str,
+        key="prometheus.job",
+        doc="the job label Prometheus scrapes rankmon under (for rendered rules)",
+    )
+    instance: str = setting(
+        "",
+        read=as_str,
+        derive=default_instance,
+        doc="the instance label of this instance's alerts (null: the host name)",
+    )
+    window: str = "5m"
+    window_ms: int = 300_000
     hop_ms: int = 0  # between window starts (0: the window size)
     # How users reach this instance's page (`export.external_url`): each alert's
     # generatorURL opens the explanation of its window there. None: no link.

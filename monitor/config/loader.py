@@ -21,7 +21,6 @@ from monitor.clock import ScheduleConfig
 from monitor.comparisons.settings import ComparisonConfig
 from monitor.config.alerts import parse_alerting_config, read_alerts
 from monitor.config.comparisons import read_comparisons
-from monitor.config.kafka import read_kafka
 from monitor.declare import read_settings
 from monitor.errors import ConfigError, ConfigKeysError
 from monitor.explain.settings import ExplainConfig, external_url
@@ -162,7 +161,7 @@ def config_from_tree(
         segment_keys=segments.keys,
     )
     config = Config(
-        kafka=read_kafka(root.section("kafka"), environ, base),
+        kafka=read_settings(KafkaConfig, root.section("kafka"), environ=environ),
         evaluation_set=read_settings(EvaluationSetConfig, root.section("evaluation_set")),
         metrics=metrics,
         windows=windows,
@@ -183,7 +182,6 @@ def config_from_tree(
             window=windows.size,
             hop=windows.hop,
             environ=environ,
-            base=base,
         ),
     )
     root.finish()

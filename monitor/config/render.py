@@ -9,15 +9,12 @@ service may log it at start.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from monitor.config.alerts import render_alerts
 from monitor.config.comparisons import render_comparisons
 from monitor.config.loader import Config
 from monitor.declare import write_settings
-from monitor.kafka.settings import KafkaConfig, SslConfig
-from monitor.values import Secret
 
 __all__ = ["render_config"]
 
@@ -28,7 +25,7 @@ def render_config(config: Config) -> dict[str, Any]:
     export["external_url"] = config.explain.external_url
     export["explain"] = write_settings(config.explain)
     return {
-        "kafka": _kafka(config.kafka),
+        "kafka": write_settings(config.kafka),
         "evaluation_set": write_settings(config.evaluation_set),
         "metrics": write_settings(config.metrics),
         "windows": write_settings(config.windows),
@@ -40,41 +37,3 @@ def render_config(config: Config) -> dict[str, Any]:
         "alerts": render_alerts(config.alerts),
         "comparisons": render_comparisons(config.comparisons),
     }
-
-
-def _kafka(kafka: KafkaConfig) -> dict[str, Any]:
-    sasl = kafka.security.sasl
-    out = write_settings(kafka)
-    out["security"] = {
-        "protocol": kafka.security.protocol,
-        "sasl": None
-        if sasl is None
-        else {
-            "mechanism": sasl.mechanism,
-            "username": sasl.username,
-            **_secret("password", sasl.password),
-        },
-        "ssl": _ssl(kafka.security.ssl),
-    }
-    return out
-
-
-def _ssl(ssl: SslConfig) -> dict[str, Any]:
-    return {
-        "cafile": _path(ssl.cafile),
-        "certfile": _path(ssl.certfile),
-        "keyfile": _path(ssl.keyfile),
-        **_secret("key_password", ssl.key_password),
-        "check_hostname": ssl.check_hostname,
-    }
-
-
-def _secret(stem: str, secret: Secret | None) -> dict[str, str | None]:
-    # Where the secret comes from, never its value.
-    if secret is None:
-        return {f"{stem}_env": None, f"{stem}_file": None}
-    return {f"{stem}_env": secret.env, f"{stem}_file": _path(secret.file)}
-
-
-def _path(path: Path | None) -> str | None:
-    return None if path is None else str(path)

@@ -1,19 +1,23 @@
 """What the Kafka clients need to connect: brokers, topics, consumer settings, security.
 
-Built from the `kafka` section by `monitor.config.kafka`; the clients (`monitor.kafka.options`)
-and the windows-topic reader take these values, never the config file itself.
+Declared here and read from the `kafka` section by `monitor.declare.read_settings`; the
+clients (`monitor.kafka.options`) and the windows-topic reader take these values, never the
+config file itself. Secrets (the SASL password, the TLS key's passphrase) are never written
+in the file: the config names an environment variable (`password_env`) or a file
+(`password_file`, e.g. a mounted Kubernetes secret) and the value is read once, at start,
+into a `Secret`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from monitor.declare import setting
-from monitor.sections import as_choice, as_int, as_str, as_str_list
+from monitor.declare import secret, setting, subsection
+from monitor.sections import as_bool, as_choice, as_int, as_path, as_str, as_str_list
 from monitor.values import Secret
 
 __all__ = [
@@ -42,29 +46,61 @@ _TOPIC: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
 class SaslConfig:
     """SASL credentials; kafka-python takes them as `sasl_plain_*` for PLAIN and SCRAM alike."""
 
-    mechanism: str
-    username: str
-    password: Secret
+    mechanism: str = setting(read=as_choice(*SASL_MECHANISMS), doc="the SASL mechanism")
+    username: str = setting(read=as_str, doc="the SASL user")
+    password: Secret = secret(required=True, doc="the SASL password")
 
 
 @dataclass(frozen=True, slots=True)
 class SslConfig:
     """TLS files (absolute paths) and hostname checking; mTLS when certfile and keyfile are set."""
 
-    cafile: Path | None = None
-    certfile: Path | None = None
-    keyfile: Path | None = None
-    key_password: Secret | None = None
-    check_hostname: bool = True
+    cafile: Path | None = setting(
+        None, read=as_path, path="file", doc="CA bundle to verify the brokers (null: the system's)"
+    )
+    certfile: Path | None = setting(
+        None, read=as_path, path="file", doc="client certificate for mutual TLS"
+    )
+    keyfile: Path | None = setting(None, read=as_path, path="file", doc="client key for mutual TLS")
+    key_password: Secret | None = secret(doc="the passphrase of the key")
+    check_hostname: bool = setting(
+        True, read=as_bool, doc="verify the broker certificate's host name"
+    )
+
+    def problem(self) -> tuple[str, str] | None:
+        """Client TLS takes both files; a key password takes a key."""
+        if (self.certfile is None) != (self.keyfile is None):
+            missing = "keyfile" if self.keyfile is None else "certfile"
+            return missing, "client TLS (mTLS) needs both certfile and keyfile"
+        if self.key_password is not None and self.keyfile is None:
+            return "key_password_env", "a key password is set but no keyfile"
+        return None
 
 
 @dataclass(frozen=True, slots=True)
 class KafkaSecurity:
     """`security_protocol` with the SASL and TLS settings it needs."""
 
-    protocol: str = "PLAINTEXT"
-    sasl: SaslConfig | None = None
-    ssl: SslConfig = SslConfig()
+    protocol: str = setting(
+        "PLAINTEXT", read=as_choice(*PROTOCOLS), doc="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"
+    )
+    sasl: SaslConfig | None = subsection(
+        SaslConfig, optional=True, doc="SASL credentials (SASL_* protocols only)"
+    )
+    ssl: SslConfig = subsection(SslConfig, doc="TLS files (SSL and SASL_SSL only)")
+
+    def problem(self) -> tuple[str, str] | None:
+        """SASL exactly with a SASL protocol, TLS files only with a TLS one."""
+        protocol = self.protocol
+        if protocol.startswith("SASL_") and self.sasl is None:
+            return "sasl", f"protocol {protocol} needs sasl.mechanism and credentials"
+        if self.sasl is not None and not protocol.startswith("SASL_"):
+            return "sasl", f"is set but protocol {protocol} does not use SASL"
+        uses_tls = protocol in ("SSL", "SASL_SSL")
+        files = (self.ssl.cafile, self.ssl.certfile, self.ssl.keyfile)
+        if not uses_tls and any(files):
+            return "ssl", f"files are set but protocol {protocol} does not use TLS"
+        return None
 
 
 def topic_name(value: object) -> str:
@@ -108,9 +144,9 @@ def _own_topic(suffix: str) -> Callable[[Mapping[str, Any]], str]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KafkaConfig:
-    """The `kafka` settings, declared once (`monitor.declare`): where the events come from
-    and where rejects and window summaries go. `security` is read by `monitor.config.kafka`
-    (its secrets come from the environment or files).
+    """The `kafka` settings, declared once (`monitor.declare`): where the events come from,
+    where rejects and window summaries go, and the connection's security (its secrets come
+    from the environment or files, never from the config itself).
 
     `session_timeout_ms` None keeps kafka-python's default (tests set about 6000, see
     tests/support/realparts.py).
@@ -147,7 +183,7 @@ class KafkaConfig:
         read=as_int(1, 1 << 20),
         doc="an event's ids and doc ids at most (UTF-8 bytes)",
     )
-    security: KafkaSecurity = field(default_factory=KafkaSecurity)
+    security: KafkaSecurity = subsection(KafkaSecurity, doc="the connection's security")
 
     def problem(self) -> tuple[str, str] | None:
         """The deployment's three topics are three."""

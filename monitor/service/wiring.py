@@ -164,7 +164,7 @@ def build_alerts(
     """The alert engine, its delivery, and what its restore needs: how many windows per
     segment (`AlertRule.restore_windows`, the largest over the rules) and of which measures."""
     alerting = config.alerts
-    delivery = AlertDelivery.from_config(alerting.delivery, clock, exporter)
+    delivery = AlertDelivery.from_config(alerting, clock, exporter)
     start = int(clock.monotonic() * 1000)  # stale rules measure silence on this clock
     engine = AlertEngine(alerting, start_ms=start, delivery=delivery, metrics=exporter)
     windows = max((rule.restore_windows for rule in alerting.rules), default=0)

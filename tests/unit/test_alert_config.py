@@ -70,8 +70,9 @@ def test_design_example_parses_to_measure_keys_and_conditions() -> None:
     # Without `gain`, an nDCG rule takes the first configured gain.
     assert drop.measure == "ndcg@10:exp"
     assert drop.condition == Drop(0.05, None, 12, 0.01, 30, None)
-    assert config.delivery.alertmanager_url == "http://127.0.0.1:9093"
-    assert config.delivery.webhook_url is None
+    assert config.alertmanager.url is not None
+    assert config.alertmanager.url.reveal() == "http://127.0.0.1:9093"
+    assert config.webhook.url is None
     assert config.window_ms == 300_000
 
 

@@ -14,6 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from monitor.alerting.settings import AlertingConfig
 from monitor.clock import ScheduleConfig
 from monitor.comparisons.settings import ComparisonConfig
 from monitor.config.loader import (
@@ -80,8 +81,8 @@ DECLARED: dict[str, type[Any]] = {
     "export.explain": ExplainConfig,
     "logging": LoggingConfig,
 }
-# read in `export`, kept in ExplainConfig; read by config/kafka.py (secrets from the environment)
-NOT_DECLARED = {"export.external_url", "kafka.security"}
+# read in `export`, kept in ExplainConfig
+NOT_DECLARED = {"export.external_url"}
 
 
 def leaf_keys(tree: Any, prefix: str = "") -> set[str]:
@@ -149,7 +150,7 @@ def test_minimal_config_takes_the_documented_defaults(tmp_path: Path) -> None:
     assert config.windows.allowed_lateness.ms == 60_000
     assert config.schedule.interval.seconds == 15.0
     assert config.alerts.rules == ()
-    assert config.alerts.delivery.alertmanager is None and config.alerts.delivery.log
+    assert config.alerts.alertmanager.url is None and config.alerts.log
 
 
 def test_relative_evaluation_set_path_is_taken_from_the_config_directory(tmp_path: Path) -> None:
@@ -266,6 +267,49 @@ def test_inline_password_is_refused_without_echoing_it(tmp_path: Path) -> None:
     assert "plain-text-pw" not in str(caught.value)
 
 
+SASL = {"mechanism": "PLAIN", "username": "u", "password_env": "PW"}
+
+
+@pytest.mark.parametrize(
+    ("security", "key", "problem"),
+    [
+        ({"protocol": "SASL_SSL"}, "sasl", "needs sasl.mechanism"),
+        ({"sasl": SASL}, "sasl", "does not use SASL"),
+        ({"ssl": {"cafile": "ca.pem"}}, "ssl", "does not use TLS"),
+        ({"protocol": "SSL", "ssl": {"certfile": "ca.pem"}}, "ssl.keyfile", "both certfile"),
+        (
+            {"protocol": "SSL", "ssl": {"key_password_env": "PW"}},
+            "ssl.key_password_env",
+            "no keyfile",
+        ),
+        ({"protocol": "SSL", "ssl": {"cafile": "gone.pem"}}, "ssl.cafile", "file not found"),
+        (
+            {"protocol": "SASL_SSL", "sasl": {**SASL, "password_env": None}},
+            "sasl.password_env",
+            "password is required: set password_env or password_file",
+        ),
+        (
+            {"protocol": "SASL_SSL", "sasl": {**SASL, "password_file": "ca.pem"}},
+            "sasl.password_file",
+            "not password_env and password_file",
+        ),
+        (
+            {"protocol": "SASL_SSL", "sasl": {**SASL, "mechanism": "GSSAPI"}},
+            "sasl.mechanism",
+            "PLAIN",
+        ),
+    ],
+)
+def test_each_security_mistake_names_its_key(
+    tmp_path: Path, security: dict[str, Any], key: str, problem: str
+) -> None:
+    (tmp_path / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
+    tree = {**MINIMAL, "kafka": {"topic": "t", "security": security}}
+    with pytest.raises(ConfigError, match=problem) as caught:
+        load(tmp_path, tree, {"PW": "pw"})
+    assert caught.value.key == f"kafka.security.{key}"
+
+
 def test_secret_prints_masked_and_refuses_pickling() -> None:
     secret = Secret("value-123", env="X")
     assert str(secret) == "***"
@@ -311,7 +355,8 @@ def test_the_alerts_section_is_read_with_the_rest_and_overrides_reach_it(tmp_pat
     tree = {**MINIMAL, "alerts": {"rules": [rule], "alertmanager": {"url": "x"}}}
     env = {"RANKMON_ALERTS__ALERTMANAGER__URL": "http://am:9093"}
     alerts = load(tmp_path, tree, env).alerts
-    assert alerts.delivery.alertmanager_url == "http://am:9093"
+    assert alerts.alertmanager.url is not None
+    assert alerts.alertmanager.url.reveal() == "http://am:9093"
     assert [r.measure for r in alerts.rules] == ["ndcg@10:linear"]
 
 
@@ -416,3 +461,26 @@ def test_the_example_comparison_writes_each_declared_key_with_its_declared_defau
         assert declared_key.doc and "\n" not in declared_key.doc, declared_key.key
     read_by_the_config = {"name", "baseline", "candidate", "measures"}
     assert set(item) == {d.key for d in declared} | read_by_the_config
+
+
+def test_the_example_alerts_section_writes_each_declared_key_with_its_declared_default() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    block = text.split("\n# alerts:\n", 1)[1]
+    lines = []
+    for line in block.splitlines():
+        if not line.startswith("# "):
+            break
+        lines.append(line[2:])
+    written = yaml.safe_load("\n".join(lines))
+    declared = declared_keys(AlertingConfig)
+    for declared_key in declared:
+        value = dig(written, declared_key.key)
+        if declared_key.derived:
+            assert value is None, declared_key.key  # the host name, derived at start
+        else:
+            assert value == declared_key.default, declared_key.key
+        assert declared_key.doc and "\n" not in declared_key.doc, declared_key.key
+    read_by_the_rules = {"rules"}
+    assert {k for k in leaf_keys(written) if k.split(".")[0] not in read_by_the_rules} == {
+        d.key for d in declared
+    }

@@ -205,10 +205,10 @@ def test_urls_and_tokens_come_from_the_environment_or_a_file_and_are_never_print
     assert alerts["alertmanager"]["token_file"].endswith("token")
     assert alerts["webhook"]["token_env"] == "HOOK_TOKEN"
     config = load_config(tmp_path / "rankmon.yaml", env)
-    assert config.alerts.delivery.alertmanager_url == env["AM_URL"]
-    assert config.alerts.delivery.webhook is not None
-    assert config.alerts.delivery.webhook.token is not None
-    assert config.alerts.delivery.webhook.token.reveal() == "ENVTOKEN"
+    assert config.alerts.alertmanager.url is not None
+    assert config.alerts.alertmanager.url.reveal() == env["AM_URL"]
+    assert config.alerts.webhook.token is not None
+    assert config.alerts.webhook.token.reveal() == "ENVTOKEN"
     assert "ENVPASSWORD" not in repr(config) and "ENVTOKEN" not in repr(config)
 
 
