@@ -137,8 +137,7 @@ def service(directory: Path, queries: int) -> tuple[Monitor, MemoryStream, FakeC
     clock, stream, discard = FakeClock(T0), MemoryStream(), Discard()
     monitor = Monitor(
         load_config(directory / "rankmon.yaml", environ={}),
-        clock=clock,
-        io=MonitorIo(source=stream, producer=discard, windows_topic=discard),
+        io=MonitorIo(clock=clock, source=stream, producer=discard, windows_topic=discard),
     )
     monitor.start()
     return monitor, stream, clock

@@ -59,9 +59,9 @@ def serve(config_path: str, step_hook: StepHook = ignore_step) -> int:
     (`monitor.checkpoint.steps`)."""
     config = load_config(config_path)
     configure_logging(config.logging.level, config.logging.format)
-    from monitor.service import Monitor  # the service's imports only when it runs
+    from monitor.service import Monitor, MonitorIo  # the service's imports only when it runs
 
-    monitor = Monitor(config, step_hook=step_hook)
+    monitor = Monitor(config, io=MonitorIo(step_hook=step_hook))
     stop = threading.Event()
     watchdog = threading.Timer(SHUTDOWN_TIMEOUT_S, _give_up)
     watchdog.daemon = True

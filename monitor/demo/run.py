@@ -31,7 +31,7 @@ from monitor.demo.synthetic import generate_corpus
 from monitor.demo.transcript import Transcript
 from monitor.errors import RankmonError
 from monitor.logs import fields
-from monitor.service import Monitor
+from monitor.service import Monitor, MonitorIo
 
 __all__ = ["DemoError", "DemoOptions", "DemoOutcome", "run_demo"]
 
@@ -79,7 +79,9 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         qrels = corpus.write_qrels(workdir / "qrels.txt")
         broker = stack.enter_context(_broker(scenario))
         port = options.metrics_port or free_port()
-        monitor = Monitor(scenario.config(broker.bootstrap_servers, qrels, port), clock=clock)
+        monitor = Monitor(
+            scenario.config(broker.bootstrap_servers, qrels, port), io=MonitorIo(clock=clock)
+        )
         stages = [stack.enter_context(_Stage("monitor", monitor.run))]
         start_ms = clock.now_ms()
         transcript.started_ms = start_ms

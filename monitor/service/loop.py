@@ -56,7 +56,6 @@ from prometheus_client import CollectorRegistry
 from monitor.checkpoint.comparisons import ComparisonPublisher
 from monitor.checkpoint.protocol import Checkpoint
 from monitor.checkpoint.publisher import ProgressPublisher, SharePublisher
-from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.checkpoint.windows_topic import WindowsTopic
 from monitor.clock import Clock, SystemClock, TickSchedule
 from monitor.comparisons.engine import ComparisonEngine
@@ -106,20 +105,19 @@ class Monitor:
         self,
         config: Config,
         *,
-        registry: CollectorRegistry | None = None,
-        clock: Clock | None = None,
-        step_hook: StepHook = ignore_step,
         io: MonitorIo | None = None,
     ) -> None:
-        """`io`'s parts default to the Kafka clients the config describes and the
-        `MetricsServer` of `export`; tests pass their own. `step_hook` sees each step of the
-        commit protocol."""
+        """`io`'s parts default to the system clock, a registry of its own, the Kafka
+        clients the config describes and the `MetricsServer` of `export`; tests pass their
+        own."""
         io = io or MonitorIo()
+        clock = io.clock
+        step_hook = io.step_hook
         self.config = config
         self._stop = threading.Event()
         self._owned: frozenset[int] = frozenset()  # partitions as of the last rebalance
         self.clock: Clock = clock or SystemClock()
-        self.registry = registry or CollectorRegistry()
+        self.registry = io.registry or CollectorRegistry()
         self.liveness = Liveness(config.schedule.liveness_timeout.seconds, self.clock)
         self.exporter = Exporter(
             self.registry,

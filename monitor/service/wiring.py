@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from monitor.alerting import AlertDelivery, AlertEngine
 from monitor.checkpoint.restore import ShareReader
+from monitor.checkpoint.steps import StepHook, ignore_step
 from monitor.clock import Clock
 from monitor.config.loader import Config
 from monitor.errors import ConfigError
@@ -50,11 +51,15 @@ __all__ = [
 
 @dataclass(frozen=True)
 class MonitorIo:
-    """Everything the monitor reads or writes outside its process, in one bundle: the event
-    source, the producer (shares, comparisons, dead letters, progress), the windows topic's
-    reader and the HTTP server. None: the real one the config describes; tests hand fakes,
-    and then nothing touches the network."""
+    """Everything the monitor takes from or gives to the world outside it, in one bundle: the
+    clock, the metrics registry, the event source, the producer (shares, comparisons, dead
+    letters, progress), the windows topic's reader, the HTTP server, and who sees each step
+    of the commit protocol (`rankmon run`'s crash points). None: the real one the config
+    describes; tests hand fakes, and then nothing touches the network or the wall clock."""
 
+    clock: Clock | None = None
+    registry: CollectorRegistry | None = None
+    step_hook: StepHook = ignore_step
     source: EventStream | None = None
     producer: RecordSink | None = None
     windows_topic: ShareReader | None = None

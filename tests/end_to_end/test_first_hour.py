@@ -434,8 +434,8 @@ def test_the_readme_lists_exactly_the_series_a_running_service_exports(tmp_path:
     producer = FakeProducer()
     monitor = Monitor(
         config,
-        clock=FakeClock(T0),
         io=MonitorIo(
+            clock=FakeClock(T0),
             source=FakeStream("events"),
             producer=producer,
             windows_topic=FakeWindowsTopic(producer, "events.windows"),

@@ -103,9 +103,9 @@ logging: {{level: ERROR}}
         self.points = KillPoints()
         monitor = Monitor(
             load_config(config, environ={}),
-            clock=self.clock,
-            step_hook=self.points,
             io=MonitorIo(
+                clock=self.clock,
+                step_hook=self.points,
                 source=self.stream,
                 producer=self.producer,
                 windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),

@@ -56,9 +56,9 @@ class Loop:
         self.registry = CollectorRegistry()
         self.monitor = Monitor(
             config,
-            registry=self.registry,
-            clock=self.clock,
             io=MonitorIo(
+                registry=self.registry,
+                clock=self.clock,
                 source=self.stream,
                 producer=producer,
                 windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),

@@ -91,8 +91,8 @@ def test_a_failed_reload_is_counted_and_flagged_until_a_reload_succeeds(tmp_path
     producer = FakeProducer()
     monitor = Monitor(
         load_config(tmp_path / "rankmon.yaml", environ={}),
-        clock=FakeClock(1_767_225_600_000),
         io=MonitorIo(
+            clock=FakeClock(1_767_225_600_000),
             source=FakeStream("events"),
             producer=producer,
             windows_topic=FakeWindowsTopic(producer, "events.windows"),

@@ -74,8 +74,8 @@ def started_monitor(
     stream = FakeStream(TOPIC)
     monitor = Monitor(
         config,
-        clock=clock,
         io=MonitorIo(
+            clock=clock,
             source=stream,
             producer=producer,
             windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),

@@ -92,9 +92,9 @@ class Member:
         self.registry = CollectorRegistry()
         self.monitor = Monitor(
             config,
-            registry=self.registry,
-            clock=self.clock,
             io=MonitorIo(
+                registry=self.registry,
+                clock=self.clock,
                 source=self.stream,
                 producer=producer,
                 windows_topic=FakeWindowsTopic(producer, WINDOWS_TOPIC),

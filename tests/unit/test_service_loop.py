@@ -53,8 +53,8 @@ class Loop:
         self.producer = FakeProducer()
         self.monitor = Monitor(
             config,
-            clock=self.clock,
             io=MonitorIo(
+                clock=self.clock,
                 source=self.stream,
                 producer=self.producer,
                 windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
@@ -182,8 +182,8 @@ def test_a_monitor_on_fakes_runs_its_loop_ticks_and_publishes_without_opening_a_
     clock, stream, producer, server = FakeClock(T0), FakeStream(TOPIC), FakeProducer(), FakeServer()
     monitor = Monitor(
         config,
-        clock=clock,
         io=MonitorIo(
+            clock=clock,
             source=stream,
             producer=producer,
             windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
