@@ -19,7 +19,7 @@ import difflib
 import math
 import re
 import reprlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -46,6 +46,8 @@ __all__ = [
     "as_str",
     "as_str_list",
     "describe",
+    "echoes",
+    "enclosing_item",
     "expansion_problem",
     "key_lines",
     "line_of",
@@ -199,32 +201,47 @@ class _SetAside:
 
 def set_aside(tree: dict[str, Any], key: str) -> bool:
     """Take `key` (a `ConfigError`'s dotted key) out of `tree`, so that reading the tree again
-    takes its default and goes on to the next problem; a key inside a list's item takes the
-    whole item out (`alerts.rules[1].drop`: the rule; its other keys may make no sense
-    alone). False when there is nothing to take out: a missing key (a required one), or no
-    key of the tree."""
+    takes its default and goes on to the next problem: a key is deleted where it is (inside a
+    list's item too: `comparisons[0].since`), an item (`alerts.rules[1]`) is marked set
+    aside. False when there is nothing to take out: a missing key (a required one), an item
+    set aside already, or no key of the tree."""
     parts = _parts(key) if key else None
     if not parts:
         return False
     node: Any = tree
     for depth, (name, indexes) in enumerate(parts):
-        last = depth == len(parts) - 1
         if not isinstance(node, dict) or name not in node:
             return False
-        if last and not indexes:
+        if depth == len(parts) - 1 and not indexes:
             del node[name]
             return True
         node = node[name]
         for position, index in enumerate(indexes):
             if not isinstance(node, list) or index >= len(node):
                 return False
-            if position == len(indexes) - 1:
+            if depth == len(parts) - 1 and position == len(indexes) - 1:
                 if isinstance(node[index], _SetAside):
                     return False
                 node[index] = _SetAside()
                 return True
             node = node[index]
     return False
+
+
+def enclosing_item(key: str) -> str | None:
+    """The list item `key` lies in (`alerts.rules[1].drop` -> `alerts.rules[1]`; an item is
+    its own), or None for a key outside every list."""
+    end = key.rfind("]")
+    return key[: end + 1] if end >= 0 else None
+
+
+def echoes(key: str, set_aside_keys: Iterable[str]) -> bool:
+    """Whether a problem at `key` may only be the echo of keys set aside: one of them again
+    (a required key now missing) or a key holding one (a rule left without its condition)."""
+    return any(
+        key == gone or gone.startswith(key + ".") or gone.startswith(key + "[")
+        for gone in set_aside_keys
+    )
 
 
 def key_lines(path: Path) -> dict[str, int]:

@@ -34,6 +34,8 @@ from monitor.scoring.settings import MetricsConfig
 from monitor.sections import (
     ConfigSection,
     apply_environment,
+    echoes,
+    enclosing_item,
     key_lines,
     line_of,
     read_yaml,
@@ -125,22 +127,28 @@ def _every_problem(
     base: Path,
 ) -> list[ConfigError]:
     """`first` and the problems after it: each bad key is set aside (it takes its default)
-    and the tree read again, until it reads or a problem cannot be set aside (a required key
-    that is missing, a whole list item, a key set aside already: then what follows may only
-    be its echo). A problem that stands only because of an earlier one (a rule's cutoff the
-    metrics section no longer computes) is reported too: it would be one after the fix."""
+    and the tree read again, until it reads or nothing more can be set aside. A problem that
+    may only be the echo of a key set aside (that key now missing, or an item left without
+    it) is not reported: the whole list item it is in is set aside instead (a rule, a
+    comparison), and reading goes on after it. A problem that stands only because of an
+    earlier one (a rule's cutoff the metrics section no longer computes) is reported too: it
+    would be one after the fix."""
     problems = [first]
     removed: set[str] = set()
-    error = first
-    while len(problems) < MAX_PROBLEMS and set_aside(tree, error.key):
-        removed.add(error.key)
+    pending = first.key
+    while len(problems) < MAX_PROBLEMS and set_aside(tree, pending):
+        removed.add(pending)
         try:
             config_from_tree(tree, origins, environ, base)
         except ConfigError as again:
-            if again.key in removed:
-                break
+            if echoes(again.key, removed):
+                item = enclosing_item(again.key)
+                if item is None or item in removed:
+                    break
+                pending = item
+                continue
             problems.append(again)
-            error = again
+            pending = again.key
         else:
             break
     return problems

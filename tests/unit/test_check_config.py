@@ -348,6 +348,41 @@ def test_every_bad_key_is_named_at_once_in_the_files_order(check_config: CheckCo
     assert all(line.startswith("rankmon check-config: config key '") for line in err.splitlines())
 
 
+def test_every_bad_key_inside_one_rule_or_comparison_is_named_and_their_echoes_are_not(
+    check_config: CheckConfig,
+) -> None:
+    text = (
+        "kafka: {topic: events}\n"
+        "evaluation_set: {path: q.txt}\n"
+        "segments: {keys: [model]}\n"
+        "comparisons:\n"
+        "  - name: v2-vs-v1\n"
+        "    baseline: {model: v1}\n"
+        "    candidate: {model: v2}\n"
+        "    confidnce: 0.9\n"
+        "    since: '2026-12-01'\n"
+        "alerts:\n"
+        "  rules:\n"
+        "    - {name: a, measure: ndcg@10, below: -1, for: 0}\n"
+        "    - {name: b, measure: ndcg@99, below: 0.5, severity: loud}\n"
+        "    - {name: c, measure: ndcg@10, drop: {relative: 0.1, significance: 2}, fr: 2}\n"
+    )
+    code, out, err = check_config(text)
+    assert (code, out) == (2, "")
+    keys = [line.split("'")[1] for line in err.splitlines()]
+    # Rule a without its bad `below` has no condition and rule b without its measure has
+    # none: those echoes are not reported, the rule is set aside and reading goes on.
+    assert keys == [
+        "comparisons[0].confidnce",
+        "comparisons[0].since",
+        "alerts.rules[0].below",
+        "alerts.rules[1].severity",
+        "alerts.rules[1].measure",
+        "alerts.rules[2].drop.significance",
+        "alerts.rules[2].fr",
+    ]
+
+
 def test_a_list_in_the_file_is_a_yaml_list_and_only_a_variable_is_split_on_commas(
     check_config: CheckConfig,
 ) -> None:
