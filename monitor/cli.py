@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.dashboards",
     "monitor.commands.rules",
     "monitor.commands.demo",
+    "monitor.commands.broker",
     "monitor.commands.compare",
     "monitor.commands.explain",
 )

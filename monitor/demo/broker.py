@@ -37,7 +37,7 @@ from kafka.errors import KafkaError
 
 from monitor.errors import RankmonError
 
-__all__ = ["BrokerStartError", "EmbeddedBroker", "free_port"]
+__all__ = ["BrokerStartError", "EmbeddedBroker", "free_port", "port_in_use"]
 
 MEMORY_STORAGE = "memory://tansu/"
 
@@ -71,6 +71,13 @@ def free_port(host: str = "127.0.0.1") -> int:
         probe.bind((host, 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something already accepts connections on `host:port`."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        return probe.connect_ex((host, port)) == 0
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
