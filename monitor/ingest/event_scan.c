@@ -535,12 +535,15 @@ enum {
     K_EVENT_TIME = 1 << 4,
     K_JUDGMENTS = 1 << 5,
     K_SEGMENT = 1 << 6,
+    K_REPLAY = 1 << 7,
 };
 
 static inline int known_key(const u8 *k, size_t n)
 {
 #define KEY_IS(lit) (n == sizeof(lit) - 1 && memcmp(k, lit, sizeof(lit) - 1) == 0)
     switch (n) {
+    case 6:
+        return KEY_IS("replay") ? K_REPLAY : 0;
     case 7:
         return KEY_IS("ranking") ? K_RANKING : KEY_IS("segment") ? K_SEGMENT : 0;
     case 8:
@@ -628,6 +631,11 @@ int rm_scan_event(const char *buf, size_t len, uint32_t max_docs, rm_span *docs,
             break;
         case K_SEGMENT:
             p = scan_segment(p, end, base, out);
+            break;
+        case K_REPLAY:
+            /* `rankmon replay`'s object: not scored (events.py reads it only on a record
+             * without a ranking, which punts); anything but an object punts. */
+            p = (p < end && *p == '{') ? skip_value(p, end, 2) : NULL;
             break;
         default: {
             /* An unknown field: ignored by events.py, but it must still be valid JSON. */

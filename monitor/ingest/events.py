@@ -73,11 +73,9 @@ class Rejection:
 
     reason: Reason
     detail: str
-
-    @property
-    def outcome(self) -> Outcome:
-        """Always `Outcome.INVALID`."""
-        return Outcome.INVALID
+    # INVALID, or REPLAY_NOTICE for a replay's record without a ranking (counted, not
+    # dead-lettered).
+    outcome: Outcome = Outcome.INVALID
 
 
 class _RejectedError(Exception):
@@ -88,8 +86,8 @@ class _RejectedError(Exception):
 
 
 def outcome_of(result: RankingEvent | Rejection) -> Outcome:
-    """The outcome decoding alone decides: accepted or invalid."""
-    return Outcome.ACCEPTED if isinstance(result, RankingEvent) else Outcome.INVALID
+    """The outcome decoding alone decides: accepted, invalid or a replay's notice."""
+    return Outcome.ACCEPTED if isinstance(result, RankingEvent) else result.outcome
 
 
 def decode_event(
@@ -119,6 +117,9 @@ def decode_event(
     """
     try:
         raw = _parse(value, max_bytes)
+        notice = _replay_notice(raw)
+        if notice is not None:
+            return notice
         event_id = _identifier(raw, "event_id", max_id_bytes)
         query_id = _identifier(raw, "query_id", max_id_bytes)
         ranking = _ranking(raw.get("ranking"), max_depth)
@@ -164,6 +165,24 @@ class EventDecoder:
             max_id_bytes=self.max_id_bytes,
             max_value_bytes=self.max_value_bytes,
         )
+
+
+def _replay_notice(raw: dict[str, Any]) -> Rejection | None:
+    """A `rankmon replay` record that carries no ranking: a failed query or the end of a
+    replay (monitor/replay/events.py); None for anything else."""
+    replay = raw.get("replay")
+    if raw.get("ranking") is not None or type(replay) is not dict:
+        return None
+    replay_id = replay.get("id")
+    if type(replay_id) is not str or not replay_id:
+        return None
+    if replay.get("end") is True:
+        return Rejection(Reason.END_OF_REPLAY, f"replay {replay_id} ended", Outcome.REPLAY_NOTICE)
+    outcome, reason = replay.get("outcome"), replay.get("reason")
+    if type(outcome) is str and type(reason) is str:
+        detail = f"replay {replay_id}: {outcome} ({reason})"
+        return Rejection(Reason.FAILED_QUERY, detail[:200], Outcome.REPLAY_NOTICE)
+    return None
 
 
 def _parse(value: bytes | None, max_bytes: int) -> dict[str, Any]:

@@ -4,7 +4,9 @@
 counts it, and tells the windows it was consumed (so a partition's safe offset can move past
 it when no window is open there); then hands the scored events to the windows, which turn
 away the `late` and the `duplicate` ones (dead-lettered and counted too) and count the rest
-`accepted`, and keeps the ranking samples the explanations show. Rejections go first, in
+`accepted`, and keeps the ranking samples the explanations show. A replay's notice (a failed
+query, the end of a replay: outcome `replay_notice`) is counted and consumed, never
+dead-lettered: it is no bad input. Rejections go first, in
 record order, then the windows' verdicts, in row order: the order the dead-letter topic sees.
 """
 
@@ -58,7 +60,8 @@ class Handoff:
         """Every record of the poll to its one outcome (the module docstring)."""
         for rejected in taken.rejected:
             record, outcome = rejected.record, rejected.outcome.value
-            self.rejects.reject(record, outcome, rejected.reason, rejected.detail)
+            if rejected.outcome is not Outcome.REPLAY_NOTICE:  # a notice is no bad input
+                self.rejects.reject(record, outcome, rejected.reason, rejected.detail)
             self.counter.count_outcome(outcome, rejected.reason)
             self.windows.record_consumed(record.partition, record.offset)
         if taken.scored is not None:

@@ -118,7 +118,7 @@ class Intake:
         for record in records:
             result = self.decoder(record.value, record.timestamp_ms, now_ms)
             if isinstance(result, Rejection):
-                rejected = Rejected(record, Outcome.INVALID, result.reason.value, result.detail)
+                rejected = Rejected(record, result.outcome, result.reason.value, result.detail)
                 taken.rejected.append(rejected)
                 continue
             scorer = scorers[epochs[self.windows.epoch_of(result.event_time_ms)].version]
@@ -148,7 +148,7 @@ class Intake:
         result = self.decoder(record.value, record.timestamp_ms, now_ms)
         if isinstance(result, Rejection):
             taken.rejected.append(
-                Rejected(record, Outcome.INVALID, result.reason.value, result.detail)
+                Rejected(record, result.outcome, result.reason.value, result.detail)
             )
             return None
         if result.query_id not in scorer.evaluation_set:

@@ -40,6 +40,8 @@ EVENT_FIELDS: Final = {
     "judgments": "document id -> integer grade 0..MAX_GRADE (inline judgments)",
     "segment": "string -> string (the configured keys become labels)",
     "schema_version": "EVENT_SCHEMA_VERSION; absent means it",
+    "replay": "object set by rankmon replay: id (the replay_id); a failed query's record has "
+    "no ranking and says outcome and reason; the end-of-replay marker says end: true",
 }
 REQUIRED_FIELDS: Final = ("event_id", "query_id", "ranking")
 
@@ -63,6 +65,9 @@ class Outcome(Enum):
     UNKNOWN_QUERY = "unknown_query"
     DUPLICATE = "duplicate"
     LATE = "late"
+    # A record of `rankmon replay` that carries no ranking (reason: failed_query or
+    # end_of_replay): counted, never dead-lettered, never scored.
+    REPLAY_NOTICE = "replay_notice"
 
 
 class Reason(Enum):
@@ -82,6 +87,10 @@ class Reason(Enum):
     BAD_EVENT_TIME = "bad_event_time"
     TOO_FAR_IN_FUTURE = "too_far_in_future"
     UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
+    # With outcome="replay_notice": a replayed query the ranker did not answer, the end of
+    # a replay.
+    FAILED_QUERY = "failed_query"
+    END_OF_REPLAY = "end_of_replay"
 
 
 # The defaults of the limits a deployment may change (`metrics.max_depth`, `kafka.max_id_bytes`,
@@ -154,6 +163,12 @@ def json_schema() -> dict[str, Any]:
             "schema_version": {
                 "const": EVENT_SCHEMA_VERSION,
                 "description": EVENT_FIELDS["schema_version"],
+            },
+            "replay": {
+                "type": "object",
+                "required": ["id"],
+                "properties": {"id": {"type": "string", "minLength": 1}},
+                "description": EVENT_FIELDS["replay"],
             },
         },
     }

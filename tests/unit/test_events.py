@@ -214,7 +214,27 @@ def test_invalid_record_is_rejected_with_its_reason(value: bytes | None, reason:
 
 def test_every_reason_is_exercised_by_the_invalid_records() -> None:
     covered = {reason for _, reason in INVALID} | {Reason.TOO_LARGE}
-    assert covered == set(Reason)
+    notices = {Reason.FAILED_QUERY, Reason.END_OF_REPLAY}  # tested below
+    assert covered == set(Reason) - notices
+
+
+def test_a_replays_failed_query_and_end_are_notices_and_its_rankings_are_events() -> None:
+    failed = {"id": "r1", "outcome": "timeout", "reason": "timeout"}
+    notice = decode(event(ranking=..., replay=failed))
+    assert isinstance(notice, Rejection)
+    assert (notice.outcome, notice.reason) == (Outcome.REPLAY_NOTICE, Reason.FAILED_QUERY)
+    assert "r1" in notice.detail and "timeout" in notice.detail
+    marker = {"schema_version": 1, "replay": {"id": "r1", "end": True, "events": 3}}
+    end = decode(orjson.dumps(marker))
+    assert isinstance(end, Rejection)
+    assert (end.outcome, end.reason) == (Outcome.REPLAY_NOTICE, Reason.END_OF_REPLAY)
+    ranked = decode(event(replay={"id": "r1"}))
+    assert isinstance(ranked, RankingEvent)
+    # Without the replay's id, or with neither an end nor an outcome, it is bad input.
+    for replay in ({"outcome": "error", "reason": "x"}, {"id": "r1"}, "r1", {"id": 5}):
+        result = decode(event(ranking=..., replay=replay))
+        assert isinstance(result, Rejection) and result.outcome is Outcome.INVALID
+        assert result.reason is Reason.MISSING_FIELD
 
 
 def test_record_without_any_timestamp_has_a_bad_event_time() -> None:
@@ -237,6 +257,7 @@ def test_label_values_of_outcomes_and_reasons_are_the_documented_ones() -> None:
         "unknown_query",
         "duplicate",
         "late",
+        "replay_notice",
     }
     assert all(reason.value == reason.name.lower() for reason in Reason)
 
