@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.rules",
     "monitor.commands.demo",
     "monitor.commands.broker",
+    "monitor.commands.replay",
     "monitor.commands.compare",
     "monitor.commands.explain",
 )

@@ -231,12 +231,21 @@ def _read_secret(
     found = read_secret(where, name, env, where.base, inline=spec.inline)
     if found is None:
         if required:
-            raise where.error(f"{name}_env", f"{name} is required: set {name}_env or {name}_file")
+            ways = (
+                f"{name}, {name}_env or {name}_file"
+                if spec.inline
+                else f"{name}_env or {name}_file"
+            )
+            raise where.error(f"{name}_env", f"{name} is required: set {ways}")
         return None
     value, variable, file = found
-    if spec.make is not None:
+    if spec.make is None:
+        return Secret(value, env=variable, file=file)
+    try:
         return spec.make(value, variable, file)
-    return Secret(value, env=variable, file=file)
+    except ValueError as error:
+        way = f"{name}_env" if variable is not None else f"{name}_file" if file else name
+        raise where.error(way, str(error)) from None
 
 
 def write_settings(settings: Any) -> dict[str, Any]:
@@ -282,9 +291,10 @@ def declared_keys(cls: type[Any], prefix: str = "") -> list[DeclaredKey]:
         if spec.part is not None and not spec.optional:
             keys.extend(declared_keys(spec.part, key + "."))
         elif spec.secret:
-            default = REQUIRED if _required(item) else None
-            if spec.inline:
-                keys.append(DeclaredKey(key, None, spec.doc, False))
+            required = _required(item)
+            if spec.inline:  # one of the three ways: the inline one is the example's
+                keys.append(DeclaredKey(key, REQUIRED if required else None, spec.doc, False))
+            default = REQUIRED if required and not spec.inline else None
             keys.append(DeclaredKey(f"{key}_env", default, spec.doc, False))
             keys.append(DeclaredKey(f"{key}_file", None, spec.doc, False))
         elif item.default is dataclasses.MISSING and spec.part is None:

@@ -45,6 +45,7 @@ __all__ = [
     "as_positive_number",
     "as_str",
     "as_str_list",
+    "as_str_map",
     "describe",
     "echoes",
     "enclosing_item",
@@ -537,6 +538,21 @@ def as_str_list(value: Any) -> tuple[str, ...]:
         if not isinstance(item, str) or not item.strip():
             raise ValueError(f"expected a list of non-empty strings, found {_kind(item)}")
     return tuple(str(item) for item in items)
+
+
+def as_str_map(value: Any) -> tuple[tuple[str, str], ...]:
+    """A mapping of non-empty string keys to string values (numbers and booleans are
+    refused, not coerced: write them quoted), as (key, value) pairs in the file's order."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a mapping of strings, got {_kind(value)}")
+    pairs = []
+    for key, item in value.items():
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"keys must be non-empty strings, found {_kind(key)}")
+        if not isinstance(item, str):
+            raise ValueError(f"{key}: expected a string, got {_kind(item)}")
+        pairs.append((key, item))
+    return tuple(pairs)
 
 
 def as_int_list(minimum: int, maximum: int | None = None) -> Callable[[Any], tuple[int, ...]]:

@@ -10,6 +10,7 @@ here reads the environment at import time, and a `Config` never changes after st
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from monitor.export.settings import ExportConfig
 from monitor.ingest.settings import JudgmentsConfig, SegmentsConfig
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import LoggingConfig
+from monitor.replay.settings import ReplayConfig
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.reload import EvaluationSetConfig
 from monitor.scoring.settings import MetricsConfig
@@ -83,6 +85,7 @@ class Config:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     alerts: AlertingConfig = field(default_factory=_no_alerts)
     comparisons: tuple[ComparisonConfig, ...] = ()
+    replay: ReplayConfig | None = None  # only `rankmon replay` needs it
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:
@@ -192,6 +195,11 @@ def config_from_tree(
             environ=environ,
         ),
     )
+    replay = root.section("replay")
+    if root.has("replay"):
+        config = dataclasses.replace(
+            config, replay=read_settings(ReplayConfig, replay, environ=environ)
+        )
     root.finish()
     return config
 

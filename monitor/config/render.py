@@ -24,7 +24,7 @@ def render_config(config: Config) -> dict[str, Any]:
     export = write_settings(config.export)
     export["external_url"] = config.explain.external_url
     export["explain"] = write_settings(config.explain)
-    return {
+    rendered = {
         "kafka": write_settings(config.kafka),
         "evaluation_set": write_settings(config.evaluation_set),
         "metrics": write_settings(config.metrics),
@@ -37,3 +37,6 @@ def render_config(config: Config) -> dict[str, Any]:
         "alerts": render_alerts(config.alerts),
         "comparisons": render_comparisons(config.comparisons),
     }
+    if config.replay is not None:  # only `rankmon replay` needs it
+        rendered["replay"] = write_settings(config.replay)
+    return rendered

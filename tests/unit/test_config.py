@@ -33,6 +33,7 @@ from monitor.export.settings import ExportConfig
 from monitor.ingest.settings import JudgmentsConfig, SegmentsConfig
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import JsonLinesFormatter, LoggingConfig, TextFormatter, fields
+from monitor.replay.settings import ReplayConfig
 from monitor.scoring.reload import EvaluationSetConfig
 from monitor.scoring.settings import MetricsConfig
 from monitor.sections import REQUIRED, apply_environment
@@ -484,3 +485,88 @@ def test_the_example_alerts_section_writes_each_declared_key_with_its_declared_d
     assert {k for k in leaf_keys(written) if k.split(".")[0] not in read_by_the_rules} == {
         d.key for d in declared
     }
+
+
+def test_the_example_replay_section_writes_each_declared_key_with_its_declared_default() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    block = text.split("\n# replay:\n", 1)[1]
+    written = yaml.safe_load(
+        "\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))
+    )
+    declared = declared_keys(ReplayConfig)
+    for declared_key in declared:
+        value = dig(written, declared_key.key)
+        if declared_key.default is REQUIRED:
+            assert value is not None, declared_key.key
+        else:
+            assert value == declared_key.default, declared_key.key
+        assert declared_key.doc and "\n" not in declared_key.doc, declared_key.key
+    assert leaf_keys(written) == {d.key for d in declared}
+
+
+def test_a_replay_section_is_read_checked_and_rendered_back(tmp_path: Path) -> None:
+    (tmp_path / "topics.tsv").write_text("q1\tfirst query\n", encoding="utf-8")
+    replay = {
+        "topics": "topics.tsv",
+        "ranker": {"url_env": "RANKER", "preset": "solr", "headers": {"X-Team": "search"}},
+        "segment": {"model": "v42"},
+        "schedule": {"cron": "*/10 * * * *", "timezone": "Europe/Paris"},
+    }
+    config = load(tmp_path, {**MINIMAL, "replay": replay}, {"RANKER": "http://s:8983/select"})
+    assert config.replay is not None
+    assert config.replay.ranker.preset_of.ids == "response.docs[].id"
+    assert config.replay.ranker.url.reveal() == "http://s:8983/select"
+    rendered = render_config(config)
+    assert rendered["replay"]["ranker"]["url_env"] == "RANKER"
+    assert rendered["replay"]["segment"] == {"model": "v42"}
+    again = tmp_path / "again"
+    again.mkdir()
+    assert load(again, rendered, {"RANKER": "http://s:8983/select"}).replay == config.replay
+    assert load(tmp_path, MINIMAL).replay is None
+
+
+@pytest.mark.parametrize(
+    ("replay", "key", "problem"),
+    [
+        ({"ranker": {"url": "http://r"}}, "replay.topics", "is required"),
+        ({"topics": "topics.tsv"}, "replay.ranker.url_env", "set url, url_env or url_file"),
+        ({"topics": "topics.tsv", "ranker": {"url": "ftp://r"}}, "replay.ranker.url", "http"),
+        ({"topics": "nope.tsv", "ranker": {"url": "http://r"}}, "replay.topics", "not found"),
+        (
+            {"topics": "topics.tsv", "ranker": {"url": "http://r", "ids": "hits.id"}},
+            "replay.ranker.ids",
+            "exactly one list",
+        ),
+        (
+            {"topics": "topics.tsv", "ranker": {"url": "http://r"}, "schedule": {"cron": "x"}},
+            "replay.schedule.cron",
+            "crontab",
+        ),
+        (
+            {
+                "topics": "topics.tsv",
+                "ranker": {"url": "http://r"},
+                "schedule": {"cron": "* * * * *", "interval": "1m"},
+            },
+            "replay.schedule.cron",
+            "not both",
+        ),
+        (
+            {"topics": "topics.tsv", "ranker": {"url": "http://r"}, "segment_from": {"m": "x"}},
+            "replay.segment_from",
+            "header:NAME",
+        ),
+        (
+            {"topics": "topics.tsv", "ranker": {"url": "http://r"}, "segment": {"m": 42}},
+            "replay.segment",
+            "expected a string",
+        ),
+    ],
+)
+def test_each_replay_mistake_names_its_key(
+    tmp_path: Path, replay: dict[str, Any], key: str, problem: str
+) -> None:
+    (tmp_path / "topics.tsv").write_text("q1\tfirst query\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=problem) as caught:
+        load(tmp_path, {**MINIMAL, "replay": replay})
+    assert caught.value.key == key

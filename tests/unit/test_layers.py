@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("explain",),
     ("alerting",),
     ("group",),
+    ("replay",),
     ("config",),
     ("dashboards", "trec"),
     ("service",),

@@ -1,0 +1,81 @@
+"""`rankmon replay --config FILE [--once] [--run-file PATH]`: replay the evaluation set.
+
+Sends each query of the evaluation set (its text from `replay.topics`) to the ranker
+`replay.ranker` describes, publishes one ranking event per query (or its failure) with one
+`replay_id`, and an end-of-replay marker, to `kafka.topic`; the monitor then scores the
+replay. `--once` runs one replay and exits (a Kubernetes CronJob, cron, Airflow): exit 0 when
+it was published and at least one query was ranked, 1 when none was (the ranker is down),
+2 for a bad config. Without it, replays run on `replay.schedule` until SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from monitor.config.loader import load_config
+from monitor.errors import ConfigError
+from monitor.logs import configure_logging
+
+__all__ = ["register", "run"]
+
+EXIT_NOTHING_RANKED = 1
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the `replay` subcommand."""
+    parser = subparsers.add_parser(
+        "replay",
+        help="replay the evaluation set through the live ranker, once or on a schedule",
+        description=(
+            "Send every query of the evaluation set (its text from replay.topics) to the "
+            "ranker of replay.ranker, and publish the rankings, all with one replay_id, to "
+            "kafka.topic for `rankmon run` to score as one unit. With --once: one replay, "
+            "then exit (exit 1 when no query was ranked). Without: on replay.schedule "
+            "(interval or cron) until SIGTERM or SIGINT."
+        ),
+    )
+    parser.add_argument("--config", required=True, metavar="FILE", help="the YAML config file")
+    parser.add_argument("--once", action="store_true", help="run one replay and exit")
+    parser.add_argument(
+        "--run-file", type=Path, default=None, metavar="PATH",
+        help="with --once: also write the replay as a TREC run (rankmon eval scores it)",
+    )  # fmt: skip
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay once or on the schedule; the exit code as the module docstring says."""
+    config = load_config(args.config)
+    configure_logging(config.logging.level, config.logging.format)
+    from monitor.replay.replayer import Replayer  # the replayer's imports when it runs
+
+    if args.run_file is not None and not args.once:
+        print("rankmon replay: --run-file needs --once", file=sys.stderr)
+        return 2
+    if config.replay is None:
+        raise ConfigError("replay", "is required by rankmon replay (see rankmon.example.yaml)")
+    replayer = Replayer(config.replay, config.kafka, config.evaluation_set.path, progress=True)
+    if args.once:
+        try:
+            report = replayer.once(args.run_file)
+        finally:
+            replayer.close()
+        print(report.line(), flush=True)
+        return 0 if report.outcomes["ranked"] else EXIT_NOTHING_RANKED
+    stop = threading.Event()
+
+    def on_stop(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        replayer.scheduled(stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

@@ -1,0 +1,147 @@
+"""The demo's synthetic ranker served over real HTTP, for `rankmon replay` to replay through.
+
+`POST /search` with `{"query": TEXT, "size": N}` answers `{"hits": [{"id", "score"}...],
+"model": VERSION}` (rankmon replay's `json` preset) and the header `X-Model-Version`; the text
+of query `q0001` is `topic_text("q0001")`. The ranking is `SyntheticRanker.rank` at the
+model's quality at the moment of the request (so a degrading version degrades for replays
+too). Faults can be planted per query, as a production ranker has them: `slow` queries
+answer after `slow_s`, `failing` ones answer 500.
+
+```python
+with RankerServer(corpus, ModelVersion("v1", 1.0)) as server:
+    server.url  # http://127.0.0.1:PORT/search
+```
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Collection
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from monitor.demo.ranker import ModelVersion, SyntheticRanker
+from monitor.demo.synthetic import SyntheticCorpus
+
+__all__ = ["RankerServer", "topic_text", "write_topics"]
+
+
+def topic_text(query_id: str) -> str:
+    """The text the synthetic ranker knows query `query_id` by."""
+    return f"synthetic topic {query_id}"
+
+
+def write_topics(corpus: SyntheticCorpus, path: Path) -> Path:
+    """The corpus' queries as a TSV topics file (`qid<TAB>text`)."""
+    path.write_text("".join(f"{q}\t{topic_text(q)}\n" for q in corpus.query_ids), "utf-8")
+    return path
+
+
+class RankerServer:
+    """A threaded HTTP server of one model version's rankings, on a free loopback port."""
+
+    def __init__(
+        self,
+        corpus: SyntheticCorpus,
+        version: ModelVersion,
+        *,
+        seed: int = 0,
+        slow: Collection[str] = (),
+        slow_s: float = 2.0,
+        failing: Collection[str] = (),
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.version = version
+        self.slow, self.slow_s, self.failing = frozenset(slow), slow_s, frozenset(failing)
+        self._ranker = SyntheticRanker(corpus, [version], seed=seed, depth=100)
+        self._lock = threading.Lock()  # the ranker's random numbers are one sequence
+        self._by_text = {topic_text(q): q for q in corpus.query_ids}
+        self.requests = 0
+        self._server = ThreadingHTTPServer((host, port), self._handler())
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/search"
+
+    def start(self) -> RankerServer:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="ranker-http", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(timeout=10)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> RankerServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """(status, body) for one request body."""
+        with self._lock:
+            self.requests += 1
+        query_id = self._by_text.get(str(request.get("query")))
+        if query_id is None:
+            return 200, {"hits": [], "model": self.version.name}
+        if query_id in self.failing:
+            return 500, {"error": "planted failure"}
+        if query_id in self.slow:
+            time.sleep(self.slow_s)
+        size = request.get("size", 10)
+        size = size if isinstance(size, int) and size > 0 else 10
+        quality = self.version.quality_at(time.time_ns() // 1_000_000)
+        with self._lock:
+            ranking = self._ranker.rank(query_id, quality)[:size]
+        hits = [{"id": doc, "score": len(ranking) - i} for i, doc in enumerate(ranking)]
+        return 200, {"hits": hits, "model": self.version.name}
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as production search APIs do
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    request = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    request = None
+                if not isinstance(request, dict):
+                    self._send(400, {"error": "expected a JSON object"})
+                    return
+                self._send(*server.answer(request))
+
+            def _send(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("X-Model-Version", server.version.name)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return  # quiet: a replay is thousands of requests
+
+        return Handler

@@ -1,0 +1,75 @@
+"""The records a replay publishes, keyed as the monitor expects (`README.md`, "Replays").
+
+- A ranked query: a ranking event (schema version 1) whose `event_id` is
+  `<replay_id>/<query_id>` (a replay re-sent after a crash is deduplicated, never counted
+  twice) and whose `replay` object holds `id`.
+- A failed query: the same `event_id`, `query_id` and `segment`, no `ranking`, and `replay`
+  holding `id`, `outcome` (`error` or `timeout`) and `reason`.
+- The end of a replay: on every partition of the topic, `replay` holding `id`, `end: true`,
+  `events` (how many of the replay's records that partition got before it), `queries` and
+  `outcomes` (the whole replay's), `started` and `ended` (epoch ms).
+
+Failed queries and end markers carry no `ranking`: the monitor counts them as
+`outcome="replay_notice"`, never as invalid input, and the failed queries show as the
+window's missing coverage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import orjson
+
+from monitor.replay.ranker import Answer
+from monitor.replay.topics import Query
+
+__all__ = ["end_marker", "query_event"]
+
+
+def query_event(
+    replay_id: str,
+    query: Query,
+    answer: Answer,
+    segment: Mapping[str, str],
+    event_time_ms: int,
+) -> tuple[bytes, bytes]:
+    """(key, value) of one query's record: its ranking, or its failure."""
+    event: dict[str, object] = {
+        "schema_version": 1,
+        "event_id": f"{replay_id}/{query.query_id}",
+        "query_id": query.query_id,
+        "event_time": event_time_ms,
+        "segment": {**segment, **dict(answer.labels)},
+    }
+    if answer.outcome == "ranked":
+        event["ranking"] = list(answer.ids)
+        event["replay"] = {"id": replay_id}
+    else:
+        event["replay"] = {"id": replay_id, "outcome": answer.outcome, "reason": answer.reason}
+    return query.query_id.encode(), orjson.dumps(event)
+
+
+def end_marker(
+    replay_id: str,
+    *,
+    events: int,
+    queries: int,
+    outcomes: Mapping[str, int],
+    started_ms: int,
+    ended_ms: int,
+) -> tuple[bytes, bytes]:
+    """(key, value) of the end-of-replay marker one partition gets."""
+    marker = {
+        "schema_version": 1,
+        "event_time": ended_ms,
+        "replay": {
+            "id": replay_id,
+            "end": True,
+            "events": events,
+            "queries": queries,
+            "outcomes": dict(outcomes),
+            "started": started_ms,
+            "ended": ended_ms,
+        },
+    }
+    return replay_id.encode(), orjson.dumps(marker)

@@ -1,0 +1,255 @@
+"""One query to the ranker over HTTP, ending in exactly one outcome.
+
+`RankerClient.ask(query)` builds the request from the settings' template, sends it on this
+thread's persistent connection, retries a refused connection, a timeout, a 429 or a 5xx
+answer (waiting `backoff`, doubling), and returns an `Answer`:
+
+- `ranked`: the document ids (and scores) found at the answer's `ids` path, cut at the depth;
+- `timeout`: the last attempt took longer than `timeout`;
+- `error` with a reason: `connection` (refused, reset), `http_<status>`, `bad_json`,
+  `no_ids` (the path is not in the answer), `bad_ids` (not strings or numbers),
+  `duplicate_doc` (a document twice in one ranking), `empty_answer` (no documents).
+
+Only the standard library's `http.client`: a connection per worker thread, kept alive.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from monitor import __version__
+from monitor.replay.settings import Preset, RankerSettings
+from monitor.replay.topics import Query
+
+__all__ = ["OUTCOMES", "Answer", "RankerClient", "fill", "walk"]
+
+OUTCOMES: Final = ("ranked", "error", "timeout")
+_RETRIED_STATUS: Final = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What became of one query."""
+
+    outcome: str
+    ids: tuple[str, ...] = ()
+    scores: tuple[float, ...] | None = None
+    labels: tuple[tuple[str, str], ...] = ()
+    reason: str = ""
+    attempts: int = 1
+    latency_s: float = 0.0  # of the last attempt
+
+
+class _FailedError(Exception):
+    def __init__(self, outcome: str, reason: str, *, retry: bool) -> None:
+        super().__init__(reason)
+        self.outcome, self.reason, self.retry = outcome, reason, retry
+
+
+def fill(template: Any, query: Query, depth: int) -> Any:
+    """The template with `"{query}"` (also inside a string), `"{depth}"` and `"{field}"`
+    (a JSON-lines topic's own field) put in."""
+    if isinstance(template, dict):
+        return {key: fill(value, query, depth) for key, value in template.items()}
+    if isinstance(template, list):
+        return [fill(value, query, depth) for value in template]
+    if not isinstance(template, str):
+        return template
+    if template == "{depth}":
+        return depth
+    if template.startswith("{") and template.endswith("}") and template[1:-1] in query.fields:
+        return query.fields[template[1:-1]]
+    return template.replace("{query}", query.text).replace("{depth}", str(depth))
+
+
+def walk(answer: Any, path: str) -> list[Any] | None:
+    """The values at `path` (`hits.hits[]._id`) in the parsed answer; None when a key on the
+    way is missing or the `[]` step is not a list."""
+    before, _, after = path.partition("[]")
+    node = _step(answer, before)
+    if not isinstance(node, list):
+        return None
+    values = []
+    for item in node:
+        value = _step(item, after)
+        if value is None:
+            return None
+        values.append(value)
+    return values
+
+
+def _step(node: Any, dotted: str) -> Any:
+    for key in filter(None, dotted.split(".")):
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+class RankerClient:
+    """Asks the ranker `settings` describes for `depth` documents per query; thread-safe
+    (each thread keeps its own connection)."""
+
+    def __init__(
+        self,
+        settings: RankerSettings,
+        depth: int,
+        segment_from: tuple[tuple[str, str], ...] = (),
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.preset: Preset = settings.preset_of
+        self.depth = depth
+        self.segment_from = segment_from
+        self._sleep = sleep
+        url = urllib.parse.urlsplit(settings.url.reveal())
+        self._https = url.scheme == "https"
+        self._host = url.hostname or "localhost"
+        self._port = url.port or (443 if self._https else 80)
+        self._path = url.path or "/"
+        self._query = url.query
+        self._body = None if self.preset.body is None else json.loads(self.preset.body)
+        headers = {"Accept": "application/json", "User-Agent": f"rankmon/{__version__}"}
+        if self.preset.method == "POST":
+            headers["Content-Type"] = "application/json"
+        if settings.token is not None:
+            headers["Authorization"] = f"Bearer {settings.token.reveal()}"
+        headers.update(settings.headers)
+        self._headers = headers
+        self._local = threading.local()
+        self._connections: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def ask(self, query: Query) -> Answer:
+        """Send `query` (retrying as the settings say); never raises for the ranker's faults."""
+        method, target, body = self._request(query)
+        attempts = 0
+        wait = self.settings.backoff.seconds
+        while True:
+            attempts += 1
+            started = time.monotonic()
+            try:
+                status, headers, data = self._send(method, target, body)
+                latency = time.monotonic() - started
+                return self._answer(status, headers, data, attempts, latency)
+            except _FailedError as failed:
+                latency = time.monotonic() - started
+                if not failed.retry or attempts > self.settings.retries:
+                    return Answer(
+                        failed.outcome, reason=failed.reason, attempts=attempts, latency_s=latency
+                    )
+            self._sleep(wait)
+            wait *= 2
+
+    def close(self) -> None:
+        """Close every thread's connection."""
+        with self._lock:
+            for connection in self._connections:
+                connection.close()
+            self._connections.clear()
+
+    def _request(self, query: Query) -> tuple[str, str, bytes | None]:
+        params = [(k, str(fill(v, query, self.depth))) for k, v in self.preset.params]
+        query_string = "&".join(filter(None, [self._query, urllib.parse.urlencode(params)]))
+        target = self._path + (f"?{query_string}" if query_string else "")
+        if self.preset.method == "GET":
+            return "GET", target, None
+        body = json.dumps(fill(self._body or {}, query, self.depth)).encode()
+        return "POST", target, body
+
+    def _connection(self) -> http.client.HTTPConnection:
+        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+        if connection is None:
+            timeout = self.settings.timeout.seconds
+            if self._https:
+                context = ssl.create_default_context()
+                connection = http.client.HTTPSConnection(
+                    self._host, self._port, timeout=timeout, context=context
+                )
+            else:
+                connection = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+            self._local.connection = connection
+            with self._lock:
+                self._connections.append(connection)
+        return connection
+
+    def _drop_connection(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        self._local.connection = None
+        if connection is not None:
+            connection.close()
+
+    def _send(
+        self, method: str, target: str, body: bytes | None
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        connection = self._connection()
+        try:
+            connection.request(method, target, body=body, headers=self._headers)
+            response = connection.getresponse()
+            data = response.read()
+        except TimeoutError:
+            self._drop_connection()
+            raise _FailedError("timeout", "timeout", retry=True) from None
+        except (OSError, http.client.HTTPException):
+            self._drop_connection()
+            raise _FailedError("error", "connection", retry=True) from None
+        if response.will_close:
+            self._drop_connection()
+        headers = {name.lower(): value for name, value in response.getheaders()}
+        return response.status, headers, data
+
+    def _answer(
+        self, status: int, headers: Mapping[str, str], data: bytes, attempts: int, latency: float
+    ) -> Answer:
+        if not 200 <= status < 300:
+            raise _FailedError("error", f"http_{status}", retry=status in _RETRIED_STATUS)
+        try:
+            parsed = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise _FailedError("error", "bad_json", retry=False) from None
+        found = walk(parsed, self.preset.ids)
+        if found is None:
+            raise _FailedError("error", "no_ids", retry=False)
+        if not all(isinstance(doc, str | int) and not isinstance(doc, bool) for doc in found):
+            raise _FailedError("error", "bad_ids", retry=False)
+        ids = tuple(str(doc) for doc in found)[: self.depth]
+        if not ids:
+            raise _FailedError("error", "empty_answer", retry=False)
+        if len(set(ids)) != len(ids):
+            raise _FailedError("error", "duplicate_doc", retry=False)
+        return Answer(
+            "ranked",
+            ids,
+            self._scores(parsed, len(found)),
+            self._labels(parsed, headers),
+            attempts=attempts,
+            latency_s=latency,
+        )
+
+    def _scores(self, parsed: Any, count: int) -> tuple[float, ...] | None:
+        if self.preset.scores is None:
+            return None
+        found = walk(parsed, self.preset.scores)
+        if found is None or len(found) != count:
+            return None
+        if not all(isinstance(s, int | float) and not isinstance(s, bool) for s in found):
+            return None
+        return tuple(float(score) for score in found)[: self.depth]
+
+    def _labels(self, parsed: Any, headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        labels = []
+        for label, source in self.segment_from:
+            kind, _, name = source.partition(":")
+            value = headers.get(name.lower()) if kind == "header" else _step(parsed, name)
+            if value is not None and not isinstance(value, dict | list):
+                labels.append((label, str(value)))
+        return tuple(labels)

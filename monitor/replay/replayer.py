@@ -1,0 +1,186 @@
+"""`Replayer`: the replay loop of `rankmon replay`, once or on the `replay:` schedule.
+
+Scheduled, it is an APScheduler `BackgroundScheduler` with one job: an `interval` trigger
+(the first replay at start) or a `cron` trigger in `timezone`; `coalesce` (replays missed
+while one ran, or while the process was stopped, run once, not in a burst), `max_instances`
+1 (never two replays at once) and `misfire_grace_time` (a replay that could not start within
+it is skipped, logged and counted in `rankmon_replay_missed_total`). A stop (SIGTERM) lets the
+running replay end its queries in flight, ends the rest as cancelled, publishes its end
+marker, and stops.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from apscheduler.events import EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+from kafka import KafkaProducer
+from prometheus_client import CollectorRegistry, start_http_server
+from rich.progress import Progress
+
+from monitor.errors import ConfigError
+from monitor.kafka.options import producer_options
+from monitor.kafka.settings import KafkaConfig
+from monitor.logs import fields
+from monitor.replay.metrics import ReplayMetrics
+from monitor.replay.publish import KafkaPublisher
+from monitor.replay.ranker import Answer, RankerClient
+from monitor.replay.runner import Publisher, ReplayReport, run_replay, write_run
+from monitor.replay.settings import ReplayConfig
+from monitor.replay.topics import Query, check_against, read_topics
+from monitor.scoring.evalset import load_evaluation_set
+
+__all__ = ["Replayer", "new_replay_id"]
+
+_log = logging.getLogger("monitor.replay")
+
+
+def new_replay_id(now: dt.datetime | None = None) -> str:
+    """A replay's id: its UTC start time (so ids sort by time) and 8 random hex digits."""
+    now = now or dt.datetime.now(dt.UTC)
+    return f"r{now.strftime('%Y%m%dT%H%M%SZ')}-{uuid.uuid4().hex[:8]}"
+
+
+class Replayer:
+    """Replays the evaluation set through the ranker (see the module docstring)."""
+
+    def __init__(
+        self,
+        settings: ReplayConfig,
+        kafka: KafkaConfig,
+        evaluation_set_path: Path,
+        *,
+        publisher: Publisher | None = None,
+        registry: CollectorRegistry | None = None,
+        progress: bool = False,
+    ) -> None:
+        """`settings` (the `replay:` section) against the evaluation set at
+        `evaluation_set_path`, publishing to `kafka.topic` (or to `publisher`)."""
+        self.settings = settings
+        evaluation_set = load_evaluation_set(evaluation_set_path)
+        topics = read_topics(self.settings.topics)
+        check_against(topics, evaluation_set.query_ids, self.settings.topics)
+        self.queries: list[Query] = [topics[qid] for qid in sorted(topics)]
+        self.client = RankerClient(
+            self.settings.ranker, self.settings.depth, self.settings.segment_from
+        )
+        if publisher is None:
+            producer = KafkaProducer(**producer_options(kafka), linger_ms=20)
+            publisher = KafkaPublisher(producer, kafka.topic)
+        self.publisher = publisher
+        self.registry = registry or CollectorRegistry()
+        self.metrics = ReplayMetrics(self.registry)
+        self.progress = progress
+        self.stop = threading.Event()
+        self._lock = threading.Lock()  # one replay at a time, whatever starts it
+
+    def once(self, run_file: Path | None = None) -> ReplayReport:
+        """One replay of every query; its log line; the run file if asked for."""
+        with self._lock:
+            ranker = self.settings.ranker
+            replay_id = new_replay_id()
+            with _progress_bar(self.progress, len(self.queries), replay_id) as advance:
+                report = run_replay(
+                    self.queries,
+                    self.client,
+                    self.publisher,
+                    replay_id=replay_id,
+                    segment=dict(self.settings.segment),
+                    concurrency=ranker.concurrency,
+                    rate=ranker.rate,
+                    stop=self.stop,
+                    on_answer=advance,
+                )
+            self.metrics.record(report)
+            _log.info(report.line(), extra=fields(replay=report.replay_id, result=report.result))
+            if run_file is not None:
+                write_run(report, run_file)
+            return report
+
+    def scheduled(self, stop: threading.Event) -> None:
+        """Replay on the schedule until `stop` is set."""
+        schedule = self.settings.schedule
+        if schedule.interval is None and schedule.cron is None:
+            raise ConfigError(
+                "replay.schedule", "needs interval or cron (or run rankmon replay --once)"
+            )
+        if self.settings.metrics_port:
+            start_http_server(self.settings.metrics_port, registry=self.registry)
+        trigger: Any
+        first: dt.datetime | None = None
+        if schedule.cron is not None:
+            trigger = CronTrigger.from_crontab(schedule.cron, timezone=schedule.timezone)
+        else:
+            assert schedule.interval is not None
+            trigger = IntervalTrigger(seconds=schedule.interval.seconds, timezone=schedule.timezone)
+            first = dt.datetime.now(dt.UTC)
+        scheduler = BackgroundScheduler(timezone=schedule.timezone)
+        scheduler.add_listener(self._missed, EVENT_JOB_MISSED)
+        scheduler.add_job(
+            self._scheduled_once,
+            trigger,
+            id="replay",
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=max(1, round(schedule.misfire_grace.seconds)),
+            next_run_time=first,
+        )
+        scheduler.start()
+        _log.info("replay scheduled", extra=fields(trigger=str(trigger)))
+        try:
+            stop.wait()
+        finally:
+            self.stop.set()
+            scheduler.shutdown(wait=True)
+            self.close()
+
+    def close(self) -> None:
+        self.client.close()
+        close = getattr(self.publisher, "close", None)
+        if callable(close):
+            close()
+
+    def _scheduled_once(self) -> None:
+        try:
+            self.once()
+        except Exception:  # one failed replay must not end the schedule; it is logged
+            _log.exception("replay failed")
+            self.metrics.replays.labels("failed").inc()
+
+    def _missed(self, event: JobExecutionEvent) -> None:
+        self.metrics.missed.inc()
+        _log.warning(
+            "a scheduled replay was missed (not started within replay.schedule.misfire_grace)",
+            extra=fields(scheduled=str(event.scheduled_run_time)),
+        )
+
+
+class _progress_bar:  # noqa: N801 - used as a context manager, like a function
+    """A terminal progress bar over the replay's queries (nothing when not a terminal)."""
+
+    def __init__(self, shown: bool, total: int, replay_id: str) -> None:
+        self.shown = shown and sys.stderr.isatty()
+        self.total, self.replay_id = total, replay_id
+        self._progress: Any = None
+
+    def __enter__(self) -> Callable[[Query, Answer], None]:
+        if not self.shown:
+            return lambda query, answer: None
+        self._progress = Progress(transient=True)
+        self._progress.start()
+        task = self._progress.add_task(f"replay {self.replay_id}", total=self.total)
+        return lambda query, answer: self._progress.advance(task)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()

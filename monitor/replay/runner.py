@@ -1,0 +1,168 @@
+"""One replay: every query of the evaluation set asked once, each ending in one outcome.
+
+`run_replay` asks the ranker from `concurrency` threads, no faster than `rate` queries per
+second (spaced evenly, so a replay never bursts at production), publishes each query's
+record as its answer arrives, and then the end-of-replay marker on every partition. A stop
+(SIGTERM) asks nothing more: the queries not yet asked end as `error`/`cancelled`, so the
+marker still accounts for every query. With `run_file` it also writes the replay as a TREC
+run (`rankmon eval QRELS RUN` scores it as the monitor does): each query's documents in the
+ranker's order, with scores N..1 so that trec_eval keeps that order.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from monitor.replay.events import end_marker, query_event
+from monitor.replay.ranker import Answer
+from monitor.replay.topics import Query
+
+__all__ = ["Asker", "Publisher", "RateLimit", "ReplayReport", "run_replay", "write_run"]
+
+
+class Asker(Protocol):
+    def ask(self, query: Query) -> Answer: ...
+
+
+class Publisher(Protocol):
+    """Where a replay's records go (`monitor.replay.publish.KafkaPublisher`)."""
+
+    def send(self, key: bytes, value: bytes) -> None: ...
+
+    def end(self, marker: Callable[[int], tuple[bytes, bytes]]) -> None:
+        """Wait until every record sent is stored, then send `marker(records)` to every
+        partition, `records` being how many of them went to that partition."""
+
+
+class RateLimit:
+    """At most `rate` acquisitions per second, evenly spaced, across threads."""
+
+    def __init__(self, rate: float, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._spacing = 1.0 / rate
+        self._monotonic = monotonic
+        self._next = 0.0
+        self._lock = threading.Lock()
+
+    def acquire(self, stop: threading.Event) -> None:
+        with self._lock:
+            now = self._monotonic()
+            at = max(now, self._next)
+            self._next = at + self._spacing
+        if at > now:
+            stop.wait(at - now)
+
+
+@dataclass
+class ReplayReport:
+    """What a replay did: its id, when, and each query's outcome."""
+
+    replay_id: str
+    queries: int
+    started_ms: int
+    ended_ms: int = 0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    reasons: Counter[str] = field(default_factory=Counter)
+    latencies_s: list[float] = field(default_factory=list)
+    rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def result(self) -> str:
+        """complete (every query ranked), partial (some) or failed (none)."""
+        ranked = self.outcomes["ranked"]
+        if ranked == self.queries:
+            return "complete"
+        return "partial" if ranked else "failed"
+
+    def line(self) -> str:
+        """The one log line of the replay."""
+        outcomes = ", ".join(f"{name} {count}" for name, count in sorted(self.outcomes.items()))
+        reasons = ", ".join(f"{name} {count}" for name, count in sorted(self.reasons.items()))
+        seconds = (self.ended_ms - self.started_ms) / 1000
+        text = f"replay {self.replay_id}: {self.result}, {self.queries} queries in {seconds:.1f} s"
+        return f"{text} ({outcomes})" + (f"; failures: {reasons}" if reasons else "")
+
+
+def run_replay(
+    queries: Sequence[Query],
+    asker: Asker,
+    publisher: Publisher,
+    *,
+    replay_id: str,
+    segment: Mapping[str, str],
+    concurrency: int,
+    rate: float | None = None,
+    stop: threading.Event | None = None,
+    now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    on_answer: Callable[[Query, Answer], None] | None = None,
+) -> ReplayReport:
+    """Replay `queries` once through `asker` and publish every outcome (module docstring)."""
+    stop = stop or threading.Event()
+    limit = None if rate is None else RateLimit(rate)
+    report = ReplayReport(replay_id, len(queries), now_ms())
+
+    def ask(query: Query) -> Answer:
+        if limit is not None:
+            limit.acquire(stop)
+        if stop.is_set():
+            return Answer("error", reason="cancelled", attempts=0)
+        return asker.ask(query)
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="replay") as pool:
+        futures = {pool.submit(ask, query): query for query in queries}
+        for future in as_completed(futures):
+            query, answer = futures[future], future.result()
+            publisher.send(*query_event(replay_id, query, answer, segment, now_ms()))
+            report.outcomes[answer.outcome] += 1
+            if answer.outcome != "ranked":
+                report.reasons[answer.reason] += 1
+            else:
+                report.rankings[query.query_id] = answer.ids
+            if answer.attempts:
+                report.latencies_s.append(answer.latency_s)
+            if on_answer is not None:
+                on_answer(query, answer)
+    report.ended_ms = now_ms()
+    publisher.end(
+        lambda records: end_marker(
+            replay_id,
+            events=records,
+            queries=report.queries,
+            outcomes=report.outcomes,
+            started_ms=report.started_ms,
+            ended_ms=report.ended_ms,
+        )
+    )
+    return report
+
+
+def write_run(report: ReplayReport, path: Path) -> None:
+    """The replay's rankings as a TREC run file (atomically: a reader never sees half).
+    A ValueError names a query or document id a run file cannot hold (one with whitespace)."""
+    lines = []
+    for query_id in sorted(report.rankings):
+        ranking = report.rankings[query_id]
+        for name in (query_id, *ranking):
+            if not name or len(name.split()) != 1 or name.strip() != name:
+                raise ValueError(f"query {query_id}: {name!r} cannot be written in a TREC run")
+        for rank, doc in enumerate(ranking, start=1):
+            lines.append(
+                f"{query_id} Q0 {doc} {rank} {len(ranking) - rank + 1} {report.replay_id}\n"
+            )
+    folder = path.resolve().parent
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.writelines(lines)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,256 @@
+"""The `replay:` section, declared once (`monitor.declare`): what to ask, whom, how hard, when.
+
+```yaml
+replay:
+  topics: topics.tsv           # the query texts: qid<TAB>text, JSON lines or TREC topics
+  depth: 100                   # documents asked for (and kept) per query
+  ranker:
+    url: http://localhost:9200/products/_search   # or url_env / url_file
+    preset: elasticsearch      # json | elasticsearch | opensearch | solr
+  segment: {model: v42}        # labels every event carries
+  schedule: {interval: 10m}    # or cron: "*/10 * * * *", with timezone and misfire_grace
+```
+
+A request is built from a template (`body` for POST, `params` for GET) in which the string
+`"{query}"` (or a string containing it) takes the query's text, `"{depth}"` the depth as a
+number, and `"{field}"` any extra field a JSON-lines topic carries; the answer's document ids
+(and scores) are found by a path such as `hits.hits[]._id` (`[]`: each element of a list).
+Each preset fills the method, template and paths; a key written wins over the preset.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from apscheduler.triggers.cron import CronTrigger
+
+from monitor.declare import secret, setting, subsection
+from monitor.sections import (
+    as_choice,
+    as_int,
+    as_path,
+    as_positive_duration,
+    as_positive_number,
+    as_str,
+    as_str_map,
+)
+from monitor.values import Duration, Secret, SecretUrl, parse_duration
+
+__all__ = [
+    "PRESETS",
+    "Preset",
+    "RankerSettings",
+    "ReplayConfig",
+    "ReplaySchedule",
+    "as_answer_path",
+    "as_template",
+]
+
+
+@dataclass(frozen=True)
+class Preset:
+    """What a kind of search API is asked and answers."""
+
+    method: str
+    body: str | None  # JSON text of the POST body template
+    params: tuple[tuple[str, str], ...]
+    ids: str
+    scores: str | None
+
+
+PRESETS: Final = {
+    "json": Preset(
+        "POST", json.dumps({"query": "{query}", "size": "{depth}"}), (), "hits[].id", "hits[].score"
+    ),
+    "elasticsearch": Preset(
+        "POST",
+        json.dumps(
+            {"query": {"query_string": {"query": "{query}"}}, "size": "{depth}", "_source": False}
+        ),
+        (),
+        "hits.hits[]._id",
+        "hits.hits[]._score",
+    ),
+    "solr": Preset(
+        "GET",
+        None,
+        (("q", "{query}"), ("rows", "{depth}"), ("fl", "id,score"), ("wt", "json")),
+        "response.docs[].id",
+        "response.docs[].score",
+    ),
+}
+PRESETS["opensearch"] = PRESETS["elasticsearch"]
+
+
+def as_template(value: Any) -> str:
+    """A request body template: a JSON object (or JSON text of one), kept as JSON text."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"not JSON: {error.msg} at character {error.pos}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"cannot be sent as JSON: {error}") from None
+
+
+def as_answer_path(value: Any) -> str:
+    """A path into the ranker's JSON answer: dotted keys, `[]` for each element of a list
+    (`hits.hits[]._id`, `response.docs[].id`, `[]` for a plain list of ids)."""
+    text = as_str(value).strip()
+    if text.count("[]") != 1:
+        raise ValueError(f"{text!r} must walk exactly one list, written [] (e.g. hits[].id)")
+    for part in text.replace("[]", ".").split("."):
+        if part and not part.replace("_", "").replace("-", "").isalnum():
+            raise ValueError(f"{text!r}: {part!r} is not a key")
+    return text
+
+
+def _url(value: str, variable: str | None, file: Path | None) -> SecretUrl:
+    if not value.startswith(("http://", "https://")):
+        raise ValueError("the ranker's url must start with http:// or https://")
+    return SecretUrl(value, keep_path=True, env=variable, file=file)
+
+
+@dataclass(frozen=True)
+class RankerSettings:
+    """`replay.ranker`: the HTTP API the queries are sent to."""
+
+    url: SecretUrl = secret(
+        inline=True, required=True, make=_url, doc="the ranker's URL (inline, url_env or url_file)"
+    )
+    preset: str = setting(
+        "json",
+        read=as_choice(*PRESETS),
+        doc="json, elasticsearch, opensearch or solr: the method, template and paths",
+    )
+    method: str | None = setting(
+        None, read=as_choice("GET", "POST"), doc="GET or POST (null: the preset's)"
+    )
+    body: str | None = setting(
+        None,
+        read=as_template,
+        write=lambda text: None if text is None else json.loads(text),
+        doc="the POST body template (null: the preset's)",
+    )
+    params: tuple[tuple[str, str], ...] = setting(
+        (), read=as_str_map, write=dict, doc="query-string parameters, a template too"
+    )
+    headers: tuple[tuple[str, str], ...] = setting(
+        (), read=as_str_map, write=dict, doc="headers sent with every request"
+    )
+    token: Secret | None = secret(doc="a bearer token sent as Authorization")
+    ids: str | None = setting(
+        None, read=as_answer_path, doc="where the answer's document ids are (null: the preset's)"
+    )
+    scores: str | None = setting(
+        None, read=as_answer_path, doc="where their scores are (null: the preset's)"
+    )
+    timeout: Duration = setting(
+        parse_duration("5s"), read=as_positive_duration, doc="one request's time limit"
+    )
+    retries: int = setting(2, read=as_int(0, 10), doc="retries of a failed or timed-out request")
+    backoff: Duration = setting(
+        parse_duration("500ms"), read=as_positive_duration, doc="the first retry's wait, doubling"
+    )
+    concurrency: int = setting(4, read=as_int(1, 256), doc="requests in flight at most")
+    rate: float | None = setting(
+        None, read=as_positive_number, doc="queries per second at most (null: no limit)"
+    )
+
+    @property
+    def preset_of(self) -> Preset:
+        """The preset with every key written here in its place."""
+        preset = PRESETS[self.preset]
+        return Preset(
+            self.method or preset.method,
+            self.body if self.body is not None else preset.body,
+            self.params or preset.params,
+            self.ids or preset.ids,
+            self.scores if self.scores is not None else preset.scores,
+        )
+
+
+def as_cron(value: Any) -> str:
+    """A crontab expression of five fields (`*/10 * * * *`)."""
+    text = as_str(value).strip()
+    try:
+        CronTrigger.from_crontab(text, timezone="UTC")
+    except ValueError as error:
+        raise ValueError(f"{text!r} is not a crontab expression: {error}") from None
+    return text
+
+
+def as_timezone(value: Any) -> str:
+    """An IANA time zone name (`UTC`, `Europe/Paris`)."""
+    text = as_str(value)
+    try:
+        ZoneInfo(text)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{text!r} is not an IANA time zone (e.g. UTC, Europe/Paris)") from None
+    return text
+
+
+@dataclass(frozen=True)
+class ReplaySchedule:
+    """`replay.schedule`: when replays start (`rankmon replay --once` ignores it)."""
+
+    interval: Duration | None = setting(
+        None, read=as_positive_duration, doc="a replay every interval (or cron, not both)"
+    )
+    cron: str | None = setting(None, read=as_cron, doc="a crontab expression (or interval)")
+    timezone: str = setting("UTC", read=as_timezone, doc="the cron expression's time zone")
+    misfire_grace: Duration = setting(
+        parse_duration("1m"),
+        read=as_positive_duration,
+        doc="a replay that could not start on time still starts within this",
+    )
+
+    def problem(self) -> tuple[str, str] | None:
+        if self.interval is not None and self.cron is not None:
+            return "cron", "set interval or cron, not both"
+        return None
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """The `replay:` section."""
+
+    topics: Path = setting(
+        read=as_path, path="file", doc="the query texts: TSV, JSON lines or TREC topics"
+    )
+    depth: int = setting(100, read=as_int(1, 10_000), doc="documents asked for per query")
+    ranker: RankerSettings = subsection(RankerSettings, doc="the ranker's HTTP API")
+    segment: tuple[tuple[str, str], ...] = setting(
+        (), read=as_str_map, write=dict, doc="segment labels every event carries"
+    )
+    segment_from: tuple[tuple[str, str], ...] = setting(
+        (),
+        read=as_str_map,
+        write=dict,
+        doc="labels read from the answer: header:NAME or field:PATH",
+    )
+    schedule: ReplaySchedule = subsection(ReplaySchedule, doc="when replays start")
+    metrics_port: int = setting(
+        0, read=as_int(0, 65535), doc="the replayer's own /metrics while scheduled (0: off)"
+    )
+
+    def problem(self) -> tuple[str, str] | None:
+        for label, source in self.segment_from:
+            kind, _, name = source.partition(":")
+            if kind not in ("header", "field") or not name:
+                return (
+                    "segment_from",
+                    f"{label}: expected header:NAME or field:PATH, got {source!r}",
+                )
+        shared = {label for label, _ in self.segment} & {label for label, _ in self.segment_from}
+        if shared:
+            return "segment_from", f"{sorted(shared)} also set in segment"
+        return None

@@ -1,0 +1,219 @@
+"""`rankmon replay` asks a real HTTP ranker (the demo's synthetic ranker, served on loopback):
+each query ends in exactly one outcome, faults included, and the whole replay accounts for
+every query in its records and its end markers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from monitor.declare import read_settings
+from monitor.demo.broker import free_port
+from monitor.demo.http_ranker import RankerServer, topic_text, write_topics
+from monitor.demo.ranker import ModelVersion
+from monitor.demo.synthetic import SyntheticCorpus, generate_corpus
+from monitor.errors import InputError
+from monitor.replay.ranker import RankerClient, fill, walk
+from monitor.replay.runner import RateLimit, ReplayReport, run_replay, write_run
+from monitor.replay.settings import RankerSettings
+from monitor.replay.topics import Query, check_against, read_topics
+from monitor.sections import ConfigSection
+from monitor.trec.runfile import read_run
+
+CORPUS = generate_corpus(7, queries=24, judged_per_query=8, unjudged_per_query=8)
+
+
+def ranker_settings(url: str, **keys: object) -> RankerSettings:
+    section = ConfigSection({"url": url, **keys}, "replay.ranker", {})
+    return read_settings(RankerSettings, section)
+
+
+@pytest.fixture
+def server() -> Iterator[RankerServer]:
+    slow, failing = {CORPUS.query_ids[1]}, {CORPUS.query_ids[2]}
+    version = ModelVersion("v42", 1.0)
+    with RankerServer(CORPUS, version, slow=slow, slow_s=4.0, failing=failing) as running:
+        yield running
+
+
+def queries(corpus: SyntheticCorpus = CORPUS) -> list[Query]:
+    return [Query(q, topic_text(q)) for q in corpus.query_ids]
+
+
+class MemoryPublisher:
+    """Records what a replay publishes, on `partitions` partitions by key hash."""
+
+    def __init__(self, partitions: int = 3) -> None:
+        self.partitions = partitions
+        self.records: list[tuple[int, bytes, bytes]] = []
+        self.ends: list[tuple[int, dict[str, object]]] = []
+
+    def send(self, key: bytes, value: bytes) -> None:
+        self.records.append((sum(key) % self.partitions, key, value))
+
+    def end(self, marker: Callable[[int], tuple[bytes, bytes]]) -> None:
+        counts = Counter(partition for partition, _, _ in self.records)
+        for partition in range(self.partitions):
+            _, value = marker(counts[partition])
+            self.ends.append((partition, orjson.loads(value)["replay"]))
+
+
+def test_a_replay_ends_every_query_in_one_outcome_and_its_markers_count_every_record(
+    server: RankerServer,
+) -> None:
+    settings = ranker_settings(server.url, timeout="1s", retries=1, backoff="10ms", concurrency=4)
+    client = RankerClient(settings, 10, (("model", "header:X-Model-Version"),))
+    publisher = MemoryPublisher()
+    try:
+        report = run_replay(
+            queries(), client, publisher, replay_id="r1", segment={"team": "search"}, concurrency=4
+        )
+    finally:
+        client.close()
+    assert report.queries == len(CORPUS.query_ids) == len(publisher.records)
+    assert report.outcomes == {"ranked": 22, "timeout": 1, "error": 1}
+    assert report.reasons == {"timeout": 1, "http_500": 1}
+    events = [orjson.loads(value) for _, _, value in publisher.records]
+    assert sorted(e["query_id"] for e in events) == sorted(CORPUS.query_ids)
+    assert {e["event_id"] for e in events} == {f"r1/{q}" for q in CORPUS.query_ids}
+    ranked = [e for e in events if "ranking" in e]
+    assert all(len(e["ranking"]) == 10 and e["replay"] == {"id": "r1"} for e in ranked)
+    assert all(e["segment"] == {"team": "search", "model": "v42"} for e in ranked)
+    failed = {e["query_id"]: e["replay"] for e in events if "ranking" not in e}
+    assert failed == {
+        CORPUS.query_ids[1]: {"id": "r1", "outcome": "timeout", "reason": "timeout"},
+        CORPUS.query_ids[2]: {"id": "r1", "outcome": "error", "reason": "http_500"},
+    }
+    # the retried queries were asked twice; every other query once
+    assert server.requests == len(CORPUS.query_ids) + 2
+    assert sum(end["events"] for _, end in publisher.ends) == len(publisher.records)  # type: ignore[misc]
+    assert all(end["queries"] == 24 and end["end"] is True for _, end in publisher.ends)
+
+
+def test_a_ranker_that_is_down_gives_connection_errors_not_an_exception() -> None:
+    settings = ranker_settings(
+        f"http://127.0.0.1:{free_port()}/search", retries=2, backoff="1ms", timeout="1s"
+    )
+    waits: list[float] = []
+    client = RankerClient(settings, 10, sleep=waits.append)
+    answer = client.ask(queries()[0])
+    assert (answer.outcome, answer.reason, answer.attempts) == ("error", "connection", 3)
+    assert waits == [0.001, 0.002]  # the backoff doubles
+
+
+def test_the_run_file_of_a_replay_is_read_by_rankmon_eval_in_the_rankers_order(
+    server: RankerServer, tmp_path: Path
+) -> None:
+    client = RankerClient(ranker_settings(server.url, timeout="1s", retries=0), 20)
+    report = run_replay(
+        queries(), client, MemoryPublisher(), replay_id="r2", segment={}, concurrency=2
+    )
+    client.close()
+    path = tmp_path / "replay.run"
+    write_run(report, path)
+    run = read_run(path)
+    assert run.tag == "r2"
+    assert dict(run.rankings) == report.rankings
+    assert len(run.rankings) == 22
+
+
+def test_a_stop_ends_the_queries_not_yet_asked_as_cancelled() -> None:
+    stop = threading.Event()
+    publisher = MemoryPublisher()
+    with RankerServer(CORPUS, ModelVersion("v1", 1.0)) as server:  # no planted faults
+        report = _stopped_replay(server, stop, publisher)
+    assert report.outcomes["ranked"] >= 1
+    assert report.reasons == {"cancelled": report.queries - report.outcomes["ranked"]}
+    assert len(publisher.records) == report.queries  # every query still has its record
+
+
+def _stopped_replay(
+    server: RankerServer, stop: threading.Event, publisher: MemoryPublisher
+) -> ReplayReport:
+    client = RankerClient(ranker_settings(server.url, timeout="5s"), 10)
+
+    def stop_after_the_first(query: Query, answer: object) -> None:
+        stop.set()
+
+    report = run_replay(
+        queries(),
+        client,
+        publisher,
+        replay_id="r3",
+        segment={},
+        concurrency=1,
+        stop=stop,
+        on_answer=stop_after_the_first,
+    )
+    client.close()
+    return report
+
+
+def test_the_rate_limit_spaces_requests_evenly_across_threads() -> None:
+    now = [100.0]
+    waits: list[float] = []
+
+    class Stop(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            waits.append(round(timeout or 0.0, 9))
+            return False
+
+    limit = RateLimit(4.0, monotonic=lambda: now[0])
+    for _ in range(4):
+        limit.acquire(Stop())
+    assert waits == [0.25, 0.5, 0.75]  # the first goes at once, then one every 1/rate
+
+
+@pytest.mark.parametrize(
+    ("preset", "answer", "ids"),
+    [
+        ("json", {"hits": [{"id": "a", "score": 2}, {"id": "b", "score": 1}]}, ["a", "b"]),
+        ("elasticsearch", {"hits": {"hits": [{"_id": "a"}, {"_id": 7}]}}, ["a", 7]),
+        ("solr", {"response": {"docs": [{"id": "a"}, {"id": "b"}]}}, ["a", "b"]),
+    ],
+)
+def test_each_preset_finds_the_ids_where_its_api_puts_them(
+    preset: str, answer: dict[str, object], ids: list[object]
+) -> None:
+    settings = ranker_settings("http://r/x", preset=preset)
+    assert walk(answer, settings.preset_of.ids) == ids
+    assert walk({"other": 1}, settings.preset_of.ids) is None
+
+
+def test_a_template_takes_the_query_text_the_depth_and_a_topics_own_fields() -> None:
+    query = Query("q1", "red shoes", {"market": "de", "filters": ["in_stock"]})
+    template = {"q": "{query}", "size": "{depth}", "m": "{market}", "f": "{filters}", "n": 3}
+    assert fill(template, query, 50) == {
+        "q": "red shoes",
+        "size": 50,
+        "m": "de",
+        "f": ["in_stock"],
+        "n": 3,
+    }
+    assert json.loads(json.dumps(fill(["{query} x"], query, 1))) == ["red shoes x"]
+
+
+def test_topics_are_read_in_each_format_and_must_match_the_evaluation_set(tmp_path: Path) -> None:
+    tsv = write_topics(CORPUS, tmp_path / "topics.tsv")
+    assert list(read_topics(tsv)) == list(CORPUS.query_ids)
+    jsonl = tmp_path / "topics.jsonl"
+    jsonl.write_text('{"query_id": "q1", "text": "red shoes", "market": "de"}\n')
+    assert read_topics(jsonl)["q1"] == Query("q1", "red shoes", {"market": "de"})
+    trec = tmp_path / "topics.trec"
+    trec.write_text("<top>\n<num> Number: 301\n<title> International Organized Crime\n</top>\n")
+    assert read_topics(trec)["301"].text == "International Organized Crime"
+    check_against(read_topics(tsv), CORPUS.query_ids, tsv)
+    with pytest.raises(InputError, match=r"1 evaluation-set queries have no text \(q9999\)"):
+        check_against(read_topics(tsv), [*CORPUS.query_ids, "q9999"], tsv)
+    with pytest.raises(InputError, match=r"1 texts have no judgments"):
+        check_against(read_topics(tsv), CORPUS.query_ids[1:], tsv)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("q1 no tab here\n")
+    with pytest.raises(InputError, match=r"bad.tsv:1: expected qid<TAB>text"):
+        read_topics(bad)
