@@ -1,0 +1,188 @@
+"""`rankmon replay` against a real HTTP ranker (the demo's synthetic ranker on loopback), the
+real broker and the real service: a replay's rankings are scored exactly as `rankmon eval`
+scores the run file it writes, its failed queries and end markers are counted and never
+dead-lettered, and on a schedule it replays again and again until SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+import orjson
+import pytest
+
+from monitor.checkpoint.share import WindowShare
+from monitor.checkpoint.share_reader import read_shares
+from monitor.config.loader import load_config
+from monitor.demo.broker import EmbeddedBroker, free_port
+from monitor.demo.http_ranker import RankerServer, write_topics
+from monitor.demo.ranker import ModelVersion
+from monitor.demo.synthetic import generate_corpus
+from monitor.service import Monitor
+from tests.support.realparts import monitor_thread, write_service_config
+from tests.support.recovery_support import read_topic
+
+pytestmark = [pytest.mark.broker, pytest.mark.slow]
+
+RANKMON = [sys.executable, "-m", "monitor.cli"]
+CORPUS = generate_corpus(11, queries=30, judged_per_query=10, unjudged_per_query=10)
+SLOW, FAILING = CORPUS.query_ids[1], CORPUS.query_ids[2]
+WINDOW_S = 10
+
+
+def replay_config(
+    directory: Path, broker: EmbeddedBroker, topic: str, ranker_url: str, extra: str = ""
+) -> Path:
+    config = write_service_config(directory, broker, topic, CORPUS.judgments)
+    text = config.read_text().replace("idle_timeout: 1h", "idle_timeout: 2s")
+    write_topics(CORPUS, directory / "topics.tsv")
+    text += f"""
+replay:
+  topics: topics.tsv
+  depth: 20
+  ranker: {{url: "{ranker_url}", timeout: 1s, retries: 0, concurrency: 4}}
+  segment: {{model: v1}}
+{extra}"""
+    config.write_text(text)
+    return config
+
+
+def wait_for_a_window_start() -> None:
+    """Until just after a window boundary, so one replay (a few seconds) fits one window."""
+    into = time.time() % WINDOW_S
+    if into > 0.5:
+        time.sleep(WINDOW_S - into + 0.3)
+
+
+def test_a_replay_is_scored_exactly_as_rankmon_eval_scores_its_run_file(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(2)
+    ranker = RankerServer(
+        CORPUS, ModelVersion("v1", 0.8), slow={SLOW}, slow_s=5.0, failing={FAILING}
+    )
+    with ranker:
+        config = replay_config(tmp_path, tansu, topic, ranker.url)
+        run_file = tmp_path / "replay.run"
+        with monitor_thread(Monitor(load_config(config, environ={}))) as monitor:
+            wait_for_a_window_start()
+            done = subprocess.run(
+                [
+                    *RANKMON,
+                    "replay",
+                    "--config",
+                    str(config),
+                    "--once",
+                    "--run-file",
+                    str(run_file),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+            assert re.search(r"replay r\S+: partial, 30 queries in", done.stdout), done.stdout
+            share = wait_for_the_share(tansu.bootstrap_servers, topic)
+            outcomes = monitor.snapshot().outcomes
+    assert share.summary.queries == 28 and share.summary.events == 28
+    assert share.summary.segment == (("model", "v1"),)
+    # Every query the ranker answered, scored as `rankmon eval` scores the run file.
+    evaluated = subprocess.run(
+        [*RANKMON, "eval", "-q", "-m", "ndcg_cut.10", "-m", "P.10", "--format", "json",
+         str(tmp_path / "qrels.txt"), str(run_file)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    per_query = json.loads(evaluated.stdout)["per_query"]
+    assert set(per_query) == set(share.summary.query_means)
+    assert SLOW not in per_query and FAILING not in per_query
+    for query, values in per_query.items():
+        streamed = share.summary.query_means[query]
+        assert streamed["ndcg@10:linear"] == values["ndcg_cut_10"], query
+        assert streamed["precision@10"] == values["P_10"], query
+    # The two failed queries and the two partitions' end markers are notices, counted and
+    # never dead-lettered; the rest was accepted.
+    assert outcomes.get("replay_notice") == 4
+    assert outcomes.get("accepted") == 28
+    assert read_topic(tansu.bootstrap_servers, topic + ".dlq", timeout_s=2.0) == []
+
+
+def wait_for_the_share(bootstrap: str, topic: str, timeout_s: float = 60.0) -> WindowShare:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        shares = [
+            record
+            for record in read_shares(bootstrap_servers=bootstrap, topic=topic + ".windows")
+            if isinstance(record, WindowShare)
+        ]
+        if shares:
+            assert len(shares) == 1, "the replay straddled two windows"
+            return shares[0]
+        time.sleep(0.5)
+    raise AssertionError("no window share was published")
+
+
+def test_scheduled_replays_repeat_export_their_metrics_and_stop_on_sigterm(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(2)
+    port = free_port()
+    with RankerServer(CORPUS, ModelVersion("v1", 0.8)) as ranker:
+        schedule = f"  schedule: {{interval: 2s}}\n  metrics_port: {port}\n"
+        config = replay_config(tmp_path, tansu, topic, ranker.url, schedule)
+        with subprocess.Popen(
+            [*RANKMON, "replay", "--config", str(config)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        ) as process:
+            metrics = wait_for_replays(port, process, replays=2)
+            process.send_signal(signal.SIGTERM)
+            _, errors = process.communicate(timeout=60)
+    assert process.returncode == 0, errors
+    assert 'rankmon_replay_queries_total{outcome="ranked"}' in metrics
+    assert "rankmon_replay_ranker_latency_seconds_bucket" in metrics
+    markers = [
+        orjson.loads(r.value)["replay"]
+        for r in read_topic(tansu.bootstrap_servers, topic)
+        if b'"end":true' in r.value
+    ]
+    events = Counter(
+        orjson.loads(r.value)["replay"]["id"]
+        for r in read_topic(tansu.bootstrap_servers, topic)
+        if b'"end":true' not in r.value
+    )
+    replays = {m["id"] for m in markers}
+    assert len(replays) >= 2
+    for replay in replays:  # every replay ended, on both partitions, accounting for each event
+        ends = [m for m in markers if m["id"] == replay]
+        assert len(ends) == 2
+        assert sum(m["events"] for m in ends) == events[replay] == 30
+
+
+def wait_for_replays(port: int, process: subprocess.Popen[str], replays: int) -> str:
+    deadline = time.monotonic() + 60
+    text = ""
+    while time.monotonic() < deadline:
+        assert process.poll() is None, process.communicate()[1]
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+                text = str(page.read().decode())
+        except OSError:
+            time.sleep(0.3)
+            continue
+        done = re.search(r'rankmon_replays_total\{result="complete"\} (\d+)', text)
+        if done and float(done[1]) >= replays:
+            return text
+        time.sleep(0.3)
+    raise AssertionError(f"fewer than {replays} replays in 60 s:\n{text}")
