@@ -114,7 +114,13 @@ def test_kubernetes_manifests_pass_kubernetes_validate_strictly() -> None:
     for kind, document in manifests(KUBERNETES).items():
         kubernetes_validate.validate(document, "1.37.0", strict=True)
         checked.append(kind)
-    assert sorted(checked) == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]
+    assert sorted(checked) == [
+        "ConfigMap",
+        "CronJob",
+        "Deployment",
+        "PodDisruptionBudget",
+        "Service",
+    ]
 
 
 def test_only_the_prometheus_operator_folder_needs_its_custom_resource_definitions() -> None:
@@ -158,6 +164,22 @@ def test_service_and_pod_monitor_select_the_deployments_pods_and_port() -> None:
     assert labels[monitor["jobLabel"]] == "rankmon"
 
 
+def test_the_replay_cronjob_mounts_the_config_and_topics_the_configs_replay_section_names() -> None:
+    found = manifests()
+    cron = found["CronJob"]["spec"]
+    assert cron["concurrencyPolicy"] == "Forbid"  # never two replays at once
+    pod = cron["jobTemplate"]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["args"][0] == "replay" and "--once" in container["args"]
+    config_path = Path(container["args"][container["args"].index("--config") + 1])
+    mounts = {Path(m["mountPath"]): m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v["configMap"]["name"] for v in pod["volumes"]}
+    assert volumes[mounts[config_path.parent]] == found["ConfigMap"]["metadata"]["name"]
+    replay = yaml.safe_load(found["ConfigMap"]["data"]["config.yaml"])["replay"]
+    assert volumes[mounts[Path(replay["topics"]).parent]] == "rankmon-evaluation-set"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+
+
 def test_the_deployment_mounts_the_config_where_its_arguments_point() -> None:
     pod = manifests()["Deployment"]["spec"]["template"]["spec"]
     container = pod["containers"][0]
@@ -181,6 +203,7 @@ def test_deployed_rankmon_configs_pass_check_config(
         # the evaluation set is mounted in the pod; here, the compose example's stands in
         qrels = str(DEPLOY / "rankmon" / "qrels.txt")
         monkeypatch.setenv("RANKMON_EVALUATION_SET__PATH", qrels)
+        monkeypatch.setenv("RANKMON_REPLAY__TOPICS", str(DEPLOY / "rankmon" / "topics.tsv"))
     assert main(["check-config", str(path)]) == 0, capsys.readouterr().err
 
 
