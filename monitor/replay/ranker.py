@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+import orjson
+
 from monitor import __version__
 from monitor.replay.settings import Preset, RankerSettings
 from monitor.replay.topics import Query
@@ -163,7 +165,7 @@ class RankerClient:
         target = self._path + (f"?{query_string}" if query_string else "")
         if self.preset.method == "GET":
             return "GET", target, None
-        body = json.dumps(fill(self._body or {}, query, self.depth)).encode()
+        body = orjson.dumps(fill(self._body or {}, query, self.depth))
         return "POST", target, body
 
     def _connection(self) -> http.client.HTTPConnection:
@@ -213,8 +215,8 @@ class RankerClient:
         if not 200 <= status < 300:
             raise _FailedError("error", f"http_{status}", retry=status in _RETRIED_STATUS)
         try:
-            parsed = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            parsed = orjson.loads(data)
+        except orjson.JSONDecodeError:
             raise _FailedError("error", "bad_json", retry=False) from None
         found = walk(parsed, self.preset.ids)
         if found is None:
