@@ -92,14 +92,15 @@ class Checkpoint:
         self._read_through.update((r.partition, r.offset + 1) for r in records)
         self._step("after-intake")
 
-    def finalize(self, quiet_ms: int | None) -> list[WindowSummary]:
+    def finalize(self, quiet_ms: int | None, floor_ms: int | None = None) -> list[WindowSummary]:
         """Steps 1 to 3: fence, finalize (on processing time `quiet_ms` when the stream is
-        quiet), publish. Returns the finalized summaries, published or still held."""
+        quiet; up to `floor_ms` when every owned partition ended a replay), publish. Returns
+        the finalized summaries, published or still held."""
         fence = self._windows.safe_offsets()  # before finalize: committing it passes nothing
         through = self._read_through
         finalized = [
             WindowShare(summary, parts, {p: through[p] for p in parts if p in through})
-            for summary, parts in self._windows.finalize_with_partitions(quiet_ms)
+            for summary, parts in self._windows.finalize_with_partitions(quiet_ms, floor_ms)
         ]
         self._publisher.add(finalized, fence)
         compared = True

@@ -197,11 +197,26 @@ def config_from_tree(
     )
     replay = root.section("replay")
     if root.has("replay"):
-        config = dataclasses.replace(
-            config, replay=read_settings(ReplayConfig, replay, environ=environ)
-        )
+        settings = read_settings(ReplayConfig, replay, environ=environ)
+        _check_replay_period(settings, windows, replay)
+        config = dataclasses.replace(config, replay=settings)
     root.finish()
     return config
+
+
+def _check_replay_period(
+    replay: ReplayConfig, windows: WindowsConfig, section: ConfigSection
+) -> None:
+    """A replay's records carry its start as event time, and its windows close once it
+    ended (`monitor.windows.replay_ends`): the next replay must start in a later window, or
+    its records would arrive behind the watermark, late."""
+    interval = replay.schedule.interval
+    if interval is not None and interval.ms < windows.size.ms:
+        raise section.section("schedule").error(
+            "interval",
+            f"{interval.text} is shorter than windows.size ({windows.size.text}): each replay "
+            "must start in a window of its own (raise the interval or lower windows.size)",
+        )
 
 
 def _read_export(section: ConfigSection) -> tuple[ExportConfig, ExplainConfig]:

@@ -18,9 +18,10 @@ from typing import Protocol
 import orjson
 
 from monitor.ingest.intake import Taken
-from monitor.ingest.schema import Outcome
+from monitor.ingest.schema import Outcome, Reason
 from monitor.kafka.consumer import SourceRecord
 from monitor.windows.engine import EventWindows, ScoredEvents
+from monitor.windows.replay_ends import ReplayEnds
 from monitor.windows.samples import RankingSamples
 from monitor.windows.scored import Admission
 
@@ -50,11 +51,13 @@ class Handoff:
         rejects: RejectSink,
         counter: OutcomeCounter,
         samples: RankingSamples | None = None,
+        replay_ends: ReplayEnds | None = None,
     ) -> None:
         self.windows = windows
         self.rejects = rejects
         self.counter = counter
         self.samples = samples  # one ranking per query, segment and pane (explanations)
+        self.replay_ends = replay_ends  # the end-of-replay markers read
 
     def deliver(self, taken: Taken) -> None:
         """Every record of the poll to its one outcome (the module docstring)."""
@@ -62,10 +65,21 @@ class Handoff:
             record, outcome = rejected.record, rejected.outcome.value
             if rejected.outcome is not Outcome.REPLAY_NOTICE:  # a notice is no bad input
                 self.rejects.reject(record, outcome, rejected.reason, rejected.detail)
+            elif rejected.reason == Reason.END_OF_REPLAY.value:
+                self._replay_ended(record)
             self.counter.count_outcome(outcome, rejected.reason)
             self.windows.record_consumed(record.partition, record.offset)
         if taken.scored is not None:
             self._admit(taken.scored, taken.records)
+
+    def _replay_ended(self, record: SourceRecord) -> None:
+        """Note an end-of-replay marker (the decoder checked its `replay.id`)."""
+        if self.replay_ends is None:
+            return
+        replay = orjson.loads(record.value or b"{}")["replay"]
+        started = replay.get("started")
+        if type(started) is int:
+            self.replay_ends.add(replay["id"], record.partition, started)
 
     def _admit(self, scored: ScoredEvents, records: Sequence[SourceRecord]) -> None:
         """Hand the scored events to the windows; send on and count what they turn away."""

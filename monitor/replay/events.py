@@ -2,7 +2,8 @@
 
 - A ranked query: a ranking event (schema version 1) whose `event_id` is
   `<replay_id>/<query_id>` (a replay re-sent after a crash is deduplicated, never counted
-  twice) and whose `replay` object holds `id`.
+  twice), whose `event_time` is the replay's start (every record of a replay is in the same
+  windows, however long it takes) and whose `replay` object holds `id`.
 - A failed query: the same `event_id`, `query_id` and `segment`, no `ranking`, and `replay`
   holding `id`, `outcome` (`error` or `timeout`) and `reason`.
 - The end of a replay: on every partition of the topic, `replay` holding `id`, `end: true`,
@@ -11,7 +12,9 @@
 
 Failed queries and end markers carry no `ranking`: the monitor counts them as
 `outcome="replay_notice"`, never as invalid input, and the failed queries show as the
-window's missing coverage.
+window's missing coverage. The markers are sent after every other record of the replay was
+stored, so a partition's marker is behind all of the replay on it: once the monitor has read
+the marker on each partition it owns, it closes the replay's windows at its next tick.
 """
 
 from __future__ import annotations

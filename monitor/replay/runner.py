@@ -120,7 +120,9 @@ def run_replay(
         futures = {pool.submit(ask, query): query for query in queries}
         for future in as_completed(futures):
             query, answer = futures[future], future.result()
-            publisher.send(*query_event(replay_id, query, answer, segment, now_ms()))
+            # Every record of a replay carries its start as event time: the replay is one
+            # measurement, in one window, however long it takes (monitor.windows.replay_ends).
+            publisher.send(*query_event(replay_id, query, answer, segment, report.started_ms))
             report.outcomes[answer.outcome] += 1
             if answer.outcome != "ranked":
                 report.reasons[answer.reason] += 1

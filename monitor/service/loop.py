@@ -23,7 +23,8 @@ A tick, in this order (docs/recovery.md, "The rules"; the commit protocol's own 
 Step 1 also closes windows on processing time when the stream is quiet: every owned partition
 idle for `windows.idle_timeout`, the broker answering and nothing left to fetch
 (`monitor.windows.watermark`), so a scheduled replay's last window does not wait for the next
-replay.
+replay. A replay of `rankmon replay` closes sooner: once every owned partition delivered its
+end marker, the windows holding it close at the next tick (`monitor.windows.replay_ends`).
 
 If step 2 fails (broker down, group moved on, a flush not acknowledged) nothing is committed;
 the shares stay held, those already handed to the producer too, until a publish acknowledges
@@ -354,7 +355,8 @@ class Monitor:
         """Finalize, publish, export, alert, commit (see the module docstring)."""
         self._maybe_reload()
         quiet = self.clock.now_ms() if self._stream_quiet() else None
-        summaries = self.checkpoint.finalize(quiet)
+        ends = self.handoff.replay_ends
+        summaries = self.checkpoint.finalize(quiet, ends.floor(self._owned) if ends else None)
         self._forget_unused_scorers()
         now, elapsed = self.clock.now_ms(), self._elapsed_ms()
         for summary in summaries:

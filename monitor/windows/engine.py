@@ -417,21 +417,23 @@ class EventWindows:
 
     # -- the scheduler tick -------------------------------------------------------------
 
-    def finalize(self, quiet_now_ms: int | None = None) -> list[WindowSummary]:
+    def finalize(
+        self, quiet_now_ms: int | None = None, floor_ms: int | None = None
+    ) -> list[WindowSummary]:
         """Close every window the watermark has passed: its summaries, oldest first.
 
         Refreshes the watermark first (idle partitions; with `quiet_now_ms`, a quiet stream
         follows processing time: `monitor.windows.watermark`). Summaries of windows marked published
         are not produced again. After publishing what this returns, commit `safe_offsets()`.
         """
-        return [summary for summary, _ in self.finalize_with_partitions(quiet_now_ms)]
+        return [summary for summary, _ in self.finalize_with_partitions(quiet_now_ms, floor_ms)]
 
     def finalize_with_partitions(
-        self, quiet_now_ms: int | None = None
+        self, quiet_now_ms: int | None = None, floor_ms: int | None = None
     ) -> list[tuple[WindowSummary, frozenset[int]]]:
         """`finalize()`, with the partitions whose events each summary holds: for records
         that several instances publish for one window (see `mark_published`)."""
-        watermark = self._watermarks.refresh(quiet_now_ms)
+        watermark = self._watermarks.refresh(quiet_now_ms, floor_ms)
         by_start = {epoch.from_ms: epoch for epoch in self._epochs}
         closed = sorted(
             (start, epoch_from)

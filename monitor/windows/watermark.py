@@ -116,11 +116,13 @@ class Watermarks:
                 floor = min(floor, progress.max_event_ms - lateness)
         return floor
 
-    def refresh(self, quiet_now_ms: int | None = None) -> int:
+    def refresh(self, quiet_now_ms: int | None = None, floor_ms: int | None = None) -> int:
         """Recompute the global watermark (idle partitions released) and return it.
 
         `quiet_now_ms`: the processing time, given when the stream is quiet (see the module
         docstring); with every partition idle the watermark then reaches `now - lateness`.
+        `floor_ms`: an event time the consumer knows it has read everything before (the
+        end of a replay's windows, `monitor.windows.replay_ends`); the watermark reaches it.
         """
         now = self._clock.monotonic()
         lateness = self.allowed_lateness_ms
@@ -138,5 +140,7 @@ class Watermarks:
             candidate = max(seen) - lateness if seen else NO_WATERMARK
             if quiet_now_ms is not None and seen:
                 candidate = max(candidate, quiet_now_ms - lateness)
+        if floor_ms is not None:
+            candidate = max(candidate, floor_ms)
         self.global_ms = max(self.global_ms, candidate)
         return self.global_ms

@@ -561,6 +561,11 @@ def test_a_replay_section_is_read_checked_and_rendered_back(tmp_path: Path) -> N
             "replay.segment",
             "expected a string",
         ),
+        (  # windows.size is 5m by default: two replays would share a window
+            {"topics": "topics.tsv", "ranker": {"url": "http://r"}, "schedule": {"interval": "1m"}},
+            "replay.schedule.interval",
+            "shorter than windows.size",
+        ),
     ],
 )
 def test_each_replay_mistake_names_its_key(

@@ -1,0 +1,156 @@
+"""A replay is judged as one unit: once every owned partition delivered its end marker, the
+windows holding the replay close at the next tick, without waiting for the idle timeout; a
+replay whose marker never comes waits for it as before.
+
+The monitor runs on fakes (two partitions, a fake clock); the records are what
+`monitor.replay.events` builds, so the replayer and the monitor agree on them here too.
+
+    windows 10s tumbling, lateness 1s, idle 1h (never reached), tick 1s
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from monitor.config.loader import Config, load_config
+from monitor.replay.events import end_marker, query_event
+from monitor.replay.ranker import Answer
+from monitor.replay.topics import Query
+from monitor.service import Monitor, MonitorIo
+from monitor.testing.clock import FakeClock
+from monitor.windows.replay_ends import MAX_OPEN_REPLAYS, ReplayEnds
+from monitor.windows.spec import WindowSpec
+from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic
+
+T0 = 1_767_225_600_000
+TOPIC = "events"
+CONFIG = f"""
+kafka: {{bootstrap_servers: ["127.0.0.1:1"], topic: {TOPIC}}}
+evaluation_set: {{path: qrels.txt, reload: {{watch: false}}}}
+windows: {{size: 10s, allowed_lateness: 1s, idle_timeout: 1h}}
+schedule: {{interval: 1s}}
+segments: {{keys: [model]}}
+export: {{host: 127.0.0.1, port: 0}}
+logging: {{level: WARNING}}
+"""
+QUERIES = ("q1", "q2", "q3", "q4")
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    lines = [f"{q} 0 d1 2\n{q} 0 d2 1\n" for q in QUERIES]
+    (tmp_path / "qrels.txt").write_text("".join(lines))
+    path = tmp_path / "rankmon.yaml"
+    path.write_text(CONFIG)
+    return load_config(path, environ={})
+
+
+class Replays:
+    """A monitor on fakes owning partitions 0 and 1, fed what a replayer publishes."""
+
+    def __init__(self, config: Config) -> None:
+        self.clock = FakeClock(T0)
+        self.stream = FakeStream(TOPIC, partitions=(0, 1))
+        self.producer = FakeProducer()
+        self.monitor = Monitor(
+            config,
+            io=MonitorIo(
+                clock=self.clock,
+                source=self.stream,
+                producer=self.producer,
+                windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
+            ),
+        )
+
+    def replay(self, replay_id: str, started_ms: int, *, ends: tuple[int, ...] = (0, 1)) -> None:
+        """One replay's records (partition by query), then its markers on `ends`."""
+        counts = {0: 0, 1: 0}
+        for n, query in enumerate(QUERIES):
+            answer = Answer("ranked", ("d1", "d2") if n % 2 else ("d2", "d1"))
+            _, value = query_event(
+                replay_id, Query(query, query), answer, {"model": "v1"}, started_ms
+            )
+            partition = n % 2
+            counts[partition] += 1
+            self.stream.append(partition, value, started_ms + 2_000)
+        for partition in ends:
+            _, value = end_marker(
+                replay_id,
+                events=counts[partition],
+                queries=len(QUERIES),
+                outcomes={"ranked": len(QUERIES)},
+                started_ms=started_ms,
+                ended_ms=started_ms + 2_500,
+            )
+            self.stream.append(partition, value, started_ms + 2_500)
+
+    def run_for(self, ms: int, step_ms: int = 100) -> None:
+        for _ in range(ms // step_ms):
+            self.monitor.step()
+            self.clock.advance(step_ms)
+
+    def published(self) -> list[tuple[int, int, dict[str, float]]]:
+        return [
+            (s.summary.start_ms, s.summary.queries, dict(s.summary.means))
+            for s in self.producer.shares(f"{TOPIC}.windows")
+        ]
+
+
+@pytest.fixture
+def replays(config: Config) -> Iterator[Replays]:
+    running = Replays(config)
+    yield running
+    running.monitor.close()
+
+
+def test_a_replay_closes_its_window_at_the_first_tick_after_its_last_marker(
+    replays: Replays,
+) -> None:
+    started = T0 + 3_000  # the window [T0, T0 + 10 s), long before its end
+    replays.clock.advance(4_000)
+    replays.replay("r1", started)
+    replays.run_for(1_100)  # one tick after the markers were read
+    [(start, queries, means)] = replays.published()
+    assert (start, queries) == (T0, len(QUERIES))
+    log3 = math.log2(3)
+    assert means["ndcg@10:linear"] == pytest.approx((1.0 + (1 + 2 / log3) / (2 + 1 / log3)) / 2)
+    assert replays.monitor.snapshot().outcomes.get("replay_notice") == 2
+    assert replays.producer.sent.get(f"{TOPIC}.dlq", []) == []
+
+
+def test_a_replay_without_all_its_markers_waits_and_the_next_one_closes_both(
+    replays: Replays,
+) -> None:
+    replays.clock.advance(4_000)
+    replays.replay("r1", T0 + 3_000, ends=(0,))  # killed before partition 1's marker
+    replays.run_for(3_000)
+    assert replays.published() == []  # the idle timeout (1 h) is far away
+    replays.clock.advance(20_000)
+    replays.replay("r2", T0 + 23_000)
+    replays.run_for(1_100)
+    assert [start for start, _, _ in replays.published()] == [T0, T0 + 20_000]
+
+
+def test_the_floor_needs_every_owned_partition_and_is_the_end_of_the_last_window_holding_it() -> (
+    None
+):
+    ends = ReplayEnds(WindowSpec(size_ms=10_000, hop_ms=5_000, allowed_lateness_ms=0))
+    ends.add("r1", 0, 12_000)
+    assert ends.floor(frozenset({0, 1})) is None
+    ends.add("r1", 1, 12_000)
+    assert ends.floor(frozenset({0, 1})) == 20_000  # windows [5, 15) and [10, 20) hold 12
+    assert ends.floor(frozenset({0, 1})) is None  # forgotten once used
+    ends.add("r2", 2, 40_000)
+    assert ends.floor(frozenset({2})) == 50_000  # another member owns only partition 2
+    assert ends.floor(frozenset()) is None
+
+
+def test_markers_of_replays_that_never_end_are_bounded() -> None:
+    ends = ReplayEnds(WindowSpec(size_ms=10_000, hop_ms=10_000, allowed_lateness_ms=0))
+    for n in range(MAX_OPEN_REPLAYS + 10):
+        ends.add(f"r{n}", 0, n * 10_000)
+    assert len(ends) == MAX_OPEN_REPLAYS
