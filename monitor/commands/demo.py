@@ -1,9 +1,11 @@
 """`rankmon demo [--duration S] [--seed N] [--port P] [--no-live]`: the whole loop locally.
 
-Starts the embedded broker, a synthetic ranker whose v1 degrades 20 s in, the monitor with
-10 s windows and `/metrics`, and shows a live view (or, with `--no-live`, one line per window
-and alert change). Ends after `--duration` seconds or on Ctrl-C (or SIGTERM), stopping every
-process and thread it started; exit 0.
+Starts the embedded broker, two synthetic rankers over HTTP (v1 degrades 20 s in), `rankmon
+replay` replaying the evaluation set through each every 10 s, the monitor with 10 s windows
+and `/metrics`, and shows a live view (or, with `--no-live`, one line per window and alert
+change); at the end it prints how long after v1's first bad replay ended the alert fired.
+Ends after `--duration` seconds or on Ctrl-C (or SIGTERM), stopping every process and thread
+it started; exit 0.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "demo",
         help="run the whole loop on this machine: broker, synthetic ranker, monitor, alerts",
         description=(
-            "Start an embedded Kafka-compatible broker, a synthetic ranker whose model v1 "
-            "degrades 20 s in while v2 does not, and the monitor with 10 s windows; show "
-            "nDCG@10 per model, events by outcome and alerts until --duration or Ctrl-C."
+            "Start an embedded Kafka-compatible broker, two synthetic rankers over HTTP "
+            "(model v1 degrades 20 s in, v2 does not), rankmon replay replaying the evaluation "
+            "set through each every 10 s, and the monitor with 10 s windows; show nDCG@10 per "
+            "model, events by outcome and alerts until --duration or Ctrl-C."
         ),
     )
     parser.add_argument(
@@ -81,6 +84,18 @@ def run(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     fired = sorted({f"{a.name} {a.segment}" for a in outcome.state.alerts if a.state == "firing"})
-    print(f"sent {outcome.events_sent} events; firing at the end: {', '.join(fired) or 'none'}")
+    replays = sum(len(done) for done in outcome.replays.values())
+    print(
+        f"{replays} replays, {outcome.events_sent} records; "
+        f"firing at the end: {', '.join(fired) or 'none'}"
+    )
+    bad, delay = outcome.first_bad_replay(), outcome.page_delay_ms()
+    if bad is not None and delay is not None:
+        start = outcome.start_ms
+        print(
+            f"v1's first replay after the drop ran +{(bad.started_ms - start) / 1000:.1f}s to "
+            f"+{(bad.ended_ms - start) / 1000:.1f}s; the alert fired {delay / 1000:.1f}s after "
+            "it ended (a tick is 2s)"
+        )
     sys.stdout.flush()
     return 0

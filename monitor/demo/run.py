@@ -1,9 +1,11 @@
 """`run_demo`: the whole loop on one machine, and everything it started stopped at the end.
 
 Order of start: the embedded broker (a Tansu child process on a free port) and its topics,
-the evaluation set written to a temporary qrels file, the monitor (its poll loop in a
-thread, `/metrics` on a free or given port), then the ranker (a thread producing events).
-The demo ends after `duration_s` or on Ctrl-C, and stops in the reverse order in `finally`
+the evaluation set written to a temporary qrels file (and its query texts to a topics file),
+the monitor (its poll loop in a thread, `/metrics` on a free or given port), then per model
+version a synthetic ranker served over HTTP (`http_ranker.py`) and a `rankmon replay`
+replayer (`monitor.replay.Replayer`) replaying the evaluation set through it every 10 s. The
+demo ends after `duration_s` or on Ctrl-C, and stops in the reverse order in `finally`
 blocks, so an error in one stage still stops the ones started before it.
 """
 
@@ -19,18 +21,21 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka import KafkaProducer
-
 from monitor.clock import Clock, SystemClock
+from monitor.declare import read_settings
 from monitor.demo.broker import EmbeddedBroker, free_port
+from monitor.demo.http_ranker import RankerServer, write_topics
 from monitor.demo.live_view import DemoState, LiveView
-from monitor.demo.ranker import SyntheticRanker, serve
 from monitor.demo.scenario import ALERT_FLOOR, ALERT_NAME, MEASURE, TOPIC, Scenario
 from monitor.demo.snapshot_view import demo_state
 from monitor.demo.synthetic import generate_corpus
 from monitor.demo.transcript import Transcript
 from monitor.errors import RankmonError
 from monitor.logs import fields
+from monitor.replay.replayer import Replayer
+from monitor.replay.runner import ReplayReport
+from monitor.replay.settings import ReplayConfig
+from monitor.sections import ConfigSection
 from monitor.service import Monitor, MonitorIo
 
 __all__ = ["DemoError", "DemoOptions", "DemoOutcome", "run_demo"]
@@ -54,16 +59,34 @@ class DemoOptions:
 
 @dataclass(frozen=True)
 class DemoOutcome:
-    """What the demo saw: its last state, every window and alert change, and its timeline.
-
-    Times are epoch milliseconds: the start, and the moment v1 degraded.
-    """
+    """What the demo saw: its last state, every window and alert change, its timeline, and
+    the replays (epoch milliseconds: the start, the moment v1 degraded)."""
 
     state: DemoState
     transcript: Transcript
     start_ms: int
     degrade_at_ms: int
-    events_sent: int
+    events_sent: int  # the replays' records (rankings, failures, end markers)
+    replays: dict[str, list[ReplayReport]] = field(default_factory=dict)  # model -> replays
+
+    def first_bad_replay(self) -> ReplayReport | None:
+        """v1's first replay that started after it degraded."""
+        return next(
+            (r for r in self.replays.get("v1", []) if r.started_ms >= self.degrade_at_ms), None
+        )
+
+    def page_delay_ms(self) -> int | None:
+        """From the end of v1's first bad replay to the demo seeing the alert fire."""
+        replay = self.first_bad_replay()
+        fired = next(
+            (
+                change.at_ms
+                for change in self.transcript.alert_changes
+                if change.name == ALERT_NAME and "v1" in change.segment and change.state == "firing"
+            ),
+            None,
+        )
+        return None if replay is None or fired is None else fired - replay.ended_ms
 
 
 def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> DemoOutcome:
@@ -77,22 +100,34 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rankmon-demo-")))
         corpus = generate_corpus(options.seed)
         qrels = corpus.write_qrels(workdir / "qrels.txt")
+        topics = write_topics(corpus, workdir / "topics.tsv")
         broker = stack.enter_context(_broker(scenario))
         port = options.metrics_port or free_port()
-        monitor = Monitor(
-            scenario.config(broker.bootstrap_servers, qrels, port), io=MonitorIo(clock=clock)
-        )
+        config = scenario.config(broker.bootstrap_servers, qrels, port)
+        monitor = Monitor(config, io=MonitorIo(clock=clock))
         stages = [stack.enter_context(_Stage("monitor", monitor.run))]
         start_ms = clock.now_ms()
         transcript.started_ms = start_ms
         versions = scenario.versions(start_ms)
-        ranker = SyntheticRanker(corpus, versions, seed=options.seed)
-        producing, sent = stack.enter_context(_ranker_thread(ranker, broker, scenario, clock))
-        stages.append(producing)
+        replayers: dict[str, Replayer] = {}
+        for n, version in enumerate(versions):
+            server = stack.enter_context(RankerServer(corpus, version, seed=options.seed + n))
+            replay = read_settings(
+                ReplayConfig,
+                ConfigSection(scenario.replay_tree(topics, server.url, version.name), "replay", {}),
+            )
+            replayer = Replayer(replay, config.kafka, qrels)
+            stack.callback(replayer.close)
+            replayers[version.name] = replayer
+            stages.append(
+                stack.enter_context(_Stage(f"replayer {version.name}", replayer.scheduled))
+            )
         intro = [
             f"broker at {broker.bootstrap_servers} (Tansu), topic {TOPIC}",
             f"metrics at {monitor.metrics_url}",
             f"page at {monitor.metrics_url.removesuffix('/metrics')}/ (why each window changed)",
+            f"rankers v1 and v2 over HTTP; rankmon replay sends them the {len(corpus.query_ids)} "
+            f"queries every {scenario.replay_every}",
             f"v1 degrades {scenario.degrade_after_s:g}s after start; alert {ALERT_NAME} fires "
             f"when a window's nDCG@10 is below {ALERT_FLOOR}; Ctrl-C ends the demo",
         ]
@@ -102,9 +137,12 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
             return demo_state(monitor.snapshot(), MEASURE, monitor.metrics_url, elapsed)
 
         last = _watch(state, transcript, options, clock, stages=stages, intro=intro, write=write)
-    # After the stack closed: the ranker thread has stopped, so its count is final.
+    # After the stack closed: the replayers have stopped, so their reports are final.
     degrade_at_ms = versions[0].degrade_at_ms or start_ms
-    return DemoOutcome(last, transcript, start_ms, degrade_at_ms, sent())
+    reports = {name: list(replayer.reports) for name, replayer in replayers.items()}
+    partitions = scenario.partitions
+    sent = sum(r.queries + partitions for done in reports.values() for r in done)
+    return DemoOutcome(last, transcript, start_ms, degrade_at_ms, sent, reports)
 
 
 def _watch(
@@ -198,23 +236,3 @@ class _Stage:
         self._thread.join(_JOIN_S)
         if self._thread.is_alive():
             _log.warning("demo stage did not stop in time", extra=fields(stage=self.name))
-
-
-@contextmanager
-def _ranker_thread(
-    ranker: SyntheticRanker, broker: EmbeddedBroker, scenario: Scenario, clock: Clock
-) -> Iterator[tuple[_Stage, Callable[[], int]]]:
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=20)
-    sent = [0]
-
-    def send(key: bytes, value: bytes) -> None:
-        producer.send(TOPIC, key=key, value=value)
-
-    def produce(stop: threading.Event) -> None:
-        sent[0] = serve(ranker, send, stop, rate=scenario.rate, clock=clock)
-
-    try:
-        with _Stage("ranker", produce) as stage:
-            yield stage, lambda: sent[0]
-    finally:
-        producer.close(timeout=5)

@@ -1,12 +1,16 @@
 """The demo's scenario: its timeline, its two model versions, its alert rule and its config.
 
-The timeline is short so that a first alert fires within about a minute of start:
+Each model version is a synthetic ranker served over HTTP; `rankmon replay` replays the
+evaluation set through each every 10 s (the first at start, then on multiples of 10 s, where
+the 10 s windows start). The timeline is short so that the alert fires within about half a
+minute of start:
 
 ```
-t = 0s     broker, monitor and ranker start; 10 s windows, 2 s lateness, a tick every 2 s
-t = 20s    v1 degrades (quality 0.8 -> 0.3: nDCG@10 about 0.82 -> 0.47); v2 stays at 0.6 (~0.72)
-t ≈ 32-44s the first window wholly after the drop closes (+10 s, +2 s lateness, + <= 2 s tick)
-           and ndcg10-floor (nDCG@10 < 0.6 for 1 window) fires for model=v1 only
+t = 0s      broker, monitor, the two rankers and their replayers start; a replay per model
+t = 20s     v1 degrades (quality 0.8 -> 0.3: nDCG@10 about 0.82 -> 0.47); v2 stays at 0.6 (~0.72)
+t = 20-30s  v1's first replay after the drop starts on the next 10 s boundary; its end markers
+            close its window at the next tick (<= 2 s), and ndcg10-floor (nDCG@10 < 0.6 for
+            1 window) fires for model=v1 only
 ```
 """
 
@@ -34,7 +38,8 @@ class Scenario:
     """What the demo runs: sizes, rates and the moment v1 degrades (seconds after start)."""
 
     seed: int = 42
-    rate: float = 100.0  # ranking events per second, both versions together
+    replay_every: str = "10s"  # each model's evaluation set replayed this often
+    depth: int = 20  # documents a replay asks each ranker for
     degrade_after_s: float = 20.0
     window: str = "10s"
     allowed_lateness: str = "2s"
@@ -48,6 +53,16 @@ class Scenario:
             ModelVersion("v1", quality=0.8, degraded_quality=0.3, degrade_at_ms=degrade_at_ms),
             ModelVersion("v2", quality=0.6),
         )
+
+    def replay_tree(self, topics: Path, ranker_url: str, model: str) -> dict[str, Any]:
+        """The `replay:` section of one model's replayer, as a user would write it."""
+        return {
+            "topics": str(topics),
+            "depth": self.depth,
+            "ranker": {"url": ranker_url, "preset": "json", "timeout": "5s", "concurrency": 8},
+            "segment": {"model": model},
+            "schedule": {"interval": self.replay_every},
+        }
 
     def config(self, bootstrap_servers: str, qrels: Path, metrics_port: int) -> Config:
         """The monitor's config: short windows, the demo's topic and one alert rule."""
@@ -70,7 +85,7 @@ class Scenario:
             "windows": {
                 "size": self.window,
                 "allowed_lateness": self.allowed_lateness,
-                "idle_timeout": "5s",
+                "idle_timeout": "5s",  # another replayer without end markers: 5 s after
             },
             "schedule": {"interval": self.tick},
             "segments": {"keys": ["model"]},

@@ -32,7 +32,8 @@ class ReplayMetrics:
         )
         self.missed = Counter(
             "rankmon_replay_missed",
-            "Scheduled replays that did not start within replay.schedule.misfire_grace.",
+            "Scheduled replays skipped: not started within replay.schedule.misfire_grace, or "
+            "the previous replay still running.",
             registry=registry,
         )
         self.last_success = Gauge(

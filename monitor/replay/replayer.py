@@ -1,7 +1,8 @@
 """`Replayer`: the replay loop of `rankmon replay`, once or on the `replay:` schedule.
 
 Scheduled, it is an APScheduler `BackgroundScheduler` with one job: an `interval` trigger
-(the first replay at start) or a `cron` trigger in `timezone`; `coalesce` (replays missed
+(the first replay at start, the next ones on multiples of the interval since the Unix epoch,
+where windows of that size start) or a `cron` trigger in `timezone`; `coalesce` (replays missed
 while one ran, or while the process was stopped, run once, not in a burst), `max_instances`
 1 (never two replays at once) and `misfire_grace_time` (a replay that could not start within
 it is skipped, logged and counted in `rankmon_replay_missed_total`). A stop (SIGTERM) lets the
@@ -13,9 +14,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import sys
 import threading
+import time
 import uuid
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,9 +44,17 @@ from monitor.replay.settings import ReplayConfig
 from monitor.replay.topics import Query, check_against, read_topics
 from monitor.scoring.evalset import load_evaluation_set
 
-__all__ = ["Replayer", "new_replay_id"]
+__all__ = ["Replayer", "aligned_start", "new_replay_id"]
 
 _log = logging.getLogger("monitor.replay")
+
+
+def aligned_start(interval_s: float, now_s: float | None = None) -> dt.datetime:
+    """The next multiple of the interval since the Unix epoch: interval replays after the
+    first (at start) begin there, as windows of that size do, so each replay (stamped with
+    its start) lands in a window of its own."""
+    now_s = time.time() if now_s is None else now_s
+    return dt.datetime.fromtimestamp(math.ceil(now_s / interval_s) * interval_s, dt.UTC)
 
 
 def new_replay_id(now: dt.datetime | None = None) -> str:
@@ -82,6 +94,7 @@ class Replayer:
         self.metrics = ReplayMetrics(self.registry)
         self.progress = progress
         self.stop = threading.Event()
+        self.reports: deque[ReplayReport] = deque(maxlen=100)  # the latest replays
         self._lock = threading.Lock()  # one replay at a time, whatever starts it
 
     def once(self, run_file: Path | None = None) -> ReplayReport:
@@ -102,6 +115,7 @@ class Replayer:
                     on_answer=advance,
                 )
             self.metrics.record(report)
+            self.reports.append(report)
             _log.info(report.line(), extra=fields(replay=report.replay_id, result=report.result))
             if run_file is not None:
                 write_run(report, run_file)
@@ -117,15 +131,19 @@ class Replayer:
         if self.settings.metrics_port:
             start_http_server(self.settings.metrics_port, registry=self.registry)
         trigger: Any
-        first: dt.datetime | None = None
+        scheduler = BackgroundScheduler(timezone=schedule.timezone)
+        scheduler.add_listener(self._missed, EVENT_JOB_MISSED)
         if schedule.cron is not None:
             trigger = CronTrigger.from_crontab(schedule.cron, timezone=schedule.timezone)
         else:
             assert schedule.interval is not None
-            trigger = IntervalTrigger(seconds=schedule.interval.seconds, timezone=schedule.timezone)
-            first = dt.datetime.now(dt.UTC)
-        scheduler = BackgroundScheduler(timezone=schedule.timezone)
-        scheduler.add_listener(self._missed, EVENT_JOB_MISSED)
+            trigger = IntervalTrigger(
+                seconds=schedule.interval.seconds,
+                start_date=aligned_start(schedule.interval.seconds),
+                timezone=schedule.timezone,
+            )
+            # The first replay at once; the schedule's own start stays on the aligned times.
+            scheduler.add_job(self._scheduled_once, "date", id="first replay")
         scheduler.add_job(
             self._scheduled_once,
             trigger,
@@ -133,7 +151,6 @@ class Replayer:
             coalesce=True,
             max_instances=1,
             misfire_grace_time=max(1, round(schedule.misfire_grace.seconds)),
-            next_run_time=first,
         )
         scheduler.start()
         _log.info("replay scheduled", extra=fields(trigger=str(trigger)))
@@ -151,6 +168,9 @@ class Replayer:
             close()
 
     def _scheduled_once(self) -> None:
+        if self._lock.locked():  # the first replay still runs: this one is skipped
+            self._skipped("the previous replay is still running")
+            return
         try:
             self.once()
         except Exception:  # one failed replay must not end the schedule; it is logged
@@ -158,11 +178,13 @@ class Replayer:
             self.metrics.replays.labels("failed").inc()
 
     def _missed(self, event: JobExecutionEvent) -> None:
-        self.metrics.missed.inc()
-        _log.warning(
-            "a scheduled replay was missed (not started within replay.schedule.misfire_grace)",
-            extra=fields(scheduled=str(event.scheduled_run_time)),
+        self._skipped(
+            "not started within replay.schedule.misfire_grace", str(event.scheduled_run_time)
         )
+
+    def _skipped(self, why: str, scheduled: str = "") -> None:
+        self.metrics.missed.inc()
+        _log.warning(f"a scheduled replay was skipped: {why}", extra=fields(scheduled=scheduled))
 
 
 class _progress_bar:  # noqa: N801 - used as a context manager, like a function
