@@ -374,6 +374,9 @@ def change_json(change: Change, rankings: list[tuple[str, RankingChange]]) -> di
                 "entered": list(rc.entered),
                 "left": list(rc.left),
                 "gain_change": list(rc.gain_change),
+                "rbo": rc.rbo,
+                "jaccard": rc.jaccard,
+                "cause": rc.cause,
             }
             for query, rc in rankings
         ],

@@ -1,5 +1,18 @@
 """What changed in one query's ranking: judged documents that entered or left the top k,
-and the discounted gain lost (or won) at each rank."""
+the discounted gain lost (or won) at each rank, how much the ranking churned, and why.
+
+Churn is judgment-free, so "the rankings changed but the metric did not" is visible:
+
+- `rbo`: rank-biased overlap of the two top k (Webber, Moffat and Zobel 2010, the
+  extrapolated RBO_ext of their equation 32, persistence p = 0.9): 1 for the same ranking,
+  0 for no document in common, weighing the top ranks most;
+- `jaccard`: |A and B| / |A or B| of the two top k as sets (1 for two empty rankings).
+
+`cause` says what moved, first match wins: `empty_answer` (no ranking after: the ranker
+failed or the query was not served), `judged_left` (a judged relevant document left the top
+k), `unjudged_entered` (a document nobody judged entered it), `reorder_only` (the same
+documents in another order), `unchanged`, else `judged_changed` (judged documents swapped).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +22,9 @@ from dataclasses import dataclass
 
 from monitor.scoring.gain import Gain
 
-__all__ = ["RankedDocument", "RankingChange", "ranking_change"]
+__all__ = ["RBO_PERSISTENCE", "RankedDocument", "RankingChange", "jaccard", "ranking_change", "rbo"]
+
+RBO_PERSISTENCE = 0.9  # RBO's p: the top 10 ranks carry about 86 % of the weight
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,55 @@ class RankingChange:
     entered: tuple[str, ...]  # judged relevant documents in the top k after, not before
     left: tuple[str, ...]  # judged relevant documents in the top k before, not after
     gain_change: tuple[float, ...]
+    rbo: float = 1.0  # rank-biased overlap of the two top k
+    jaccard: float = 1.0  # of the two top k as sets
+
+    @property
+    def cause(self) -> str:
+        """What moved between the two top k (the module docstring)."""
+        before = [d.document for d in self.before]
+        after = [d.document for d in self.after]
+        if not after:
+            return "empty_answer"
+        if self.left:
+            return "judged_left"
+        if any(d.grade is None and d.document not in before for d in self.after):
+            return "unjudged_entered"
+        if before == after:
+            return "unchanged"
+        if sorted(before) == sorted(after):
+            return "reorder_only"
+        return "judged_changed"
+
+
+def rbo(before: Sequence[str], after: Sequence[str], p: float = RBO_PERSISTENCE) -> float:
+    """RBO_ext of two rankings of distinct documents, to the depth of the longer one."""
+    depth = max(len(before), len(after))
+    if depth == 0:
+        return 1.0
+    seen_before: set[str] = set()
+    seen_after: set[str] = set()
+    overlap = 0
+    weighted = 0.0
+    for d in range(1, depth + 1):
+        x = before[d - 1] if d <= len(before) else None
+        y = after[d - 1] if d <= len(after) else None
+        if x is not None and y is not None and x == y:
+            overlap += 1
+        else:
+            overlap += (x is not None and x in seen_after) + (y is not None and y in seen_before)
+        if x is not None:
+            seen_before.add(x)
+        if y is not None:
+            seen_after.add(y)
+        weighted += overlap / d * p**d
+    return overlap / depth * p**depth + (1 - p) / p * weighted
+
+
+def jaccard(before: Sequence[str], after: Sequence[str]) -> float:
+    """|A and B| / |A or B| of the two rankings as sets (1 when both are empty)."""
+    union = set(before) | set(after)
+    return len(set(before) & set(after)) / len(union) if union else 1.0
 
 
 def _ranked(
@@ -71,4 +135,6 @@ def ranking_change(
         entered=tuple(d.document for d in a if d.document in relevant_after - relevant_before),
         left=tuple(d.document for d in b if d.document in relevant_before - relevant_after),
         gain_change=tuple(changes),
+        rbo=rbo(before[:k], after[:k]),
+        jaccard=jaccard(before[:k], after[:k]),
     )
