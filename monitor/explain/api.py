@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import statistics
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ import orjson
 
 from monitor.errors import MeasureError
 from monitor.explain.change import Change, explain_change
-from monitor.explain.rankings import RankingChange, ranking_change
+from monitor.explain.rankings import RankingChange, jaccard, ranking_change, rbo
 from monitor.explain.store import ExplainStore, KeptWindow
 from monitor.export.http import Response
 from monitor.scoring.catalog import MeasureKey, resolve_key
@@ -78,6 +78,19 @@ class Explanation:
     against: dict[str, Any]
     change: Change
     rankings: list[tuple[str, RankingChange]]
+    churn: Churn | None = None
+
+
+@dataclass(frozen=True)
+class Churn:
+    """How much the rankings of the queries both windows sampled changed, on average:
+    visible even where the measure did not move (`monitor.explain.rankings`)."""
+
+    k: int
+    queries: int
+    rbo: float  # mean over those queries
+    jaccard: float
+    changed: int  # queries whose top k is not the same ranking
 
 
 class ExplainApi:
@@ -208,7 +221,9 @@ class ExplainApi:
             measure=measure,
             documents=documents,
         )
-        return Explanation(segment, measure, window, against, change, rankings)
+        churn = self._churn(segment, window=window, before=before_source, change=change,
+                            measure=measure)  # fmt: skip
+        return Explanation(segment, measure, window, against, change, rankings, churn)
 
     # -- parts -----------------------------------------------------------------------------
 
@@ -276,6 +291,54 @@ class ExplainApi:
             f"last {self.store.keep} windows per segment, the oldest kept starts at {oldest}",
         )
 
+    def _churn(
+        self,
+        segment: Segment,
+        *,
+        window: KeptWindow,
+        before: tuple[Segment, list[KeptWindow]],
+        change: Change,
+        measure: str,
+    ) -> Churn | None:
+        """The mean churn over the common queries with a sampled ranking on both sides."""
+        if self.samples is None:
+            return None
+        k = MeasureKey.parse(measure).k or self.samples.depth
+        overlaps, sets, changed = [], [], 0
+        for row in change.rows:
+            if row.status != "common":
+                continue
+            after, earlier = self._sampled(segment, window, before, row.query)
+            if after is None or earlier is None:
+                continue
+            overlaps.append(rbo(earlier[:k], after[:k]))
+            sets.append(jaccard(earlier[:k], after[:k]))
+            changed += list(earlier[:k]) != list(after[:k])
+        if not overlaps:
+            return None
+        return Churn(k, len(overlaps), statistics.fmean(overlaps), statistics.fmean(sets), changed)
+
+    def _sampled(
+        self,
+        segment: Segment,
+        window: KeptWindow,
+        before: tuple[Segment, list[KeptWindow]],
+        query: str,
+    ) -> tuple[Sequence[str] | None, Sequence[str] | None]:
+        """The query's sampled ranking in `window`, and in the newest `before` window that
+        has one."""
+        assert self.samples is not None
+        summary = window.summary
+        after = self.samples.ranking(segment, query, summary.start_ms, summary.end_ms)
+        earlier = None
+        for kept in reversed(before[1]):
+            earlier = self.samples.ranking(
+                before[0], query, kept.summary.start_ms, kept.summary.end_ms
+            )
+            if earlier is not None:
+                break
+        return after, earlier
+
     def _rankings(
         self,
         segment: Segment,
@@ -295,15 +358,7 @@ class ExplainApi:
         out = []
         losers = [row for row in change.rows if row.contribution < 0][:documents]
         for row in losers:
-            summary = window.summary
-            after = self.samples.ranking(segment, row.query, summary.start_ms, summary.end_ms)
-            earlier = None
-            for kept in reversed(before[1]):
-                earlier = self.samples.ranking(
-                    before[0], row.query, kept.summary.start_ms, kept.summary.end_ms
-                )
-                if earlier is not None:
-                    break
+            after, earlier = self._sampled(segment, window, before, row.query)
             if after is None and earlier is None:
                 continue
             grades = evaluation_set.grades(row.query) if row.query in evaluation_set else {}
@@ -342,6 +397,15 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
         "window": {"start_ms": e.window.summary.start_ms, "end_ms": e.window.summary.end_ms},
         "against": e.against,
         **change_json(e.change, e.rankings),
+        "churn": None
+        if e.churn is None
+        else {
+            "k": e.churn.k,
+            "queries": e.churn.queries,
+            "rbo": e.churn.rbo,
+            "jaccard": e.churn.jaccard,
+            "changed": e.churn.changed,
+        },
     }
 
 

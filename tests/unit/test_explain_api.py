@@ -166,6 +166,14 @@ def test_the_explanation_puts_the_planted_queries_on_top_and_adds_up(monitor: Mo
     assert q3["before"][0] == {"rank": 1, "document": "best3", "grade": 3, "gain": 3.0}
     assert q3["after"][0]["grade"] is None  # x1: unjudged
     assert q3["gain_change"][0] == -3.0
+    # best3 and good3 left the top 10, which shares only x1 and x2 with the one before
+    assert q3["cause"] == "judged_left"
+    assert q3["jaccard"] == 2 / 12
+    assert 0.0 < q3["rbo"] < 0.5
+    # The 17 other queries served the same ranking: 3 of 20 changed, the mean churn is theirs.
+    churn = document["churn"]
+    assert (churn["k"], churn["queries"], churn["changed"]) == (10, QUERIES, len(PLANTED))
+    assert churn["jaccard"] == pytest.approx((QUERIES - 3 + 3 * 2 / 12) / QUERIES)
 
 
 def test_segments_and_windows_list_what_is_kept_with_intervals(monitor: Monitor) -> None:
