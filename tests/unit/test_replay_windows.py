@@ -135,6 +135,28 @@ def test_a_replay_without_all_its_markers_waits_and_the_next_one_closes_both(
     assert [start for start, _, _ in replays.published()] == [T0, T0 + 20_000]
 
 
+def test_a_replay_killed_half_way_closes_on_the_idle_timeout_with_its_coverage(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 d1 2\n{q} 0 d2 1\n" for q in QUERIES))
+    (tmp_path / "rankmon.yaml").write_text(CONFIG.replace("idle_timeout: 1h", "idle_timeout: 5s"))
+    half = Replays(load_config(tmp_path / "rankmon.yaml", environ={}))
+    try:
+        half.clock.advance(4_000)
+        for n, query in enumerate(QUERIES[:2]):  # two of four queries, then the replayer died
+            answer = Answer("ranked", ("d1", "d2"))
+            _, value = query_event("r1", Query(query, query), answer, {"model": "v1"}, T0 + 3_000)
+            half.stream.append(n % 2, value, T0 + 5_000)
+        half.run_for(4_000)
+        assert half.published() == []  # no marker: it waits for the idle timeout
+        half.run_for(10_000)
+        [share] = half.producer.shares(f"{TOPIC}.windows")
+        assert (share.summary.start_ms, share.summary.queries) == (T0, 2)
+        assert share.summary.coverage == 0.5  # what is missing shows
+    finally:
+        half.monitor.close()
+
+
 def test_the_floor_needs_every_owned_partition_and_is_the_end_of_the_last_window_holding_it() -> (
     None
 ):
