@@ -19,9 +19,11 @@ from monitor.demo.http_ranker import RankerServer, topic_text, write_topics
 from monitor.demo.ranker import ModelVersion
 from monitor.demo.synthetic import SyntheticCorpus, generate_corpus
 from monitor.errors import InputError
+from monitor.kafka.settings import KafkaConfig
 from monitor.replay.ranker import RankerClient, fill, walk
+from monitor.replay.replayer import Replayer
 from monitor.replay.runner import RateLimit, ReplayReport, run_replay, write_run
-from monitor.replay.settings import RankerSettings
+from monitor.replay.settings import RankerSettings, ReplayConfig
 from monitor.replay.topics import Query, check_against, read_topics
 from monitor.sections import ConfigSection
 from monitor.trec.runfile import read_run
@@ -217,3 +219,31 @@ def test_topics_are_read_in_each_format_and_must_match_the_evaluation_set(tmp_pa
     bad.write_text("q1 no tab here\n")
     with pytest.raises(InputError, match=r"bad.tsv:1: expected qid<TAB>text"):
         read_topics(bad)
+
+
+def test_a_scheduled_replay_due_while_one_still_runs_is_skipped_and_counted(
+    tmp_path: Path,
+) -> None:
+    corpus = generate_corpus(3, queries=3, judged_per_query=4, unjudged_per_query=2)
+    qrels = corpus.write_qrels(tmp_path / "qrels.txt")
+    topics = write_topics(corpus, tmp_path / "topics.tsv")
+    with RankerServer(corpus, ModelVersion("v1", 1.0), slow=corpus.query_ids, slow_s=1.0) as server:
+        section = {
+            "topics": str(topics),
+            "ranker": {"url": server.url, "concurrency": 1, "timeout": "5s"},
+            "schedule": {"interval": "1s"},  # every second; a replay takes 3
+        }
+        settings = read_settings(ReplayConfig, ConfigSection(section, "replay", {}))
+        publisher = MemoryPublisher()
+        replayer = Replayer(settings, KafkaConfig(topic="t"), qrels, publisher=publisher)
+        stop = threading.Event()
+        threading.Timer(4.5, stop.set).start()
+        replayer.scheduled(stop)
+    missed = replayer.registry.get_sample_value("rankmon_replay_missed_total")
+    assert missed is not None and missed >= 2  # the 1 s ticks during the 3 s replay
+    assert replayer.reports[0].result == "complete"
+    # a replay the stop cut short ends its unasked queries as cancelled: one outcome each
+    assert all(sum(r.outcomes.values()) == r.queries == 3 for r in replayer.reports)
+    # never two replays at once: each replay's records are contiguous
+    ids = [orjson.loads(value)["replay"]["id"] for _, _, value in publisher.records]
+    assert ids == sorted(ids, key=ids.index) and len(set(ids)) == len(replayer.reports)
