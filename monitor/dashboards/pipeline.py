@@ -1,7 +1,9 @@
 """The pipeline dashboard: is rankmon itself healthy and keeping up?
 
 Events by outcome and the dead-letter rate (bad input), watermark delay and consumer lag
-(keeping up), the broker connection, alert delivery, and the instances running.
+(keeping up), the broker connection, alert delivery, the instances running, and the replays
+of `rankmon replay` (by result, since the last complete one, the ranker's latency, the
+queries that failed).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ _PARTITION: Final = "{{instance}} p{{partition}}"
 
 
 _TOTAL: Final = f"sum(rate(rankmon_events_total{{{_ON}}}{_RATE}))"
-_REJECTED: Final = f'rate(rankmon_events_total{{{_ON},outcome!="accepted"}}{_RATE})'
+# Neither accepted nor a replay's notice (a failed query, an end marker): dead-lettered.
+_REJECTED: Final = f'rate(rankmon_events_total{{{_ON},outcome!~"accepted|replay_notice"}}{_RATE})'
 _WATERMARK: Final = "rankmon_watermark_timestamp_seconds"
 
 _INPUT: Final = Row(
@@ -144,6 +147,67 @@ _HEALTH: Final = Row(
 )
 
 
+_REPLAYS: Final = Row(
+    "Replays",
+    (
+        Panel(
+            "timeseries",
+            "Replays by result",
+            (Query(f"sum by (result) (increase(rankmon_replays_total{_RATE}))", "{{result}}"),),
+            "rankmon replay's replays: complete (every query ranked), partial, failed.",
+            width=6,
+            height=6,
+            stacked=True,
+        ),
+        Panel(
+            "stat",
+            "Since the last complete replay",
+            (
+                Query(
+                    "time() - max(rankmon_replay_last_success_timestamp_seconds)",
+                    "since",
+                    instant=True,
+                ),
+            ),
+            "Alert when this passes two replay periods.",
+            "s",
+            6,
+            6,
+        ),
+        Panel(
+            "timeseries",
+            "Ranker latency",
+            (
+                Query(
+                    "histogram_quantile(0.95, sum by (le) "
+                    f"(rate(rankmon_replay_ranker_latency_seconds_bucket{_RATE})))",
+                    "p95",
+                ),
+            ),
+            "The ranker's answer time per replayed query, 95th percentile.",
+            "s",
+            6,
+            6,
+        ),
+        Panel(
+            "timeseries",
+            "Failed replayed queries",
+            (
+                Query(
+                    "sum(rate(rankmon_events_total{"
+                    f'{_ON},outcome="replay_notice",reason="failed_query"}}{_RATE}))',
+                    "failed",
+                ),
+            ),
+            "Replayed queries the ranker did not answer, as the monitor read them.",
+            "ops",
+            6,
+            6,
+        ),
+    ),
+)
+
+
 def pipeline_dashboard() -> Dashboard:
     """The pipeline dashboard; it does not depend on the config."""
     instances = "label_values(rankmon_build_info, instance)"
@@ -151,7 +215,7 @@ def pipeline_dashboard() -> Dashboard:
         uid=PIPELINE_UID,
         title="rankmon: pipeline",
         description="rankmon's own health: input by outcome, dead letters, lag, delivery.",
-        rows=(_INPUT, _KEEPING_UP, _HEALTH),
+        rows=(_INPUT, _KEEPING_UP, _HEALTH, _REPLAYS),
         variables=(
             datasource_variable(),
             Variable("instance", "Instance", "query", instances, True, True, ALL),

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Final
 
 from monitor.export.series import SERIES
+from monitor.replay.metrics import REPLAY_SERIES
 from monitor.scoring.catalog import EXPORTED_KINDS
 
 __all__ = [
@@ -38,8 +39,9 @@ EXPORTED_SERIES: Final[frozenset[str]] = frozenset(series.exposed for series in 
 # select rankmon's rules by their `job` label (tests/real_parts/test_dashboards.py checks it).
 PROMETHEUS_SERIES: Final[frozenset[str]] = frozenset(["ALERTS"])
 
-# What a dashboard may query.
-QUERYABLE_SERIES: Final[frozenset[str]] = EXPORTED_SERIES | PROMETHEUS_SERIES
+# What a dashboard may query: rankmon's, Prometheus', and `rankmon replay`'s own series (its
+# `replay.metrics_port`, scraped like rankmon's).
+QUERYABLE_SERIES: Final[frozenset[str]] = EXPORTED_SERIES | PROMETHEUS_SERIES | REPLAY_SERIES
 
 _KEYWORDS: Final = frozenset(
     [

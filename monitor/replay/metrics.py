@@ -3,12 +3,28 @@ last success, the last duration, and the ranker's latency per query."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from monitor.replay.ranker import OUTCOMES
 from monitor.replay.runner import ReplayReport
 
-__all__ = ["ReplayMetrics"]
+__all__ = ["REPLAY_SERIES", "ReplayMetrics"]
+
+# Every name the replayer's /metrics carries (the dashboards may query these).
+REPLAY_SERIES: Final = frozenset(
+    {
+        "rankmon_replays_total",
+        "rankmon_replay_queries_total",
+        "rankmon_replay_missed_total",
+        "rankmon_replay_last_success_timestamp_seconds",
+        "rankmon_replay_duration_seconds",
+        "rankmon_replay_ranker_latency_seconds_bucket",
+        "rankmon_replay_ranker_latency_seconds_sum",
+        "rankmon_replay_ranker_latency_seconds_count",
+    }
+)
 
 # Seconds: a search API answers in milliseconds to a few seconds.
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)

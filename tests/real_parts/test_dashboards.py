@@ -20,6 +20,7 @@ from monitor.dashboards import EXPORTED_SERIES, PROMETHEUS_SERIES, build_dashboa
 from monitor.dashboards.queries import merged_mean
 from monitor.dashboards.series import label_values_selector, series_names
 from monitor.export.exporter import Exporter
+from monitor.replay.metrics import REPLAY_SERIES
 from tests.support.realparts import Promtool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -222,7 +223,10 @@ def test_every_expression_names_only_series_rankmon_exports_or_alerts_of_its_rul
     # Deliberately one series beyond rankmon's own: Prometheus's ALERTS, for the alerts of
     # `rankmon rules render` (the next test holds every use of it to rankmon's rules).
     assert {"ALERTS"} == PROMETHEUS_SERIES
-    assert named <= EXPORTED_SERIES | PROMETHEUS_SERIES, sorted(named - EXPORTED_SERIES)
+    # And the replayer's own series (`rankmon replay`'s /metrics, replay.metrics_port).
+    assert named <= EXPORTED_SERIES | PROMETHEUS_SERIES | REPLAY_SERIES, sorted(
+        named - EXPORTED_SERIES
+    )
 
 
 @pytest.mark.parametrize("source", SOURCES)

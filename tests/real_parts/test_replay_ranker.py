@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from prometheus_client import CollectorRegistry, generate_latest
 
 from monitor.declare import read_settings
 from monitor.demo.broker import free_port
@@ -20,6 +21,7 @@ from monitor.demo.ranker import ModelVersion
 from monitor.demo.synthetic import SyntheticCorpus, generate_corpus
 from monitor.errors import InputError
 from monitor.kafka.settings import KafkaConfig
+from monitor.replay.metrics import REPLAY_SERIES, ReplayMetrics
 from monitor.replay.ranker import RankerClient, fill, walk
 from monitor.replay.replayer import Replayer
 from monitor.replay.runner import RateLimit, ReplayReport, run_replay, write_run
@@ -247,3 +249,18 @@ def test_a_scheduled_replay_due_while_one_still_runs_is_skipped_and_counted(
     # never two replays at once: each replay's records are contiguous
     ids = [orjson.loads(value)["replay"]["id"] for _, _, value in publisher.records]
     assert ids == sorted(ids, key=ids.index) and len(set(ids)) == len(replayer.reports)
+
+
+def test_the_replayers_series_are_the_ones_the_dashboards_may_query() -> None:
+    registry = CollectorRegistry()
+    metrics = ReplayMetrics(registry)
+    report = ReplayReport("r1", 1, 0, 1_000)
+    report.outcomes["ranked"] = 1
+    report.latencies_s.append(0.01)
+    metrics.record(report)
+    exposed = {
+        line.split("{")[0].split(" ")[0]
+        for line in generate_latest(registry).decode().splitlines()
+        if line and not line.startswith("#") and "_created" not in line.split(" ")[0]
+    }
+    assert exposed == REPLAY_SERIES
