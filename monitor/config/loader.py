@@ -199,6 +199,11 @@ def config_from_tree(
     if root.has("replay"):
         settings = read_settings(ReplayConfig, replay, environ=environ)
         _check_replay_period(settings, windows, replay)
+        try:
+            ranker = settings.ranker.with_secret_headers(environ)
+        except ValueError as error:
+            raise replay.section("ranker").error("headers_env", str(error)) from None
+        settings = dataclasses.replace(settings, ranker=ranker)
         config = dataclasses.replace(config, replay=settings)
     root.finish()
     return config

@@ -67,6 +67,7 @@ class RankerServer:
         self._lock = threading.Lock()  # the ranker's random numbers are one sequence
         self._by_text = {topic_text(q): q for q in corpus.query_ids}
         self.requests = 0
+        self.last_headers: dict[str, str] = {}  # of the last request, for tests
         self._server = _Server((host, port), self._handler())
         self._thread: threading.Thread | None = None
 
@@ -130,6 +131,7 @@ class RankerServer:
             disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
+                server.last_headers = dict(self.headers.items())
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
                     request = json.loads(self.rfile.read(length) or b"{}")

@@ -126,6 +126,7 @@ class RankerClient:
         if settings.token is not None:
             headers["Authorization"] = f"Bearer {settings.token.reveal()}"
         headers.update(settings.headers)
+        headers.update((name, secret.reveal()) for name, secret in settings.secret_headers)
         self._headers = headers
         self._local = threading.local()
         self._connections: list[http.client.HTTPConnection] = []

@@ -21,7 +21,8 @@ Each preset fills the method, template and paths; a key written wins over the pr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -84,6 +85,8 @@ PRESETS: Final = {
     ),
 }
 PRESETS["opensearch"] = PRESETS["elasticsearch"]
+# A plain JSON list of document ids as the whole answer.
+PRESETS["list"] = Preset("POST", PRESETS["json"].body, (), "[]", None)
 
 
 def as_template(value: Any) -> str:
@@ -129,7 +132,7 @@ class RankerSettings:
     preset: str = setting(
         "json",
         read=as_choice(*PRESETS),
-        doc="json, elasticsearch, opensearch or solr: the method, template and paths",
+        doc="json, list, elasticsearch, opensearch or solr: the method, template and paths",
     )
     method: str | None = setting(
         None, read=as_choice("GET", "POST"), doc="GET or POST (null: the preset's)"
@@ -145,6 +148,12 @@ class RankerSettings:
     )
     headers: tuple[tuple[str, str], ...] = setting(
         (), read=as_str_map, write=dict, doc="headers sent with every request"
+    )
+    headers_env: tuple[tuple[str, str], ...] = setting(
+        (),
+        read=as_str_map,
+        write=dict,
+        doc="headers whose values are secrets: header -> environment variable",
     )
     token: Secret | None = secret(doc="a bearer token sent as Authorization")
     ids: str | None = setting(
@@ -164,6 +173,18 @@ class RankerSettings:
     rate: float | None = setting(
         None, read=as_positive_number, doc="queries per second at most (null: no limit)"
     )
+    # `headers_env` read from the environment at start (`with_secret_headers`); never written.
+    secret_headers: tuple[tuple[str, Secret], ...] = ()
+
+    def with_secret_headers(self, environ: Mapping[str, str]) -> RankerSettings:
+        """These settings with `headers_env` read; ValueError names an unset variable."""
+        found = []
+        for header, variable in self.headers_env:
+            value = environ.get(variable, "")
+            if not value:
+                raise ValueError(f"{header}: environment variable {variable} is not set")
+            found.append((header, Secret(value, env=variable)))
+        return replace(self, secret_headers=tuple(found))
 
     @property
     def preset_of(self) -> Preset:

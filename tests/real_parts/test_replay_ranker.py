@@ -71,7 +71,15 @@ class MemoryPublisher:
 def test_a_replay_ends_every_query_in_one_outcome_and_its_markers_count_every_record(
     server: RankerServer,
 ) -> None:
-    settings = ranker_settings(server.url, timeout="1s", retries=1, backoff="10ms", concurrency=4)
+    settings = ranker_settings(
+        server.url,
+        timeout="1s",
+        retries=1,
+        backoff="10ms",
+        concurrency=4,
+        headers={"X-T": "s"},
+        headers_env={"X-Api-Key": "KEY"},
+    ).with_secret_headers({"KEY": "k1"})
     client = RankerClient(settings, 10, (("model", "header:X-Model-Version"),))
     publisher = MemoryPublisher()
     try:
@@ -94,6 +102,7 @@ def test_a_replay_ends_every_query_in_one_outcome_and_its_markers_count_every_re
         CORPUS.query_ids[1]: {"id": "r1", "outcome": "timeout", "reason": "timeout"},
         CORPUS.query_ids[2]: {"id": "r1", "outcome": "error", "reason": "http_500"},
     }
+    assert server.last_headers["X-Api-Key"] == "k1" and server.last_headers["X-T"] == "s"
     # the retried queries were asked twice; every other query once
     assert server.requests == len(CORPUS.query_ids) + 2
     assert sum(end["events"] for _, end in publisher.ends) == len(publisher.records)  # type: ignore[misc]

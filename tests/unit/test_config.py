@@ -508,12 +508,21 @@ def test_a_replay_section_is_read_checked_and_rendered_back(tmp_path: Path) -> N
     (tmp_path / "topics.tsv").write_text("q1\tfirst query\n", encoding="utf-8")
     replay = {
         "topics": "topics.tsv",
-        "ranker": {"url_env": "RANKER", "preset": "solr", "headers": {"X-Team": "search"}},
+        "ranker": {
+            "url_env": "RANKER",
+            "preset": "solr",
+            "headers": {"X-Team": "search"},
+            "headers_env": {"X-Api-Key": "KEY"},
+        },
         "segment": {"model": "v42"},
         "schedule": {"cron": "*/10 * * * *", "timezone": "Europe/Paris"},
     }
-    config = load(tmp_path, {**MINIMAL, "replay": replay}, {"RANKER": "http://s:8983/select"})
+    environ = {"RANKER": "http://s:8983/select", "KEY": "k-secret"}
+    config = load(tmp_path, {**MINIMAL, "replay": replay}, environ)
     assert config.replay is not None
+    [(header, key)] = config.replay.ranker.secret_headers
+    assert (header, key.reveal()) == ("X-Api-Key", "k-secret")
+    assert "k-secret" not in yaml.safe_dump(render_config(config)) + repr(config)
     assert config.replay.ranker.preset_of.ids == "response.docs[].id"
     assert config.replay.ranker.url.reveal() == "http://s:8983/select"
     rendered = render_config(config)
@@ -521,7 +530,7 @@ def test_a_replay_section_is_read_checked_and_rendered_back(tmp_path: Path) -> N
     assert rendered["replay"]["segment"] == {"model": "v42"}
     again = tmp_path / "again"
     again.mkdir()
-    assert load(again, rendered, {"RANKER": "http://s:8983/select"}).replay == config.replay
+    assert load(again, rendered, environ).replay == config.replay
     assert load(tmp_path, MINIMAL).replay is None
 
 
@@ -560,6 +569,11 @@ def test_a_replay_section_is_read_checked_and_rendered_back(tmp_path: Path) -> N
             {"topics": "topics.tsv", "ranker": {"url": "http://r"}, "segment": {"m": 42}},
             "replay.segment",
             "expected a string",
+        ),
+        (
+            {"topics": "topics.tsv", "ranker": {"url": "http://r", "headers_env": {"K": "UNSET"}}},
+            "replay.ranker.headers_env",
+            "K: environment variable UNSET is not set",
         ),
         (  # windows.size is 5m by default: two replays would share a window
             {"topics": "topics.tsv", "ranker": {"url": "http://r"}, "schedule": {"interval": "1m"}},
