@@ -227,6 +227,13 @@ def _explanation_html(e: Explanation) -> str:
         "is its share of one of the two; they add up to the change. The common queries come "
         "first: a query not served is no evidence about the ranker.</p>",
     ]
+    if e.churn is not None:
+        churn = e.churn
+        parts.append(
+            f"<p>Rankings: {churn.changed} of the {churn.queries} queries sampled on both sides "
+            f"changed their top {churn.k}; mean rank-biased overlap {churn.rbo:.3f}, mean "
+            f"Jaccard {churn.jaccard:.3f} (1: the same rankings, whatever the judgments).</p>"
+        )
     rankings = dict(e.rankings)
     rows = []
     opened = False  # the first query's rankings are shown open
@@ -248,6 +255,16 @@ def _explanation_html(e: Explanation) -> str:
     return "".join(parts)
 
 
+_CAUSES = {
+    "empty_answer": "no ranking after (a failed answer, or not served)",
+    "judged_left": "a judged relevant document left the top k",
+    "unjudged_entered": "an unjudged document entered the top k (judge it first)",
+    "reorder_only": "the same documents reordered",
+    "unchanged": "the same ranking",
+    "judged_changed": "judged documents swapped",
+}
+
+
 def _ranking_html(query: str, rc: Any, *, is_open: bool = False) -> str:
     def column(docs: Sequence[RankedDocument]) -> str:
         rows = "".join(
@@ -257,7 +274,7 @@ def _ranking_html(query: str, rc: Any, *, is_open: bool = False) -> str:
         )
         return f'<table class="rank">{rows or "<tr><td>no ranking sampled</td></tr>"}</table>'
 
-    moved = []
+    moved = [_CAUSES.get(rc.cause, rc.cause), f"RBO {rc.rbo:.2f}, Jaccard {rc.jaccard:.2f}"]
     if rc.left:
         moved.append(
             "left the top " + str(rc.k) + ": " + ", ".join(html.escape(d) for d in rc.left)
@@ -266,7 +283,7 @@ def _ranking_html(query: str, rc: Any, *, is_open: bool = False) -> str:
         moved.append("entered: " + ", ".join(html.escape(d) for d in rc.entered))
     lost = [f"rank {r}: {g:+.3f}" for r, g in enumerate(rc.gain_change, start=1) if g]
     return (
-        f"<details{' open' if is_open else ''}><summary>rankings of <code>{html.escape(query)}</code>: {'; '.join(moved) or 'no judged document moved'}</summary>"
+        f"<details{' open' if is_open else ''}><summary>rankings of <code>{html.escape(query)}</code>: {'; '.join(moved)}</summary>"
         f'<div class="charts"><div><h3>before</h3>{column(rc.before)}</div><div><h3>after</h3>{column(rc.after)}</div>'
         f"<div><h3>discounted gain change</h3><p>{html.escape(', '.join(lost) or 'none')}</p></div></div></details>"
     )

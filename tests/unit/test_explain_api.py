@@ -251,6 +251,8 @@ def test_the_page_shows_segments_charts_and_an_explanation_without_scripts(
     others = [page.index(f"<code>q{i}</code>") for i in range(QUERIES) if f"q{i}" not in PLANTED]
     assert first < min(others)
     assert "left the top 10: best3, good3" in page
+    assert "a judged relevant document left the top k; RBO " in page
+    assert "3 of the 20 queries sampled on both sides changed their top 10" in page
 
 
 def test_a_dashboards_data_link_time_picks_the_newest_window_ended_by_then(
