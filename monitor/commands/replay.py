@@ -4,8 +4,9 @@ Sends each query of the evaluation set (its text from `replay.topics`) to the ra
 `replay.ranker` describes, publishes one ranking event per query (or its failure) with one
 `replay_id`, and an end-of-replay marker, to `kafka.topic`; the monitor then scores the
 replay. `--once` runs one replay and exits (a Kubernetes CronJob, cron, Airflow): exit 0 when
-it was published and at least one query was ranked, 1 when none was (the ranker is down),
-2 for a bad config. Without it, replays run on `replay.schedule` until SIGTERM or SIGINT.
+it was published and at least one query was ranked, 1 when none was (the ranker is down) or
+Kafka could not store it (one line saying why), 2 for a bad config. Without it, replays run
+on `replay.schedule` until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from types import FrameType
 from monitor.config.loader import load_config
 from monitor.errors import ConfigError
 from monitor.logs import configure_logging
+from monitor.replay.publish import PublishError
 
 __all__ = ["register", "run"]
 
 EXIT_NOTHING_RANKED = 1
+EXIT_NOT_PUBLISHED = 1  # Kafka unreachable or refusing: nothing of the replay is sure
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,10 +62,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if config.replay is None:
         raise ConfigError("replay", "is required by rankmon replay (see rankmon.example.yaml)")
-    replayer = Replayer(config.replay, config.kafka, config.evaluation_set.path, progress=True)
+    try:
+        replayer = Replayer(config.replay, config.kafka, config.evaluation_set.path, progress=True)
+    except PublishError as error:
+        print(f"rankmon replay: {error}", file=sys.stderr)
+        return EXIT_NOT_PUBLISHED
     if args.once:
         try:
             report = replayer.once(args.run_file)
+        except PublishError as error:
+            print(f"rankmon replay: {error}", file=sys.stderr)
+            return EXIT_NOT_PUBLISHED
         finally:
             replayer.close()
         print(report.line(), flush=True)

@@ -29,6 +29,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from kafka import KafkaProducer
+from kafka.errors import KafkaError
 from prometheus_client import CollectorRegistry, start_http_server
 from rich.progress import Progress
 
@@ -37,7 +38,7 @@ from monitor.kafka.options import producer_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
 from monitor.replay.metrics import ReplayMetrics
-from monitor.replay.publish import KafkaPublisher
+from monitor.replay.publish import KafkaPublisher, PublishError
 from monitor.replay.ranker import Answer, RankerClient
 from monitor.replay.runner import Publisher, ReplayReport, run_replay, write_run
 from monitor.replay.settings import ReplayConfig
@@ -87,7 +88,13 @@ class Replayer:
             self.settings.ranker, self.settings.depth, self.settings.segment_from
         )
         if publisher is None:
-            producer = KafkaProducer(**producer_options(kafka), linger_ms=20)
+            try:
+                producer = KafkaProducer(
+                    **producer_options(kafka), linger_ms=20, bootstrap_timeout_ms=10_000
+                )
+            except KafkaError as error:
+                servers = ", ".join(kafka.bootstrap_servers)
+                raise PublishError(f"cannot reach Kafka at {servers}: {error}") from None
             publisher = KafkaPublisher(producer, kafka.topic)
         self.publisher = publisher
         self.registry = registry or CollectorRegistry()

@@ -5,6 +5,8 @@ every query in its records and its end markers."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -273,3 +275,26 @@ def test_the_replayers_series_are_the_ones_the_dashboards_may_query() -> None:
         if line and not line.startswith("#") and "_created" not in line.split(" ")[0]
     }
     assert exposed == REPLAY_SERIES
+
+
+def test_replay_once_without_a_reachable_broker_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    qrels = CORPUS.write_qrels(tmp_path / "qrels.txt")
+    write_topics(CORPUS, tmp_path / "topics.tsv")
+    (tmp_path / "rankmon.yaml").write_text(
+        f"""
+kafka: {{topic: t, bootstrap_servers: ["127.0.0.1:{free_port()}"]}}
+evaluation_set: {{path: {qrels}}}
+replay: {{topics: topics.tsv, ranker: {{url: "http://127.0.0.1:1/search"}}}}
+"""
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "monitor.cli", "replay", "--config", "rankmon.yaml", "--once"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("rankmon replay: cannot reach Kafka at 127.0.0.1:"), done.stderr
+    assert "Traceback" not in done.stderr
