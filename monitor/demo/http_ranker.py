@@ -63,7 +63,7 @@ class RankerServer:
     ) -> None:
         self.version = version
         self.slow, self.slow_s, self.failing = frozenset(slow), slow_s, frozenset(failing)
-        self._ranker = SyntheticRanker(corpus, [version], seed=seed, depth=100)
+        self._ranker = SyntheticRanker(corpus, seed=seed, depth=100)
         self._lock = threading.Lock()  # the ranker's random numbers are one sequence
         self._by_text = {topic_text(q): q for q in corpus.query_ids}
         self.requests = 0
