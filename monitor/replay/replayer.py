@@ -33,7 +33,7 @@ from kafka.errors import KafkaError
 from prometheus_client import CollectorRegistry, start_http_server
 from rich.progress import Progress
 
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, RankmonError
 from monitor.kafka.options import producer_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
@@ -125,7 +125,11 @@ class Replayer:
             self.reports.append(report)
             _log.info(report.line(), extra=fields(replay=report.replay_id, result=report.result))
             if run_file is not None:
-                write_run(report, run_file)
+                try:
+                    write_run(report, run_file)
+                except (OSError, ValueError) as error:
+                    # The replay itself was published; only its copy as a run file failed.
+                    raise RankmonError(f"cannot write the run file {run_file}: {error}") from None
             return report
 
     def scheduled(self, stop: threading.Event) -> None:

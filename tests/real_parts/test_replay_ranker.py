@@ -298,3 +298,10 @@ replay: {{topics: topics.tsv, ranker: {{url: "http://127.0.0.1:1/search"}}}}
     assert done.returncode == 1
     assert done.stderr.startswith("rankmon replay: cannot reach Kafka at 127.0.0.1:"), done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_run_file_that_cannot_hold_an_id_is_refused_by_name() -> None:
+    report = ReplayReport("r9", 1, 0, 1)
+    report.rankings["q1"] = ("good", "has space")
+    with pytest.raises(ValueError, match="'has space' cannot be written in a TREC run"):
+        write_run(report, Path("/nonexistent/never-written.run"))
