@@ -44,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Load and print; a bad config raises `ConfigError` or `InputError` for the CLI."""
     config = load_config(args.file)
+    for notice in config.notices:  # the file reads, but should change
+        print(f"rankmon check-config: {notice}", file=sys.stderr)
     speedups_active()  # a RANKMON_SPEEDUPS that is neither on nor off stops `run` too
     evaluation_set = load_evaluation_set(config.evaluation_set.path)
     queries, judgments = len(evaluation_set), evaluation_set.num_judgments

@@ -12,6 +12,7 @@ on `replay.schedule` until SIGTERM or SIGINT.
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 import threading
@@ -55,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
     """Replay once or on the schedule; the exit code as the module docstring says."""
     config = load_config(args.config)
     configure_logging(config.logging.level, config.logging.format)
+    for notice in config.notices:
+        logging.getLogger(__name__).warning("%s", notice)
     from monitor.replay.replayer import Replayer  # the replayer's imports when it runs
 
     if args.run_file is not None and not args.once:

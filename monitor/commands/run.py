@@ -59,6 +59,8 @@ def serve(config_path: str, step_hook: StepHook = ignore_step) -> int:
     (`monitor.checkpoint.steps`)."""
     config = load_config(config_path)
     configure_logging(config.logging.level, config.logging.format)
+    for notice in config.notices:
+        _log.warning("%s", notice)
     from monitor.service import Monitor, MonitorIo  # the service's imports only when it runs
 
     monitor = Monitor(config, io=MonitorIo(step_hook=step_hook))

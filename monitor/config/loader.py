@@ -22,11 +22,12 @@ from monitor.clock import ScheduleConfig
 from monitor.comparisons.settings import ComparisonConfig
 from monitor.config.alerts import parse_alerting_config, read_alerts
 from monitor.config.comparisons import read_comparisons
+from monitor.config.moved import as_written, move_keys, notices
 from monitor.declare import read_settings
 from monitor.errors import ConfigError, ConfigKeysError
 from monitor.explain.settings import ExplainConfig, external_url
 from monitor.export.settings import ExportConfig
-from monitor.ingest.settings import JudgmentsConfig, SegmentsConfig
+from monitor.ingest.settings import EventsConfig, JudgmentsConfig, SegmentsConfig
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import LoggingConfig
 from monitor.replay.settings import ReplayConfig
@@ -77,6 +78,7 @@ class Config:
     evaluation_set: EvaluationSetConfig
     metrics: MetricsConfig
     windows: WindowsConfig
+    events: EventsConfig = field(default_factory=EventsConfig)
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     segments: SegmentsConfig = field(default_factory=SegmentsConfig)
     judgments: JudgmentsConfig = field(default_factory=JudgmentsConfig)
@@ -86,6 +88,7 @@ class Config:
     alerts: AlertingConfig = field(default_factory=_no_alerts)
     comparisons: tuple[ComparisonConfig, ...] = ()
     replay: ReplayConfig | None = None  # only `rankmon replay` needs it
+    notices: tuple[str, ...] = ()  # what the file should change, printed at start (moved keys)
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:
@@ -99,11 +102,15 @@ def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> C
     env = os.environ if environ is None else environ
     tree = read_yaml(path)
     origins = apply_environment(tree, env)
+    moved = move_keys(tree, origins)
     base = path.resolve().parent
     try:
-        return config_from_tree(tree, origins, env, base)
+        config = config_from_tree(tree, origins, env, base)
     except ConfigError as first:
         problems = _every_problem(first, tree, origins, env, base)
+    else:
+        return dataclasses.replace(config, notices=notices(moved))
+    problems = [as_written(problem, moved) for problem in problems]
     if len(problems) == 1:
         raise problems[0]
     raise ConfigKeysError(_in_file_order(problems, key_lines(path)))
@@ -176,6 +183,7 @@ def config_from_tree(
         evaluation_set=read_settings(EvaluationSetConfig, root.section("evaluation_set")),
         metrics=metrics,
         windows=windows,
+        events=read_settings(EventsConfig, root.section("events")),
         schedule=read_settings(ScheduleConfig, root.section("schedule")),
         segments=segments,
         judgments=read_settings(JudgmentsConfig, root.section("judgments")),

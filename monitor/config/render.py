@@ -29,6 +29,7 @@ def render_config(config: Config) -> dict[str, Any]:
         "evaluation_set": write_settings(config.evaluation_set),
         "metrics": write_settings(config.metrics),
         "windows": write_settings(config.windows),
+        "events": write_settings(config.events),
         "schedule": write_settings(config.schedule),
         "segments": write_settings(config.segments),
         "judgments": write_settings(config.judgments),

@@ -81,7 +81,8 @@ class Scenario:
                 "session_timeout_ms": 6000,
             },
             "evaluation_set": {"path": str(qrels), "reload": {"watch": False}},
-            "metrics": {"cutoffs": [5, 10, 20], "gains": ["linear", "exp"], "max_depth": 100},
+            "metrics": {"cutoffs": [5, 10, 20], "gains": ["linear", "exp"]},
+            "events": {"max_depth": 100},
             "windows": {
                 "size": self.window,
                 "allowed_lateness": self.allowed_lateness,

@@ -25,6 +25,7 @@ from typing import Any, Final
 import orjson
 
 from monitor.ingest.schema import (
+    DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_ID_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
     EVENT_SCHEMA_VERSION,
@@ -95,7 +96,7 @@ def decode_event(
     record_timestamp_ms: int,
     *,
     now_ms: int,
-    max_depth: int = 1000,
+    max_depth: int = DEFAULT_MAX_DEPTH,
     max_bytes: int = 1_048_576,
     max_future_ms: int = 300_000,
     segment_keys: frozenset[str] | None = None,
@@ -110,9 +111,9 @@ def decode_event(
     `now_ms` is rejected. `segment_keys`, if given, keeps only those segment keys.
     An id, doc id or inline judgment's doc id longer than `max_id_bytes`, or a kept segment
     value longer than `max_value_bytes` (UTF-8), is rejected (STRING_TOO_LONG).
-    Config: max_depth = metrics.max_depth, max_bytes = kafka.max_record_bytes,
-    max_future_ms = windows.max_future.ms, segment_keys = segments.keys,
-    use_event_time = windows.time_source == "event", max_id_bytes = kafka.max_id_bytes,
+    Config: max_depth = events.max_depth, max_bytes = kafka.max_record_bytes,
+    max_future_ms = events.max_future.ms, segment_keys = segments.keys,
+    use_event_time = events.time_source == "event", max_id_bytes = events.max_id_bytes,
     max_value_bytes = segments.max_value_bytes.
     """
     try:
@@ -141,7 +142,7 @@ def decode_event(
 class EventDecoder:
     """`decode_event` with the limits of a config bound: `decoder(value, timestamp, now_ms)`."""
 
-    max_depth: int = 1000
+    max_depth: int = DEFAULT_MAX_DEPTH
     max_bytes: int = 1_048_576
     max_future_ms: int = 300_000
     segment_keys: frozenset[str] | None = None

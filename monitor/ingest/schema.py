@@ -14,10 +14,10 @@ import json
 from enum import Enum
 from typing import Any, Final
 
-from monitor.kafka.settings import DEFAULT_MAX_ID_BYTES
 from monitor.scoring.settings import MAX_GRADE
 
 __all__ = [
+    "DEFAULT_MAX_DEPTH",
     "DEFAULT_MAX_ID_BYTES",
     "DEFAULT_MAX_VALUE_BYTES",
     "EVENT_FIELDS",
@@ -52,8 +52,9 @@ EVENT_SCHEMA_VERSION: Final = 1
 MIN_EPOCH_MS: Final = 100_000_000_000
 # Every string an event carries has a byte limit (UTF-8), so that what rankmon keeps and
 # serves of it is bounded: event_id, query_id, each doc id and inline judgment doc id at most
-# `kafka.max_id_bytes` (Elasticsearch's own _id limit), each value of a configured segment key
+# `events.max_id_bytes` (Elasticsearch's own _id limit), each value of a configured segment key
 # at most `segments.max_value_bytes` (a Prometheus label value). Past them: STRING_TOO_LONG.
+DEFAULT_MAX_ID_BYTES: Final = 512
 DEFAULT_MAX_VALUE_BYTES: Final = 128
 
 
@@ -93,9 +94,9 @@ class Reason(Enum):
     END_OF_REPLAY = "end_of_replay"
 
 
-# The defaults of the limits a deployment may change (`metrics.max_depth`, `kafka.max_id_bytes`,
+# The defaults of the limits a deployment may change (`events.max_depth`, `events.max_id_bytes`,
 # `segments.max_value_bytes`); the published schema states them.
-_DEFAULT_MAX_DEPTH: Final = 1000
+DEFAULT_MAX_DEPTH: Final = 1000
 # An RFC 3339 time with its offset, as `event_time` takes it (the decoder's and the JSON
 # Schema's one pattern).
 RFC3339_PATTERN: Final = (
@@ -115,7 +116,7 @@ def json_schema() -> dict[str, Any]:
             "type": "string",
             "minLength": 1,
             "maxLength": DEFAULT_MAX_ID_BYTES,
-            "description": f"{EVENT_FIELDS[field]}; at most kafka.max_id_bytes "
+            "description": f"{EVENT_FIELDS[field]}; at most events.max_id_bytes "
             f"({DEFAULT_MAX_ID_BYTES}) bytes of UTF-8",
         }
 
@@ -135,10 +136,10 @@ def json_schema() -> dict[str, Any]:
                 "type": "array",
                 "items": document,
                 "minItems": 1,
-                "maxItems": _DEFAULT_MAX_DEPTH,
+                "maxItems": DEFAULT_MAX_DEPTH,
                 "uniqueItems": True,
-                "description": f"{EVENT_FIELDS['ranking']}; max_depth is metrics.max_depth "
-                f"({_DEFAULT_MAX_DEPTH})",
+                "description": f"{EVENT_FIELDS['ranking']}; max_depth is events.max_depth "
+                f"({DEFAULT_MAX_DEPTH})",
             },
             "event_time": {
                 "oneOf": [

@@ -1,5 +1,6 @@
-"""The `segments` and `judgments` settings, declared once (`monitor.declare`): what an event
-may carry as segment labels and inline judgments, which ingest checks."""
+"""The `events`, `segments` and `judgments` settings, declared once (`monitor.declare`): what
+an event may be and carry (its depth, its ids, its time, its segment labels, its inline
+judgments), which ingest checks."""
 
 from __future__ import annotations
 
@@ -7,14 +8,41 @@ from dataclasses import dataclass
 from typing import Final
 
 from monitor.declare import setting
-from monitor.ingest.schema import DEFAULT_MAX_VALUE_BYTES
-from monitor.sections import as_choice, as_int, as_positive_duration, as_str_list
+from monitor.ingest.schema import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_VALUE_BYTES
+from monitor.sections import as_choice, as_duration, as_int, as_positive_duration, as_str_list
 from monitor.values import Duration, parse_duration
 from monitor.windows.segments import label_name_problem
 
-__all__ = ["JudgmentsConfig", "SegmentsConfig"]
+__all__ = ["EventsConfig", "JudgmentsConfig", "SegmentsConfig"]
 
 _NO_KEYS: Final[tuple[str, ...]] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class EventsConfig:
+    """What one ranking event may be: how deep its ranking, how long its ids, how far ahead of
+    the clock its time; and which time places it in a window.
+
+    `time_source` "event" takes the event's `event_time` and falls back to the record
+    timestamp; "record" always takes the record timestamp. Past a limit the event is rejected
+    and dead-lettered with its reason (`too_deep`, `string_too_long`, `too_far_in_future`).
+    A record's size is the topics' limit, `kafka.max_record_bytes`.
+    """
+
+    max_depth: int = setting(
+        DEFAULT_MAX_DEPTH, read=as_int(1, 1_000_000), doc="a longer ranking is rejected"
+    )
+    max_id_bytes: int = setting(
+        DEFAULT_MAX_ID_BYTES,
+        read=as_int(1, 1 << 20),
+        doc="an event's ids and doc ids at most (UTF-8 bytes)",
+    )
+    max_future: Duration = setting(
+        parse_duration("5m"), read=as_duration, doc="events further ahead of the clock are rejected"
+    )
+    time_source: str = setting(
+        "event", read=as_choice("event", "record"), doc="event (event_time) or record (timestamp)"
+    )
 
 
 @dataclass(frozen=True, slots=True)

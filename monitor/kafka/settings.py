@@ -35,9 +35,6 @@ PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_MAX_RECORD_BYTES: Final = 1_048_576  # Kafka's own default record size limit
 MAX_RECORD_BYTES: Final = 2**31 - 1  # Kafka sizes are int32
-# An event's ids and doc ids at most, in UTF-8 bytes (`kafka.max_id_bytes`; Elasticsearch's
-# own _id limit; `monitor.ingest.schema` checks it).
-DEFAULT_MAX_ID_BYTES: Final = 512
 DEFAULT_GROUP: Final = "rankmon"
 _TOPIC: Final = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
@@ -177,11 +174,6 @@ class KafkaConfig:
         DEFAULT_MAX_RECORD_BYTES,
         read=as_int(1, MAX_RECORD_BYTES),
         doc="a larger record is refused (too_large), as are the windows topic's",
-    )
-    max_id_bytes: int = setting(
-        DEFAULT_MAX_ID_BYTES,
-        read=as_int(1, 1 << 20),
-        doc="an event's ids and doc ids at most (UTF-8 bytes)",
     )
     security: KafkaSecurity = subsection(KafkaSecurity, doc="the connection's security")
 

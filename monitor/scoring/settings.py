@@ -69,8 +69,8 @@ class MetricsConfig:
     `relevance_level`: the grade from which a document counts as relevant for precision,
     recall, MRR and MAP (not nDCG; docs/metric-conventions.md N7). `idcg_zero`: a query whose ideal
     DCG is 0 scores 0 ("zero", trec_eval) or is left out of the means ("exclude").
-    `max_depth`: longer rankings are rejected. `min_queries`: a window with fewer queries
-    reports that instead of a mean.
+    `min_queries`: a window with fewer queries reports that instead of a mean. (How deep a
+    ranking may be is ingest's: `events.max_depth`.)
     """
 
     cutoffs: tuple[int, ...] = setting(
@@ -88,7 +88,6 @@ class MetricsConfig:
     idcg_zero: IdcgZero = setting(
         "zero", read=_idcg_zero, doc="a query with no ideal DCG scores 0 (zero) or is left out"
     )
-    max_depth: int = setting(1000, read=as_int(1, 1_000_000), doc="a longer ranking is rejected")
     min_queries: int = setting(
         1, read=as_int(1, 10_000_000), doc="a window with fewer queries reports no mean"
     )

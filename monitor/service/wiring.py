@@ -113,17 +113,18 @@ def labeler(config: Config) -> SegmentLabeler:
 
 
 def event_decoder(config: Config) -> EventDecoder:
-    """The decoder with the limits `config` sets (metrics.max_depth, kafka.max_record_bytes,
-    windows.max_future and time_source, segments.keys, kafka.max_id_bytes,
-    segments.max_value_bytes)."""
+    """The decoder with ingest's limits (the `events` and `segments` sections) and the
+    topics' record size limit (`kafka.max_record_bytes`, which every stage that reads or
+    writes a topic keeps to)."""
+    events, segments = config.events, config.segments
     return EventDecoder(
-        max_depth=config.metrics.max_depth,
+        max_depth=events.max_depth,
         max_bytes=config.kafka.max_record_bytes,
-        max_future_ms=config.windows.max_future.ms,
-        segment_keys=frozenset(config.segments.keys),
-        use_event_time=config.windows.time_source == "event",
-        max_id_bytes=config.kafka.max_id_bytes,
-        max_value_bytes=config.segments.max_value_bytes,
+        max_future_ms=events.max_future.ms,
+        segment_keys=frozenset(segments.keys),
+        use_event_time=events.time_source == "event",
+        max_id_bytes=events.max_id_bytes,
+        max_value_bytes=segments.max_value_bytes,
     )
 
 

@@ -17,7 +17,7 @@ grouped by partition, as a poll returns them.
 
 An event moves its partition's watermark by its event time, but never past its record's
 Kafka timestamp plus `max_clock_skew_ms`: one event dated into the future (within
-`windows.max_future`) cannot make the honest events after it late. The record timestamp is
+`events.max_future`) cannot make the honest events after it late. The record timestamp is
 stored with the record, so a replay after a crash rebuilds the same watermark.
 
     lateness 60 s, skew 10 s        record timestamps: the producer's clock at send

@@ -8,7 +8,6 @@ from typing import Any, Final
 
 from monitor.declare import setting
 from monitor.sections import (
-    as_choice,
     as_duration,
     as_positive_duration,
 )
@@ -28,10 +27,9 @@ def _size(values: Mapping[str, Any]) -> Duration:
 class WindowsConfig:
     """Event-time windows, aligned to the epoch.
 
-    Tumbling when `hop == size`, sliding otherwise (each event is in size/hop windows).
-    `time_source` "event" takes the event's `event_time` and falls back to the record
-    timestamp; "record" always takes the record timestamp. An event moves the watermark no
-    further than its record timestamp plus `max_clock_skew`.
+    Tumbling when `hop == size`, sliding otherwise (each event is in size/hop windows). An
+    event is placed by the time ingest gave it (`events.time_source`), and moves the
+    watermark no further than its record timestamp plus `max_clock_skew`.
     """
 
     size: Duration = setting(
@@ -50,12 +48,6 @@ class WindowsConfig:
         _FIVE_MINUTES,
         read=as_positive_duration,
         doc="a partition without events this long stops holding the watermark",
-    )
-    max_future: Duration = setting(
-        _FIVE_MINUTES, read=as_duration, doc="events further ahead of the watermark are rejected"
-    )
-    time_source: str = setting(
-        "event", read=as_choice("event", "record"), doc="event (event_time) or record (timestamp)"
     )
     max_clock_skew: Duration = setting(
         parse_duration("10s"),

@@ -70,7 +70,12 @@ BAD_KEYS = [
         section("metrics", relevance_level=True), {}, "metrics.relevance_level", id="bool"
     ),
     pytest.param(section("metrics", idcg_zero="one"), {}, "metrics.idcg_zero", id="idcg-zero"),
-    pytest.param(section("metrics", max_depth=0), {}, "metrics.max_depth", id="max-depth"),
+    pytest.param(section("events", max_depth=0), {}, "events.max_depth", id="max-depth"),
+    pytest.param(section("metrics", max_depth=0), {}, "metrics.max_depth", id="moved-max-depth"),
+    pytest.param(section("events", time_source="log"), {}, "events.time_source", id="time-src"),
+    pytest.param(
+        section("events", max_future="soon"), {}, "events.max_future", id="max-future-text"
+    ),
     pytest.param(section("metrics", cutoffs=[10**9]), {}, "metrics.cutoffs", id="huge-cutoff"),
     pytest.param(
         section("kafka", max_record_bytes=2**40),
@@ -203,6 +208,45 @@ def test_bad_key_gives_a_line_naming_it_and_exit_2(
     assert err.startswith(f"rankmon check-config: config key '{key}': ")
     # a line per bad key (nul-in-path's keyfile does not exist either), nothing else
     assert all(line.startswith("rankmon check-config: config key '") for line in err.splitlines())
+
+
+def test_a_key_that_moved_to_events_is_still_read_from_its_old_place_with_a_notice(
+    check_config: CheckConfig,
+) -> None:
+    tree = {
+        **section("metrics", max_depth=50),
+        "windows": {"max_future": "1m", "time_source": "record"},
+    }
+    code, out, err = check_config(yaml.safe_dump(tree), {"RANKMON_KAFKA__MAX_ID_BYTES": "64"})
+    assert code == 0
+    effective = yaml.safe_load(out)
+    assert effective["events"] == {
+        "max_depth": 50,
+        "max_id_bytes": 64,
+        "max_future": "1m",
+        "time_source": "record",
+    }
+    assert "max_depth" not in effective["metrics"] and "max_id_bytes" not in effective["kafka"]
+    moved = sorted(line.split("'")[1] for line in err.splitlines())
+    assert moved == [
+        "kafka.max_id_bytes",
+        "metrics.max_depth",
+        "windows.max_future",
+        "windows.time_source",
+    ]
+    assert all("refused from 0.3.0" in line for line in err.splitlines())
+
+
+def test_a_key_written_in_its_old_and_its_new_place_is_refused_naming_both(
+    check_config: CheckConfig,
+) -> None:
+    tree = {**section("metrics", max_depth=50), "events": {"max_depth": 60}}
+    code, out, err = check_config(yaml.safe_dump(tree))
+    assert (code, out) == (2, "")
+    assert err == (
+        "rankmon check-config: config key 'metrics.max_depth': moved to events.max_depth, "
+        "which is written too: keep events.max_depth only\n"
+    )
 
 
 def test_a_bad_alert_rule_is_named_with_its_key_as_rankmon_run_would_refuse_it(
