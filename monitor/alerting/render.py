@@ -6,8 +6,9 @@ one instance, so only Prometheus sees the global numbers):
 - recording rules `job:rankmon_<measure>:mean` combine the instances' sums of query means and
   query counts into the exact global mean of per-query means, per segment and window, and
   `job:rankmon_<measure>:stderr` (with the sums of squares) into its exact standard error;
-  `job:rankmon_window_queries:sum` and `job:rankmon_coverage_ratio:sum` add up counts and
-  coverage (instances see disjoint queries, so their coverage ratios add);
+  `job:rankmon_window_queries:sum`, `job:rankmon_window_failed_queries:sum` and
+  `job:rankmon_coverage_ratio:sum` add up counts and coverage (instances see disjoint
+  queries, so their coverage ratios add);
 - `below`: the global mean under the floor; `for` consecutive bad windows become a duration
   of (for - 1) windows, `keep_firing_for` one of keep_firing_for windows;
 - `drop`, only when asked for (`ungated_drop`): the global mean under (1 - relative) times
@@ -21,7 +22,8 @@ one instance, so only Prometheus sees the global numbers):
   engine's);
 - `below` and `judged` hold on windows with fewer than `alerts.min_queries` queries (unless
   the window saw the whole, smaller evaluation set), as rankmon's engine does;
-- `coverage` and `judged` as floors on the combined series; `trend` is not expressible and
+- `coverage` and `judged` as floors on the combined series, `replay_errors` as a ceiling on
+  the failed share of the queries asked; `trend` is not expressible and
   is left to rankmon's engine;
 - `RankmonDown` (`up == 0`) and `RankmonAbsent` (`absent(up)`) for the scrape job.
 
@@ -100,6 +102,12 @@ def _recording_rules(job: str) -> list[dict[str, str]]:
         {
             "record": "job:rankmon_coverage_ratio:sum",
             "expr": f"sum {_BY_INSTANCE} ({window_series('coverage')}{{{job}}})",
+        }
+    )
+    rules.append(
+        {
+            "record": "job:rankmon_window_failed_queries:sum",
+            "expr": f"sum {_BY_INSTANCE} ({window_series('failed')}{{{job}}})",
         }
     )
     return rules

@@ -385,6 +385,7 @@ def window_json(kept: KeptWindow) -> dict[str, Any]:
         "evaluation_set_version": s.evaluation_set_version,
         "events": s.events,
         "queries": s.queries,
+        "failed_queries": s.failed_queries,
         "coverage": s.coverage,
         "measures": measures,
     }

@@ -199,6 +199,7 @@ class LatestWindows(Collector):
         window = {
             "queries": float(summary.queries),
             "events": float(summary.events),
+            "failed": float(summary.failed_queries),
             "coverage": summary.coverage,
             "end": summary.end_ms / 1000.0,
         }

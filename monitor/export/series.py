@@ -117,6 +117,14 @@ WINDOW_SERIES: Final = (
         "events",
     ),
     Series(
+        "rankmon_window_failed_queries",
+        "gauge",
+        "Queries a replay asked that the ranker did not answer (errors, timeouts) and that have "
+        "no ranking in the latest finalized window; 0 for live traffic.",
+        WINDOW_LABELS,
+        "failed",
+    ),
+    Series(
         "rankmon_coverage_ratio",
         "gauge",
         "Queries seen in the latest finalized window / queries in the evaluation set.",
@@ -290,5 +298,6 @@ def measure_series(kind: str, field: str) -> str:
 
 
 def window_series(field: str) -> str:
-    """The name of a window's series of that field (`queries`, `events`, `coverage`, `end`)."""
+    """The name of a window's series of that field (`queries`, `events`, `failed`, `coverage`,
+    `end`)."""
     return next(series.name for series in WINDOW_SERIES if series.field == field)

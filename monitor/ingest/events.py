@@ -41,6 +41,7 @@ __all__ = [
     "RankingEvent",
     "Rejection",
     "decode_event",
+    "decode_failed_query",
     "outcome_of",
 ]
 
@@ -138,6 +139,32 @@ def decode_event(
     return RankingEvent(event_id, query_id, ranking, event_time_ms, judgments, segment)
 
 
+def decode_failed_query(
+    value: bytes | None,
+    record_timestamp_ms: int,
+    *,
+    max_bytes: int = 1_048_576,
+    segment_keys: frozenset[str] | None = None,
+    use_event_time: bool = True,
+    max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+) -> RankingEvent | None:
+    """A replay's failed-query record (one `decode_event` counted as a `failed_query`
+    notice) as an event with no ranking, for the windows to count as the replay's failure;
+    None when its ids, segment or time would not make a valid event (it is then only
+    counted as a notice). Never raises."""
+    try:
+        raw = _parse(value, max_bytes)
+        event_id = _identifier(raw, "event_id", max_id_bytes)
+        query_id = _identifier(raw, "query_id", max_id_bytes)
+        segment = _segment(raw.get("segment"), segment_keys)
+        _within(segment.values(), max_value_bytes, "a segment value")
+        event_time_ms = _event_time(raw, record_timestamp_ms, use_event_time)
+    except _RejectedError:
+        return None
+    return RankingEvent(event_id, query_id, (), event_time_ms, None, segment)
+
+
 @dataclass(frozen=True, slots=True)
 class EventDecoder:
     """`decode_event` with the limits of a config bound: `decoder(value, timestamp, now_ms)`."""
@@ -161,6 +188,18 @@ class EventDecoder:
             max_depth=self.max_depth,
             max_bytes=self.max_bytes,
             max_future_ms=self.max_future_ms,
+            segment_keys=self.segment_keys,
+            use_event_time=self.use_event_time,
+            max_id_bytes=self.max_id_bytes,
+            max_value_bytes=self.max_value_bytes,
+        )
+
+    def failed_query(self, value: bytes | None, record_timestamp_ms: int) -> RankingEvent | None:
+        """`decode_failed_query` with these limits."""
+        return decode_failed_query(
+            value,
+            record_timestamp_ms,
+            max_bytes=self.max_bytes,
             segment_keys=self.segment_keys,
             use_event_time=self.use_event_time,
             max_id_bytes=self.max_id_bytes,

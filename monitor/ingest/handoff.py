@@ -6,8 +6,10 @@ it when no window is open there); then hands the scored events to the windows, w
 away the `late` and the `duplicate` ones (dead-lettered and counted too) and count the rest
 `accepted`, and keeps the ranking samples the explanations show. A replay's notice (a failed
 query, the end of a replay: outcome `replay_notice`) is counted and consumed, never
-dead-lettered: it is no bad input. Rejections go first, in
-record order, then the windows' verdicts, in row order: the order the dead-letter topic sees.
+dead-lettered: it is no bad input; a failed query's notice is then also handed to the
+windows, which count it as the replay's failure (`WindowSummary.failed_queries`). Rejections
+go first, in record order, then the windows' verdicts, in row order: the order the dead-letter
+topic sees.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ class Handoff:
             self.windows.record_consumed(record.partition, record.offset)
         if taken.scored is not None:
             self._admit(taken.scored, taken.records)
+        if taken.failed is not None:
+            # A replay's failed queries: counted as notices above; the windows count them as
+            # the replay's failures (a late or repeated one is dropped, it has no ranking).
+            self.windows.add_events(taken.failed)
 
     def _replay_ended(self, record: SourceRecord) -> None:
         """Note an end-of-replay marker (the decoder checked its `replay.id`)."""

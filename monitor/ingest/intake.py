@@ -32,7 +32,7 @@ from typing import NamedTuple, TypeVar
 import numpy as np
 
 from monitor.ingest.events import EventDecoder, RankingEvent, Rejection
-from monitor.ingest.schema import Outcome
+from monitor.ingest.schema import Outcome, Reason
 from monitor.kafka.consumer import SourceRecord
 from monitor.native import DecodedEvents, speedups
 from monitor.scoring.scorer import Scorer
@@ -60,6 +60,9 @@ class Taken:
     rejected: list[Rejected] = field(default_factory=list)
     scored: ScoredEvents | None = None
     records: Sequence[SourceRecord] = ()
+    # A replay's failed queries among `rejected` (its `failed_query` notices), as rows marked
+    # failed for the windows to count (None: none).
+    failed: ScoredEvents | None = None
 
 
 class Intake:
@@ -94,15 +97,41 @@ class Intake:
         epochs = self.windows.epochs
         if len(epochs) > 1:
             self._process_epochs(records, scorers, now_ms, taken)
-            return taken
-        scorer = scorers[epochs[0].version]
-        if scorer.judgment_index is None or not self._scannable:
-            accepted = self._decode(records, scorer, now_ms, taken)
-            if accepted:
-                self._window(accepted, [scorer] * len(accepted), taken)
-            return taken
-        self._process_scanned(records, scorer, now_ms, taken)
+        else:
+            scorer = scorers[epochs[0].version]
+            if scorer.judgment_index is None or not self._scannable:
+                accepted = self._decode(records, scorer, now_ms, taken)
+                if accepted:
+                    self._window(accepted, [scorer] * len(accepted), taken)
+            else:
+                self._process_scanned(records, scorer, now_ms, taken)
+        taken.failed = self._failed_queries(taken.rejected)
         return taken
+
+    def _failed_queries(self, rejected: Sequence[Rejected]) -> ScoredEvents | None:
+        """The replay's failed queries among the notices, as rows the windows count as
+        failures (no measures: NaN), in record order."""
+        failed = [
+            (item.record, event)
+            for item in rejected
+            if item.reason == Reason.FAILED_QUERY.value
+            and (event := self.decoder.failed_query(item.record.value, item.record.timestamp_ms))
+            is not None
+        ]
+        if not failed:
+            return None
+        label = self.labeler.label
+        return ScoredEvents(
+            partitions=[record.partition for record, _ in failed],
+            offsets=[record.offset for record, _ in failed],
+            event_times_ms=[event.event_time_ms for _, event in failed],
+            event_ids=[event.event_id for _, event in failed],
+            query_ids=[event.query_id for _, event in failed],
+            segments=[label(event.segment) for _, event in failed],
+            measures=np.full((len(failed), len(self.windows.measure_keys)), np.nan),
+            record_times_ms=[record.timestamp_ms for record, _ in failed],
+            failed=np.ones(len(failed), dtype=np.bool_),
+        )
 
     def _process_epochs(
         self,

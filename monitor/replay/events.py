@@ -11,10 +11,11 @@
   `outcomes` (the whole replay's), `started` and `ended` (epoch ms).
 
 Failed queries and end markers carry no `ranking`: the monitor counts them as
-`outcome="replay_notice"`, never as invalid input, and the failed queries show as the
-window's missing coverage. The markers are sent after every other record of the replay was
-stored, so a partition's marker is behind all of the replay on it: once the monitor has read
-the marker on each partition it owns, it closes the replay's windows at its next tick.
+`outcome="replay_notice"`, never as invalid input; the windows count each failed query as
+the replay's failure (`WindowSummary.failed_queries`, the `replay_errors` alert condition).
+The markers are sent after every other record of the replay was stored, so a partition's
+marker is behind all of the replay on it: once the monitor has read the marker on each
+partition it owns, it closes the replay's windows at its next tick.
 """
 
 from __future__ import annotations

@@ -24,6 +24,11 @@ under a policy that drops such queries). It is a property of the query and the e
 set, so all events of a query agree; the query then has no mean for that measure and the
 headline is over the queries that have one (all-NaN gives NaN). `queries` and `events` count
 every query and event of the segment.
+
+A replay's failed query (a row marked `failed`) adds nothing to the sums and counts: its cell
+counts it in `failed`, and a query of the segment with failures but no ranked event is one of
+the summary's `failed_queries`. A segment whose every query failed still has a summary, with
+no queries and NaN means.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class WindowAggregate:
         "counts",
         "evaluation_set_queries",
         "evaluation_set_version",
+        "failed",
         "row_of",
         "start_ms",
         "sums",
@@ -87,15 +93,22 @@ class WindowAggregate:
         self.cells = np.zeros(_INITIAL_ROWS, dtype=np.intp)  # row -> cell id
         self.sums: Matrix = np.zeros((_INITIAL_ROWS, measures))
         self.counts = np.zeros(_INITIAL_ROWS, dtype=np.int64)
+        self.failed = np.zeros(_INITIAL_ROWS, dtype=np.int64)  # a replay's failed queries
         self.used = 0  # rows given to cells (a dropped cell keeps its row)
 
-    def add(self, cells: Indices, values: Matrix) -> None:
-        """Add each event's measure vector (a row of `values`) to its cell, in order.
+    def add(
+        self, cells: Indices, values: Matrix, failed: npt.NDArray[np.bool_] | None = None
+    ) -> None:
+        """Add each event's measure vector (a row of `values`) to its cell, in order; a row
+        marked in `failed` (a replay's failed query) only counts as its cell's failure.
 
         np.add.at adds event by event, so a cell's sum is the same float however the stream
         was cut into polls: a replay after a crash reproduces published values bit for bit.
         """
         rows = self._rows(cells)
+        if failed is not None and failed.any():
+            np.add.at(self.failed, rows[failed], 1)
+            rows, values = rows[~failed], values[~failed]
         np.add.at(self.sums, rows, values)
         np.add.at(self.counts, rows, 1)
 
@@ -121,6 +134,7 @@ class WindowAggregate:
             more = size - len(self.counts)
             self.sums = np.concatenate([self.sums, np.zeros((more, self.sums.shape[1]))])
             self.counts = np.concatenate([self.counts, np.zeros(more, np.int64)])
+            self.failed = np.concatenate([self.failed, np.zeros(more, np.int64)])
             self.cells = np.concatenate([self.cells, np.zeros(more, np.intp)])
 
     def drop_cells(self, cells: Indices) -> None:
@@ -129,15 +143,20 @@ class WindowAggregate:
         rows = rows[rows >= 0]
         self.sums[rows] = 0.0
         self.counts[rows] = 0
+        self.failed[rows] = 0
+
+    def _held(self) -> Indices:
+        """The rows of cells holding an event or a failure."""
+        return np.flatnonzero((self.counts > 0) | (self.failed > 0))
 
     @property
     def empty(self) -> bool:
-        """Whether no cell holds an event."""
-        return not self.counts.any()
+        """Whether no cell holds an event or a failure."""
+        return not (self.counts.any() or self.failed.any())
 
     def raw_segments(self, registry: CellRegistry) -> set[Segment]:
-        """The raw segments of the events this window holds."""
-        held = np.flatnonzero(self.counts)
+        """The raw segments of the events and failures this window holds."""
+        held = self._held()
         return {registry.keys[cell][1] for cell in self.cells[held].tolist()}
 
     def summaries(
@@ -153,7 +172,7 @@ class WindowAggregate:
         `segment_labels`: the label state the summaries carry."""
         by_segment: dict[Segment, dict[str, list[int]]] = {}
         partitions: dict[Segment, set[int]] = {}
-        held = np.flatnonzero(self.counts)
+        held = self._held()
         # Sorted cells: a query on several partitions (or raw segments) is merged in the same
         # order every run.
         cells = []
@@ -180,9 +199,15 @@ class WindowAggregate:
         rows_by_query: dict[str, list[int]],
         segment_labels: Mapping[str, Any] | None,
     ) -> WindowSummary:
-        queries = sorted(rows_by_query)
-        sums = np.stack([self.sums[rows_by_query[q]].sum(axis=0) for q in queries])
-        counts = np.array([self.counts[rows_by_query[q]].sum() for q in queries], dtype=np.float64)
+        ranked = {q: rows for q, rows in rows_by_query.items() if self.counts[rows].sum()}
+        failed = len(rows_by_query) - len(ranked)
+        queries = sorted(ranked)
+        # No query at all when every one failed (a replay the ranker did not answer): the
+        # sums are 0 and the means 0 / 0, NaN.
+        sums = np.zeros((0, len(measure_keys)))
+        if queries:
+            sums = np.stack([self.sums[ranked[q]].sum(axis=0) for q in queries])
+        counts = np.array([self.counts[ranked[q]].sum() for q in queries], dtype=np.float64)
         query_means = sums / counts[:, None]
         defined = ~np.isnan(query_means)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -212,4 +237,5 @@ class WindowAggregate:
             hop_ms=spec.hop_ms if spec.sliding else 0,
             segment_labels=segment_labels or {},
             squares=dict(zip(keys, squares.tolist(), strict=True)),
+            failed_queries=failed,
         )

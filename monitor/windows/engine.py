@@ -323,7 +323,11 @@ class EventWindows:
             in_poll.add(event_id)
             if pane != slot_pane or partition != slot_partition:
                 slot_pane, slot_partition = pane, partition
-                panes.setdefault((pane, partition), offsets[i])
+                # The lowest offset of the pane: a poll's failed queries come in a call of
+                # their own, after its events (`Handoff`), and may be earlier on the partition.
+                first = panes.get((pane, partition))
+                if first is None or offsets[i] < first:
+                    panes[(pane, partition)] = offsets[i]
             key = (query_ids[i], segment, partition)
             cell = cell_ids.get(key)
             rows.append(i)
@@ -413,7 +417,8 @@ class EventWindows:
                     aggregate = self._windows[key] = WindowAggregate(
                         start, epoch.version, len(self.measure_keys), epoch.set_queries
                     )
-                aggregate.add(cells[group], events.measures[rows[group]])
+                failed = None if events.failed is None else events.failed[rows[group]]
+                aggregate.add(cells[group], events.measures[rows[group]], failed)
 
     # -- the scheduler tick -------------------------------------------------------------
 

@@ -54,6 +54,7 @@ def _merge(shares: Sequence[WindowSummary]) -> WindowSummary:
         event_means={key: _mean_over_events(key, shares) for key in keys},
         query_means=query_means,
         squares=squares if all(share.squares for share in shares) else {},
+        failed_queries=sum(share.failed_queries for share in shares),
     )
 
 

@@ -6,7 +6,7 @@ than the windowing itself. Integer columns may be lists or numpy arrays.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +33,8 @@ class ScoredEvents:
     scored with the evaluation set of the event's epoch (`EventWindows.epochs`).
     `record_times_ms`: the records' Kafka timestamps (0 or less: none), which bound how far
     an event may move its partition's watermark (`EventWindows`, `max_clock_skew_ms`);
-    None: no bound.
+    None: no bound. `failed`: the rows that are a replay's failed queries (their measures are
+    not read; `monitor.windows.aggregate`); None: none.
     """
 
     partitions: IntColumn
@@ -44,12 +45,15 @@ class ScoredEvents:
     segments: Sequence[Segment]
     measures: npt.NDArray[np.float64]
     record_times_ms: IntColumn | None = None
+    failed: npt.NDArray[np.bool_] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.event_ids)
-        columns = [self.partitions, self.offsets, self.event_times_ms, self.query_ids]
+        columns: list[Sized] = [self.partitions, self.offsets, self.event_times_ms, self.query_ids]
         if self.record_times_ms is not None:
             columns.append(self.record_times_ms)
+        if self.failed is not None:
+            columns.append(self.failed)
         if any(len(c) != n for c in (*columns, self.segments)) or self.measures.shape[0] != n:
             raise ValueError("every column of the scored events must have one row per event")
 

@@ -44,6 +44,11 @@ class WindowSummary:
     the mean of those over queries (the headline), `sums[key]` their sum and `squares[key]`
     the sum of their squares (both mergeable across instances with `queries`: the merged
     standard error, `stderr`), `event_means[key]` the mean over events.
+
+    `failed_queries` counts the queries a replay asked and the ranker did not answer (its
+    failed-query records, `monitor.replay.events`) that have no ranking in the window: they
+    are not among `queries`, so they lower the coverage, and `failure_share` is their share
+    of the queries asked. Live traffic has none.
     """
 
     window: str  # the configured size as written, e.g. "5m"
@@ -65,6 +70,13 @@ class WindowSummary:
     # sum over queries of the squared query means (absent in records of rankmon < 0.6:
     # then computed from `query_means`)
     squares: Mapping[str, float] = field(default_factory=dict)
+    failed_queries: int = 0
+
+    @property
+    def failure_share(self) -> float:
+        """Failed queries / queries asked (ranked or failed); 0 without a replay's failures."""
+        asked = self.queries + self.failed_queries
+        return self.failed_queries / asked if asked else 0.0
 
     def defined_queries(self, key: str) -> int:
         """The queries with a value of `key` (all of them unless the measure leaves some out,
@@ -104,6 +116,8 @@ class WindowSummary:
             extra["hop_ms"] = self.hop_ms
         if self.segment_labels:
             extra["segment_labels"] = self.segment_labels
+        if self.failed_queries:
+            extra["failed_queries"] = self.failed_queries
         return orjson.dumps(
             {
                 **extra,
@@ -157,6 +171,7 @@ class WindowSummary:
                 hop_ms=int(raw.get("hop_ms", 0)),
                 segment_labels=dict(raw.get("segment_labels") or {}),
                 squares=_floats(raw.get("squares") or {}),
+                failed_queries=int(raw.get("failed_queries", 0)),
             )
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"malformed window summary: {error}") from error

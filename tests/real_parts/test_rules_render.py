@@ -32,7 +32,7 @@ def alert_names(rules_file: Path) -> list[str]:
     return [rule["alert"] for rule in rules["groups"][1]["rules"]]
 
 
-@pytest.mark.parametrize(("options", "rules"), [((), 26), (("--ungated-drop",), 27)])
+@pytest.mark.parametrize(("options", "rules"), [((), 28), (("--ungated-drop",), 29)])
 def test_rendered_rules_pass_promtool_check(
     tmp_path: Path, promtool: Promtool, options: tuple[str, ...], rules: int
 ) -> None:
@@ -69,6 +69,7 @@ def test_drop_and_trend_rules_are_left_to_rankmon_and_the_header_says_why(
         "pipeline-stale",
         "coverage-low",
         "judged-low",
+        "ranker-failing",
         "RankmonDown",
         "RankmonAbsent",
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from monitor.alerting.conditions import (
     Coverage,
     Drop,
     Judged,
+    ReplayErrors,
     Stderr,
     WindowTrack,
     evaluate_window,
@@ -228,6 +230,21 @@ def test_coverage_counts_queries_seen_against_the_evaluation_set() -> None:
     assert (low.evidence, low.value) == (Evidence.BAD, 19 / 40)
     assert "untrustworthy" in low.note
     assert enough.evidence is Evidence.GOOD
+
+
+def test_replay_errors_is_bad_past_its_share_of_the_queries_asked_and_good_on_live_traffic() -> (
+    None
+):
+    errors = rule(ReplayErrors(0.05), measure="replay_errors")
+    track = WindowTrack.for_rule(errors)
+    failing = replace(window(0, flat(0.9, queries=36)), failed_queries=4)  # 4 of 40 asked
+    tolerated = replace(window(1, flat(0.9, queries=38)), failed_queries=2)  # exactly 5 %
+    bad = evaluate_window(errors, failing, track)
+    assert (bad.evidence, bad.value, bad.baseline) == (Evidence.BAD, 0.1, 0.05)
+    assert "failed 4 of the 40 queries" in bad.note
+    assert evaluate_window(errors, tolerated, track).evidence is Evidence.GOOD
+    live = evaluate_window(errors, window(2, flat(0.9, queries=5)), track)
+    assert (live.evidence, live.value) == (Evidence.GOOD, 0.0)
 
 
 def test_judged_share_under_the_minimum_is_bad() -> None:

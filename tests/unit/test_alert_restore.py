@@ -54,6 +54,17 @@ def test_shares_of_a_window_merge_back_into_it() -> None:
     assert merged.sums[NDCG] == pytest.approx(whole.sums[NDCG])
 
 
+def test_a_replays_failed_queries_survive_the_record_and_add_up_over_shares() -> None:
+    (whole,) = simulate_windows(MODEL, 1, seed=2)
+    even, odd = split(whole)
+    shares = [replace(even, failed_queries=3), replace(odd, failed_queries=2)]
+    back = [WindowSummary.from_json(share.to_json()) for share in shares]
+    assert [share.failed_queries for share in back] == [3, 2]
+    (merged,) = merge_window_shares(back)
+    assert merged.failed_queries == 5
+    assert merged.failure_share == 5 / (whole.queries + 5)
+
+
 def test_different_windows_and_versions_are_not_merged() -> None:
     first, second = simulate_windows(MODEL, 2, seed=2)
     other_version = replace(first, evaluation_set_version="v2")

@@ -66,23 +66,34 @@ class Replays:
             ),
         )
 
-    def replay(self, replay_id: str, started_ms: int, *, ends: tuple[int, ...] = (0, 1)) -> None:
-        """One replay's records (partition by query), then its markers on `ends`."""
+    def replay(
+        self,
+        replay_id: str,
+        started_ms: int,
+        *,
+        ends: tuple[int, ...] = (0, 1),
+        failing: frozenset[str] = frozenset(),
+    ) -> None:
+        """One replay's records (partition by query), then its markers on `ends`; the
+        ranker times out on the queries in `failing`."""
         counts = {0: 0, 1: 0}
         for n, query in enumerate(QUERIES):
             answer = Answer("ranked", ("d1", "d2") if n % 2 else ("d2", "d1"))
+            if query in failing:
+                answer = Answer("timeout", reason="timeout")
             _, value = query_event(
                 replay_id, Query(query, query), answer, {"model": "v1"}, started_ms
             )
             partition = n % 2
             counts[partition] += 1
             self.stream.append(partition, value, started_ms + 2_000)
+        ranked = len(QUERIES) - len(failing)
         for partition in ends:
             _, value = end_marker(
                 replay_id,
                 events=counts[partition],
                 queries=len(QUERIES),
-                outcomes={"ranked": len(QUERIES)},
+                outcomes={"ranked": ranked, "timeout": len(failing)},
                 started_ms=started_ms,
                 ended_ms=started_ms + 2_500,
             )
@@ -120,6 +131,60 @@ def test_a_replay_closes_its_window_at_the_first_tick_after_its_last_marker(
     assert means["ndcg@10:linear"] == pytest.approx((1.0 + (1 + 2 / log3) / (2 + 1 / log3)) / 2)
     assert replays.monitor.snapshot().outcomes.get("replay_notice") == 2
     assert replays.producer.sent.get(f"{TOPIC}.dlq", []) == []
+
+
+def test_a_replays_failed_queries_count_in_its_window_and_lower_its_coverage_not_its_means(
+    replays: Replays,
+) -> None:
+    replays.clock.advance(4_000)
+    replays.replay("r1", T0 + 3_000, failing=frozenset({"q2", "q4"}))  # the odd rankings
+    replays.run_for(1_100)
+    [share] = replays.producer.shares(f"{TOPIC}.windows")
+    summary = share.summary
+    assert (summary.queries, summary.failed_queries) == (2, 2)
+    assert summary.coverage == 0.5 and summary.failure_share == 0.5
+    # the mean is over q1 and q3 alone (both ranked d2 d1); q2 and q4 would have scored 1.0
+    log3 = math.log2(3)
+    assert summary.means["ndcg@10:linear"] == pytest.approx((1 + 2 / log3) / (2 + 1 / log3))
+    assert replays.monitor.snapshot().outcomes.get("replay_notice") == 4  # 2 failed, 2 ends
+    assert replays.producer.sent.get(f"{TOPIC}.dlq", []) == []
+
+
+def test_a_replay_the_ranker_never_answered_still_has_its_window_and_pages_replay_errors(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "qrels.txt").write_text("".join(f"{q} 0 d1 2\n{q} 0 d2 1\n" for q in QUERIES))
+    rules = (
+        "alerts: {rules: [{name: ranker-failing, replay_errors: {max: 0.05}},"
+        " {name: floor, measure: ndcg@10, below: 0.5}]}\n"
+    )
+    (tmp_path / "rankmon.yaml").write_text(CONFIG + rules)
+    down = Replays(load_config(tmp_path / "rankmon.yaml", environ={}))
+    try:
+        down.clock.advance(4_000)
+        down.replay("r1", T0 + 3_000, failing=frozenset(QUERIES))
+        down.run_for(1_100)
+        [share] = down.producer.shares(f"{TOPIC}.windows")
+        assert (share.summary.queries, share.summary.failed_queries) == (0, 4)
+        assert math.isnan(share.summary.means["ndcg@10:linear"])
+        [alert] = [a for a in down.monitor.snapshot().alerts if a.status.value == "firing"]
+        assert alert.rule.name == "ranker-failing"
+        assert alert.verdict is not None and alert.verdict.value == 1.0
+        assert "failed 4 of the 4 queries" in alert.verdict.note
+    finally:
+        down.monitor.close()
+
+
+def test_a_failed_query_sent_twice_counts_once(replays: Replays) -> None:
+    replays.clock.advance(4_000)
+    _, failure = query_event(
+        "r1", Query("q1", "q1"), Answer("error", reason="http_503"), {"model": "v1"}, T0 + 3_000
+    )
+    replays.stream.append(0, failure, T0 + 3_100)  # a replayer that re-sent after a crash
+    replays.replay("r1", T0 + 3_000, failing=frozenset({"q1"}))
+    replays.run_for(1_100)
+    [share] = replays.producer.shares(f"{TOPIC}.windows")
+    assert (share.summary.queries, share.summary.failed_queries) == (3, 1)
 
 
 def test_a_replay_without_all_its_markers_waits_and_the_next_one_closes_both(

@@ -26,6 +26,7 @@ from monitor.alerting.conditions.comparison import Comparison
 from monitor.alerting.conditions.coverage import Coverage
 from monitor.alerting.conditions.drop import MIN_BASELINE_WINDOWS, Drop
 from monitor.alerting.conditions.judged import Judged
+from monitor.alerting.conditions.replay_errors import ReplayErrors
 from monitor.alerting.conditions.stale import Stale
 from monitor.alerting.conditions.stderr import Stderr
 from monitor.alerting.conditions.trend import Trend
@@ -39,6 +40,7 @@ __all__ = [
     "Coverage",
     "Drop",
     "Judged",
+    "ReplayErrors",
     "Role",
     "RuleContext",
     "RuleLike",
@@ -60,6 +62,7 @@ CONDITIONS: Final[tuple[type[Condition], ...]] = (
     Stderr,
     Coverage,
     Judged,
+    ReplayErrors,
     Stale,
     Comparison,
 )
