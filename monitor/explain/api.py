@@ -386,6 +386,7 @@ def window_json(kept: KeptWindow) -> dict[str, Any]:
         "events": s.events,
         "queries": s.queries,
         "failed_queries": s.failed_queries,
+        "replays": list(s.replays),
         "coverage": s.coverage,
         "measures": measures,
     }

@@ -161,8 +161,11 @@ class ExplainPages:
                     href = html.escape(explain_path(segment, measure, s.start_ms))
                     value = f'<a href="{href}" title="explain against the baseline">{value}</a>'
                 cells.append(f'<td class="num">{value}</td>')
+            replays = "".join(
+                f'<br><span class="muted">replay {html.escape(r)}</span>' for r in s.replays
+            )
             rows.append(
-                f"<tr><td>{utc_time(s.start_ms)}</td><td class=num>{s.queries}</td>"
+                f"<tr><td>{utc_time(s.start_ms)}{replays}</td><td class=num>{s.queries}</td>"
                 f"<td class=num>{s.events}</td><td class=num>{s.coverage:.0%}</td>"
                 f"{''.join(cells)}</tr>"
             )
@@ -186,7 +189,12 @@ def _coverage_words(kept: KeptWindow) -> str:
         f"{s.queries} of the evaluation set's {s.evaluation_set_queries} queries were served "
         f"in the newest window ({s.coverage:.0%} coverage, {s.events} events)"
     )
-    if s.coverage < 1.0:
+    if s.failed_queries:
+        served += (
+            f"; the ranker failed {s.failed_queries} more (errors or timeouts) of the replay "
+            f"{html.escape(', '.join(s.replays) or '')}".rstrip()
+        )
+    elif s.coverage < 1.0:
         served += (
             ": normal for sampled live traffic, where not every query comes in every window; "
             "a problem for a replay of the whole set, where each missing query is a failed or "

@@ -51,6 +51,8 @@ class WindowLog:
                 coverage=round(summary.coverage, 4),
                 version=summary.evaluation_set_version,
                 too_few_queries=summary.queries < self._min_queries,
+                **({"failed_queries": summary.failed_queries} if summary.failed_queries else {}),
+                **({"replays": ",".join(summary.replays)} if summary.replays else {}),
                 **{key: round(summary.means[key], 6) for key in keys},
             ),
         )

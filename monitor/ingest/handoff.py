@@ -23,7 +23,6 @@ from monitor.ingest.intake import Taken
 from monitor.ingest.schema import Outcome, Reason
 from monitor.kafka.consumer import SourceRecord
 from monitor.windows.engine import EventWindows, ScoredEvents
-from monitor.windows.replay_ends import ReplayEnds
 from monitor.windows.samples import RankingSamples
 from monitor.windows.scored import Admission
 
@@ -53,13 +52,11 @@ class Handoff:
         rejects: RejectSink,
         counter: OutcomeCounter,
         samples: RankingSamples | None = None,
-        replay_ends: ReplayEnds | None = None,
     ) -> None:
         self.windows = windows
         self.rejects = rejects
         self.counter = counter
         self.samples = samples  # one ranking per query, segment and pane (explanations)
-        self.replay_ends = replay_ends  # the end-of-replay markers read
 
     def deliver(self, taken: Taken) -> None:
         """Every record of the poll to its one outcome (the module docstring)."""
@@ -79,13 +76,16 @@ class Handoff:
             self.windows.add_events(taken.failed)
 
     def _replay_ended(self, record: SourceRecord) -> None:
-        """Note an end-of-replay marker (the decoder checked its `replay.id`)."""
-        if self.replay_ends is None:
-            return
-        replay = orjson.loads(record.value or b"{}")["replay"]
+        """Note an end-of-replay marker (the decoder checked its `replay.id`) in the
+        windows' `ReplayEnds`, with the replay's static segment labels if it names them."""
+        marker = orjson.loads(record.value or b"{}")
+        replay, segment = marker["replay"], marker.get("segment")
         started = replay.get("started")
-        if type(started) is int:
-            self.replay_ends.add(replay["id"], record.partition, started)
+        if type(started) is not int:
+            return
+        if type(segment) is not dict or not all(type(v) is str for v in segment.values()):
+            segment = None
+        self.windows.replay_ends.add(replay["id"], record.partition, started, segment)
 
     def _admit(self, scored: ScoredEvents, records: Sequence[SourceRecord]) -> None:
         """Hand the scored events to the windows; send on and count what they turn away."""

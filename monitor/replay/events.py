@@ -8,7 +8,8 @@
   holding `id`, `outcome` (`error` or `timeout`) and `reason`.
 - The end of a replay: on every partition of the topic, `replay` holding `id`, `end: true`,
   `events` (how many of the replay's records that partition got before it), `queries` and
-  `outcomes` (the whole replay's), `started` and `ended` (epoch ms).
+  `outcomes` (the whole replay's), `started` and `ended` (epoch ms); and `segment`, the
+  replay's static labels.
 
 Failed queries and end markers carry no `ranking`: the monitor counts them as
 `outcome="replay_notice"`, never as invalid input; the windows count each failed query as
@@ -61,11 +62,14 @@ def end_marker(
     outcomes: Mapping[str, int],
     started_ms: int,
     ended_ms: int,
+    segment: Mapping[str, str] | None = None,
 ) -> tuple[bytes, bytes]:
-    """(key, value) of the end-of-replay marker one partition gets."""
+    """(key, value) of the end-of-replay marker one partition gets; `segment`: the
+    replay's static labels (`replay.segment`), which name the windows it is in."""
     marker = {
         "schema_version": 1,
         "event_time": ended_ms,
+        "segment": dict(segment or {}),
         "replay": {
             "id": replay_id,
             "end": True,

@@ -25,7 +25,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from apscheduler.events import EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.events import (
+    EVENT_JOB_MAX_INSTANCES,
+    EVENT_JOB_MISSED,
+    JobEvent,
+    JobExecutionEvent,
+)
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
@@ -148,6 +153,7 @@ class Replayer:
         trigger: Any
         scheduler = BackgroundScheduler(timezone=schedule.timezone)
         scheduler.add_listener(self._missed, EVENT_JOB_MISSED)
+        scheduler.add_listener(self._overran, EVENT_JOB_MAX_INSTANCES)
         if schedule.cron is not None:
             trigger = CronTrigger.from_crontab(schedule.cron, timezone=schedule.timezone)
         else:
@@ -196,6 +202,10 @@ class Replayer:
         self._skipped(
             "not started within replay.schedule.misfire_grace", str(event.scheduled_run_time)
         )
+
+    def _overran(self, event: JobEvent) -> None:
+        """APScheduler did not start the interval or cron job: its last run still runs."""
+        self._skipped("the previous replay is still running")
 
     def _skipped(self, why: str, scheduled: str = "") -> None:
         self.metrics.missed.inc()

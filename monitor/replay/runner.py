@@ -141,6 +141,7 @@ def run_replay(
             outcomes=report.outcomes,
             started_ms=report.started_ms,
             ended_ms=report.ended_ms,
+            segment=segment,
         )
     )
     return report

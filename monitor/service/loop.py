@@ -355,8 +355,8 @@ class Monitor:
         """Finalize, publish, export, alert, commit (see the module docstring)."""
         self._maybe_reload()
         quiet = self.clock.now_ms() if self._stream_quiet() else None
-        ends = self.handoff.replay_ends
-        summaries = self.checkpoint.finalize(quiet, ends.floor(self._owned) if ends else None)
+        floor = self.windows.replay_ends.floor(self._owned)
+        summaries = self.checkpoint.finalize(quiet, floor)
         self._forget_unused_scorers()
         now, elapsed = self.clock.now_ms(), self._elapsed_ms()
         for summary in summaries:

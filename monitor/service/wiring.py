@@ -31,7 +31,6 @@ from monitor.ingest.intake import Intake
 from monitor.kafka.consumer import EventStream
 from monitor.kafka.producer import RecordSink
 from monitor.windows.engine import EventWindows
-from monitor.windows.replay_ends import ReplayEnds
 from monitor.windows.samples import RankingSamples
 from monitor.windows.segments import SegmentLabeler
 from monitor.windows.spec import WindowSpec
@@ -162,8 +161,7 @@ def build_intake(
         windows,
         inline_judgments=config.judgments.inline == "fill",
     )
-    replay_ends = ReplayEnds(window_spec(config))
-    return intake, Handoff(windows, dead_letters, counter, samples, replay_ends)
+    return intake, Handoff(windows, dead_letters, counter, samples)
 
 
 def build_alerts(

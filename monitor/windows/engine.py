@@ -60,6 +60,7 @@ events, and is freed as their windows finalize (`monitor.windows.dedupe`).
 
 from __future__ import annotations
 
+import dataclasses
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from operator import sub
@@ -71,6 +72,7 @@ from monitor.clock import Clock
 from monitor.windows.aggregate import CellRegistry, WindowAggregate
 from monitor.windows.dedupe import EventIdSet, id_hashes
 from monitor.windows.published import PublishedWindows
+from monitor.windows.replay_ends import ReplayEnds
 from monitor.windows.safe_offsets import SafeOffsets
 from monitor.windows.scored import AcceptedRows, Admission, ScoredEvents, StateSize, int_list
 from monitor.windows.segments import LabelState, SegmentLabeler
@@ -122,6 +124,9 @@ class EventWindows:
         self._offsets = SafeOffsets()
         self._published = PublishedWindows(() if labeler is None else labeler.keys)
         self._retired: list[Segment] = []
+        # The end-of-replay markers read (intake adds them): how far a replay lets the
+        # watermark move, and which replays a window holds.
+        self.replay_ends = ReplayEnds(spec)
 
     # -- epochs -------------------------------------------------------------------------
 
@@ -469,12 +474,16 @@ class EventWindows:
             if self.labeler.keys:
                 state = self.labeler.state.to_json()
         return [
-            (summary, partitions)
+            (self._with_replays(summary), partitions)
             for summary, partitions in aggregate.summaries(
                 spec, self.measure_keys, self._registry, labels, state
             )
             if not self._published.covers_all(summary, partitions)
         ]
+
+    def _with_replays(self, summary: WindowSummary) -> WindowSummary:
+        replays = self.replay_ends.replays_in(summary.start_ms, summary.end_ms, summary.segment)
+        return dataclasses.replace(summary, replays=replays) if replays else summary
 
     def take_retired(self) -> list[Segment]:
         """Segment labels retired by the windows finalized since the last call."""

@@ -55,6 +55,7 @@ def _merge(shares: Sequence[WindowSummary]) -> WindowSummary:
         query_means=query_means,
         squares=squares if all(share.squares for share in shares) else {},
         failed_queries=sum(share.failed_queries for share in shares),
+        replays=tuple(dict.fromkeys(r for share in shares for r in share.replays)),
     )
 
 

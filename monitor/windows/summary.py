@@ -48,7 +48,7 @@ class WindowSummary:
     `failed_queries` counts the queries a replay asked and the ranker did not answer (its
     failed-query records, `monitor.replay.events`) that have no ranking in the window: they
     are not among `queries`, so they lower the coverage, and `failure_share` is their share
-    of the queries asked. Live traffic has none.
+    of the queries asked. Live traffic has none. `replays` names the replays the window holds.
     """
 
     window: str  # the configured size as written, e.g. "5m"
@@ -71,6 +71,9 @@ class WindowSummary:
     # then computed from `query_means`)
     squares: Mapping[str, float] = field(default_factory=dict)
     failed_queries: int = 0
+    # The `rankmon replay` replays the window holds, by replay_id (oldest first); none for
+    # live traffic (`monitor.windows.replay_ends.ReplayEnds.replays_in`).
+    replays: tuple[str, ...] = ()
 
     @property
     def failure_share(self) -> float:
@@ -118,6 +121,8 @@ class WindowSummary:
             extra["segment_labels"] = self.segment_labels
         if self.failed_queries:
             extra["failed_queries"] = self.failed_queries
+        if self.replays:
+            extra["replays"] = list(self.replays)
         return orjson.dumps(
             {
                 **extra,
@@ -172,6 +177,7 @@ class WindowSummary:
                 segment_labels=dict(raw.get("segment_labels") or {}),
                 squares=_floats(raw.get("squares") or {}),
                 failed_queries=int(raw.get("failed_queries", 0)),
+                replays=tuple(str(r) for r in raw.get("replays") or ()),
             )
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"malformed window summary: {error}") from error

@@ -1,8 +1,9 @@
 """`rankmon replay` against a real HTTP ranker (the demo's synthetic ranker on loopback), the
 real broker and the real service: a replay is one window, closed by its end markers (the idle
-timeout is an hour), scored exactly as `rankmon eval` scores the run file it writes; its
-failed queries and end markers are counted and never dead-lettered; and on a schedule it
-replays again and again until SIGTERM."""
+timeout is an hour) that names its replay, scored exactly as `rankmon eval` scores the run
+file it writes; its failed queries are counted into the window, never dead-lettered; on a
+schedule it replays again and again until SIGTERM, and a replay missed while the replayer was
+suspended is skipped, counted, and the schedule goes on."""
 
 from __future__ import annotations
 
@@ -83,12 +84,14 @@ def test_a_replay_is_scored_exactly_as_rankmon_eval_scores_its_run_file(
                 check=False,
             )
             assert done.returncode == 0, done.stderr
-            assert re.search(r"replay r\S+: partial, 30 queries in", done.stdout), done.stdout
+            line = re.search(r"replay (r\S+): partial, 30 queries in", done.stdout)
+            assert line is not None, done.stdout
             share = wait_for_the_share(tansu.bootstrap_servers, topic)
             outcomes = monitor.snapshot().outcomes
     assert share.summary.queries == 28 and share.summary.events == 28
     # The timeout and the 500 reached the window as the replay's failures, on the real broker.
     assert share.summary.failed_queries == 2
+    assert share.summary.replays == (line.group(1),)  # the window names its replay
     assert share.summary.segment == (("model", "v1"),)
     # Every query the ranker answered, scored as `rankmon eval` scores the run file.
     evaluated = subprocess.run(
@@ -133,13 +136,7 @@ def test_scheduled_replays_repeat_export_their_metrics_and_stop_on_sigterm(
     with RankerServer(CORPUS, ModelVersion("v1", 0.8)) as ranker:
         schedule = f"  schedule: {{interval: 10s}}\n  metrics_port: {port}\n"
         config = replay_config(tmp_path, tansu, topic, ranker.url, schedule)
-        with subprocess.Popen(
-            [*RANKMON, "replay", "--config", str(config)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        ) as process:
+        with scheduled_replayer(config) as process:
             metrics = wait_for_replays(port, process, replays=2)
             process.send_signal(signal.SIGTERM)
             _, errors = process.communicate(timeout=60)
@@ -164,6 +161,17 @@ def test_scheduled_replays_repeat_export_their_metrics_and_stop_on_sigterm(
         assert sum(m["events"] for m in ends) == events[replay] == 30
 
 
+def scheduled_replayer(config: Path, **environ: str) -> subprocess.Popen[str]:
+    """`rankmon replay --config CONFIG` on its schedule, with `environ` added."""
+    return subprocess.Popen(
+        [*RANKMON, "replay", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **environ},
+    )
+
+
 def wait_for_replays(port: int, process: subprocess.Popen[str], replays: int) -> str:
     deadline = time.monotonic() + 60
     text = ""
@@ -180,3 +188,43 @@ def wait_for_replays(port: int, process: subprocess.Popen[str], replays: int) ->
             return text
         time.sleep(0.3)
     raise AssertionError(f"fewer than {replays} replays in 60 s:\n{text}")
+
+
+def test_a_misfired_replay_is_skipped_and_counted_and_the_schedule_goes_on(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """SIGSTOP stands for a suspended laptop, a paused container or a long GC pause: the
+    replay due meanwhile is more than `misfire_grace` late when the replayer wakes."""
+    topic = new_topic(2)
+    port = free_port()
+    with RankerServer(CORPUS, ModelVersion("v1", 0.8)) as ranker:
+        schedule = f"  schedule: {{interval: 4s, misfire_grace: 1s}}\n  metrics_port: {port}\n"
+        config = replay_config(tmp_path, tansu, topic, ranker.url, schedule)
+        with scheduled_replayer(config, RANKMON_WINDOWS__SIZE="4s") as process:
+            wait_for_replays(port, process, replays=2)  # the one at start, one on the 4 s grid
+            time.sleep(4 - time.time() % 4 + 1.0)  # 1 s after a grid replay began: it is over
+            process.send_signal(signal.SIGSTOP)
+            time.sleep(5.5)  # past the next grid time; it wakes 2.5 s after it, grace is 1 s
+            process.send_signal(signal.SIGCONT)
+            before = missed_replays(port)
+            metrics = wait_for_replays(port, process, replays=3)  # the next grid time runs
+            process.send_signal(signal.SIGTERM)
+            _, errors = process.communicate(timeout=60)
+    assert process.returncode == 0, errors
+    assert before == 1, errors
+    assert "rankmon_replay_missed_total 1.0" in metrics
+    assert "a scheduled replay was skipped: not started within replay.schedule.misfire_grace" in (
+        errors
+    )
+
+
+def missed_replays(port: int) -> float:
+    """rankmon_replay_missed_total, once the woken replayer has counted its misfire."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as page:
+            found = re.search(r"^rankmon_replay_missed_total (\S+)", page.read().decode(), re.M)
+        if found and float(found[1]) > 0:
+            return float(found[1])
+        time.sleep(0.2)
+    return 0.0

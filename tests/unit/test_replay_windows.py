@@ -10,7 +10,9 @@ The monitor runs on fakes (two partitions, a fake clock); the records are what
 
 from __future__ import annotations
 
+import json
 import math
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from monitor.windows.replay_ends import MAX_OPEN_REPLAYS, ReplayEnds
 from monitor.windows.spec import WindowSpec
+from monitor.windows.summary import WindowSummary
 from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic
 
 T0 = 1_767_225_600_000
@@ -73,16 +76,17 @@ class Replays:
         *,
         ends: tuple[int, ...] = (0, 1),
         failing: frozenset[str] = frozenset(),
+        model: str = "v1",
     ) -> None:
-        """One replay's records (partition by query), then its markers on `ends`; the
-        ranker times out on the queries in `failing`."""
+        """One replay's records (partition by query) of segment `model`, then its markers
+        on `ends`; the ranker times out on the queries in `failing`."""
         counts = {0: 0, 1: 0}
         for n, query in enumerate(QUERIES):
             answer = Answer("ranked", ("d1", "d2") if n % 2 else ("d2", "d1"))
             if query in failing:
                 answer = Answer("timeout", reason="timeout")
             _, value = query_event(
-                replay_id, Query(query, query), answer, {"model": "v1"}, started_ms
+                replay_id, Query(query, query), answer, {"model": model}, started_ms
             )
             partition = n % 2
             counts[partition] += 1
@@ -96,6 +100,7 @@ class Replays:
                 outcomes={"ranked": ranked, "timeout": len(failing)},
                 started_ms=started_ms,
                 ended_ms=started_ms + 2_500,
+                segment={"model": model},
             )
             self.stream.append(partition, value, started_ms + 2_500)
 
@@ -133,6 +138,21 @@ def test_a_replay_closes_its_window_at_the_first_tick_after_its_last_marker(
     assert replays.producer.sent.get(f"{TOPIC}.dlq", []) == []
 
 
+def test_each_segments_window_names_the_replays_it_holds_and_only_those(
+    replays: Replays,
+) -> None:
+    replays.clock.advance(4_000)
+    replays.replay("r-v1", T0 + 3_000, model="v1")  # two rankers replayed in one window
+    replays.replay("r-v2", T0 + 3_500, model="v2")
+    replays.run_for(1_100)
+    shares = replays.producer.shares(f"{TOPIC}.windows")
+    named = {share.summary.segment: share.summary.replays for share in shares}
+    assert named == {(("model", "v1"),): ("r-v1",), (("model", "v2"),): ("r-v2",)}
+    # and the names survive the windows topic
+    back = {WindowSummary.from_json(s.summary.to_json()).replays for s in shares}
+    assert back == {("r-v1",), ("r-v2",)}
+
+
 def test_a_replays_failed_queries_count_in_its_window_and_lower_its_coverage_not_its_means(
     replays: Replays,
 ) -> None:
@@ -148,6 +168,15 @@ def test_a_replays_failed_queries_count_in_its_window_and_lower_its_coverage_not
     assert summary.means["ndcg@10:linear"] == pytest.approx((1 + 2 / log3) / (2 + 1 / log3))
     assert replays.monitor.snapshot().outcomes.get("replay_notice") == 4  # 2 failed, 2 ends
     assert replays.producer.sent.get(f"{TOPIC}.dlq", []) == []
+    # The on-call page and the API say which replay it was and what the ranker failed.
+    replays.monitor.start()
+    base = replays.monitor.metrics_url.replace("/metrics", "")
+    with urllib.request.urlopen(base + "/", timeout=10) as answer:
+        page = answer.read().decode()
+    assert "replay r1" in page and "the ranker failed 2 more (errors or timeouts)" in page
+    with urllib.request.urlopen(base + "/api/v1/windows?segment=model=v1", timeout=10) as answer:
+        [window] = json.loads(answer.read())["windows"]
+    assert (window["queries"], window["failed_queries"], window["replays"]) == (2, 2, ["r1"])
 
 
 def test_a_replay_the_ranker_never_answered_still_has_its_window_and_pages_replay_errors(
