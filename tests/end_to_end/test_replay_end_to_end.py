@@ -3,7 +3,9 @@ real broker and the real service: a replay is one window, closed by its end mark
 timeout is an hour) that names its replay, scored exactly as `rankmon eval` scores the run
 file it writes; its failed queries are counted into the window, never dead-lettered; on a
 schedule it replays again and again until SIGTERM, and a replay missed while the replayer was
-suspended is skipped, counted, and the schedule goes on."""
+suspended is skipped, counted, and the schedule goes on; a replayer killed mid-replay leaves a
+window the idle timeout closes, its coverage saying what is missing, and the next replay is a
+window of its own."""
 
 from __future__ import annotations
 
@@ -114,6 +116,14 @@ def test_a_replay_is_scored_exactly_as_rankmon_eval_scores_its_run_file(
 
 
 def wait_for_the_share(bootstrap: str, topic: str, timeout_s: float = 60.0) -> WindowShare:
+    [share] = wait_for_shares(bootstrap, topic, 1, timeout_s)
+    return share
+
+
+def wait_for_shares(
+    bootstrap: str, topic: str, count: int, timeout_s: float = 60.0
+) -> list[WindowShare]:
+    """The first `count` window shares, once published (more: a replay straddled two)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         shares = [
@@ -121,11 +131,11 @@ def wait_for_the_share(bootstrap: str, topic: str, timeout_s: float = 60.0) -> W
             for record in read_shares(bootstrap_servers=bootstrap, topic=topic + ".windows")
             if isinstance(record, WindowShare)
         ]
-        if shares:
-            assert len(shares) == 1, "the replay straddled two windows"
-            return shares[0]
+        if len(shares) >= count:
+            assert len(shares) == count, "a replay straddled two windows"
+            return shares
         time.sleep(0.5)
-    raise AssertionError("no window share was published")
+    raise AssertionError(f"fewer than {count} window shares were published")
 
 
 def test_scheduled_replays_repeat_export_their_metrics_and_stop_on_sigterm(
@@ -228,3 +238,37 @@ def missed_replays(port: int) -> float:
             return float(found[1])
         time.sleep(0.2)
     return 0.0
+
+
+def test_a_replayer_killed_mid_replay_leaves_a_window_the_idle_timeout_closes_with_its_coverage(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(2)
+    slow = set(CORPUS.query_ids)  # every query takes 0.3 s: the replay lasts about 9 s
+    with RankerServer(CORPUS, ModelVersion("v1", 0.8), slow=slow, slow_s=0.3) as ranker:
+        config = replay_config(tmp_path, tansu, topic, ranker.url)
+        text = config.read_text().replace("concurrency: 4", "concurrency: 1")
+        config.write_text(text.replace("idle_timeout: 1h", "idle_timeout: 2s"))
+        with monitor_thread(Monitor(load_config(config, environ={}))):
+            replayer = subprocess.Popen([*RANKMON, "replay", "--config", str(config), "--once"])
+            deadline = time.monotonic() + 30
+            while len(read_topic(tansu.bootstrap_servers, topic, timeout_s=0.5)) < 5:
+                assert time.monotonic() < deadline, "the replayer published nothing"
+            replayer.send_signal(signal.SIGKILL)  # no end marker, most queries never asked
+            replayer.wait(timeout=10)
+            published = read_topic(tansu.bootstrap_servers, topic, timeout_s=1.0)
+            half = wait_for_the_share(tansu.bootstrap_servers, topic)
+            # The next replay is a window of its own, whole.
+            again = subprocess.run(
+                [*RANKMON, "replay", "--config", str(config), "--once"],
+                capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            assert again.returncode == 0, again.stderr
+            shares = wait_for_shares(tansu.bootstrap_servers, topic, count=2)
+    assert not any(b'"end":true' in record.value for record in published)
+    assert half.summary.queries == len(published) < len(CORPUS.query_ids)
+    assert half.summary.coverage == len(published) / len(CORPUS.query_ids)  # what is missing
+    assert half.summary.replays == ()  # its markers never came
+    whole = shares[-1].summary
+    assert (whole.queries, whole.coverage, len(whole.replays)) == (30, 1.0, 1)
+    assert whole.start_ms > half.summary.start_ms
