@@ -157,13 +157,21 @@ def _evaluation_set_row(spec: DashboardSpec) -> Row:
     counts = (
         Query(merged("rankmon_window_queries", common), f"queries {legend}"),
         Query(merged("rankmon_window_events", common), f"events {legend}"),
+        Query(merged("rankmon_window_failed_queries", common), f"failed queries {legend}"),
     )
     return Row(
         "Evaluation set",
         (
             _share("Coverage", coverage, "Share of the evaluation set's queries in the window."),
             _share("Judged@k", judged, "Share of the top k with a judgment, mean over queries."),
-            Panel("timeseries", "Queries and events per window", counts, width=6),
+            Panel(
+                "timeseries",
+                "Queries and events per window",
+                counts,
+                "Queries ranked and events scored per window; failed queries: those a replay "
+                "asked that the ranker did not answer (errors, timeouts), not among the queries.",
+                width=6,
+            ),
             _VERSIONS,
         ),
     )
