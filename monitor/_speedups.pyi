@@ -149,9 +149,12 @@ def measure_codes(
     num_rel: _Buffer,
     when_zero: float,
     out: npt.NDArray[Any],
+    tops: _Buffer = b"",
+    top_depth: int = 0,
 ) -> None:
     """Fill `out` (rankings x columns, float64) with the measures of rankings given as grade
-    codes (monitor/scoring/measure_kernel.h; the plan: monitor/scoring/plan.py)."""
+    codes (monitor/scoring/measure_kernel.h; the plan: monitor/scoring/plan.py). `tops`:
+    queries x gains x `top_depth` highest gains, for the upper bound of nDCG@k."""
 
 def ideal_rows(
     offsets: _Buffer,

@@ -72,6 +72,34 @@ def _per_k(spec: DashboardSpec, family: str, title: str, with_gain: bool = False
     )
 
 
+def _bounds(spec: DashboardSpec) -> Panel:
+    """nDCG@k between its bounds for documents nobody judged (docs/metrics.md, "Bounds")."""
+    common = [_WINDOW, *segment_matchers(spec.segment_keys)]
+    own = ['k=~"$k"', 'gain=~"$gain"']
+    legend = segment_legend(spec.segment_keys) + " {{gain}}"
+    return Panel(
+        "timeseries",
+        "nDCG@$k and its bounds for unjudged documents",
+        (
+            Query(merged_mean("ndcg", common, own), f"{legend} nDCG (unjudged gain 0)"),
+            Query(merged_mean("ndcg_condensed", common, own), f"{legend} condensed"),
+            Query(merged_mean("ndcg_upper", common, own), f"{legend} upper", bound=True),
+        ),
+        description=(
+            "nDCG@k counts a document nobody judged as a miss: it is the lower bound. The "
+            "upper bound (dashed) judges every unjudged document of the top k as the query's "
+            "best one; the condensed list leaves them out. A drop that the upper bound and the "
+            "condensed list do not share comes from unjudged documents entering the top k: "
+            "judge them before calling it a regression."
+        ),
+        unit="percentunit",
+        minimum=0,
+        maximum=1,
+        width=8,
+        repeat="k",
+    )
+
+
 def _explain_links(spec: DashboardSpec, measure: str) -> tuple[tuple[str, str], ...]:
     """A data link from each point to rankmon's explanation of the window it shows (the
     newest one finalized by then) against its baseline."""
@@ -122,6 +150,7 @@ def _quality_row(spec: DashboardSpec) -> Row:
         "Quality over time (per segment and cutoff)",
         (
             _per_k(spec, "ndcg", "nDCG", with_gain=True),
+            _bounds(spec),
             _per_k(spec, "precision", "Precision"),
             _per_k(spec, "recall", "Recall"),
             *flat,

@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from monitor.scoring.catalog import EXPORTED_KINDS
+
 __all__ = [
     "INSTANCE_LABELS",
     "MEASURE_LABELS",
@@ -33,14 +35,11 @@ __all__ = [
 # Labels that differ between instances of one deployment (Prometheus target, Kubernetes pod).
 INSTANCE_LABELS: Final = "instance, pod"
 
-# The labels each quality family carries beyond `window` and the segment keys.
+# The labels each quality family carries beyond `window` and the segment keys, from its row
+# of the measure table: `k` when it takes a cutoff, `gain` when it takes a gain.
 MEASURE_LABELS: Final[Mapping[str, tuple[str, ...]]] = {
-    "ndcg": ("k", "gain"),
-    "precision": ("k",),
-    "recall": ("k",),
-    "judged": ("k",),
-    "mrr": (),
-    "map": (),
+    kind.name: (("k",) if kind.cutoff is not False else ()) + (("gain",) if kind.gain else ())
+    for kind in EXPORTED_KINDS
 }
 
 

@@ -8,6 +8,7 @@ summaries, alert rules and Prometheus labels:
 | `ndcg@10:linear` | `ndcg_cut_10`  | nDCG cut at 10 with the named gain           |
 | `ndcg:exp`       | `ndcg`         | nDCG without cutoff                          |
 | `ndcg_condensed@10:linear` | -    | nDCG@10 of the ranking without its unjudged documents |
+| `ndcg_upper@10:linear` | -        | its upper bound: unjudged documents at the top grade |
 | `dcg@10:linear`  | -              | DCG cut at 10                                |
 | `precision@5`    | `P_5`          | precision at 5                               |
 | `recall@10`      | `recall_10`    | recall at 10                                 |
@@ -36,12 +37,14 @@ from monitor.scoring.columns import (
     Columns,
     IdcgZero,
     IdealSpec,
+    TopSpec,
     average_precision,
     average_precision_cut,
     dcg,
     judged,
     ndcg,
     ndcg_condensed,
+    ndcg_upper,
     num_rel,
     num_rel_ret,
     num_ret,
@@ -57,6 +60,7 @@ __all__ = [
     "EXPORTED_KINDS",
     "KINDS",
     "KIND_TABLE",
+    "OWN_FAMILY_KINDS",
     "TREC_DEFAULT_CUTOFFS",
     "TREC_FAMILY_KINDS",
     "IdcgZero",
@@ -67,6 +71,7 @@ __all__ = [
     "lookup_depth",
     "monitor_keys",
     "resolve_key",
+    "top_spec",
 ]
 
 
@@ -81,8 +86,12 @@ class MeasureKind:
     checked by tests/unit/test_measure_kinds.py); None: no C case, the numpy function computes it
     on the C path too. `trec_family`: trec_eval's name of the measure with a cutoff
     (`ndcg_cut`: `ndcg_cut_10`), `trec_whole`: without one (`ndcg`, `recip_rank`); a kind
-    with either computes those trec_eval measures in `rankmon eval`.
-    `ideal`: divides by the query's ideal DCG at its gain and cutoff. `full_ranking`: without
+    with either computes those trec_eval measures in `rankmon eval`. `own_family`: the name
+    `rankmon eval` gives a measure trec_eval does not have, with a cutoff, in trec_eval's
+    style (`ndcg_upper`: `-m ndcg_upper.10`, printed `ndcg_upper_10`).
+    `ideal`: divides by the query's ideal DCG at its gain and cutoff. `top`: reads the
+    query's k highest gains (`QueryIdeals.top`: for an ideal that depends on the ranking).
+    `full_ranking`: without
     a cutoff its value depends on documents below the deepest cutoff; `past_cutoff`: even
     with one (a condensed list skips unjudged documents): both make the fast path look at the
     whole ranking. `stream`: the monitor computes it for every event (per configured gain and
@@ -99,7 +108,9 @@ class MeasureKind:
     code: int | None = None
     trec_family: str | None = None
     trec_whole: str | None = None
+    own_family: str | None = None
     ideal: bool = False
+    top: bool = False
     full_ranking: bool = False
     past_cutoff: bool = False
     stream: bool = False
@@ -164,9 +175,19 @@ KIND_TABLE: Final = (
     # nDCG of the ranking without its unjudged documents (Sakai's nDCG'): beside nDCG@k, which
     # counts an unjudged document as a miss, it tells a drop from documents nobody judged yet.
     MeasureKind(
-        "ndcg_condensed", None, True, ndcg_condensed, code=13, ideal=True, full_ranking=True,
-        past_cutoff=True, stream=True, quality=True,
+        "ndcg_condensed", None, True, ndcg_condensed, code=13, own_family="ndcg_condensed",
+        ideal=True, full_ranking=True, past_cutoff=True, stream=True, quality=True,
         gauge=f"Condensed-list nDCG@k (unjudged documents removed, Sakai's nDCG') {_MEAN}",
+    ),
+    # The upper bound of nDCG@k (nDCG@k itself, an unjudged document gaining 0, is the lower):
+    # every unjudged document of the top k given the query's highest grade, the ideal DCG
+    # recomputed with them. Lower, condensed and upper together say how much of a change
+    # the unjudged documents could explain.
+    MeasureKind(
+        "ndcg_upper", True, True, ndcg_upper, code=14, own_family="ndcg_upper", top=True,
+        stream=True, quality=True,
+        gauge=f"Upper bound of nDCG@k (unjudged documents of the top k at the query's highest "
+        f"grade) {_MEAN}",
     ),
 )  # fmt: skip
 KINDS: Final[dict[str, MeasureKind]] = {kind.name: kind for kind in KIND_TABLE}
@@ -181,6 +202,10 @@ TREC_FAMILY_KINDS: Final = {
     for kind in KIND_TABLE
     for name in (kind.trec_family, kind.trec_whole)
     if name is not None
+}
+# rankmon eval's name of a measure of rankmon's own -> its kind (`ndcg_upper.10`).
+OWN_FAMILY_KINDS: Final = {
+    kind.own_family: kind.name for kind in KIND_TABLE if kind.own_family is not None
 }
 
 _KEY = re.compile(r"(?P<kind>[a-z_]+)(?:@(?P<k>[0-9]+))?(?::(?P<gain>.+))?")
@@ -265,6 +290,14 @@ def ideal_specs(keys: Iterable[MeasureKey]) -> tuple[IdealSpec, ...]:
     """The (gain, cutoff) of each ideal DCG the keys divide by, once each, in key order."""
     specs = [(k.gain, k.k) for k in keys if KINDS[k.kind].ideal and k.gain is not None]
     return tuple(dict.fromkeys(specs))
+
+
+def top_spec(keys: Iterable[MeasureKey]) -> TopSpec:
+    """Which of each query's highest gains the keys read (`QueryIdeals.top`): their gains,
+    and how many (depth 0: none)."""
+    tops = [k for k in keys if KINDS[k.kind].top and k.gain is not None]
+    gains = tuple(dict.fromkeys(k.gain for k in tops if k.gain is not None))
+    return gains, max((k.k or 0 for k in tops), default=0)
 
 
 def monitor_keys(cutoffs: Sequence[int], gains: Sequence[Gain | str]) -> list[MeasureKey]:

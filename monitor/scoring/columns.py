@@ -13,7 +13,7 @@ against, and the C kernel (`measure_kernel.c`) against these, bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -33,6 +33,7 @@ __all__ = [
     "QueryIdeals",
     "RankedCodes",
     "RankedMatrix",
+    "TopSpec",
     "average_precision",
     "average_precision_cut",
     "dcg",
@@ -41,6 +42,7 @@ __all__ = [
     "judged",
     "ndcg",
     "ndcg_condensed",
+    "ndcg_upper",
     "num_rel",
     "num_rel_ret",
     "num_ret",
@@ -50,6 +52,7 @@ __all__ = [
     "recall",
     "reciprocal_rank",
     "success",
+    "top_gains",
 ]
 
 Floats = npt.NDArray[np.float64]
@@ -164,13 +167,19 @@ def discounts(width: int) -> Floats:
     return table[:width]
 
 
+TopSpec = tuple[tuple[Gain, ...], int]  # (gains, depth) of the queries' highest gains kept
+
+
 @dataclass(frozen=True)
 class QueryIdeals:
-    """Per query (one row each): IDCG for each (gain, cutoff) spec, and num_rel."""
+    """Per query (one row each): IDCG for each (gain, cutoff) spec, and num_rel; and, when a
+    key needs them (`ndcg_upper`), `top`: per gain, the query's `depth` highest gains,
+    highest first, padded with 0."""
 
     specs: tuple[IdealSpec, ...]
     ideal: Floats  # (queries, len(specs))
     num_rel: Int64s
+    top: Mapping[Gain, Floats] | None = None  # gain -> (queries, depth)
 
     @classmethod
     def of(
@@ -178,6 +187,7 @@ class QueryIdeals:
         grade_lists: Sequence[Sequence[int]],
         specs: tuple[IdealSpec, ...],
         relevance_level: int,
+        top: TopSpec = ((), 0),
     ) -> QueryIdeals:
         """From each query's judged grades (all of them, retrieved or not;
         docs/metric-conventions.md N4, V3).
@@ -187,25 +197,51 @@ class QueryIdeals:
         rows = len(grade_lists)
         ideal = np.zeros((rows, len(specs)), dtype=np.float64)
         num_rel = np.zeros(rows, dtype=np.int64)
+        gains, depth = top
+        highest = {gain: np.zeros((rows, depth)) for gain in gains} if depth else None
         for start in range(0, rows, CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, rows)
-            chunk = cls.of_matrix(_padded_grades(grade_lists[start:stop]), specs, relevance_level)
+            grades = _padded_grades(grade_lists[start:stop])
+            chunk = cls.of_matrix(grades, specs, relevance_level, top)
             ideal[start:stop] = chunk.ideal
             num_rel[start:stop] = chunk.num_rel
-        return cls(specs, ideal, num_rel)
+            if highest is not None and chunk.top is not None:
+                for gain, values in chunk.top.items():
+                    highest[gain][start:stop] = values
+        return cls(specs, ideal, num_rel, highest)
 
     @classmethod
     def of_matrix(
-        cls, grades: Int64s, specs: tuple[IdealSpec, ...], relevance_level: int
+        cls,
+        grades: Int64s,
+        specs: tuple[IdealSpec, ...],
+        relevance_level: int,
+        top: TopSpec = ((), 0),
     ) -> QueryIdeals:
         """From a (queries, width) matrix of judged grades, right-padded with NO_GRADE."""
         # NO_GRADE padding is below every level; max(.., 0): negative grades never count.
         num_rel = np.count_nonzero(grades >= max(relevance_level, 0), axis=1).astype(np.int64)
-        return cls(specs, _ideal_dcg_columns(grades, specs), num_rel)
+        highest = top_gains(grades, top) if top[1] else None
+        return cls(specs, _ideal_dcg_columns(grades, specs), num_rel, highest)
 
     def take(self, rows: Int64s) -> QueryIdeals:
         """The rows of the given queries, in that order."""
-        return QueryIdeals(self.specs, self.ideal[rows], self.num_rel[rows])
+        top = None if self.top is None else {g: v[rows] for g, v in self.top.items()}
+        return QueryIdeals(self.specs, self.ideal[rows], self.num_rel[rows], top)
+
+
+def top_gains(grades: Int64s, top: TopSpec) -> dict[Gain, Floats]:
+    """Per gain of `top`, each row's `depth` highest gains, highest first, padded with 0 (a
+    matrix of grades right-padded with NO_GRADE, as `QueryIdeals.of_matrix` takes)."""
+    gains, depth = top
+    width = min(depth, grades.shape[1])
+    out = {}
+    for gain in gains:
+        highest = np.zeros((len(grades), depth), dtype=np.float64)
+        if width:
+            highest[:, :width] = -np.sort(-gain_values(gain, grades), axis=1)[:, :width]
+        out[gain] = highest
+    return out
 
 
 def _padded_grades(grade_lists: Sequence[Sequence[int]]) -> Int64s:
@@ -337,6 +373,41 @@ def ndcg_condensed(
     the judged ones moved up in order, cut at k; over the same ideal DCG as nDCG@k."""
     when_zero = 0.0 if idcg_zero == "zero" else np.nan
     return _ratio(ranked.condensed_dcg(gain, cutoffs), ranked.ideal(gain, cutoffs), when_zero)
+
+
+def ndcg_upper(
+    ranked: RankedMatrix, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
+) -> Floats:
+    """The upper bound of nDCG@k: nDCG@k as if every unjudged document in the top k gained
+    what the query's best judged document gains (its highest grade's, for the linear and exp
+    gains), over the ideal DCG of the query's judgments plus those documents (docs/metrics.md,
+    "Bounds"). With every document of the top k judged it is nDCG@k."""
+    if ranked.queries.top is None or gain not in ranked.queries.top:
+        raise ValueError("ndcg_upper needs the queries' highest gains (QueryIdeals.top)")
+    highest = ranked.queries.top[gain]
+    depth_kept = int(highest.shape[1])
+    when_zero = 0.0 if idcg_zero == "zero" else np.nan
+    codes = ranked.head_codes
+    head = int(codes.shape[1])
+    out = np.zeros((ranked.rows, len(cutoffs)), dtype=np.float64)
+    best = highest[:, :1] if depth_kept else np.zeros((ranked.rows, 1))
+    present = np.arange(head) < ranked.lengths[:, None]
+    unjudged = present & ~ranked.tables.judged[codes]
+    filled = np.where(unjudged, best, ranked.tables.gains[gain][codes])
+    # Summed in rank order, as nDCG's DCG and ideal DCG are (trec_eval's order).
+    dcg = ranked.at(np.cumsum(filled / discounts(head), axis=1), cutoffs)
+    added = ranked.at(np.cumsum(unjudged, axis=1), cutoffs)
+    for column, k in enumerate(cutoffs):
+        depth = head if k is None else k
+        shifted = np.arange(depth)[None, :] - added[:, column : column + 1]
+        taken = np.zeros(shifted.shape)
+        if depth_kept:
+            inside = np.clip(shifted, 0, depth_kept - 1)
+            taken = np.where(shifted < depth_kept, np.take_along_axis(highest, inside, 1), 0.0)
+        ideal_gains = np.where(shifted < 0, best, taken)
+        ideal = np.cumsum(ideal_gains / discounts(depth), axis=1)[:, -1]
+        out[:, column] = _ratio(dcg[:, column], ideal, when_zero)
+    return out
 
 
 def precision(ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:

@@ -684,19 +684,19 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
     static char *keywords[] = {"codes",     "taken",   "lengths", "rows",     "kinds",
                                "gain_of",   "cutoffs", "ideal_of", "gains",   "relevant",
                                "judged",    "discounts", "ideals", "n_ideals", "num_rel",
-                               "when_zero", "out",     NULL};
+                               "when_zero", "out",     "tops",    "top_depth", NULL};
     Py_buffer codes = {0}, taken = {0}, lengths = {0}, rows = {0}, kinds = {0}, gain_of = {0};
     Py_buffer cutoffs = {0}, ideal_of = {0}, gains = {0}, relevant = {0}, judged = {0};
-    Py_buffer discounts = {0}, ideals = {0}, num_rel = {0}, out = {0};
-    Py_ssize_t n_ideals;
+    Py_buffer discounts = {0}, ideals = {0}, num_rel = {0}, out = {0}, tops = {0};
+    Py_ssize_t n_ideals, top_depth = 0;
     double when_zero;
     PyObject *result = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs,
-                                     "y*y*y*y*y*y*y*y*y*y*y*y*y*ny*dw*:measure_codes", keywords,
+                                     "y*y*y*y*y*y*y*y*y*y*y*y*y*ny*dw*|y*n:measure_codes", keywords,
                                      &codes, &taken,
                           &lengths, &rows, &kinds, &gain_of, &cutoffs, &ideal_of, &gains,
                           &relevant, &judged, &discounts, &ideals, &n_ideals, &num_rel,
-                          &when_zero, &out)) {
+                          &when_zero, &out, &tops, &top_depth)) {
         return NULL;
     }
     Py_ssize_t n = taken.len / 8, columns = kinds.len / 4, queries = num_rel.len / 8;
@@ -711,7 +711,8 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
         check_buffer(&judged, 1, RM_CODES, "judged") < 0 ||
         check_buffer(&num_rel, 8, queries, "num_rel") < 0 || n_ideals < 0 ||
         check_buffer(&ideals, 8, queries * n_ideals, "ideals") < 0 ||
-        check_buffer(&out, 8, n * columns, "out") < 0) {
+        check_buffer(&out, 8, n * columns, "out") < 0 || top_depth < 0 ||
+        (top_depth && check_buffer(&tops, 8, queries * n_gains * top_depth, "tops") < 0)) {
         goto done;
     }
     const int64_t *taken_of = taken.buf, *length_of = lengths.buf, *row_of = rows.buf;
@@ -722,8 +723,9 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
             PyErr_Format(PyExc_ValueError, "unknown measure kind %d", (int)kind_of[c]);
             goto done;
         }
-        int dcg = kind_of[c] == RM_NDCG || kind_of[c] == RM_DCG;
+        int dcg = kind_of[c] == RM_NDCG || kind_of[c] == RM_DCG || kind_of[c] == RM_NDCG_UPPER;
         if ((dcg && (gain_index[c] < 0 || gain_index[c] >= n_gains)) ||
+            (kind_of[c] == RM_NDCG_UPPER && (cutoff_of[c] < 1 || cutoff_of[c] > top_depth)) ||
             (kind_of[c] == RM_NDCG && (ideal_index[c] < 0 || ideal_index[c] >= n_ideals)) ||
             ((kind_of[c] == RM_PRECISION || kind_of[c] == RM_JUDGED) && cutoff_of[c] < 1)) {
             PyErr_Format(PyExc_ValueError, "column %zd: bad gain, ideal or cutoff", c);
@@ -759,6 +761,8 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
         .n_ideals = (size_t)n_ideals,
         .num_rel = num_rel.buf,
         .when_zero = when_zero,
+        .tops = top_depth ? tops.buf : NULL,
+        .top_depth = (size_t)top_depth,
     };
     size_t slots = (size_t)(head ? head : 1);
     rm_scratch scratch = {
@@ -786,6 +790,7 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
     PyMem_Free(scratch.judged);
 done:
     PyBuffer_Release(&codes);
+    PyBuffer_Release(&tops);
     PyBuffer_Release(&taken);
     PyBuffer_Release(&lengths);
     PyBuffer_Release(&rows);

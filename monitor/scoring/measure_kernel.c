@@ -2,6 +2,8 @@
    computes them. */
 #include "measure_kernel.h"
 
+#include <math.h>
+
 static double ratio(double numerator, double denominator, double when_zero) {
     return denominator > 0 ? numerator / denominator : when_zero;
 }
@@ -20,6 +22,46 @@ static double condensed_dcg(const rm_measure_plan *plan, const double *gain, con
         }
     }
     return sum;
+}
+
+/* The discount of rank i + 1: the caller's table within the head, past it log2(i + 2) from the
+   C library, as numpy's table is made (monitor/scoring/columns.py `discounts`). */
+static double discount(const rm_measure_plan *plan, size_t i) {
+    return i < plan->head ? plan->discounts[i] : log2((double)i + 2.0);
+}
+
+/* The upper bound of nDCG@k (k >= 1): as columns.py `ndcg_upper`, sums in rank order. */
+static double upper_ndcg(const rm_measure_plan *plan, size_t g, const uint8_t *codes,
+                         size_t taken, int64_t k, size_t query) {
+    const double *gain = plan->gains + g * RM_CODES;
+    const double *top = plan->tops + (query * plan->n_gains + g) * plan->top_depth;
+    double best = plan->top_depth ? top[0] : 0.0;
+    size_t end = (uint64_t)k < taken ? (size_t)k : taken;
+    if (end > plan->head) {
+        end = plan->head;
+    }
+    double dcg = 0.0;
+    size_t unjudged = 0;
+    for (size_t i = 0; i < end; i++) {
+        uint8_t code = codes[i];
+        double value = gain[code];
+        if (!plan->judged[code]) {
+            value = best;
+            unjudged++;
+        }
+        dcg += value / plan->discounts[i];
+    }
+    double ideal = 0.0;
+    for (size_t i = 0; i < (size_t)k; i++) {
+        double value = 0.0;
+        if (i < unjudged) {
+            value = best;
+        } else if (i - unjudged < plan->top_depth) {
+            value = top[i - unjudged];
+        }
+        ideal += value / discount(plan, i);
+    }
+    return ratio(dcg, ideal, plan->when_zero);
 }
 
 /* The sum of (relevant so far) / rank over the relevant documents of the first k ranks. */
@@ -95,6 +137,9 @@ void rm_measure_row(const rm_measure_plan *plan, rm_scratch *scratch, const uint
             value = ratio(condensed_dcg(plan, gain, codes, taken, k), ideal, plan->when_zero);
             break;
         }
+        case RM_NDCG_UPPER:
+            value = upper_ndcg(plan, (size_t)plan->gain_of[c], codes, taken, k, query);
+            break;
         case RM_PRECISION:
             value = (double)(at ? scratch->rel[at - 1] : 0) / (double)k;
             break;

@@ -15,7 +15,7 @@ codes (`JudgmentIndex.ideal_codes`), bit for bit what `QueryIdeals.of` gives.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -162,6 +162,8 @@ class MeasurePlan:
     numpy_keys: tuple[MeasureKey, ...]  # their keys
     code_tables: CodeTables
     idcg_zero: IdcgZero
+    top: Mapping[Gain, Floats] | None = None  # each query's highest gains (`QueryIdeals.top`)
+    tops: Floats | None = None  # the kernel's layout of `top`: queries x gains x depth
 
     @classmethod
     def of(
@@ -204,6 +206,8 @@ class MeasurePlan:
             numpy_keys=tuple(key for key in keys if not in_c(key)),
             code_tables=tables,
             idcg_zero=idcg_zero,
+            top=queries.top,
+            tops=_kernel_tops(queries.top, kernel.gain_list, len(queries.num_rel)),
         )
 
     def ideals_with(
@@ -241,10 +245,12 @@ class MeasurePlan:
         `rows` index the plan's per-query ideals, or `ideals` when given (a ranking whose
         inline judgments change its query's ideal ranking has a row of its own there).
         """
-        ideal, num_rel = self.ideals, self.num_rel
+        ideal, num_rel, top, tops = self.ideals, self.num_rel, self.top, self.tops
         if ideals is not None:
             ideal = np.ascontiguousarray(ideals.ideal, dtype=np.float64)
             num_rel = np.ascontiguousarray(ideals.num_rel, dtype=np.int64)
+            top = ideals.top
+            tops = _kernel_tops(top, self.tables.gain_list, len(num_rel))
         columns = len(self.in_c) + len(self.in_numpy)
         out = np.empty((len(rows), columns), dtype=np.float64)
         kernel_out = out if not self.in_numpy else np.empty((len(rows), len(self.in_c)))
@@ -256,13 +262,14 @@ class MeasurePlan:
                 rows=rows,
                 ideal=ideal,
                 num_rel=num_rel,
+                tops=tops,
                 out=kernel_out,
             )
         if not self.in_numpy:
             return out
         out[:, list(self.in_c)] = kernel_out
         specs = self.tables.specs
-        queries = QueryIdeals(specs, ideal, num_rel).take(np.asarray(rows, dtype=np.int64))
+        queries = QueryIdeals(specs, ideal, num_rel, top).take(np.asarray(rows, dtype=np.int64))
         width = int(taken.max(initial=0))
         flat = np.frombuffer(codes, dtype=np.uint8)
         ranked = RankedCodes(pad_codes(flat, taken, width), np.asarray(lengths, dtype=np.int64))
@@ -280,6 +287,7 @@ class MeasurePlan:
         rows: Int64s,
         ideal: Floats,
         num_rel: Int64s,
+        tops: Floats | None,
         out: Floats,
     ) -> None:
         width = int(taken.max(initial=0))
@@ -302,7 +310,24 @@ class MeasurePlan:
             num_rel=num_rel,
             when_zero=self.when_zero,
             out=out,
+            tops=b"" if tops is None else tops,
+            top_depth=0 if tops is None else int(tops.shape[2]),
         )
+
+
+def _kernel_tops(
+    top: Mapping[Gain, Floats] | None, gain_list: Sequence[Gain], queries: int
+) -> Floats | None:
+    """`QueryIdeals.top` as the kernel reads it: queries x gain rules (in the kernel's order,
+    zeros for a rule no upper-bound key uses) x depth, C order; None without it."""
+    if not top:
+        return None
+    depth = int(next(iter(top.values())).shape[1])
+    tops = np.zeros((queries, len(gain_list), depth), dtype=np.float64)
+    for index, gain in enumerate(gain_list):
+        if gain in top:
+            tops[:, index, :] = top[gain]
+    return tops
 
 
 def _gain_order(gains: Floats, codes: int) -> npt.NDArray[np.uint8]:

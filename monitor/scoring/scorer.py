@@ -30,13 +30,14 @@ codes, and without the accelerators, the general path below (codes made per call
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from itertools import repeat
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
 import numpy.typing as npt
 
-from monitor.scoring.catalog import MeasureKey, ideal_specs, lookup_depth
+from monitor.scoring.catalog import MeasureKey, ideal_specs, lookup_depth, top_spec
 from monitor.scoring.columns import (
     CHUNK_ROWS,
     NO_GRADE,
@@ -44,9 +45,11 @@ from monitor.scoring.columns import (
     IdcgZero,
     QueryIdeals,
     RankedCodes,
+    top_gains,
 )
 from monitor.scoring.engines import measure_matrix
 from monitor.scoring.evalset import MAX_CODES, EvaluationSet
+from monitor.scoring.gain import Gain
 from monitor.scoring.plan import MeasurePlan, query_ideals
 
 if TYPE_CHECKING:
@@ -90,6 +93,7 @@ class Scorer:
         self.relevance_level = relevance_level
         self.idcg_zero: IdcgZero = idcg_zero
         self._specs = ideal_specs(self.keys)
+        self._top = top_spec(self.keys)  # each query's highest gains the keys read
         self._gains = tuple(dict.fromkeys(k.gain for k in self.keys if k.gain is not None))
         self._depth = lookup_depth(self.keys)
         self._qids = evaluation_set.query_ids
@@ -137,9 +141,37 @@ class Scorer:
         the evaluation set's ideal grades (numpy, bit for bit the same)."""
         if self.judgment_index is None or self._tables is None:
             ideal_grades = [self.evaluation_set.ideal_grades(qid) for qid in self._qids]
-            return QueryIdeals.of(ideal_grades, self._specs, self.relevance_level)
+            return QueryIdeals.of(ideal_grades, self._specs, self.relevance_level, self._top)
         offsets, codes, longest = self._ideal_code_lists()
-        return query_ideals(self._tables, self._specs, offsets, codes, longest=longest)
+        ideals = query_ideals(self._tables, self._specs, offsets, codes, longest=longest)
+        if not self._top[1]:
+            return ideals
+        rows = np.arange(len(offsets) - 1, dtype=np.int64)
+        return replace(ideals, top=self._top_of_codes(rows, b"", np.zeros(len(rows), np.int64)))
+
+    def _top_of_codes(self, rows: Int64s, added: bytes, added_counts: Int64s) -> dict[Gain, Floats]:
+        """Per ranking (query `rows[i]`): the highest gains (`QueryIdeals.top`) of its query's
+        ideal codes and its next `added_counts[i]` codes of `added` (the C paths' ideals)."""
+        offsets, codes, _ = self._ideal_code_lists()
+        grade_of = np.array(self._code_grades, dtype=np.int64)
+        extra = np.frombuffer(added, dtype=np.uint8)
+        ends = np.cumsum(added_counts)
+        gains, depth = self._top
+        top = {gain: np.empty((len(rows), depth)) for gain in gains}
+        for start in range(0, len(rows), CHUNK_ROWS):
+            stop = start + CHUNK_ROWS
+            lists = [
+                grade_of[np.concatenate((codes[offsets[q] : offsets[q + 1]], extra[e - n : e]))]
+                for q, n, e in zip(
+                    rows[start:stop].tolist(),
+                    added_counts[start:stop].tolist(),
+                    ends[start:stop].tolist(),
+                    strict=True,
+                )
+            ]
+            for gain, values in top_gains(_padded(lists), self._top).items():
+                top[gain][start:stop] = values
+        return top
 
     def _code_tables(self) -> CodeTables:
         table = np.array(self._code_grades, dtype=np.int64)
@@ -190,7 +222,10 @@ class Scorer:
             out[known] = self._score_known([rows[i] for i in known], [rankings[i] for i in known])
         merged = [{**extra[i], **self._judgments(rows[i])} for i in extra]
         ideals = QueryIdeals.of(
-            [[g for g in m.values() if g >= 0] for m in merged], self._specs, self.relevance_level
+            [[g for g in m.values() if g >= 0] for m in merged],
+            self._specs,
+            self.relevance_level,
+            self._top,
         )
         out[list(extra)] = self._score_grades(merged, [rankings[i] for i in extra], ideals)
         return out
@@ -318,6 +353,8 @@ class Scorer:
         ideals = self._plan.ideals_with(
             offsets, ideal_codes, query_rows, added, counts, longest=longest + int(counts.max())
         )
+        if self._top[1]:
+            ideals = replace(ideals, top=self._top_of_codes(query_rows, added, counts))
         own_rows = np.arange(len(query_rows), dtype=np.int64)  # each ranking its own ideals
         return self._plan.measure(codes, taken, full, own_rows, ideals)
 
@@ -337,6 +374,15 @@ class Scorer:
         codes, table = RankedCodes.from_grades(flat, width, rankings)
         tables = CodeTables.of(table, self._gains, self.relevance_level)
         return measure_matrix(self.keys, codes, tables, ideals, self.idcg_zero)
+
+
+def _padded(grade_lists: Sequence[npt.NDArray[np.int64]]) -> Int64s:
+    """One row per grade array, right-padded with NO_GRADE."""
+    width = max((len(grades) for grades in grade_lists), default=0)
+    matrix = np.full((len(grade_lists), width), NO_GRADE, dtype=np.int64)
+    for row, grades in enumerate(grade_lists):
+        matrix[row, : len(grades)] = grades
+    return matrix
 
 
 def _inline_table(code_grades: Sequence[int]) -> bytes:

@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from monitor.errors import MeasureError
-from monitor.scoring.catalog import TREC_FAMILY_KINDS, MeasureKey, lookup_depth
+from monitor.scoring.catalog import (
+    KINDS,
+    OWN_FAMILY_KINDS,
+    TREC_FAMILY_KINDS,
+    MeasureKey,
+    lookup_depth,
+)
 from monitor.scoring.gain import LINEAR, Gain
 from monitor.trec.report import NUM_Q, RUN_ID, Column
 from monitor.trec.table import Requested, request_measures
@@ -107,8 +113,8 @@ def _by_monitor(requested: Requested) -> bool:
 
 
 def _monitor_keys(requested: Requested, gain: Gain) -> list[MeasureKey]:
-    kind = TREC_FAMILY_KINDS[requested.name]
-    gain_of_kind = gain if kind == "ndcg" else None
+    kind = TREC_FAMILY_KINDS.get(requested.name) or OWN_FAMILY_KINDS[requested.name]
+    gain_of_kind = gain if KINDS[kind].gain else None
     if requested.measure.params == "cutoffs":
         return [MeasureKey(kind, int(k), gain_of_kind) for k in requested.params.numbers]
     return [MeasureKey(kind, None, gain_of_kind)]

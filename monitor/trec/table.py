@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from monitor.errors import MeasureError
-from monitor.scoring.catalog import KINDS, TREC_FAMILY_KINDS
+from monitor.scoring.catalog import KINDS, OWN_FAMILY_KINDS, TREC_FAMILY_KINDS
 
 __all__ = [
     "ALL_RANKMON",
@@ -90,7 +90,8 @@ class TrecMeasure:
         """Which engine computes it (the class docstring)."""
         if self.meta:
             return "meta"
-        return "monitor" if self.name in TREC_FAMILY_KINDS else "trec"
+        monitor = self.name in TREC_FAMILY_KINDS or self.name in OWN_FAMILY_KINDS
+        return "monitor" if monitor else "trec"
 
 
 def _cut(name: str, defaults: tuple[int, ...] = _RANKS) -> TrecMeasure:
@@ -146,6 +147,9 @@ TABLE: Final[tuple[TrecMeasure, ...]] = (
     _pairs("rbp"),
     _pairs("rbp_resid"),
     _cut("unj", (5, 10, 20)),
+    # rankmon's own, after trec_eval's: the bounds of nDCG@k for unjudged documents
+    # (docs/metrics.md, "Bounds"), printed under their own names.
+    *(_cut(name, (5, 10, 20)) for name in OWN_FAMILY_KINDS),
 )
 _BY_NAME: Final = {measure.name: measure for measure in TABLE}
 _POSITION: Final = {measure.name: position for position, measure in enumerate(TABLE)}
@@ -219,6 +223,8 @@ def rankmon_names() -> list[str]:
         elif kind.trec_whole is not None:
             same = kind.trec_whole == kind.name
             names.append(kind.name + ("" if same else f" ({kind.trec_whole})"))
+    for family, kind_name in OWN_FAMILY_KINDS.items():
+        names.append(f"{kind_name}@10 ({family}.10, rankmon's own)")
     return names
 
 
@@ -280,11 +286,12 @@ def _rankmon_name(text: str) -> tuple[str, str | None] | None:
             f"{text.partition(':')[2]})"
         )
     if at:
-        if kind.trec_family is None:
+        family = kind.trec_family or kind.own_family
+        if family is None:
             raise MeasureError(f"measure {text!r} is rankmon's own: trec_eval has no such measure")
         if not k.isdigit():
             raise MeasureError(f"measure {text!r}: the cutoff after '@' must be a whole number")
-        return kind.trec_family, k
+        return family, k
     if kind.trec_whole is None:
         example = f"{name}@10" if kind.trec_family is not None else None
         needs = f"needs a cutoff, e.g. {example}" if example else "has no trec_eval measure"

@@ -23,6 +23,7 @@ KEYS = [
     *(MeasureKey(kind, k, gain) for kind in ("ndcg", "dcg") for k in CUTOFFS
       for gain in (LINEAR, EXP, CUSTOM)),
     *(MeasureKey("ndcg_condensed", k, gain) for k in CUTOFFS for gain in (LINEAR, EXP, CUSTOM)),
+    *(MeasureKey("ndcg_upper", k, gain) for k in CUTOFFS for gain in (LINEAR, EXP, CUSTOM)),
     *(MeasureKey(kind, None, gain) for kind in ("ndcg", "ndcg_condensed")
       for gain in (LINEAR, EXP, CUSTOM)),
     *(MeasureKey(kind, k) for kind in ("precision", "recall", "judged", "success", "map_cut")

@@ -32,6 +32,7 @@ __all__ = [
     "judged",
     "ndcg",
     "ndcg_condensed",
+    "ndcg_upper",
     "precision",
     "r_precision",
     "recall",
@@ -186,6 +187,25 @@ def ndcg_condensed(
     return ndcg([g for g in grades if g is not None], ideal_grades, k, gain, idcg_zero)
 
 
+def ndcg_upper(
+    grades: Grades,
+    ideal_grades: Iterable[int],
+    k: int,
+    gain: Gain = LINEAR,
+    idcg_zero: IdcgZero = "zero",
+) -> float:
+    """The upper bound of nDCG@k: nDCG@k with every unjudged document of the first k given
+    the grade of the query's best judged document (the highest gain; for linear and exp the
+    highest grade), over the ideal DCG of the query's grades plus one such grade per filled
+    document; what trec_eval's ndcg_cut_k gives on qrels filled that way."""
+    ideal = list(ideal_grades)
+    best = max(ideal, key=gain.of, default=0)
+    top = list(grades[:k])
+    filled = [best if g is None else g for g in top]
+    added = [best] * sum(g is None for g in top)
+    return ndcg(filled, ideal + added, k, gain, idcg_zero)
+
+
 def value(
     kind: str,
     grades: Grades,
@@ -205,6 +225,7 @@ def value(
     table: dict[str, Callable[[], float]] = {
         "ndcg": lambda: ndcg(grades, ideal, k, gain, idcg_zero),
         "ndcg_condensed": lambda: ndcg_condensed(grades, ideal, k, gain, idcg_zero),
+        "ndcg_upper": lambda: ndcg_upper(grades, ideal, cut, gain, idcg_zero),
         "dcg": lambda: dcg(grades, k, gain),
         "precision": lambda: precision(grades, cut, level),
         "recall": lambda: recall(grades, num_rel, cut, level),

@@ -213,6 +213,8 @@ def test_monitor_keys_cover_every_gain_and_cutoff() -> None:
         "success@5", "success@10",
         "ndcg_condensed@5:linear", "ndcg_condensed@10:linear",
         "ndcg_condensed@5:exp", "ndcg_condensed@10:exp",
+        "ndcg_upper@5:linear", "ndcg_upper@10:linear",
+        "ndcg_upper@5:exp", "ndcg_upper@10:exp",
         "mrr", "map", "rprec",
     ]  # fmt: skip
     assert MeasureKey("judged", 5).trec_name is None
