@@ -175,15 +175,17 @@ class ExplainPages:
             f"<th>events</th><th>coverage</th>{head}</tr>{''.join(rows)}</table></div>"
         )
         anchor = html.escape(segment_anchor(segment))
-        words = _coverage_words(windows[-1]) if windows else ""
+        headline = self.headline[0] if self.headline else ""
+        words = _coverage_words(windows[-1], headline) if windows else ""
         return (
             f'<h2 id="{anchor}">Segment {label} <span class="{css}">{state}</span></h2>'
             f'{words}<div class="charts">{"".join(charts)}</div>{table}'
         )
 
 
-def _coverage_words(kept: KeptWindow) -> str:
-    """What the newest window's coverage and judged share mean, in words."""
+def _coverage_words(kept: KeptWindow, headline: str) -> str:
+    """What the newest window's coverage and judged share mean, in words; with the headline
+    nDCG's bounds for its unjudged documents (docs/metrics.md, "Bounds")."""
     s = kept.summary
     served = (
         f"{s.queries} of the evaluation set's {s.evaluation_set_queries} queries were served "
@@ -208,7 +210,24 @@ def _coverage_words(kept: KeptWindow) -> str:
             f"{s.means[judged[0]]:.0%} of the top {k} documents are judged; unjudged ones count "
             "as not relevant, so a low share makes every measure a lower bound."
         )
+    words += _bound_words(s.means, headline)
     return f'<p class="muted">{" ".join(words)}</p>'
+
+
+def _bound_words(means: Mapping[str, float], headline: str) -> list[str]:
+    """The headline nDCG between its bounds, when the window has them."""
+    kind, at, rest = headline.partition("@")
+    upper, condensed = f"ndcg_upper@{rest}", f"ndcg_condensed@{rest}"
+    if kind != "ndcg" or not at or upper not in means or condensed not in means:
+        return []
+    low, high, middle = means[headline], means[upper], means[condensed]
+    if not all(math.isfinite(v) for v in (low, high, middle)) or high <= low:
+        return []
+    return [
+        f"{html.escape(headline)} is {low:.3f} with them as misses, {middle:.3f} without them "
+        f"(condensed), and at most {high:.3f} were each as good as its query's best judged "
+        "document: a drop inside that band may be documents nobody judged yet."
+    ]
 
 
 def _explanation_html(e: Explanation) -> str:

@@ -174,3 +174,18 @@ def test_a_missing_window_is_a_gap_in_the_chart_not_a_ramp(monitor: Monitor) -> 
     assert fine.split("</svg>")[0].count("<polyline") == 1
     assert re.search(r'<text [^>]*text-anchor="end">0\.\d\d</text>', first_chart)  # value ticks
     assert ">00:00:00</text>" in first_chart  # time ticks
+
+
+def test_the_page_says_between_which_bounds_unjudged_documents_leave_the_headline(
+    monitor: Monitor,
+) -> None:
+    _, _, page = get(monitor, "/")
+    # z-broken's newest window ranks 12 documents nobody judged above the best one
+    newest = monitor.snapshot().history[(("model", "z-broken"),)][-1]
+    low, high = newest.means["ndcg@10:linear"], newest.means["ndcg_upper@10:linear"]
+    condensed = newest.means["ndcg_condensed@10:linear"]
+    assert low < condensed <= high
+    assert (
+        f"ndcg@10:linear is {low:.3f} with them as misses, {condensed:.3f} without them "
+        f"(condensed), and at most {high:.3f}"
+    ) in html.unescape(page)
