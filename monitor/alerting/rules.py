@@ -74,7 +74,7 @@ def read_rule(section: ConfigSection, index: int, context: RuleContext) -> Alert
     kind = condition_kind(named[0])
     assert kind is not None
     condition = kind.parse(rule, context)
-    severity = rule.get("severity", as_choice(*SEVERITIES), "warning")
+    severity = rule.get("severity", as_choice(*SEVERITIES), kind.default_severity)
     if not kind.takes_streaks and (rule.has("for") or rule.has("keep_firing_for")):
         raise rule.error(
             "for", f"{kind.key} rules take no for/keep_firing_for: its own settings are the delay"

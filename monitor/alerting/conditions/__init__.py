@@ -24,6 +24,7 @@ from monitor.alerting.conditions.base import (
 from monitor.alerting.conditions.below import Below
 from monitor.alerting.conditions.comparison import Comparison
 from monitor.alerting.conditions.coverage import Coverage
+from monitor.alerting.conditions.discovery import Discovery
 from monitor.alerting.conditions.drop import MIN_BASELINE_WINDOWS, Drop
 from monitor.alerting.conditions.judged import Judged
 from monitor.alerting.conditions.replay_errors import ReplayErrors
@@ -38,6 +39,7 @@ __all__ = [
     "Comparison",
     "Condition",
     "Coverage",
+    "Discovery",
     "Drop",
     "Judged",
     "ReplayErrors",
@@ -58,6 +60,7 @@ __all__ = [
 CONDITIONS: Final[tuple[type[Condition], ...]] = (
     Below,
     Drop,
+    Discovery,
     Trend,
     Stderr,
     Coverage,

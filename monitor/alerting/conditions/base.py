@@ -162,13 +162,14 @@ class Condition:
     is its own (not derived by `segment`); `holds_small_windows`, whether
     `alerts.min_queries` holds it on a window with too few queries (every rule on a mean
     over the window's queries); `shares_drop_budget`, whether `alerts.false_pages_per_day`
-    sets its significance level.
+    sets its significance level; `default_severity`, a rule's severity when it sets none.
     """
 
     key: ClassVar[str]
     role: ClassVar[Role]
     has_measure: ClassVar[bool] = True
     takes_streaks: ClassVar[bool] = True
+    default_severity: ClassVar[str] = "warning"  # a rule's severity when it names none
     reads_segment: ClassVar[bool] = True
     holds_small_windows: ClassVar[bool] = True
     shares_drop_budget: ClassVar[bool] = False

@@ -6,6 +6,14 @@ the paired sign-flip test on the queries in common with the baseline gives p < s
 (or the level `alerts.false_pages_per_day` sets); unknown with fewer than `min_queries`
 common queries or fewer than `MIN_BASELINE_WINDOWS` windows of history.
 
+On nDCG@k, a drop that the condensed list does not show (`ndcg_condensed@k`: the ranking's
+judged documents alone, docs/metrics.md "Bounds") comes from documents nobody judged yet
+entering the top k, not from the judged ones ranking worse: with `unjudged: hold` (the
+default) such a window is held (unknown: it neither fires nor resolves the rule) and a
+`discovery` rule (`discovery.py`) notifies it; with `unjudged: page` the rule pages on the
+measure alone, as before. A ranker that returns only documents nobody judged has an empty
+condensed list, which drops too: that still pages.
+
 ```yaml
 - name: ndcg10-drop
   measure: ndcg@10
@@ -16,7 +24,7 @@ common queries or fewer than `MIN_BASELINE_WINDOWS` windows of history.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Self
 
 from monitor.alerting.baseline import SeriesHistory
@@ -33,13 +41,40 @@ from monitor.alerting.conditions.base import (
 from monitor.alerting.paired_test import paired_drop_test
 from monitor.alerting.promql import PromqlContext, measure_series, window_queries
 from monitor.alerting.state import Evidence
-from monitor.sections import ConfigSection, as_int, as_number
+from monitor.sections import ConfigSection, as_choice, as_int, as_number
 from monitor.values import format_duration
 from monitor.windows.summary import Segment, WindowSummary
 
-__all__ = ["MIN_BASELINE_WINDOWS", "Drop"]
+__all__ = ["MIN_BASELINE_WINDOWS", "Drop", "discovery_words", "judged_part"]
 
 MIN_BASELINE_WINDOWS = 3
+_SHOWN_QUERIES = 5  # queries a discovery's note names
+
+
+def judged_part(summary: WindowSummary, measure: str, bound: str = "condensed") -> float:
+    """The window's `ndcg_<bound>@k:G` for an `ndcg@k:G` measure (the condensed list, or the
+    upper bound for unjudged documents); NaN for any other measure or a window without it."""
+    kind, at, rest = measure.partition("@")
+    if kind != "ndcg" or not at:
+        return math.nan
+    return measure_value(summary, f"ndcg_{bound}@{rest}")
+
+
+def discovery_words(summary: WindowSummary, measure: str, condensed: float, floor: float) -> str:
+    """Why a drop of `measure` is a discovery: its condensed list is not under the floor;
+    and where the unjudged documents are (the queries with the least judged top k)."""
+    k = measure.partition("@")[2].partition(":")[0]
+    judged = {q: v for q, v in query_values(summary, f"judged@{k}").items() if v < 1.0}
+    named = sorted(judged, key=lambda q: (judged[q], q))[:_SHOWN_QUERIES]
+    shown = ", ".join(named) + (", ..." if len(judged) > len(named) else "")
+    documents = round(math.fsum((1.0 - v) * int(k) for v in judged.values()))
+    upper = judged_part(summary, measure, "upper")
+    return (
+        f"a discovery, not a regression: {measure} fell under {floor:.4f} but its judged "
+        f"documents alone (condensed list {condensed:.4f}) did not; at most {upper:.4f} if "
+        f"every unjudged one were its query's best; about {documents} documents nobody judged "
+        f"are in the top {k} of {len(judged)} queries ({shown})"
+    )
 
 
 @dataclass(frozen=True)
@@ -59,6 +94,7 @@ class Drop(Condition):
     significance: float
     min_queries: int
     pinned: float | None
+    unjudged: str = "hold"  # hold: a drop the upper bound does not show is held; page: pages
 
     @classmethod
     def parse(cls, rule: ConfigSection, context: RuleContext) -> Self:
@@ -73,9 +109,15 @@ class Drop(Condition):
             significance=section.get("significance", fraction, 0.01),
             min_queries=section.get("min_queries", as_int(2), 30),
             pinned=section.get("pinned", as_number(0.0), None),
+            **cls.own_settings(section),
         )
         section.finish()
         return condition
+
+    @classmethod
+    def own_settings(cls, section: ConfigSection) -> dict[str, Any]:
+        """The keys of its entry beyond what a drop and a discovery share."""
+        return {"unjudged": section.get("unjudged", as_choice("hold", "page"), "hold")}
 
     def render(self) -> dict[str, Any]:
         amount = "relative" if self.relative is not None else "absolute"
@@ -85,7 +127,11 @@ class Drop(Condition):
             "significance": self.significance,
             "min_queries": self.min_queries,
             "pinned": self.pinned,
+            **self.render_own(),
         }
+
+    def render_own(self) -> dict[str, Any]:
+        return {"unjudged": self.unjudged}
 
     def new_track(self) -> WindowTrack:
         return WindowTrack(history=SeriesHistory(self.baseline_windows, minimum=self.pinned))
@@ -135,15 +181,29 @@ class Drop(Condition):
             note = f"only {test.queries} queries in common with the baseline"
             return Verdict(Evidence.UNKNOWN, value, baseline, test.p_value, note=note)
         bad = value < floor and test.p_value < significance
-        return Verdict(
+        note = f"{test.queries} common queries, mean per-query change {test.mean_difference:+.4f}"
+        verdict = Verdict(
             Evidence.BAD if bad else Evidence.GOOD,
             value,
             baseline,
             test.p_value,
             test.worst,
-            note=f"{test.queries} common queries, mean per-query change "
-            f"{test.mean_difference:+.4f}",
+            note=note,
         )
+        return self.judge_unjudged(measure, summary, verdict, floor)
+
+    def judge_unjudged(
+        self, measure: str, summary: WindowSummary, verdict: Verdict, floor: float
+    ) -> Verdict:
+        """A drop its condensed list does not show is held (`unjudged: hold`): documents
+        nobody judged yet entered the top k."""
+        if verdict.evidence is not Evidence.BAD or self.unjudged == "page":
+            return verdict
+        condensed = judged_part(summary, measure)
+        if math.isnan(condensed) or condensed < floor:
+            return verdict
+        note = f"held: {discovery_words(summary, measure, condensed, floor)}"
+        return replace(verdict, evidence=Evidence.UNKNOWN, note=note)
 
     def floor_under(self, baseline: float) -> float:
         """The level under which a window is a drop from `baseline`."""

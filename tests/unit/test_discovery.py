@@ -1,0 +1,101 @@
+"""Regression or discovery: a drop of nDCG@k that its condensed list (the judged documents
+alone) does not show comes from documents nobody judged yet entering the top k. The drop rule
+holds it (no page) and a `discovery` rule notifies it, naming the queries; a drop the
+condensed list shows too is a regression and pages as before; `unjudged: page` pages on the
+measure alone."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from monitor.alerting.conditions import Discovery, Drop, WindowTrack, evaluate_window
+from monitor.alerting.rules import AlertRule
+from monitor.alerting.state import Evidence
+from monitor.config.alerts import parse_alerting_config, render_alerts
+from monitor.errors import ConfigError
+from monitor.windows.summary import WindowSummary
+from tests.unit.test_alert_conditions import NDCG, spread, window
+
+UPPER = "ndcg_upper@10:linear"
+CONDENSED = "ndcg_condensed@10:linear"
+SETTINGS = {"relative": 0.05, "baseline_windows": 4, "significance": 0.01, "min_queries": 10}
+
+
+def bounded(
+    index: int, lower: dict[str, float], condensed: float, unjudged: int = 0
+) -> WindowSummary:
+    """A window whose queries score `lower`, with the headline's condensed list `condensed`
+    (and an upper bound above it); the first `unjudged` queries have 4 of their top 10
+    unjudged (judged@10 = 0.6)."""
+    base = window(index, lower)
+    judged = {q: 0.6 if n < unjudged else 1.0 for n, q in enumerate(lower)}
+    return replace(
+        base,
+        means={**base.means, CONDENSED: condensed, UPPER: min(1.0, condensed + 0.1)},
+        query_means={q: {NDCG: v, "judged@10": judged[q]} for q, v in lower.items()},
+    )
+
+
+def judge(condition: Drop, windows: list[WindowSummary]) -> list[tuple[Evidence, str]]:
+    rule = AlertRule("r", 0, "warning", NDCG, condition, None, 1, 0, None)
+    track = WindowTrack.for_rule(rule)
+    verdicts = []
+    for summary in windows:
+        verdict = evaluate_window(rule, summary, track)
+        track.remember(rule, summary)
+        verdicts.append((verdict.evidence, verdict.note))
+    return verdicts
+
+
+def history() -> list[WindowSummary]:
+    return [bounded(i, spread(0.7), 0.72) for i in range(4)]  # condensed 0.72
+
+
+def test_a_drop_its_condensed_list_does_not_show_is_held_by_drop_and_notified_as_discovery() -> (
+    None
+):
+    surfacing = bounded(4, spread(0.5), condensed=0.71, unjudged=12)  # new documents, unjudged
+    *_, (held, why) = judge(Drop(0.05, None, 4, 0.01, 10, None), [*history(), surfacing])
+    assert held is Evidence.UNKNOWN
+    assert why.startswith("held: a discovery, not a regression: ndcg@10:linear fell under")
+    *_, (found, note) = judge(Discovery(0.05, None, 4, 0.01, 10, None), [*history(), surfacing])
+    assert found is Evidence.BAD
+    # 12 queries with 4 unjudged documents each in the top 10: 48, the least judged named
+    assert "about 48 documents nobody judged are in the top 10 of 12 queries (q0, q1, q10" in note
+
+
+def test_a_drop_its_condensed_list_shows_too_is_a_regression_that_pages() -> None:
+    worse = bounded(4, spread(0.5), condensed=0.52, unjudged=12)
+    *_, (paged, _) = judge(Drop(0.05, None, 4, 0.01, 10, None), [*history(), worse])
+    assert paged is Evidence.BAD
+    *_, (quiet, note) = judge(Discovery(0.05, None, 4, 0.01, 10, None), [*history(), worse])
+    assert quiet is Evidence.GOOD and note.startswith("a regression, not a discovery")
+
+
+def test_unjudged_page_pages_on_the_measure_alone() -> None:
+    surfacing = bounded(4, spread(0.5), condensed=0.71, unjudged=12)
+    drop = Drop(0.05, None, 4, 0.01, 10, None, unjudged="page")
+    *_, (paged, _) = judge(drop, [*history(), surfacing])
+    assert paged is Evidence.BAD
+
+
+def test_a_discovery_rule_is_info_by_default_watches_ndcg_only_and_drop_says_unjudged() -> None:
+    rules = [
+        {"name": "drop", "measure": "ndcg@10", "drop": {"relative": 0.05}},
+        {"name": "found", "measure": "ndcg@10", "discovery": SETTINGS},
+    ]
+    config = parse_alerting_config(
+        {"rules": rules}, cutoffs=(10,), gains=("linear",), segment_keys=(), window="5m"
+    )
+    drop, found = config.rules
+    assert (drop.severity, found.severity) == ("warning", "info")
+    rendered = render_alerts(config)["rules"]
+    assert rendered[0]["drop"]["unjudged"] == "hold"
+    assert "unjudged" not in rendered[1]["discovery"]
+    with pytest.raises(ConfigError, match="discovery rules watch an ndcg@k"):
+        parse_alerting_config(
+            {"rules": [{"name": "p", "measure": "precision@10", "discovery": SETTINGS}]},
+            cutoffs=(10,), gains=("linear",), segment_keys=(), window="5m",
+        )  # fmt: skip
