@@ -4,8 +4,9 @@ and `rankmon compare`.
 Enters: arrays of per-query differences (candidate - baseline), or window estimates.
 Leaves: intervals, p-values and effect sizes (`paired.py`), Student's t distribution
 (`student_t.py`), sign-flip enumeration and draws (`sign_flips.py`), the always-valid
-normal-mixture confidence sequence (`sequence.py`), and multiple-testing corrections
-(`corrections.py`). numpy only: no scipy at run time; the tests check every figure against
+normal-mixture confidence sequence (`sequence.py`), multiple-testing corrections
+(`corrections.py`), and a model judge held to a human audit (`judges.py`: weighted kappa,
+PPI++). numpy only: no scipy at run time; the tests check every figure against
 scipy.stats.
 """
 

@@ -1,0 +1,127 @@
+"""An LLM judge held to a human audit: does PPI++ keep its promise? Seeded simulation.
+
+The population: (query, document) pairs at ranks 1..10 of served rankings, the document
+relevant with a probability that falls with its rank; a human grade 0..3 and an LLM judge's
+grade that runs higher than the human's (+0.5 on average) and follows a document-length
+feature, with noise. The measure is linear in the grades: each pair's value is its gain
+(the grade) discounted by its rank and scaled so that the mean over pairs is the mean over
+queries of DCG@10 over the largest DCG@10 the scale allows. Its true value (human grades) is
+computed exactly from the distributions.
+
+Each simulation draws 2,000 model-labelled pairs and an audit of n pairs that have both
+grades (n = 50, 100, 300), independently, as `monitor.stats.judges.ppi_mean` assumes, and
+reports per n over the simulations:
+
+- the coverage of PPI++'s 95 % interval (target 95 +- 1.5 %), beside 2 standard errors of
+  the simulated rate;
+- its mean width against the human-only interval of the same n (narrower is the point);
+- the bias of the uncorrected measure (the model's grades alone) and how often its naive
+  interval covers the truth.
+
+Run it with the checkout's `.venv` on the installed package:
+
+    .venv/bin/python bench/judges.py [--simulations 1000] [--seed 20261203]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from monitor.stats.judges import classical_mean, ppi_mean, weighted_kappa
+
+RANKS = 10
+MODEL_PAIRS = 2_000
+AUDITS = (50, 100, 300)
+GRADES = (0, 1, 2, 3)
+RELEVANT_GRADES = np.array([0.5, 0.3, 0.2])  # grades 1, 2, 3 of a relevant document
+JUDGE_BIAS, JUDGE_LENGTH, JUDGE_NOISE = 0.5, 0.4, 0.8
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+
+DISCOUNTS = np.log2(np.arange(RANKS) + 2.0)
+WEIGHTS = RANKS / (DISCOUNTS * float(np.sum(3.0 / DISCOUNTS)))  # mean over pairs = sDCG@10
+
+
+def relevant_share(ranks: Ints) -> Floats:
+    """P(relevant) at each 0-based rank: 0.6 at the top, falling 15 % a rank."""
+    return 0.6 * 0.85 ** ranks.astype(np.float64)
+
+
+def true_value() -> float:
+    """The measure under human grades, exactly: the mean over ranks of weight x E[grade]."""
+    ranks = np.arange(RANKS)
+    expected_grade = relevant_share(ranks) * float(RELEVANT_GRADES @ np.array([1.0, 2.0, 3.0]))
+    return float(np.mean(WEIGHTS * expected_grade))
+
+
+def draw(rng: np.random.Generator, pairs: int) -> tuple[Ints, Ints, Ints]:
+    """`pairs` pairs: their ranks, human grades and the judge's grades."""
+    ranks = rng.integers(0, RANKS, pairs)
+    relevant = rng.random(pairs) < relevant_share(ranks)
+    grades = np.where(relevant, rng.choice([1, 2, 3], pairs, p=RELEVANT_GRADES), 0)
+    length = rng.standard_normal(pairs)
+    judged = grades + JUDGE_BIAS + JUDGE_LENGTH * length + JUDGE_NOISE * rng.standard_normal(pairs)
+    model = np.clip(np.rint(judged), 0, 3).astype(np.int64)
+    return ranks, grades.astype(np.int64), model
+
+
+def values(ranks: Ints, grades: Ints) -> Floats:
+    """Each pair's value: its gain, discounted by its rank and scaled (module docstring)."""
+    return np.asarray(WEIGHTS[ranks] * grades, dtype=np.float64)
+
+
+def rate(hits: int, total: int) -> str:
+    share = hits / total
+    return f"{share:6.1%} (+-{2 * math.sqrt(share * (1 - share) / total):.1%})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--simulations", type=int, default=1_000)
+    parser.add_argument("--seed", type=int, default=20261203)
+    args = parser.parse_args()
+    truth = true_value()
+    rng = np.random.default_rng(args.seed)
+    _, big_human, big_model = draw(rng, 200_000)
+    kappa = weighted_kappa(big_human.tolist(), big_model.tolist(), GRADES)
+    print(
+        f"{args.simulations} simulations per audit size; {MODEL_PAIRS} model-labelled pairs; "
+        f"true value {truth:.4f}; judge: mean grade {big_model.mean():.2f} against the "
+        f"humans' {big_human.mean():.2f}, weighted kappa {kappa:.3f}"
+    )
+    print("target: PPI++ coverage 95 +- 1.5 %; rates with 2 standard errors of the simulation")
+    for n in AUDITS:
+        covered = human_covered = naive_covered = 0
+        widths, human_widths, tunings, biases = [], [], [], []
+        for _ in range(args.simulations):
+            model_ranks, _, model_only = draw(rng, MODEL_PAIRS)
+            audit_ranks, audit_human, audit_model = draw(rng, n)
+            human = values(audit_ranks, audit_human)
+            corrected = ppi_mean(
+                human, values(audit_ranks, audit_model), values(model_ranks, model_only)
+            )
+            alone = classical_mean(human)
+            naive = classical_mean(values(model_ranks, model_only))
+            covered += corrected.covers(truth)
+            human_covered += alone.covers(truth)
+            naive_covered += naive.covers(truth)
+            widths.append(corrected.width)
+            human_widths.append(alone.width)
+            tunings.append(corrected.tuning)
+            biases.append(naive.estimate - truth)
+        sims = args.simulations
+        width, human_width = float(np.mean(widths)), float(np.mean(human_widths))
+        print(
+            f"n={n:3d}: PPI++ coverage {rate(covered, sims)}, width {width:.4f} "
+            f"({width / human_width:.2f}x the human-only {human_width:.4f}, which covers "
+            f"{human_covered / sims:.1%}), lam {np.mean(tunings):.2f}; uncorrected bias "
+            f"{np.mean(biases):+.4f}, its interval covers {naive_covered / sims:.1%}"
+        )
+
+
+if __name__ == "__main__":
+    main()
