@@ -14,10 +14,14 @@ import textwrap
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import orjson
+
 from monitor.errors import MeasureError
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.scoring.gain import Gain
+from monitor.trec.audit import Audit, audit
 from monitor.trec.evaluate import evaluate_coded, evaluate_run
+from monitor.trec.report import EvaluationReport
 from monitor.trec.runfile import TREC_EVAL_MAX_RETRIEVED, CodedRun, Run, read_run
 from monitor.trec.selection import MeasureSelection, select_measures
 from monitor.trec.table import ALL_RANKMON, rankmon_names, trec_names
@@ -53,6 +57,7 @@ examples:
   rankmon eval qrels.txt run.txt -m ndcg@10 -m mrr
   rankmon eval qrels.txt run.txt -m all_trec -J
   rankmon eval qrels.txt run.txt -c --gain exp --format json
+  rankmon eval llm-qrels.txt run.txt -m ndcg_cut.10 --audit human-qrels.txt
 """
 
 
@@ -148,6 +153,13 @@ def _add_rankmon_options(parser: argparse.ArgumentParser) -> None:
         'value}}, "all": {measure: value}} at full precision',
     )
     parser.add_argument(
+        "--audit",
+        metavar="HUMAN_QRELS",
+        help="human judgments of a random sample of the queries, QRELS being a model's (an "
+        "LLM judge's): also print each mean measure corrected by them (PPI++, with its 95%% "
+        "interval) and the judge's agreement (weighted kappa); docs/metrics.md, 'Judges'",
+    )
+    parser.add_argument(
         "--score-precision",
         choices=("float64", "float32"),
         default="float64",
@@ -182,6 +194,7 @@ def run_eval(args: argparse.Namespace) -> int:
     _check_rel_format(args.rel_format)
     evaluation_set = load_evaluation_set(args.qrels)
     run = _read_run(args, evaluation_set, selection, max_retrieved)
+    report: EvaluationReport
     if isinstance(run, CodedRun):
         _warn_when_nothing_is_scored(args.run, frozenset(run.query_ids), evaluation_set.query_ids)
         report = evaluate_coded(
@@ -202,12 +215,48 @@ def run_eval(args: argparse.Namespace) -> int:
             judged_only=args.judged_only,
             num_docs=num_docs,
         )
+    checked = None
+    if args.audit is not None:
+        checked = _audit(
+            args, evaluation_set, report, selection=selection, relevance_level=relevance_level
+        )
     if args.format == "json":
-        sys.stdout.write(report.to_json(summary=not args.no_summary).decode())
+        text = report.to_json(summary=not args.no_summary)
+        if checked is not None:
+            document = orjson.loads(text)
+            document["audit"] = checked.to_dict()
+            text = orjson.dumps(document, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+        sys.stdout.write(text.decode())
     else:
-        lines = report.trec_lines(per_query=args.per_query, summary=not args.no_summary)
+        lines = list(report.trec_lines(per_query=args.per_query, summary=not args.no_summary))
+        if checked is not None:
+            lines += checked.trec_lines()
         sys.stdout.write("".join(f"{line}\n" for line in lines))
     return 0
+
+
+def _audit(
+    args: argparse.Namespace,
+    model_set: EvaluationSet,
+    report: EvaluationReport,
+    *,
+    selection: MeasureSelection,
+    relevance_level: int,
+) -> Audit:
+    """The run scored again under the human judgments of `--audit`, and the audit of the
+    model's report by them (`monitor.trec.audit`)."""
+    human_set = load_evaluation_set(args.audit)
+    max_retrieved = _whole_number(args.max_retrieved, "-M DEPTH (documents per query)")
+    run = read_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
+    human = evaluate_run(
+        human_set,
+        run,
+        selection,
+        complete=args.complete,
+        relevance_level=relevance_level,
+        judged_only=args.judged_only,
+    )
+    return audit(report, human, model_set, human_set, args.audit)
 
 
 def _read_run(

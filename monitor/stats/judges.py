@@ -29,6 +29,7 @@ numpy only (and the standard library's normal quantile).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -75,7 +76,7 @@ def classical_mean(values: Sequence[float] | Floats, confidence: float = 0.95) -
     if data.size < 2:
         raise ValueError("a mean's interval needs at least 2 values")
     return _interval(
-        float(data.mean()), float(data.std(ddof=1)) / np.sqrt(data.size), confidence, 0.0
+        float(data.mean()), float(data.std(ddof=1)) / math.sqrt(data.size), confidence, 0.0
     )
 
 
@@ -109,7 +110,7 @@ def ppi_mean(
     residual = y - lam * f
     estimate = lam * float(g.mean()) + float(residual.mean())
     variance = lam * lam * float(g.var(ddof=1)) / big_n + float(residual.var(ddof=1)) / n
-    return _interval(estimate, float(np.sqrt(variance)), confidence, lam)
+    return _interval(estimate, math.sqrt(variance), confidence, lam)
 
 
 def confusion(
