@@ -109,7 +109,7 @@ def load_spec(path: Path) -> DashboardSpec:
         floor = condition.floor()
         if floor is not None:
             floors.append(FloorRule(rule.name, rule.severity, _series(rule), floor))
-        elif isinstance(condition, Drop):
+        elif isinstance(condition, Drop) and condition.draws_floor:
             drops.append(_drop_rule(rule, condition))
     keys = tuple(sorted(config.segments.keys))
     window = config.windows.size.text

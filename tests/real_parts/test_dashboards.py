@@ -41,6 +41,8 @@ alerts:
        below: 0.55}
     - {name: ndcg10-drop, measure: ndcg@10, gain: exp, severity: warning,
        drop: {relative: 0.05, baseline_windows: 12}}
+    - {name: ndcg10-discovery, measure: ndcg@10, gain: exp,
+       discovery: {relative: 0.05, baseline_windows: 12}}
     - {name: mrr-floor, measure: mrr, below: 0.3}
 """
 
@@ -405,6 +407,13 @@ def test_drop_rule_draws_the_allowed_drop_against_its_baseline(
     assert "[1h:5m] offset 5m" in expr  # 12 windows of 5m, the current one left out
 
 
+def test_a_discovery_rule_draws_no_floor_of_its_own_beside_its_drop_rule(
+    tmp_path: Path, config_file: Path
+) -> None:
+    quality = render(tmp_path, "--config", str(config_file))["rankmon-quality.json"]
+    assert sorted(rule_panels(quality)) == ["mrr-floor", "ndcg10-drop", "ndcg10-floor"]
+
+
 @pytest.mark.parametrize(
     ("directory", "config"),
     [(CHECKED_IN, CHECKED_IN_CONFIG), (DEPLOYED, ROOT / "deploy" / "rankmon" / "config.yaml")],
@@ -454,7 +463,7 @@ def test_a_bad_rule_in_the_config_exits_2_naming_the_key(
     assert main(["dashboards", "render", "--out", str(tmp_path), "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert "alerts.rules[2].measure" in err
+    assert "alerts.rules[3].measure" in err
 
 
 def test_load_spec_reads_the_window_and_baseline_of_a_drop_rule(config_file: Path) -> None:

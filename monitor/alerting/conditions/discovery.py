@@ -39,6 +39,7 @@ class Discovery(Drop):
     key = "discovery"
     shares_drop_budget = False  # a notification, not a page: its own significance
     default_severity: ClassVar[str] = "info"
+    draws_floor: ClassVar[bool] = False  # its drop rule's floor is drawn already
 
     @classmethod
     def own_settings(cls, section: ConfigSection) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 from monitor.alerting.baseline import SeriesHistory
 from monitor.alerting.conditions.base import (
@@ -87,6 +87,7 @@ class Drop(Condition):
     key = "drop"
     role = Role.QUALITY
     shares_drop_budget = True
+    draws_floor: ClassVar[bool] = True  # the dashboards draw its moving floor
 
     relative: float | None
     absolute: float | None
