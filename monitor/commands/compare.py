@@ -18,10 +18,13 @@ import orjson
 from monitor.errors import MeasureError
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.stats.corrections import CORRECTIONS
+from monitor.stats.judges import MeanInterval
 from monitor.stats.paired import TESTS
+from monitor.trec.audit import audited_difference
 from monitor.trec.compare import GATES, RunComparison, compare_runs, missing_queries
+from monitor.trec.evaluate import evaluate_run
 from monitor.trec.runfile import Run, read_run
-from monitor.trec.selection import select_measures
+from monitor.trec.selection import MeasureSelection, select_measures
 
 __all__ = ["register"]
 
@@ -47,6 +50,7 @@ any p-value under the level (an inconclusive candidate fails every gate).
 examples:
   rankmon compare qrels.txt v1.run v2.run -m ndcg_cut.10 -m P.10
   rankmon compare qrels.txt v1.run v2.run v3.run --gate non-inferior --margin 0.01 --format json
+  rankmon compare llm-qrels.txt v1.run v2.run --audit human-qrels.txt
 """
 
 
@@ -116,6 +120,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "both runs rank, as rankmon eval and trec_eval)",
     )
     parser.add_argument(
+        "--audit",
+        metavar="HUMAN_QRELS",
+        help="human judgments of a random sample of the queries, QRELS being a model's: "
+        "also print each candidate's delta corrected by them (PPI++, at --confidence); the "
+        "gate stays on QRELS",
+    )
+    parser.add_argument(
         "--format", choices=("text", "json"), default="text", help="text lines or one JSON object"
     )
     parser.set_defaults(handler=run_compare)
@@ -173,12 +184,65 @@ def run_compare(args: argparse.Namespace) -> int:
             "too narrow under 50 queries; the permutation test (the default) holds its level",
             file=sys.stderr,
         )
+    audited = _audited(args, evaluation_set, runs, selection) if args.audit else {}
     if args.format == "json":
-        value = {"baseline": runs[0][0], "results": [r.to_json() for r in results]}
+        rows = []
+        for r in results:
+            row = r.to_json()
+            if (r.run, r.measure) in audited:
+                row["audit"] = _interval_json(audited[(r.run, r.measure)])
+            rows.append(row)
+        value = {"baseline": runs[0][0], "results": rows}
         sys.stdout.write(orjson.dumps(value, option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
-        sys.stdout.write("".join(_line(r, args) + "\n" for r in results))
+        lines = []
+        for r in results:
+            line = _line(r, args)
+            if (r.run, r.measure) in audited:
+                corrected = audited[(r.run, r.measure)]
+                line += (
+                    f"\taudited delta {corrected.estimate:+.4f} {args.confidence:.0%} CI "
+                    f"[{corrected.lower:+.4f}, {corrected.upper:+.4f}]"
+                )
+            lines.append(line + "\n")
+        sys.stdout.write("".join(lines))
     return 0 if all(r.passes for r in results) else 1
+
+
+def _audited(
+    args: argparse.Namespace,
+    evaluation_set: EvaluationSet,
+    runs: list[tuple[str, Run]],
+    selection: MeasureSelection,
+) -> dict[tuple[str, str], MeanInterval]:
+    """(candidate, measure) -> its difference from the baseline under the human judgments of
+    `--audit`, corrected by PPI++ (`monitor.trec.audit`)."""
+    human_set = load_evaluation_set(args.audit)
+    options = {"complete": args.complete, "relevance_level": args.level}
+    model = [evaluate_run(evaluation_set, run, selection, **options) for _, run in runs]
+    human = [evaluate_run(human_set, run, selection, **options) for _, run in runs]
+    queries = frozenset(human_set.query_ids)
+    return {
+        (runs[i][0], name): audited_difference(
+            (model[0], model[i]),
+            (human[0], human[i]),
+            name,
+            audited_queries=queries,
+            confidence=args.confidence,
+            path=args.audit,
+        )
+        for i in range(1, len(runs))
+        for name in selection.names
+    }
+
+
+def _interval_json(interval: MeanInterval) -> dict[str, float]:
+    return {
+        "delta": interval.estimate,
+        "ci_lower": interval.lower,
+        "ci_upper": interval.upper,
+        "tuning": interval.tuning,
+    }
 
 
 def _say_queries(

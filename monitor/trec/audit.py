@@ -9,6 +9,9 @@ the human-only one beside it (`monitor.stats.judges`; its coverage, measured by
 bench/judges.py: docs/metrics.md "Judges"). The judge's agreement with the human is the
 quadratic weighted kappa over the (query, document) pairs both graded.
 
+`rankmon compare --audit` does the same for a candidate's per-query difference from the
+baseline (`audited_difference`): the mean difference under human judgments.
+
 The population the estimate is about: the queries the audit was drawn from at random, with
 the model judging them all. An audit chosen otherwise (the hard queries) breaks it.
 """
@@ -23,7 +26,7 @@ from monitor.scoring.evalset import EvaluationSet
 from monitor.stats.judges import MeanInterval, classical_mean, ppi_mean, weighted_kappa
 from monitor.trec.report import ALL, EvaluationReport, trec_line
 
-__all__ = ["Audit", "audit"]
+__all__ = ["Audit", "audit", "audited_difference"]
 
 
 @dataclass(frozen=True)
@@ -104,3 +107,34 @@ def audit(
     scale = sorted({*pairs_human, *pairs_model})
     kappa = weighted_kappa(pairs_human, pairs_model, scale) if len(scale) > 1 else float("nan")
     return Audit(len(audited), len(others), len(pairs_human), kappa, corrected, human_only)
+
+
+def audited_difference(
+    model: tuple[EvaluationReport, EvaluationReport],
+    human: tuple[EvaluationReport, EvaluationReport],
+    name: str,
+    *,
+    audited_queries: frozenset[str],
+    confidence: float,
+    path: str,
+) -> MeanInterval:
+    """PPI++'s estimate of the candidate's mean difference from the baseline on measure
+    `name` under human judgments: `model` and `human` are (baseline, candidate) reports under
+    each; the queries are those both runs were scored on, audited when in `audited_queries`."""
+    base, cand = (dict(zip(r.queries, r.values[name], strict=True)) for r in model)
+    base_h, cand_h = (dict(zip(r.queries, r.values[name], strict=True)) for r in human)
+    common = [q for q in base if q in cand]
+    audited = [q for q in common if q in audited_queries and q in base_h and q in cand_h]
+    others = [q for q in common if q not in audited_queries]
+    if len(audited) < 2 or len(others) < 2:
+        raise InputError(
+            path,
+            f"the audit needs at least 2 of the compared queries judged by humans and 2 "
+            f"judged by the model alone; it has {len(audited)} and {len(others)}",
+        )
+    return ppi_mean(
+        [float(cand_h[q]) - float(base_h[q]) for q in audited],
+        [float(cand[q]) - float(base[q]) for q in audited],
+        [float(cand[q]) - float(base[q]) for q in others],
+        confidence,
+    )
