@@ -76,6 +76,10 @@ def test_drop_and_trend_rules_are_left_to_rankmon_and_the_header_says_why(
     header = rendered.read_text().split("groups:")[0]
     assert "#   ndcg10-drop (alerts.rules[1]): drop, gated by a paired test" in header
     assert "#   ndcg10-trend (alerts.rules[3]): trend, Page-Hinkley has no PromQL form" in header
+    assert (
+        "#   ndcg10-discovery (alerts.rules[7]): discovery, gated by a paired test on per-query "
+        "values Prometheus lacks"
+    ) in header
     assert "--ungated-drop renders drop rules" in header
 
 

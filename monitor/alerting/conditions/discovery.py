@@ -80,4 +80,4 @@ class Discovery(Drop):
         )
 
     def left_out(self, *, ungated: bool) -> str | None:
-        return "discovery, read from per-query values and the upper bound: left to rankmon"
+        return "discovery, gated by a paired test on per-query values Prometheus lacks"
