@@ -285,7 +285,7 @@ def test_valid_alert_rules_pass_and_are_printed_with_every_default(
         "significance": 0.01,
         "min_queries": 30,
         "pinned": None,
-        "unjudged": "hold",
+        "unjudged": "page",
     }
     assert alerts["log"] is True and alerts["delivery"]["resend_interval"] == "1m"
     assert alerts["alertmanager"]["min_firing"] == "1m"

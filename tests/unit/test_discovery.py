@@ -1,8 +1,8 @@
 """Regression or discovery: a drop of nDCG@k that its condensed list (the judged documents
 alone) does not show comes from documents nobody judged yet entering the top k. The drop rule
-holds it (no page) and a `discovery` rule notifies it, naming the queries; a drop the
-condensed list shows too is a regression and pages as before; `unjudged: page` pages on the
-measure alone."""
+holds it with `unjudged: hold` (no page) and a `discovery` rule notifies it, naming the
+queries; a drop the condensed list shows too is a regression and pages; `unjudged: page`, the
+default, pages on the measure alone."""
 
 from __future__ import annotations
 
@@ -57,7 +57,8 @@ def test_a_drop_its_condensed_list_does_not_show_is_held_by_drop_and_notified_as
     None
 ):
     surfacing = bounded(4, spread(0.5), condensed=0.71, unjudged=12)  # new documents, unjudged
-    *_, (held, why) = judge(Drop(0.05, None, 4, 0.01, 10, None), [*history(), surfacing])
+    hold = Drop(0.05, None, 4, 0.01, 10, None, unjudged="hold")
+    *_, (held, why) = judge(hold, [*history(), surfacing])
     assert held is Evidence.UNKNOWN
     assert why.startswith("held: a discovery, not a regression: ndcg@10:linear fell under")
     *_, (found, note) = judge(Discovery(0.05, None, 4, 0.01, 10, None), [*history(), surfacing])
@@ -68,15 +69,16 @@ def test_a_drop_its_condensed_list_does_not_show_is_held_by_drop_and_notified_as
 
 def test_a_drop_its_condensed_list_shows_too_is_a_regression_that_pages() -> None:
     worse = bounded(4, spread(0.5), condensed=0.52, unjudged=12)
-    *_, (paged, _) = judge(Drop(0.05, None, 4, 0.01, 10, None), [*history(), worse])
+    hold = Drop(0.05, None, 4, 0.01, 10, None, unjudged="hold")
+    *_, (paged, _) = judge(hold, [*history(), worse])
     assert paged is Evidence.BAD
     *_, (quiet, note) = judge(Discovery(0.05, None, 4, 0.01, 10, None), [*history(), worse])
     assert quiet is Evidence.GOOD and note.startswith("a regression, not a discovery")
 
 
-def test_unjudged_page_pages_on_the_measure_alone() -> None:
+def test_unjudged_page_the_default_pages_on_the_measure_alone() -> None:
     surfacing = bounded(4, spread(0.5), condensed=0.71, unjudged=12)
-    drop = Drop(0.05, None, 4, 0.01, 10, None, unjudged="page")
+    drop = Drop(0.05, None, 4, 0.01, 10, None)
     *_, (paged, _) = judge(drop, [*history(), surfacing])
     assert paged is Evidence.BAD
 
@@ -92,7 +94,7 @@ def test_a_discovery_rule_is_info_by_default_watches_ndcg_only_and_drop_says_unj
     drop, found = config.rules
     assert (drop.severity, found.severity) == ("warning", "info")
     rendered = render_alerts(config)["rules"]
-    assert rendered[0]["drop"]["unjudged"] == "hold"
+    assert rendered[0]["drop"]["unjudged"] == "page"
     assert "unjudged" not in rendered[1]["discovery"]
     with pytest.raises(ConfigError, match="discovery rules watch an ndcg@k"):
         parse_alerting_config(

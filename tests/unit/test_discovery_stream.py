@@ -1,6 +1,7 @@
-"""The monitor tells a discovery from a regression (on fakes): a new model that ranks
-documents nobody judged above the known good ones sends an `info` discovery and no page; a
-model that ranks the judged documents worse pages the drop rule at the first bad window."""
+"""The monitor tells a discovery from a regression (on fakes), with a drop rule set to
+`unjudged: hold`: a new model that ranks documents nobody judged above the known good ones
+sends an `info` discovery and no page; a model that ranks the judged documents worse pages
+the drop rule at the first bad window."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ alerts:
   log: false
   rules:
     - {name: ndcg-drop, measure: ndcg@10, severity: critical,
-       drop: {relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10}}
+       drop: {relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10,
+              unjudged: hold}}
     - {name: ndcg-discovery, measure: ndcg@10,
        discovery: {relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10}}
 """

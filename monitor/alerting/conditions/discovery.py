@@ -6,9 +6,10 @@ the measure, but not on its condensed list (`ndcg_condensed@k`: the judged docum
 docs/metrics.md "Bounds"): the judged documents rank as well as before, the drop comes from
 the unjudged ones entering the top k. Its note says how far the upper bound reaches and how
 many unjudged documents are in the top k of which queries: what to send for judging. A
-lower-severity notification (severity `info` unless the rule says otherwise), never a page:
-the `drop` rule holds such a window (`unjudged: hold`) and pages a drop the condensed list
-shows too, a regression whatever the unjudged documents are.
+lower-severity notification (severity `info` unless the rule says otherwise), never a page.
+A `drop` rule with `unjudged: hold` holds such a window and pages only a drop the condensed
+list shows too, a regression whatever the unjudged documents are; with `unjudged: page` (its
+default) both fire, the page and this note on what to judge.
 
 ```yaml
 - name: ndcg10-discovery

@@ -8,11 +8,13 @@ common queries or fewer than `MIN_BASELINE_WINDOWS` windows of history.
 
 On nDCG@k, a drop that the condensed list does not show (`ndcg_condensed@k`: the ranking's
 judged documents alone, docs/metrics.md "Bounds") comes from documents nobody judged yet
-entering the top k, not from the judged ones ranking worse: with `unjudged: hold` (the
-default) such a window is held (unknown: it neither fires nor resolves the rule) and a
-`discovery` rule (`discovery.py`) notifies it; with `unjudged: page` the rule pages on the
-measure alone, as before. A ranker that returns only documents nobody judged has an empty
-condensed list, which drops too: that still pages.
+entering the top k, not from the judged ones ranking worse. With `unjudged: hold` such a
+window is held (unknown: it neither fires nor resolves the rule) and a `discovery` rule
+(`discovery.py`) notifies it; with `unjudged: page` (the default) the rule pages on the
+measure alone, as before. The default pages because, until those documents are judged, junk
+that pushed the good ones down and good new documents look alike; `hold` suits a team that
+judges what a discovery names. A ranker that returns only documents nobody judged has an
+empty condensed list, which drops too: that pages either way.
 
 ```yaml
 - name: ndcg10-drop
@@ -95,7 +97,7 @@ class Drop(Condition):
     significance: float
     min_queries: int
     pinned: float | None
-    unjudged: str = "hold"  # hold: a drop the upper bound does not show is held; page: pages
+    unjudged: str = "page"  # page: pages on the measure; hold: a drop the judged part lacks is held
 
     @classmethod
     def parse(cls, rule: ConfigSection, context: RuleContext) -> Self:
@@ -118,7 +120,7 @@ class Drop(Condition):
     @classmethod
     def own_settings(cls, section: ConfigSection) -> dict[str, Any]:
         """The keys of its entry beyond what a drop and a discovery share."""
-        return {"unjudged": section.get("unjudged", as_choice("hold", "page"), "hold")}
+        return {"unjudged": section.get("unjudged", as_choice("page", "hold"), "page")}
 
     def render(self) -> dict[str, Any]:
         amount = "relative" if self.relative is not None else "absolute"
