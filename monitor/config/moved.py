@@ -1,4 +1,4 @@
-"""Keys that moved to another section, still read from where they were for one release.
+"""Keys that moved to another section, still read from where they were through 0.2.x.
 
 Each key lives in the section of the stage that consumes it. Four limits of an event sat in
 the sections of other stages and moved to `events` (ingest's) after 0.1.0; a file or a
