@@ -162,12 +162,15 @@ class Condition:
     is its own (not derived by `segment`); `holds_small_windows`, whether
     `alerts.min_queries` holds it on a window with too few queries (every rule on a mean
     over the window's queries); `shares_drop_budget`, whether `alerts.false_pages_per_day`
-    sets its significance level; `default_severity`, a rule's severity when it sets none.
+    sets its significance level; `default_severity`, a rule's severity when it sets none;
+    `explains_a_window`, whether its alerts link to the explanation of their window's measure
+    (else to the page's top).
     """
 
     key: ClassVar[str]
     role: ClassVar[Role]
     has_measure: ClassVar[bool] = True
+    explains_a_window: ClassVar[bool] = True
     takes_streaks: ClassVar[bool] = True
     default_severity: ClassVar[str] = "warning"  # a rule's severity when it names none
     reads_segment: ClassVar[bool] = True
@@ -261,7 +264,10 @@ class Condition:
     def explain_path(
         self, segment: Segment, measure: str, start_ms: int, baselines: Mapping[str, Segment]
     ) -> str:
-        """The explain page's path for an alert on the window starting at `start_ms`."""
+        """The explain page's path for an alert on the window starting at `start_ms` (the
+        page's top for a condition on no measure of a window: `explains_a_window`)."""
+        if not self.explains_a_window:
+            return "/"
         return explain_path(segment, measure, start_ms)
 
     def floor(self) -> float | None:

@@ -11,7 +11,6 @@ their alerts on it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -40,6 +39,7 @@ class Coverage(Condition):
     key = "coverage"
     role = Role.TRUST
     has_measure = False
+    explains_a_window = False  # an alert links to the page's top
     holds_small_windows = False  # it counts the queries a small window lacks
 
     minimum: float
@@ -93,11 +93,6 @@ class Coverage(Condition):
 
     def summary(self, measure: str) -> str:
         return f"evaluation-set coverage under {self.minimum:.0%}"
-
-    def explain_path(
-        self, segment: Segment, measure: str, start_ms: int, baselines: Mapping[str, Segment]
-    ) -> str:
-        return "/"  # no measure of a window to explain: the page's top
 
     def promql(self, measure: str, segment: Segment | None, context: PromqlContext) -> str:
         coverage = selector("job:rankmon_coverage_ratio:sum", {}, segment)

@@ -17,7 +17,6 @@ replay the ranker did not answer at all still has its window (no queries, every 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -45,6 +44,7 @@ class ReplayErrors(Condition):
     key = "replay_errors"
     role = Role.TRUST
     has_measure = False
+    explains_a_window = False  # an alert links to the page's top
     holds_small_windows = False  # a replay the ranker did not answer has no queries at all
 
     maximum: float
@@ -83,11 +83,6 @@ class ReplayErrors(Condition):
 
     def summary(self, measure: str) -> str:
         return f"the ranker failed over {self.maximum:.0%} of a replay's queries"
-
-    def explain_path(
-        self, segment: Segment, measure: str, start_ms: int, baselines: Mapping[str, Segment]
-    ) -> str:
-        return "/"  # no measure of a window to explain: the page's top
 
     def promql(self, measure: str, segment: Segment | None, context: PromqlContext) -> str:
         failed = selector("job:rankmon_window_failed_queries:sum", {}, segment)

@@ -11,7 +11,6 @@ of it the rule's `segment` filters): a retired model's segment going quiet is no
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -39,6 +38,7 @@ class Stale(Condition):
     key = "stale"
     role = Role.CLOCK
     has_measure = False
+    explains_a_window = False  # an alert links to the page's top
     takes_streaks = False  # `after` is the delay
     holds_small_windows = False
 
@@ -88,11 +88,6 @@ class Stale(Condition):
 
     def summary(self, measure: str) -> str:
         return f"no finalized window for more than {format_duration(self.after_ms)}"
-
-    def explain_path(
-        self, segment: Segment, measure: str, start_ms: int, baselines: Mapping[str, Segment]
-    ) -> str:
-        return "/"  # no measure of a window to explain: the page's top
 
     def promql(self, measure: str, segment: Segment | None, context: PromqlContext) -> str:
         ends = selector("rankmon_window_end_timestamp_seconds", {"job": context.job}, segment)
