@@ -41,7 +41,6 @@ __all__ = [
     "RankingEvent",
     "Rejection",
     "decode_event",
-    "decode_failed_query",
     "outcome_of",
 ]
 
@@ -129,40 +128,14 @@ def decode_event(
         judgments = _judgments(raw.get("judgments"))
         if judgments is not None:
             _within(judgments, max_id_bytes, "a judgment's document id")
-        segment = _segment(raw.get("segment"), segment_keys)
-        _within(segment.values(), max_value_bytes, "a segment value")
-        event_time_ms = _event_time(raw, record_timestamp_ms, use_event_time)
+        segment, event_time_ms = _placed(
+            raw, record_timestamp_ms, segment_keys, max_value_bytes, use_event_time
+        )
     except _RejectedError as invalid:
         return invalid.rejection
     if event_time_ms > now_ms + max_future_ms:
         return Rejection(Reason.TOO_FAR_IN_FUTURE, "event_time is past the allowed future")
     return RankingEvent(event_id, query_id, ranking, event_time_ms, judgments, segment)
-
-
-def decode_failed_query(
-    value: bytes | None,
-    record_timestamp_ms: int,
-    *,
-    max_bytes: int = 1_048_576,
-    segment_keys: frozenset[str] | None = None,
-    use_event_time: bool = True,
-    max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
-    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
-) -> RankingEvent | None:
-    """A replay's failed-query record (one `decode_event` counted as a `failed_query`
-    notice) as an event with no ranking, for the windows to count as the replay's failure;
-    None when its ids, segment or time would not make a valid event (it is then only
-    counted as a notice). Never raises."""
-    try:
-        raw = _parse(value, max_bytes)
-        event_id = _identifier(raw, "event_id", max_id_bytes)
-        query_id = _identifier(raw, "query_id", max_id_bytes)
-        segment = _segment(raw.get("segment"), segment_keys)
-        _within(segment.values(), max_value_bytes, "a segment value")
-        event_time_ms = _event_time(raw, record_timestamp_ms, use_event_time)
-    except _RejectedError:
-        return None
-    return RankingEvent(event_id, query_id, (), event_time_ms, None, segment)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,16 +168,37 @@ class EventDecoder:
         )
 
     def failed_query(self, value: bytes | None, record_timestamp_ms: int) -> RankingEvent | None:
-        """`decode_failed_query` with these limits."""
-        return decode_failed_query(
-            value,
-            record_timestamp_ms,
-            max_bytes=self.max_bytes,
-            segment_keys=self.segment_keys,
-            use_event_time=self.use_event_time,
-            max_id_bytes=self.max_id_bytes,
-            max_value_bytes=self.max_value_bytes,
-        )
+        """A replay's failed-query record (one `decode_event` counted as a `failed_query`
+        notice) as an event with no ranking, for the windows to count as the replay's
+        failure; None when its ids, segment or time would not make a valid event (it is then
+        only counted as a notice). Never raises."""
+        try:
+            raw = _parse(value, self.max_bytes)
+            event_id = _identifier(raw, "event_id", self.max_id_bytes)
+            query_id = _identifier(raw, "query_id", self.max_id_bytes)
+            segment, event_time_ms = _placed(
+                raw,
+                record_timestamp_ms,
+                self.segment_keys,
+                self.max_value_bytes,
+                self.use_event_time,
+            )
+        except _RejectedError:
+            return None
+        return RankingEvent(event_id, query_id, (), event_time_ms, None, segment)
+
+
+def _placed(
+    raw: dict[str, Any],
+    record_timestamp_ms: int,
+    segment_keys: frozenset[str] | None,
+    max_value_bytes: int,
+    use_event_time: bool,
+) -> tuple[Mapping[str, str], int]:
+    """Where an event goes: its kept segment labels, each value checked, and its time."""
+    segment = _segment(raw.get("segment"), segment_keys)
+    _within(segment.values(), max_value_bytes, "a segment value")
+    return segment, _event_time(raw, record_timestamp_ms, use_event_time)
 
 
 def _replay_notice(raw: dict[str, Any]) -> Rejection | None:
