@@ -47,6 +47,7 @@ __all__ = [
     "num_rel_ret",
     "num_ret",
     "pad_codes",
+    "padded_grades",
     "precision",
     "r_precision",
     "recall",
@@ -201,7 +202,7 @@ class QueryIdeals:
         highest = {gain: np.zeros((rows, depth)) for gain in gains} if depth else None
         for start in range(0, rows, CHUNK_ROWS):
             stop = min(start + CHUNK_ROWS, rows)
-            grades = _padded_grades(grade_lists[start:stop])
+            grades = padded_grades(grade_lists[start:stop])
             chunk = cls.of_matrix(grades, specs, relevance_level, top)
             ideal[start:stop] = chunk.ideal
             num_rel[start:stop] = chunk.num_rel
@@ -244,7 +245,7 @@ def top_gains(grades: Int64s, top: TopSpec) -> dict[Gain, Floats]:
     return out
 
 
-def _padded_grades(grade_lists: Sequence[Sequence[int]]) -> Int64s:
+def padded_grades(grade_lists: Sequence[Sequence[int] | Int64s]) -> Int64s:
     """One row per list, padded on the right with NO_GRADE (gain 0, never relevant)."""
     lengths = np.fromiter(map(len, grade_lists), dtype=np.int64, count=len(grade_lists))
     width = int(lengths.max(initial=0))

@@ -45,6 +45,7 @@ from monitor.scoring.columns import (
     IdcgZero,
     QueryIdeals,
     RankedCodes,
+    padded_grades,
     top_gains,
 )
 from monitor.scoring.engines import measure_matrix
@@ -169,7 +170,7 @@ class Scorer:
                     strict=True,
                 )
             ]
-            for gain, values in top_gains(_padded(lists), self._top).items():
+            for gain, values in top_gains(padded_grades(lists), self._top).items():
                 top[gain][start:stop] = values
         return top
 
@@ -374,15 +375,6 @@ class Scorer:
         codes, table = RankedCodes.from_grades(flat, width, rankings)
         tables = CodeTables.of(table, self._gains, self.relevance_level)
         return measure_matrix(self.keys, codes, tables, ideals, self.idcg_zero)
-
-
-def _padded(grade_lists: Sequence[npt.NDArray[np.int64]]) -> Int64s:
-    """One row per grade array, right-padded with NO_GRADE."""
-    width = max((len(grades) for grades in grade_lists), default=0)
-    matrix = np.full((len(grade_lists), width), NO_GRADE, dtype=np.int64)
-    for row, grades in enumerate(grade_lists):
-        matrix[row, : len(grades)] = grades
-    return matrix
 
 
 def _inline_table(code_grades: Sequence[int]) -> bytes:
