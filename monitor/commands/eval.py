@@ -217,8 +217,14 @@ def run_eval(args: argparse.Namespace) -> int:
         )
     checked = None
     if args.audit is not None:
+        read = run if isinstance(run, Run) else None  # coded against the model's judgments
         checked = _audit(
-            args, evaluation_set, report, selection=selection, relevance_level=relevance_level
+            args,
+            evaluation_set,
+            report,
+            read,
+            selection=selection,
+            relevance_level=relevance_level,
         )
     if args.format == "json":
         text = report.to_json(summary=not args.no_summary)
@@ -239,15 +245,18 @@ def _audit(
     args: argparse.Namespace,
     model_set: EvaluationSet,
     report: EvaluationReport,
+    run: Run | None,
     *,
     selection: MeasureSelection,
     relevance_level: int,
 ) -> Audit:
-    """The run scored again under the human judgments of `--audit`, and the audit of the
-    model's report by them (`monitor.trec.audit`)."""
+    """The run (read again when it was read coded against the model's judgments) scored
+    under the human judgments of `--audit`, and the audit of the model's report by them
+    (`monitor.trec.audit`)."""
     human_set = load_evaluation_set(args.audit)
-    max_retrieved = _whole_number(args.max_retrieved, "-M DEPTH (documents per query)")
-    run = read_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
+    if run is None:
+        max_retrieved = _whole_number(args.max_retrieved, "-M DEPTH (documents per query)")
+        run = read_run(args.run, score_precision=args.score_precision, max_retrieved=max_retrieved)
     human = evaluate_run(
         human_set,
         run,
