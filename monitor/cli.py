@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.replay",
     "monitor.commands.compare",
     "monitor.commands.explain",
+    "monitor.commands.judgments",
 )
 
 # The subcommand each module registers: its name with `-` for `_` (check_config: check-config).

@@ -45,7 +45,7 @@ from monitor.checkpoint.share import (
 )
 from monitor.kafka.bootstrap import KafkaUnavailableError, bootstrap_reachable
 
-__all__ = ["FIRST_CHUNK_RECORDS", "RestoreNeeds", "read_shares", "topic_consumer"]
+__all__ = ["FIRST_CHUNK_RECORDS", "RestoreNeeds", "at_end", "read_shares", "topic_consumer"]
 
 _log = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ def _read_to_end(
             end = _highwater(consumer, tp, begin, deadline)
             _read_tail(consumer, tp, (begin, end), needs, take, deadline=deadline, only=only)
         return
-    while not _at_end(consumer, partitions):
+    while not at_end(consumer, partitions):
         if time.monotonic() > deadline:
             raise KafkaUnavailableError(f"{topic} not read to its end in time")
         for tp in sorted(fetched := consumer.poll(timeout_ms=200)):
@@ -262,7 +262,9 @@ def _position(consumer: KafkaConsumer, tp: TopicPartition, unknown: int) -> int:
     return unknown if position is None else int(position)
 
 
-def _at_end(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> bool:
+def at_end(consumer: KafkaConsumer, partitions: list[TopicPartition]) -> bool:
+    """Whether the consumer's position is at each partition's end, as a fetch answered it
+    (not before one has)."""
     for tp in partitions:
         highwater = consumer.highwater(tp)
         position = None if highwater is None else consumer.position(tp, timeout_ms=1000)

@@ -57,12 +57,16 @@ def read_alerts(
     comparisons: Sequence[ComparisonConfig] = (),
     external_url: str | None = None,
     hop: Duration | None = None,
+    unjudged: str = "page",
 ) -> AlertingConfig:
     """Read and check the `alerts:` section against what the monitor computes: its rules
-    here, every other key as `AlertingConfig` declares it."""
+    here, every other key as `AlertingConfig` declares it. `unjudged`: the drop rules'
+    default (`hold` while the judging loop runs)."""
     runbook = read_setting(AlertingConfig, "runbook_url", section)
     named = {c.name: (c.candidate, c.measures) for c in comparisons}
-    context = RuleContext(tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook, named)
+    context = RuleContext(
+        tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook, named, unjudged
+    )
     rules = tuple(
         read_rule(rule, index, context) for index, rule in section.indexed_sections("rules")
     )

@@ -28,7 +28,8 @@ from monitor.errors import ConfigError, ConfigKeysError
 from monitor.explain.settings import ExplainConfig, external_url
 from monitor.export.settings import ExportConfig
 from monitor.ingest.settings import EventsConfig, JudgmentsConfig, SegmentsConfig
-from monitor.kafka.settings import KafkaConfig
+from monitor.judging.settings import JudgingConfig
+from monitor.kafka.settings import KafkaConfig, deployment_prefix
 from monitor.logs import LoggingConfig
 from monitor.replay.settings import ReplayConfig
 from monitor.scoring.catalog import monitor_keys
@@ -82,6 +83,7 @@ class Config:
     schedule: ScheduleConfig = field(default_factory=ScheduleConfig)
     segments: SegmentsConfig = field(default_factory=SegmentsConfig)
     judgments: JudgmentsConfig = field(default_factory=JudgmentsConfig)
+    judging: JudgingConfig = field(default_factory=JudgingConfig)
     export: ExportConfig = field(default_factory=ExportConfig)
     explain: ExplainConfig = field(default_factory=ExplainConfig)  # export.explain
     logging: LoggingConfig = field(default_factory=LoggingConfig)
@@ -178,8 +180,10 @@ def config_from_tree(
         measures=monitor_keys(metrics.cutoffs, metrics.gains),
         segment_keys=segments.keys,
     )
+    kafka = read_settings(KafkaConfig, root.section("kafka"), environ=environ)
+    judging = _read_judging(root.section("judging"), kafka, metrics, explain)
     config = Config(
-        kafka=read_settings(KafkaConfig, root.section("kafka"), environ=environ),
+        kafka=kafka,
         evaluation_set=read_settings(EvaluationSetConfig, root.section("evaluation_set")),
         metrics=metrics,
         windows=windows,
@@ -187,6 +191,7 @@ def config_from_tree(
         schedule=read_settings(ScheduleConfig, root.section("schedule")),
         segments=segments,
         judgments=read_settings(JudgmentsConfig, root.section("judgments")),
+        judging=judging,
         export=export,
         explain=explain,
         logging=read_settings(LoggingConfig, root.section("logging")),
@@ -201,6 +206,7 @@ def config_from_tree(
             window=windows.size,
             hop=windows.hop,
             environ=environ,
+            unjudged="hold" if judging.enabled else "page",
         ),
     )
     replay = root.section("replay")
@@ -230,6 +236,33 @@ def _check_replay_period(
             f"{interval.text} is shorter than windows.size ({windows.size.text}): each replay "
             "must start in a window of its own (raise the interval or lower windows.size)",
         )
+
+
+def _read_judging(
+    section: ConfigSection, kafka: KafkaConfig, metrics: MetricsConfig, explain: ExplainConfig
+) -> JudgingConfig:
+    """The `judging` section, its topics named after the deployment's; on, it needs the
+    nDCG of its cutoff and the sampled rankings it finds the unjudged documents in."""
+    prefix = deployment_prefix(kafka.topic, kafka.group_id)
+    judging = read_settings(JudgingConfig, section, prefix=prefix)
+    if judging.enabled:
+        if judging.cutoff not in metrics.cutoffs:
+            raise section.error(
+                "cutoff",
+                f"{judging.cutoff} is not one of metrics.cutoffs "
+                f"({', '.join(map(str, metrics.cutoffs))}): its bounds are what it narrows",
+            )
+        if not explain.max_rankings:
+            raise section.error(
+                "enabled",
+                "needs sampled rankings to find the unjudged documents in: "
+                "export.explain.max_rankings is 0",
+            )
+    topics = {kafka.topic, kafka.dead_letter_topic, kafka.windows_topic}
+    for key in ("tojudge_topic", "judgments_topic"):
+        if getattr(judging, key) in topics:
+            raise section.error(key, "must differ from the kafka section's topics")
+    return judging
 
 
 def _read_export(section: ConfigSection) -> tuple[ExportConfig, ExplainConfig]:

@@ -33,6 +33,7 @@ def render_config(config: Config) -> dict[str, Any]:
         "schedule": write_settings(config.schedule),
         "segments": write_settings(config.segments),
         "judgments": write_settings(config.judgments),
+        "judging": write_settings(config.judging),
         "export": export,
         "logging": write_settings(config.logging),
         "alerts": render_alerts(config.alerts),

@@ -294,6 +294,9 @@ class Exporter:
         self._reloads = _counter("rankmon_evaluation_set_reloads", registry)
         self._shares_trimmed = _counter("rankmon_window_shares_trimmed", registry)
         self._reload_failing = _gauge("rankmon_evaluation_set_reload_failing", registry)
+        self._judgments = _counter("rankmon_judgments", registry)
+        self._pairs = _counter("rankmon_judging_pairs", registry)
+        self._pairs_pending = _gauge("rankmon_judging_pairs_pending", registry)
         build = _info("rankmon_build", registry)
         build.info({"version": __version__, "python": platform.python_version()})
         self.alerts = AlertSeries(registry, self.segment_keys)
@@ -355,6 +358,18 @@ class Exporter:
         self._evaluation_set.info({"version": version})
         self._evaluation_set_queries.set(queries)
         self.readiness.evaluation_set_loaded = True
+
+    def count_judgment(self, outcome: str, reason: str = "") -> None:
+        """A judgment read from the judgments topic: accepted, audit or refused (why)."""
+        self._judgments.labels(outcome, reason).inc()
+
+    def count_pairs(self, outcome: str, amount: int) -> None:
+        """Pairs published to the to-judge topic (asked), or dropped from its queue."""
+        self._pairs.labels(outcome).inc(amount)
+
+    def set_pairs_pending(self, pending: int) -> None:
+        """Pairs waiting for the judging budget."""
+        self._pairs_pending.set(pending)
 
     def count_share_trimmed(self, dropped: str) -> None:
         """A window share went without `dropped` to fit one record."""

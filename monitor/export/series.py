@@ -260,6 +260,25 @@ PROCESS_SERIES: Final = (
         "gauge",
         "1 while the newest reload of the evaluation set failed (the old one stays in use).",
     ),
+    Series(
+        "rankmon_judgments",
+        "counter",
+        "Judgments read from the judgments topic, by what became of them: accepted, audit (a "
+        "model's grade beside a person's) or refused (reason, dead-lettered).",
+        ("outcome", "reason"),
+    ),
+    Series(
+        "rankmon_judging_pairs",
+        "counter",
+        "Unjudged (query, document) pairs of this instance, by outcome: asked (published to "
+        "the to-judge topic) or dropped (past judging.max_pending, the least useful).",
+        ("outcome",),
+    ),
+    Series(
+        "rankmon_judging_pairs_pending",
+        "gauge",
+        "Unjudged pairs waiting for the judging budget (judging.budget_per_hour).",
+    ),
     Series("rankmon_build", "info", "rankmon's version.", ("version", "python")),
     Series(
         "rankmon_alert_firing",

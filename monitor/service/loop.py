@@ -82,6 +82,7 @@ from monitor.service.wiring import (
     bind_error,
     build_alerts,
     build_intake,
+    build_judging,
     explain_state,
     labeler,
     metrics_server,
@@ -142,6 +143,12 @@ class Monitor:
         )
         self._tally = Tally(self.exporter)
         self._producer = io.producer or RecordProducer(**producer_options(config.kafka))
+        # The set events are scored with from now on: the file's, and with the judging loop
+        # the judgments it read (`_take_effect` changes it, from a window boundary on).
+        self._in_use = current
+        self.judging = build_judging(
+            config, current, self._producer, self.exporter, io.judging_feeds
+        )
         self.explain_store, self.samples = explain_state(config, [str(k) for k in self.keys])
         self.intake, self.handoff = build_intake(
             config, self.windows, self._producer, self._tally, self.samples
@@ -210,7 +217,7 @@ class Monitor:
             self.keys,
             store=self.explain_store,
             samples=self.samples,
-            evaluation_set=lambda: self.evaluation.current,
+            evaluation_set=lambda: self._in_use,
             alert_views=self.view.alert_views,
             clock=self.clock,
         )
@@ -218,9 +225,7 @@ class Monitor:
         self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)
         self._errors_counted: dict[str, int] = {}
         self._reachability = Reachability(config.kafka.bootstrap_servers, self.clock)
-        self.exporter.set_evaluation_set(
-            self.evaluation.current.version, len(self.evaluation.current)
-        )
+        self.exporter.set_evaluation_set(current.version, len(current))
         self.exporter.readiness.evaluation_set_loaded = True
 
     @property
@@ -234,7 +239,7 @@ class Monitor:
 
     def snapshot(self) -> MonitorSnapshot:
         """A consistent copy of what a live view shows; safe from any thread."""
-        return self.view.snapshot(self.windows.watermark_ms, self.evaluation.current.version)
+        return self.view.snapshot(self.windows.watermark_ms, self._in_use.version)
 
     def start(self) -> None:
         """Serve `/metrics` and start alert delivery (the windows topic is read at the first
@@ -357,8 +362,10 @@ class Monitor:
         quiet = self.clock.now_ms() if self._stream_quiet() else None
         floor = self.windows.replay_ends.floor(self._owned)
         summaries = self.checkpoint.finalize(quiet, floor)
-        self._forget_unused_scorers()
         now, elapsed = self.clock.now_ms(), self._elapsed_ms()
+        if self.judging is not None:
+            self._ask_for_judgments(summaries, now)
+        self._forget_unused_scorers()
         for summary in summaries:
             self._record(summary)
         for segment in self.windows.take_retired():
@@ -433,23 +440,54 @@ class Monitor:
     @property
     def _scorer(self) -> Scorer:
         """The scorer of the newest evaluation set."""
-        return self._scorers[self.evaluation.current.version]
+        return self._scorers[self._in_use.version]
 
     def _maybe_reload(self) -> None:
+        """The file reloaded, or judgments read: the set they make takes effect."""
         attempts = self.evaluation.attempts
         loaded = self.evaluation.poll()
         if self.evaluation.attempts != attempts:
             self.exporter.reload_attempted(failed=self.evaluation.failing)
+        if self.judging is None:
+            if loaded is not None:
+                self._take_effect(loaded, "reload")
+            return
         if loaded is not None:
-            # Windows open now finish with the version they started with; events of later
-            # windows are scored with the new one (`EventWindows.begin_version`).
-            self._scorers[loaded.version] = self._new_scorer(loaded)
-            boundary = self.windows.begin_version(loaded.version, len(loaded))
-            self.exporter.set_evaluation_set(loaded.version, len(loaded))
-            _log.info(
-                "evaluation set takes effect",
-                extra=fields(version=loaded.version, from_event_time_ms=boundary),
-            )
+            self.judging.rebase(loaded)
+        self.judging.follow(dead_letter=self.group.role != MEMBER)
+        wanted = self.judging.current()
+        if wanted.version != self._in_use.version:
+            self._take_effect(wanted, "reload" if loaded is not None else "judgments")
+
+    def _take_effect(self, evaluation_set: EvaluationSet, why: str) -> None:
+        """Score with `evaluation_set` from the next window boundary: windows open now finish
+        with the version they started with (`EventWindows.begin_version`)."""
+        self._in_use = evaluation_set
+        version = evaluation_set.version
+        if version not in self._scorers:
+            self._scorers[version] = self._new_scorer(evaluation_set)
+        boundary = self.windows.begin_version(version, len(evaluation_set))
+        self.exporter.set_evaluation_set(version, len(evaluation_set))
+        _log.info(
+            "evaluation set takes effect",
+            extra=fields(version=version, from_event_time_ms=boundary, why=why),
+        )
+
+    def _ask_for_judgments(self, summaries: list[WindowSummary], now_ms: int) -> None:
+        """The judging loop's part of a tick: the finalized windows' unjudged documents, and
+        the pairs due within the budget to the to-judge topic."""
+        judging, samples = self.judging, self.samples
+        assert judging is not None and samples is not None  # the config checks both
+        for summary in summaries:
+            scorer = self._scorers.get(summary.evaluation_set_version)
+            if scorer is None:
+                continue
+
+            def ranking_of(query: str, summary: WindowSummary = summary) -> list[str] | None:
+                return samples.ranking(summary.segment, query, summary.start_ms, summary.end_ms)
+
+            judging.note_window(summary, ranking_of, scorer.evaluation_set)
+        judging.publish(now_ms)
 
     def _forget_unused_scorers(self) -> None:
         live = self.windows.live_versions()
@@ -478,7 +516,16 @@ class Monitor:
         partition of the events topic. False: stopping."""
         if not self.group.take(role, partitions, self._elapsed_ms()):
             return False
-        current = self.evaluation.current
+        judging = self.judging
+        if judging is not None and not judging.caught_up:
+            # Before the windows topic is read back: score with every judgment sent so far.
+            if not self._retry(
+                lambda: judging.catch_up(dead_letter=role != MEMBER), "read the judging topics"
+            ):
+                return False
+            if judging.current().version != self._in_use.version:
+                self._take_effect(judging.current(), "judgments")
+        current = self._in_use
         newest = Epoch(NO_BOUNDARY, window_spec(self.config), current.version, len(current))
         restore = self.checkpoint.restore(
             owned,
@@ -533,6 +580,8 @@ class Monitor:
         """
         self.checkpoint.close()
         self.group.close()
+        if self.judging is not None:
+            self.judging.close()
         self.source.close()
         self._producer.close()
         self._delivery.stop()

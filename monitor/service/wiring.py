@@ -28,8 +28,11 @@ from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.handoff import Handoff
 from monitor.ingest.intake import Intake
+from monitor.judging.loop import JudgingLoop
+from monitor.judging.topics import RecordFeed, TopicFeed
 from monitor.kafka.consumer import EventStream
 from monitor.kafka.producer import RecordSink
+from monitor.scoring.evalset import EvaluationSet
 from monitor.windows.engine import EventWindows
 from monitor.windows.samples import RankingSamples
 from monitor.windows.segments import SegmentLabeler
@@ -41,6 +44,7 @@ __all__ = [
     "bind_error",
     "build_alerts",
     "build_intake",
+    "build_judging",
     "event_decoder",
     "explain_state",
     "labeler",
@@ -64,6 +68,8 @@ class MonitorIo:
     producer: RecordSink | None = None
     windows_topic: ShareReader | None = None
     server: HttpEndpoint | None = None
+    # The judging loop's topics (to-judge, judgments) as read back; None: the configured ones.
+    judging_feeds: tuple[RecordFeed, RecordFeed] | None = None
 
 
 @dataclass
@@ -139,6 +145,36 @@ def explain_state(
     depth = max(config.metrics.cutoffs)
     return store, RankingSamples(
         spec.hop_ms or spec.size_ms, depth, settings.max_rankings, settings.max_sample_bytes
+    )
+
+
+def build_judging(
+    config: Config,
+    base: EvaluationSet,
+    producer: RecordSink,
+    exporter: Exporter,
+    feeds: tuple[RecordFeed, RecordFeed] | None,
+) -> JudgingLoop | None:
+    """The judging loop, when `judging.enabled` (its topics read with the events' options)."""
+    judging = config.judging
+    if not judging.enabled:
+        return None
+    asked, judgments = feeds or (
+        TopicFeed(config.kafka, judging.tojudge_topic, "tojudge"),
+        TopicFeed(config.kafka, judging.judgments_topic, "judgments"),
+    )
+    return JudgingLoop(
+        judging,
+        base,
+        gain=config.metrics.gain_names[0],
+        producer=producer,
+        dead_letters=DeadLetterSink(
+            producer, config.kafka.dead_letter_topic, config.kafka.max_record_bytes
+        ),
+        counter=exporter,
+        asked=asked,
+        judgments=judgments,
+        max_id_bytes=config.events.max_id_bytes,
     )
 
 

@@ -6,6 +6,8 @@
 - `FakeProducer` (a `RecordSink`): keeps every record sent, by topic; flushes succeed.
 - `FakeWindowsTopic` (a `ShareReader`): reads back what the producer put on the windows topic,
   and follows it (`FakeTail`) for a group's decider.
+- `FakeFeed` (a judging `RecordFeed`): reads back what the producer put on a topic, from its
+  beginning.
 """
 
 from __future__ import annotations
@@ -205,6 +207,36 @@ class FakeTail:
 
     def close(self) -> None:
         self.closed = True
+
+
+class FakeFeed:
+    """A topic as the fake producer holds it, read from its beginning (one partition; the
+    record timestamp is the clock's when read)."""
+
+    def __init__(self, producer: FakeProducer, topic: str, clock: FakeClock) -> None:
+        self.producer = producer
+        self.topic = topic
+        self.clock = clock
+        self.position = 0
+        self.catch_ups = 0
+
+    def catch_up(self, take: Callable[[SourceRecord], None]) -> None:
+        self.catch_ups += 1
+        self.position = 0
+        for record in self.poll():
+            take(record)
+
+    def poll(self) -> list[SourceRecord]:
+        sent = self.producer.sent.get(self.topic, [])[self.position :]
+        records = [
+            SourceRecord(self.topic, 0, self.position + n, self.clock.now_ms(), key, value)
+            for n, (key, value, _) in enumerate(sent)
+        ]
+        self.position += len(records)
+        return records
+
+    def close(self) -> None:
+        pass
 
 
 class FakeServer:

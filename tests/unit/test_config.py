@@ -31,6 +31,7 @@ from monitor.errors import ConfigError, InputError
 from monitor.explain.settings import ExplainConfig
 from monitor.export.settings import ExportConfig
 from monitor.ingest.settings import JudgmentsConfig, SegmentsConfig
+from monitor.judging.settings import JudgingConfig
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import JsonLinesFormatter, LoggingConfig, TextFormatter, fields
 from monitor.replay.settings import ReplayConfig
@@ -78,6 +79,7 @@ DECLARED: dict[str, type[Any]] = {
     "schedule": ScheduleConfig,
     "segments": SegmentsConfig,
     "judgments": JudgmentsConfig,
+    "judging": JudgingConfig,
     "export": ExportConfig,
     "export.explain": ExplainConfig,
     "logging": LoggingConfig,

@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("explain",),
     ("alerting",),
     ("group",),
+    ("judging",),
     ("replay",),
     ("config",),
     ("dashboards", "trec"),

@@ -72,13 +72,17 @@ class Role(Enum):
 @dataclass(frozen=True)
 class RuleContext:
     """What a rule may refer to: the monitor's cutoffs, gains and segment keys, and the
-    configured comparisons (name -> (candidate filter, measures))."""
+    configured comparisons (name -> (candidate filter, measures)); and the rules' defaults
+    that depend on the rest of the config."""
 
     cutoffs: tuple[int, ...]
     gains: tuple[str, ...]
     segment_keys: tuple[str, ...]
     runbook_url: str | None
     comparisons: Mapping[str, tuple[Segment, tuple[str, ...]]] = field(default_factory=dict)
+    # What an nDCG drop rule does by default with a drop its condensed list lacks: page, or
+    # hold it as a discovery (the default while the judging loop runs: it gets them judged).
+    unjudged: str = "page"
 
 
 @dataclass(frozen=True)

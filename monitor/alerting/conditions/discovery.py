@@ -43,7 +43,7 @@ class Discovery(Drop):
     draws_floor: ClassVar[bool] = False  # its drop rule's floor is drawn already
 
     @classmethod
-    def own_settings(cls, section: ConfigSection) -> dict[str, Any]:
+    def own_settings(cls, section: ConfigSection, context: RuleContext) -> dict[str, Any]:
         return {}
 
     def render_own(self) -> dict[str, Any]:

@@ -10,11 +10,12 @@ On nDCG@k, a drop that the condensed list does not show (`ndcg_condensed@k`: the
 judged documents alone, docs/metrics.md "Bounds") comes from documents nobody judged yet
 entering the top k, not from the judged ones ranking worse. With `unjudged: hold` such a
 window is held (unknown: it neither fires nor resolves the rule) and a `discovery` rule
-(`discovery.py`) notifies it; with `unjudged: page` (the default) the rule pages on the
-measure alone, as before. The default pages because, until those documents are judged, junk
-that pushed the good ones down and good new documents look alike; `hold` suits a team that
-judges what a discovery names. A ranker that returns only documents nobody judged has an
-empty condensed list, which drops too: that pages either way.
+(`discovery.py`) notifies it; with `unjudged: page` the rule pages on the measure alone, as
+before. The default is `hold` while the judging loop runs (`judging.enabled`: the documents a
+discovery names are asked for and judged, and the window after their judgments says which it
+was) and `page` without it: until those documents are judged, junk that pushed the good ones
+down and good new documents look alike. A ranker that returns only documents nobody judged
+has an empty condensed list, which drops too: that pages either way.
 
 ```yaml
 - name: ndcg10-drop
@@ -112,15 +113,15 @@ class Drop(Condition):
             significance=section.get("significance", fraction, 0.01),
             min_queries=section.get("min_queries", as_int(2), 30),
             pinned=section.get("pinned", as_number(0.0), None),
-            **cls.own_settings(section),
+            **cls.own_settings(section, context),
         )
         section.finish()
         return condition
 
     @classmethod
-    def own_settings(cls, section: ConfigSection) -> dict[str, Any]:
+    def own_settings(cls, section: ConfigSection, context: RuleContext) -> dict[str, Any]:
         """The keys of its entry beyond what a drop and a discovery share."""
-        return {"unjudged": section.get("unjudged", as_choice("page", "hold"), "page")}
+        return {"unjudged": section.get("unjudged", as_choice("page", "hold"), context.unjudged)}
 
     def render(self) -> dict[str, Any]:
         amount = "relative" if self.relative is not None else "absolute"

@@ -1,0 +1,208 @@
+"""Judgments from the judgments topic, checked, and the evaluation set they make with the file's.
+
+A judgment record's value is one JSON object:
+
+    {"query_id": "q1", "doc_id": "d7", "grade": 2, "source": "human", "judged_at": 1767225600000}
+
+`source` names who graded: `human` (or `human:<who>`) for a person, anything else for a
+model, by convention `llm:<model>@<prompt>`. `judged_at` (epoch milliseconds) is optional: the
+record's timestamp stands in. Key it as the to-judge record was (`["q1", "d7"]`), so every
+judgment of a pair is on one partition, read in the order it was written.
+
+`JudgmentBook.add` decides each one, in the order read:
+
+- refused (dead-lettered, reason in `rankmon-reason`): `invalid_judgment` (not such an
+  object), `unknown_query` (not a query of the evaluation set's file), `unknown_grade` (not
+  one of `judging.grades`), `conflicting_grade` (another source of the same kind, or the
+  file, already gave the pair another grade);
+- `accepted`: the pair's grade from now on. The same source grading a pair again corrects its
+  grade; a person's grade takes the place of a model's;
+- `audit`: a model's grade of a pair a person graded (the file or the topic): kept beside the
+  person's, never scored.
+
+The file's grades count as a person's (source `qrels`). `merged()` is the evaluation set the
+monitor scores with: the file's judgments and the accepted ones (a new version when they add
+or change a grade).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Final, NamedTuple
+
+import orjson
+
+from monitor.kafka.consumer import SourceRecord
+from monitor.scoring.evalset import GRADE_RANGE, EvaluationSet
+
+__all__ = [
+    "FILE_SOURCE",
+    "Judgment",
+    "JudgmentBook",
+    "Refusal",
+    "decode_judgment",
+    "is_person",
+]
+
+FILE_SOURCE: Final = "qrels"
+MAX_SOURCE_BYTES: Final = 256
+
+ACCEPTED: Final = "accepted"
+AUDIT: Final = "audit"
+
+
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    """One grade of one (query, document), by one source, and where it was read."""
+
+    query_id: str
+    doc_id: str
+    grade: int
+    source: str
+    judged_at_ms: int
+    partition: int = -1
+    offset: int = -1
+
+    def provenance(self) -> dict[str, object]:
+        """Its line in the provenance file (`rankmon judgments export`)."""
+        return {
+            "query_id": self.query_id,
+            "doc_id": self.doc_id,
+            "grade": self.grade,
+            "source": self.source,
+            "judged_at": self.judged_at_ms,
+            "partition": self.partition,
+            "offset": self.offset,
+        }
+
+
+class Refusal(NamedTuple):
+    """Why a judgment record was refused: its dead-letter reason and a line of detail."""
+
+    reason: str
+    detail: str
+
+
+def is_person(source: str) -> bool:
+    """Whether a source is a person's (`human`, `human:<who>`, the file's)."""
+    return source in ("human", FILE_SOURCE) or source.startswith("human:")
+
+
+def decode_judgment(record: SourceRecord, max_id_bytes: int) -> Judgment | Refusal:
+    """A judgment record's value as a `Judgment`, or why it is not one."""
+    try:
+        value = orjson.loads(record.value)
+    except orjson.JSONDecodeError as error:
+        return Refusal("invalid_judgment", f"invalid JSON: {error}")
+    if not isinstance(value, dict):
+        return Refusal("invalid_judgment", "expected a JSON object")
+    missing = [name for name in ("query_id", "doc_id", "grade", "source") if name not in value]
+    if missing:
+        return Refusal("invalid_judgment", f"missing field {missing[0]!r}")
+    query, doc, grade, source = value["query_id"], value["doc_id"], value["grade"], value["source"]
+    for name, text, limit in (
+        ("query_id", query, max_id_bytes),
+        ("doc_id", doc, max_id_bytes),
+        ("source", source, MAX_SOURCE_BYTES),
+    ):
+        if not isinstance(text, str) or not text:
+            return Refusal("invalid_judgment", f"{name} must be a non-empty string")
+        if len(text.encode()) > limit:
+            return Refusal("invalid_judgment", f"{name} is longer than {limit} bytes")
+    if type(grade) is not int or grade not in GRADE_RANGE:
+        return Refusal("invalid_judgment", f"grade {grade!r} is not a 32-bit integer")
+    judged_at = value.get("judged_at", record.timestamp_ms)
+    if type(judged_at) is not int:
+        return Refusal("invalid_judgment", "judged_at must be epoch milliseconds")
+    return Judgment(query, doc, grade, source, judged_at, record.partition, record.offset)
+
+
+class JudgmentBook:
+    """The judgments read so far, over the evaluation set's file (module docstring)."""
+
+    def __init__(self, base: EvaluationSet, grades: tuple[int, ...] = ()) -> None:
+        self.base = base
+        self.grades = frozenset(grades) if grades else frozenset(base.code_grades or ())
+        self._own_grades = not grades
+        self.in_effect: dict[tuple[str, str], Judgment] = {}
+        self.audit: dict[tuple[str, str], list[Judgment]] = {}
+        self._merged: EvaluationSet | None = base
+
+    def rebase(self, base: EvaluationSet) -> None:
+        """The file was reloaded: merge over the new one. A judgment the file now grades
+        otherwise leaves the set (the file wins), kept aside as an audit grade if a model's."""
+        self.base = base
+        if self._own_grades:
+            self.grades = frozenset(base.code_grades or ())
+        for key, judgment in list(self.in_effect.items()):
+            if key[0] not in base or key[1] in base.grades(key[0]):
+                del self.in_effect[key]
+                if not is_person(judgment.source) and key[0] in base:
+                    self.audit.setdefault(key, []).append(judgment)
+        self._merged = None
+
+    def add(self, judgment: Judgment) -> str | Refusal:
+        """Decide one judgment: `accepted`, `audit`, or its `Refusal`."""
+        query, doc, grade = judgment.query_id, judgment.doc_id, judgment.grade
+        if query not in self.base:
+            return Refusal("unknown_query", f"query {query!r} is not in the evaluation set")
+        if grade not in self.grades:
+            allowed = ", ".join(str(g) for g in sorted(self.grades))
+            return Refusal("unknown_grade", f"grade {grade} is not one of {allowed}")
+        key = (query, doc)
+        filed = self.base.grades(query).get(doc)
+        if filed is not None:
+            return self._beside(key, judgment, FILE_SOURCE, filed)
+        standing = self.in_effect.get(key)
+        if standing is None or standing.source == judgment.source:
+            return self._take(key, judgment, standing)
+        if is_person(judgment.source) and not is_person(standing.source):
+            self.audit.setdefault(key, []).append(standing)
+            return self._take(key, judgment, standing)
+        return self._beside(key, judgment, standing.source, standing.grade)
+
+    def _beside(
+        self, key: tuple[str, str], judgment: Judgment, source: str, grade: int
+    ) -> str | Refusal:
+        """A grade of a pair `source` graded `grade` already, which stays."""
+        if not is_person(judgment.source) and is_person(source):
+            self.audit.setdefault(key, []).append(judgment)
+            return AUDIT
+        if judgment.grade != grade:
+            return Refusal(
+                "conflicting_grade",
+                f"{source} graded query {key[0]!r} doc {key[1]!r} {grade}, "
+                f"{judgment.source} {judgment.grade}",
+            )
+        return ACCEPTED
+
+    def _take(self, key: tuple[str, str], judgment: Judgment, standing: Judgment | None) -> str:
+        self.in_effect[key] = judgment
+        if standing is None or standing.grade != judgment.grade:
+            self._merged = None
+        return ACCEPTED
+
+    def merged(self) -> EvaluationSet:
+        """The file's judgments and the accepted ones, as one evaluation set."""
+        if self._merged is None:
+            if not self.in_effect:
+                self._merged = self.base
+            else:
+                grades = {qid: dict(self.base.grades(qid)) for qid in self.base}
+                for (query, doc), judgment in self.in_effect.items():
+                    grades[query][doc] = judgment.grade
+                self._merged = EvaluationSet(grades, self.base.path, own=True)
+        return self._merged
+
+    def provenance(self) -> Iterator[dict[str, object]]:
+        """Where each grade of the merged set came from, then the audit grades set aside:
+        one dict per grade (the file's with source `qrels`)."""
+        for query in self.base:
+            for doc, grade in self.base.grades(query).items():
+                yield {"query_id": query, "doc_id": doc, "grade": grade, "source": FILE_SOURCE}
+        for judgment in self.in_effect.values():
+            yield judgment.provenance()
+        for judgments in self.audit.values():
+            for judgment in judgments:
+                yield {**judgment.provenance(), "audit": True}

@@ -1,0 +1,170 @@
+"""`JudgingLoop`: the monitor's judging loop, one stage the service calls at its steps.
+
+- on assignment, before the windows topic is read back, `catch_up`: both topics read to their
+  ends, so the evaluation set scores with every judgment already sent (the same version a
+  restarted or new instance had) and no pair is asked for twice;
+- at each tick, `follow` (what came since on both topics), `note_window` for each finalized
+  window (`monitor.judging.pairs`) and `publish` (the pairs due within the budget);
+- `current()`: the evaluation set to score with, the file's and the accepted judgments
+  (`monitor.judging.judgments`); the service makes a new one take effect from a window
+  boundary, as a reload of the file does.
+
+Refused judgments go to the dead-letter topic with outcome `judgment` when `dead_letter` is
+set: on the instance that decides for the consumer group, so a bad judgment is dead-lettered
+once per read of the topic, not once per instance (each restart of that instance reads the
+topic again: at least once).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+import orjson
+
+from monitor.ingest.handoff import RejectSink
+from monitor.judging.judgments import Judgment, JudgmentBook, Refusal, decode_judgment
+from monitor.judging.pairs import PairQueue, pair_key
+from monitor.judging.settings import JudgingConfig
+from monitor.judging.topics import RecordFeed
+from monitor.kafka.consumer import SourceRecord
+from monitor.kafka.producer import RecordSink
+from monitor.logs import fields
+from monitor.scoring.evalset import EvaluationSet
+from monitor.windows.summary import WindowSummary
+
+__all__ = ["JUDGMENT_OUTCOME", "JudgingCounter", "JudgingLoop"]
+
+_log = logging.getLogger(__name__)
+
+JUDGMENT_OUTCOME = "judgment"  # the dead-letter outcome of a refused judgment
+
+
+class JudgingCounter(Protocol):
+    """Where the loop's counts go (the exporter)."""
+
+    def count_judgment(self, outcome: str, reason: str = "") -> None: ...
+
+    def count_pairs(self, outcome: str, amount: int) -> None: ...
+
+    def set_pairs_pending(self, pending: int) -> None: ...
+
+
+class JudgingLoop:
+    """The judging loop of one instance (module docstring)."""
+
+    def __init__(
+        self,
+        config: JudgingConfig,
+        base: EvaluationSet,
+        *,
+        gain: str,
+        producer: RecordSink,
+        dead_letters: RejectSink,
+        counter: JudgingCounter,
+        asked: RecordFeed,
+        judgments: RecordFeed,
+        max_id_bytes: int,
+    ) -> None:
+        self.config = config
+        self.book = JudgmentBook(base, config.grades)
+        self.queue = PairQueue(config.cutoff, gain, config.budget_per_hour, config.max_pending)
+        self._producer = producer
+        self._dead_letters = dead_letters
+        self._counter = counter
+        self._asked = asked
+        self._judgments = judgments
+        self._max_id_bytes = max_id_bytes
+        self.caught_up = False
+        self._dropped = 0  # the queue's drops counted so far
+
+    def current(self) -> EvaluationSet:
+        """The evaluation set to score with: the file's judgments and the accepted ones."""
+        return self.book.merged()
+
+    def rebase(self, base: EvaluationSet) -> None:
+        """The evaluation set's file was reloaded."""
+        self.book.rebase(base)
+
+    def catch_up(self, *, dead_letter: bool) -> bool:
+        """Read both topics to their ends (`KafkaUnavailableError` if they cannot be read:
+        the caller retries). True once done."""
+        self._asked.catch_up(self._asked_record)
+        self._judgments.catch_up(lambda record: self._judgment_record(record, dead_letter))
+        self.caught_up = True
+        _log.info(
+            "judging topics read",
+            extra=fields(
+                asked=len(self.queue.asked),
+                judgments=len(self.book.in_effect),
+                version=self.current().version,
+            ),
+        )
+        return True
+
+    def follow(self, *, dead_letter: bool) -> None:
+        """Take what both topics got since the last call."""
+        for record in self._asked.poll():
+            self._asked_record(record)
+        for record in self._judgments.poll():
+            self._judgment_record(record, dead_letter)
+
+    def note_window(
+        self,
+        summary: WindowSummary,
+        ranking_of: Callable[[str], Sequence[str] | None],
+        evaluation_set: EvaluationSet,
+    ) -> None:
+        """Take the unjudged pairs of a finalized window (scored with `evaluation_set`)."""
+        merged = self.book.merged()
+
+        def grades_of(query: str) -> Mapping[str, int] | None:
+            if query not in evaluation_set:
+                return None
+            grades = evaluation_set.grade_dict(query)
+            if merged is not evaluation_set and query in merged:
+                # judged since the window was scored: asked for no more
+                return {**grades, **merged.grade_dict(query)}
+            return grades
+
+        self.queue.note_window(summary, ranking_of, grades_of)
+
+    def publish(self, now_ms: int) -> int:
+        """Send the pairs due now to the to-judge topic; return how many."""
+        due = self.queue.due(now_ms)
+        for pair in due:
+            self._producer.send(
+                self.config.tojudge_topic, pair_key(pair.query_id, pair.doc_id), pair.to_json(), []
+            )
+        if due:
+            self._counter.count_pairs("asked", len(due))
+        dropped, self._dropped = self.queue.dropped - self._dropped, self.queue.dropped
+        if dropped:
+            self._counter.count_pairs("dropped", dropped)
+        self._counter.set_pairs_pending(len(self.queue.pending))
+        return len(due)
+
+    def close(self) -> None:
+        self._asked.close()
+        self._judgments.close()
+
+    def _asked_record(self, record: SourceRecord) -> None:
+        try:
+            key = orjson.loads(record.key or b"")
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(key, list) and len(key) == 2 and all(isinstance(i, str) for i in key):
+            self.queue.was_asked((key[0], key[1]), record.timestamp_ms)
+
+    def _judgment_record(self, record: SourceRecord, dead_letter: bool) -> None:
+        decoded = decode_judgment(record, self._max_id_bytes)
+        outcome = decoded if isinstance(decoded, Refusal) else self.book.add(decoded)
+        if isinstance(outcome, Refusal):
+            self._counter.count_judgment("refused", outcome.reason)
+            if dead_letter:
+                self._dead_letters.reject(record, JUDGMENT_OUTCOME, outcome.reason, outcome.detail)
+            return
+        assert isinstance(decoded, Judgment)
+        self._counter.count_judgment(outcome)
+        self.queue.judged((decoded.query_id, decoded.doc_id))

@@ -1,0 +1,124 @@
+"""Reading the judging loop's topics: every partition from its beginning, to its end once
+(`catch_up`), then what came since (`poll`, never waiting).
+
+A plain consumer (no group, nothing committed), with the event consumer's connection options:
+the to-judge topic is read for the pairs any instance asked for, the judgments topic for every
+judgment. Both are read whole on each start, so keep them compacted (keyed by pair) or with a
+retention longer than the evaluation set's life.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Protocol
+
+from kafka import TopicPartition
+from kafka.errors import KafkaError
+
+from monitor.checkpoint.share_reader import at_end, topic_consumer
+from monitor.kafka.bootstrap import KafkaUnavailableError
+from monitor.kafka.consumer import SourceRecord
+from monitor.kafka.options import consumer_options
+from monitor.kafka.settings import KafkaConfig
+from monitor.logs import fields
+
+__all__ = ["RecordFeed", "TopicFeed"]
+
+_log = logging.getLogger(__name__)
+
+POLL_MAX_RECORDS: Final = 2000  # per poll: the loop keeps its pace whatever the backlog
+
+
+class RecordFeed(Protocol):
+    """A topic read from its beginning (the judging loop's; tests pass lists)."""
+
+    def catch_up(self, take: Callable[[SourceRecord], None]) -> None: ...
+
+    def poll(self) -> list[SourceRecord]: ...
+
+    def close(self) -> None: ...
+
+
+class TopicFeed:
+    """Every partition of `topic`, from its beginning."""
+
+    def __init__(
+        self, kafka: KafkaConfig, topic: str, purpose: str, timeout_s: float = 30.0
+    ) -> None:
+        options: dict[str, Any] = dict(consumer_options(kafka))
+        for key in ("group_id", "enable_auto_commit", "bootstrap_servers", "client_id"):
+            options.pop(key, None)
+        self._options: Mapping[str, Any] = options
+        self._kafka = kafka
+        self.topic = topic
+        self._purpose = purpose
+        self._timeout_s = timeout_s
+        self._consumer: Any = None
+
+    def catch_up(self, take: Callable[[SourceRecord], None]) -> None:
+        """Hand `take` every record of the topic, in offset order per partition, up to its
+        end now; `KafkaUnavailableError` if it cannot (a new call starts again from the
+        beginning)."""
+        self.close()
+        consumer = topic_consumer(
+            list(self._kafka.bootstrap_servers),
+            f"{self._kafka.client_id}-{self._purpose}",
+            f"read {self.topic}",
+            self._options,
+        )
+        self._consumer = consumer
+        deadline = time.monotonic() + self._timeout_s
+        try:
+            partitions = [
+                TopicPartition(self.topic, p)
+                for p in sorted(consumer.partitions_for_topic(self.topic) or ())
+            ]
+            if not partitions:
+                raise KafkaUnavailableError(f"the topic {self.topic} does not exist (create it)")
+            consumer.assign(partitions)
+            consumer.seek_to_beginning(*partitions)
+            while not at_end(consumer, partitions):
+                if time.monotonic() > deadline:
+                    raise KafkaUnavailableError(f"{self.topic} not read to its end in time")
+                fetched = consumer.poll(timeout_ms=200)
+                for record in _records(fetched):
+                    take(record)
+        except KafkaError as error:
+            self.close()
+            raise KafkaUnavailableError(f"cannot read {self.topic}: {error}") from error
+        except KafkaUnavailableError:
+            self.close()
+            raise
+
+    def poll(self) -> list[SourceRecord]:
+        """The records written since the last call (those fetched already; never waits)."""
+        if self._consumer is None:
+            return []
+        try:
+            fetched = self._consumer.poll(timeout_ms=0, max_records=POLL_MAX_RECORDS)
+        except KafkaError as error:
+            _log.warning("cannot read %s now", self.topic, extra=fields(error=str(error)))
+            return []
+        return _records(fetched)
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close(autocommit=False)
+            self._consumer = None
+
+
+def _records(fetched: Mapping[Any, Any]) -> list[SourceRecord]:
+    return [
+        SourceRecord(
+            record.topic,
+            record.partition,
+            record.offset,
+            record.timestamp,
+            record.key,
+            record.value if record.value is not None else b"",
+        )
+        for tp in sorted(fetched, key=lambda tp: (tp.topic, tp.partition))
+        for record in fetched[tp]
+    ]

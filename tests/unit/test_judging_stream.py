@@ -1,0 +1,211 @@
+"""The judging loop on a monitor (on fakes): a discovery's documents are asked for once, within
+the budget; the judgments sent back become a new evaluation-set version from a window boundary
+and close the bounds; bad judgments are dead-lettered; a restart asks for nothing twice and
+scores with every judgment at once; and a regression still pages."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from prometheus_client import CollectorRegistry
+
+from monitor.config.loader import load_config
+from monitor.service import Monitor, MonitorIo
+from monitor.testing.clock import FakeClock
+from tests.support.fakes import FakeFeed, FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
+
+T0 = 1_767_225_600_000
+QUERIES = 40
+CONFIG = """
+kafka: {bootstrap_servers: ["127.0.0.1:1"], topic: events}
+evaluation_set: {path: qrels.txt, reload: {watch: false}}
+metrics: {cutoffs: [10]}
+windows: {size: 10s, allowed_lateness: 1s, idle_timeout: 5s}
+schedule: {interval: 1s}
+export: {host: 127.0.0.1, port: 0}
+logging: {level: WARNING}
+judging: {enabled: true, budget_per_hour: BUDGET}
+alerts:
+  log: false
+  rules:
+    - {name: ndcg-drop, measure: ndcg@10, severity: critical,
+       drop: {relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10}}
+    - {name: ndcg-discovery, measure: ndcg@10,
+       discovery: {relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10}}
+"""
+Ranker = Callable[[int], list[str]]
+
+
+def fillers(i: int) -> list[str]:
+    return [f"f{i}.{j}" for j in range(8)]
+
+
+def known(i: int) -> list[str]:
+    return [f"best{i}", f"good{i}", *fillers(i)]
+
+
+def discovered(i: int) -> list[str]:
+    return [f"new{i}", *known(i)[:9]]
+
+
+class Stream:
+    """A monitor on fakes with the judging loop; `window(ranker)` sends one window."""
+
+    def __init__(self, tmp_path: Path, producer: FakeProducer, budget: int = 1000) -> None:
+        lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
+        lines += [f"q{i} 0 {doc} 0\n" for i in range(QUERIES) for doc in fillers(i)]
+        (tmp_path / "qrels.txt").write_text("".join(lines))
+        (tmp_path / "rankmon.yaml").write_text(CONFIG.replace("BUDGET", str(budget)))
+        self.clock, self.stream, self.producer = FakeClock(T0), FakeStream("events"), producer
+        self.registry = CollectorRegistry()
+        self.feeds = (
+            FakeFeed(producer, "events.tojudge", self.clock),
+            FakeFeed(producer, "events.judgments", self.clock),
+        )
+        self.monitor = Monitor(
+            load_config(tmp_path / "rankmon.yaml", environ={}),
+            io=MonitorIo(
+                clock=self.clock,
+                registry=self.registry,
+                source=self.stream,
+                producer=producer,
+                windows_topic=FakeWindowsTopic(producer, "events.windows"),
+                judging_feeds=self.feeds,
+            ),
+        )
+        self.sent = 0
+
+    def window(self, ranker: Ranker) -> None:
+        start = -(-self.clock.now_ms() // 10_000) * 10_000
+        for i in range(QUERIES):
+            event = {"event_id": f"e{self.sent}", "query_id": f"q{i}", "ranking": ranker(i),
+                     "event_time": start + 100 + i}  # fmt: skip
+            self.sent += 1
+            self.stream.append(0, orjson.dumps(event), start + 100 + i)
+        finalize_all(self.monitor, self.clock)
+
+    def firing(self) -> dict[str, str]:
+        alerts = self.monitor.snapshot().alerts
+        return {a.rule.name: a.rule.severity for a in alerts if a.status.value == "firing"}
+
+    def asked(self) -> list[dict[str, object]]:
+        return [orjson.loads(v) for _, v, _ in self.producer.sent.get("events.tojudge", [])]
+
+    def judge(self, judgments: list[dict[str, object]]) -> None:
+        for judgment in judgments:
+            key = orjson.dumps([judgment["query_id"], judgment["doc_id"]])
+            self.producer.send("events.judgments", key, orjson.dumps(judgment), [])
+
+    def newest(self, measure: str) -> float:
+        summary = self.monitor.explain_store.windows(())[-1].summary
+        return summary.means[measure]
+
+    def sample(self, name: str, **labels: str) -> float | None:
+        return self.registry.get_sample_value(name, labels)
+
+
+@pytest.fixture
+def stream(tmp_path: Path) -> Iterator[Stream]:
+    running = Stream(tmp_path, FakeProducer())
+    yield running
+    running.monitor.close()
+
+
+def human(i: int, grade: int = 3) -> dict[str, object]:
+    return {"query_id": f"q{i}", "doc_id": f"new{i}", "grade": grade, "source": "human"}
+
+
+def test_a_discovery_asks_for_its_documents_and_their_judgments_close_the_bounds(
+    stream: Stream,
+) -> None:
+    for _ in range(4):
+        stream.window(known)
+    version = stream.monitor.snapshot().evaluation_set_version
+    stream.window(discovered)
+    assert stream.firing() == {"ndcg-discovery": "info"}  # held by default: no page
+    asked = stream.asked()
+    assert sorted((p["query_id"], p["doc_id"]) for p in asked) == sorted(
+        (f"q{i}", f"new{i}") for i in range(QUERIES)
+    )
+    assert all(p["rank"] == 1 and p["served"] == 1 and float(str(p["priority"])) > 0 for p in asked)
+    assert stream.newest("ndcg_upper@10:linear") > stream.newest("ndcg@10:linear")
+
+    stream.window(discovered)  # the same documents again: asked for once
+    assert len(stream.asked()) == QUERIES
+
+    stream.judge([human(i) for i in range(QUERIES)])
+    stream.window(discovered)  # the judgments take effect from a window boundary
+    stream.window(discovered)
+    assert stream.monitor.snapshot().evaluation_set_version != version
+    assert stream.newest("ndcg_upper@10:linear") == stream.newest("ndcg@10:linear")
+    assert stream.newest("ndcg@10:linear") == pytest.approx(1.0)
+    assert "ndcg-drop" not in stream.firing()
+    assert stream.sample("rankmon_judgments_total", outcome="accepted", reason="") == QUERIES
+    assert len(stream.asked()) == QUERIES
+
+
+def test_a_regression_of_the_judged_documents_still_pages(stream: Stream) -> None:
+    for _ in range(4):
+        stream.window(known)
+    stream.window(lambda i: [f"good{i}", *fillers(i)[:3], f"best{i}"])
+    assert stream.firing() == {"ndcg-drop": "critical"}
+
+
+def test_the_budget_holds_pairs_back_until_the_hour_has_room(tmp_path: Path) -> None:
+    stream = Stream(tmp_path, FakeProducer(), budget=15)
+    try:
+        for _ in range(4):
+            stream.window(known)
+        stream.window(discovered)
+        assert len(stream.asked()) == 15
+        assert stream.sample("rankmon_judging_pairs_pending") == QUERIES - 15
+        stream.clock.advance(3_600_000)
+        stream.window(known)
+        assert len(stream.asked()) == 30
+        assert len({(p["query_id"], p["doc_id"]) for p in stream.asked()}) == 30
+    finally:
+        stream.monitor.close()
+
+
+def test_bad_judgments_are_dead_lettered_with_their_reason(stream: Stream) -> None:
+    stream.window(known)
+    stream.judge(
+        [
+            {"query_id": "nope", "doc_id": "d", "grade": 1, "source": "human"},
+            {"query_id": "q1", "doc_id": "new1", "grade": 9, "source": "human"},
+            {"query_id": "q1", "doc_id": "best1", "grade": 0, "source": "human"},
+        ]
+    )
+    stream.window(known)
+    dead = stream.producer.sent["events.dlq"]
+    reasons = [dict(headers)["rankmon-reason"].decode() for _, _, headers in dead]
+    assert reasons == ["unknown_query", "unknown_grade", "conflicting_grade"]
+    assert {dict(headers)["rankmon-outcome"] for _, _, headers in dead} == {b"judgment"}
+    assert stream.sample("rankmon_judgments_total", outcome="refused", reason="unknown_grade") == 1
+
+
+def test_a_restarted_monitor_scores_with_every_judgment_and_asks_for_nothing_twice(
+    tmp_path: Path,
+) -> None:
+    producer = FakeProducer()
+    first = Stream(tmp_path, producer)
+    for _ in range(4):
+        first.window(known)
+    first.window(discovered)
+    first.judge([human(i, grade=0) for i in range(QUERIES // 2)])
+    first.window(known)
+    judged = first.monitor.snapshot().evaluation_set_version
+    first.monitor.close()
+
+    second = Stream(tmp_path, producer)
+    try:
+        second.clock.advance(first.clock.now_ms() - T0)
+        second.window(discovered)
+        first_window = second.monitor.explain_store.windows(())[-1].summary
+        assert first_window.evaluation_set_version == judged
+        assert len(second.asked()) == QUERIES
+    finally:
+        second.monitor.close()
