@@ -28,15 +28,15 @@ Which windows enter (`SeriesHistory.admit`, after the rule has judged the window
   (a window must also be `relative` under the pin) keeps from paging (measured in
   `bench/validity.py`).
 
-Held windows (low coverage, too many unjudged documents) never reach the history: the engine
-does not offer them.
+Held windows (low coverage, too many unjudged documents, a drop held as a discovery) never
+reach the history: the engine does not offer them.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 __all__ = ["BaselineWindow", "SeriesHistory"]
@@ -80,6 +80,15 @@ class SeriesHistory:
         if any(past.start_ms == window.start_ms for past in self._windows):
             return
         self._windows.append(window)
+
+    def rebase(self, rescore: Callable[[BaselineWindow], BaselineWindow | None]) -> bool:
+        """Each window as `rescore` makes it (under a new evaluation-set version); False, and
+        nothing changed, if it cannot make one of them."""
+        rescored = [rescore(window) for window in self._windows]
+        if any(window is None for window in rescored):
+            return False
+        self._windows = deque((w for w in rescored if w is not None), maxlen=self.size)
+        return True
 
     def median(self) -> float:
         """The trailing median of the headline values (NaN with no history)."""

@@ -30,12 +30,14 @@ quality is back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from monitor.alerting.active import ActiveAlert
 from monitor.alerting.annotations import alert_message
+from monitor.alerting.baseline import BaselineWindow
 from monitor.alerting.conditions import Role, Verdict, WindowTrack, evaluate_window, measure_value
+from monitor.alerting.conditions.base import Rebase
 from monitor.alerting.delivery import AlertDelivery
 from monitor.alerting.messages import AlertMessage
 from monitor.alerting.metrics import AlertSignals
@@ -46,7 +48,12 @@ from monitor.comparisons.record import ComparisonRecord
 from monitor.windows.merge import merge_window_shares
 from monitor.windows.summary import Segment, WindowSummary
 
-__all__ = ["ActiveAlert", "AlertEngine", "AlertTransition"]
+__all__ = ["ActiveAlert", "AlertEngine", "AlertTransition", "Rescore"]
+
+
+# A baseline window of a segment and measure re-scored from one evaluation-set version to
+# another (None: it cannot be).
+Rescore = Callable[[BaselineWindow, Segment, str, str, str], BaselineWindow | None]
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,9 @@ class AlertEngine:
         self._drop_pairs: int | None = None  # (drop rule, segment) pairs; None: count again
         self._arrivals: dict[Segment, int] = {}
         self._start_ms = start_ms
+        # Re-scores a baseline window under a new evaluation-set version (the judging loop's:
+        # `monitor.judging.rescore`); None: every new version starts the baselines afresh.
+        self.rescore: Rescore | None = None
 
     def observe(
         self, summaries: Iterable[WindowSummary], now_ms: int, *, elapsed_ms: int | None = None
@@ -246,11 +256,26 @@ class AlertEngine:
         )
         if held is not None:
             return held
-        alert.track.follow_version(rule, summary.evaluation_set_version)
+        alert.track.follow_version(
+            rule, summary.evaluation_set_version, self._rebase(alert, summary.segment)
+        )
         level = self._drop_level() if rule.condition.shares_drop_budget else None
         verdict = evaluate_window(rule, summary, alert.track, quick=quick, level=level)
-        alert.track.remember(rule, summary)
+        if not verdict.held:
+            alert.track.remember(rule, summary)
         return verdict
+
+    def _rebase(self, alert: ActiveAlert, segment: Segment) -> Rebase | None:
+        """How `alert`'s baseline windows (of `segment`) are re-scored under a new version."""
+        rescore = self.rescore
+        if rescore is None:
+            return None
+        measure = alert.rule.measure
+
+        def rebase(window: BaselineWindow, old: str, new: str) -> BaselineWindow | None:
+            return rescore(window, segment, measure, old, new)
+
+        return rebase
 
     def _drop_level(self) -> float | None:
         """Each drop rule-segment's level under `alerts.false_pages_per_day` (None: no

@@ -65,6 +65,7 @@ from monitor.export.exporter import Exporter, Liveness
 from monitor.export.window_log import WindowLog
 from monitor.group.decider import ALONE, MEMBER, Role, group_role
 from monitor.group.part import GroupPart
+from monitor.judging.rescore import JudgedRescore
 from monitor.kafka.bootstrap import Backoff, KafkaUnavailableError
 from monitor.kafka.consumer import EventSource, Poll, SourceRecord
 from monitor.kafka.options import consumer_options, producer_options
@@ -197,6 +198,14 @@ class Monitor:
         self._delivery, self.alerts, self._restore_windows, self._restore_measures = build_alerts(
             config, self.clock, self.exporter
         )
+        self._rescore: JudgedRescore | None = None
+        if self.judging is not None and self.samples is not None:
+            # The judging loop's versions re-score the drop rules' baselines, not restart them.
+            self._rescore = JudgedRescore(
+                self.samples, self._new_scorer, window_spec(config).size_ms
+            )
+            self._rescore.made(current, current)
+            self.alerts.rescore = self._rescore
         # One decision for the consumer group (`monitor.group`): this member's part in it.
         self.group = GroupPart(
             alerts=self.alerts,
@@ -464,6 +473,8 @@ class Monitor:
         with the version they started with (`EventWindows.begin_version`)."""
         self._in_use = evaluation_set
         version = evaluation_set.version
+        if self._rescore is not None:
+            self._rescore.made(evaluation_set, self.evaluation.current)
         if version not in self._scorers:
             self._scorers[version] = self._new_scorer(evaluation_set)
         boundary = self.windows.begin_version(version, len(evaluation_set))

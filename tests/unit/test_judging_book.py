@@ -8,10 +8,15 @@ import math
 import orjson
 import pytest
 
+from monitor.alerting.baseline import BaselineWindow
 from monitor.judging.judgments import JudgmentBook, Refusal, decode_judgment
 from monitor.judging.pairs import HOUR_MS, PairQueue
+from monitor.judging.rescore import JudgedRescore
 from monitor.kafka.consumer import SourceRecord
+from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.scorer import Scorer
+from monitor.windows.samples import RankingSamples
 from monitor.windows.summary import WindowSummary
 
 BASE = EvaluationSet.from_judgments(
@@ -168,3 +173,39 @@ def test_a_reloaded_file_that_grades_a_judged_pair_wins() -> None:
     book.rebase(reloaded)
     assert dict(book.merged().grades("q1")) == {"a": 3, "b": 1, "c": 0, "new1": 0, "new2": 2}
     assert any(row.get("audit") and row["doc_id"] == "new1" for row in book.provenance())
+
+
+def test_a_rescored_baseline_window_is_what_its_rankings_score_under_the_new_judgments() -> None:
+
+    keys = monitor_keys((10,), ("linear",))
+    samples = RankingSamples(10_000, 10, 100)
+    for query, ranking in RANKINGS.items():
+        key = samples.key((), query, 500)
+        assert key is not None
+        samples.keep(key, ranking)
+    book = JudgmentBook(BASE)
+    add(book, judgment("new1", 3))
+    judged = book.merged()
+    rescore = JudgedRescore(samples, lambda s: Scorer(s, keys), 10_000)
+    rescore.made(BASE, BASE)
+    rescore.made(judged, BASE)
+
+    def scores(evaluation_set: EvaluationSet, measure: str) -> dict[str, float]:
+        scorer = Scorer(evaluation_set, keys)
+        column = [str(k) for k in keys].index(measure)
+        rows = scorer.score(list(RANKINGS), list(RANKINGS.values()))
+        return {q: float(rows[n, column]) for n, q in enumerate(RANKINGS)}
+
+    for measure in ("ndcg@10:linear", "precision@10"):
+        before = scores(BASE, measure)
+        window = BaselineWindow(0, sum(before.values()) / 2, before)
+        rescored = rescore(window, (), measure, BASE.version, judged.version)
+        assert rescored is not None
+        assert rescored.query_values == pytest.approx(scores(judged, measure))
+        assert rescored.query_values["q2"] == before["q2"]  # its grades did not change
+    window = BaselineWindow(0, 0.5, {"q1": 0.4, "q2": 0.6})
+    without_cutoff = rescore(window, (), "map", BASE.version, judged.version)
+    assert without_cutoff is not None and dict(without_cutoff.query_values) == {"q2": 0.6}
+    reloaded = EvaluationSet.from_judgments({"q1": {"a": 1}, "q2": {"x": 1}}, "qrels.txt")
+    rescore.made(reloaded, reloaded)  # a file reload: another lineage, starts afresh
+    assert rescore(window, (), "ndcg@10:linear", judged.version, reloaded.version) is None

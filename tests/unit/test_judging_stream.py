@@ -209,3 +209,28 @@ def test_a_restarted_monitor_scores_with_every_judgment_and_asks_for_nothing_twi
         assert len(second.asked()) == QUERIES
     finally:
         second.monitor.close()
+
+
+def test_a_discovery_judged_junk_pages_at_the_first_window_its_judgments_score(
+    stream: Stream,
+) -> None:
+    for _ in range(4):
+        stream.window(known)
+    stream.window(discovered)
+    stream.window(discovered)  # held twice: the held windows do not become the baseline
+    assert stream.firing() == {"ndcg-discovery": "info"}
+    stream.judge([human(i, grade=0) for i in range(QUERIES)])
+    stream.window(discovered)  # open when the judgments were read: the old version
+    assert "ndcg-drop" not in stream.firing()
+    stream.window(discovered)
+    assert stream.firing().get("ndcg-drop") == "critical"
+
+
+def test_a_regression_right_after_judgments_pages_on_the_rescored_baseline(
+    stream: Stream,
+) -> None:
+    for _ in range(4):
+        stream.window(known)
+    stream.judge([human(i, grade=2) for i in range(QUERIES)])  # new documents nobody serves
+    stream.window(lambda i: [f"good{i}", *fillers(i)[:3], f"best{i}"])
+    assert stream.firing() == {"ndcg-drop": "critical"}

@@ -38,6 +38,7 @@ from monitor.windows.summary import Segment, WindowSummary
 
 __all__ = [
     "Condition",
+    "Rebase",
     "Role",
     "RuleContext",
     "RuleLike",
@@ -95,6 +96,13 @@ class Verdict:
     p_value: float | None = None
     worst: tuple[tuple[str, float], ...] = ()
     note: str = ""
+    # Held out of the baseline: a drop held as a discovery must not become the normal its
+    # documents are judged against once they are (`drop.Drop.judge_unjudged`).
+    held: bool = False
+
+
+# A baseline window re-scored from the first version to the second (None: it cannot be).
+Rebase = Callable[[BaselineWindow, str, str], BaselineWindow | None]
 
 
 @dataclass
@@ -104,7 +112,9 @@ class WindowTrack:
 
     Baselines and detectors hold windows of one evaluation-set version: new judgments change
     every query's scores, so comparing across versions would report the edit as a drop. On a
-    new version they start afresh (the drop rule is unknown until it has history again).
+    new version they start afresh (the drop rule is unknown until it has history again),
+    unless a `rebase` re-scores the baseline's windows under it (the judging loop's versions:
+    `monitor.judging.rescore`); a drift detector always starts afresh.
     """
 
     history: SeriesHistory | None = None
@@ -116,11 +126,20 @@ class WindowTrack:
         """A fresh track for `rule`, as its condition sets it up (`Condition.new_track`)."""
         return rule.condition.new_track()
 
-    def follow_version(self, rule: RuleLike, version: str) -> None:
-        """Start afresh when the windows come from a new evaluation-set version."""
-        if self.version is not None and version != self.version:
+    def follow_version(self, rule: RuleLike, version: str, rebase: Rebase | None = None) -> None:
+        """Start afresh when the windows come from a new evaluation-set version, or keep the
+        baseline re-scored under it when `rebase` can."""
+        old = self.version
+        if old is not None and version != old:
             fresh = rule.condition.new_track()
-            self.history, self.detector = fresh.history, fresh.detector
+            history = self.history
+            kept = (
+                history is not None
+                and rebase is not None
+                and history.rebase(lambda window: rebase(window, old, version))
+            )
+            self.history = history if kept else fresh.history
+            self.detector = fresh.detector
         self.version = version
 
     def remember(self, rule: RuleLike, summary: WindowSummary) -> None:

@@ -207,7 +207,7 @@ class Drop(Condition):
         if math.isnan(condensed) or condensed < floor:
             return verdict
         note = f"held: {discovery_words(summary, measure, condensed, floor)}"
-        return replace(verdict, evidence=Evidence.UNKNOWN, note=note)
+        return replace(verdict, evidence=Evidence.UNKNOWN, note=note, held=True)
 
     def floor_under(self, baseline: float) -> float:
         """The level under which a window is a drop from `baseline`."""
