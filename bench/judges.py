@@ -18,9 +18,18 @@ reports per n over the simulations:
 - the bias of the uncorrected measure (the model's grades alone) and how often its naive
   interval covers the truth.
 
+Then the `judge` alert rule (`monitor.alerting.conditions.judge`, its defaults) on the audit
+as the judging loop reads it: `--audit-per-window` new audit pairs a window, each model
+judge read over its newest 200 (`judging.audit_pairs`), checked at every window:
+
+- on a judge that does not change, for `--days` days of 288 windows (5 minutes): how often
+  a check fires (beside its significance, 0.001), and how many days see a false alert;
+- after the judge changes (its bias +0.5 grade higher, or its noise doubled), how many
+  windows (and audit pairs) until the rule fires, over `--changes` changes.
+
 Run it with the checkout's `.venv` on the installed package:
 
-    .venv/bin/python bench/judges.py [--simulations 1000] [--seed 20261203]
+    .venv/bin/python bench/judges.py [--simulations 1000] [--seed 20261203] [--days 200]
 """
 
 from __future__ import annotations
@@ -31,7 +40,9 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from monitor.stats.judges import classical_mean, ppi_mean, weighted_kappa
+from monitor.alerting.conditions import Judge
+from monitor.alerting.state import Evidence
+from monitor.stats.judges import classical_mean, judge_reading, ppi_mean, weighted_kappa
 
 RANKS = 10
 MODEL_PAIRS = 2_000
@@ -58,13 +69,15 @@ def true_value() -> float:
     return float(np.mean(WEIGHTS * expected_grade))
 
 
-def draw(rng: np.random.Generator, pairs: int) -> tuple[Ints, Ints, Ints]:
+def draw(
+    rng: np.random.Generator, pairs: int, bias: float = JUDGE_BIAS, noise: float = JUDGE_NOISE
+) -> tuple[Ints, Ints, Ints]:
     """`pairs` pairs: their ranks, human grades and the judge's grades."""
     ranks = rng.integers(0, RANKS, pairs)
     relevant = rng.random(pairs) < relevant_share(ranks)
     grades = np.where(relevant, rng.choice([1, 2, 3], pairs, p=RELEVANT_GRADES), 0)
     length = rng.standard_normal(pairs)
-    judged = grades + JUDGE_BIAS + JUDGE_LENGTH * length + JUDGE_NOISE * rng.standard_normal(pairs)
+    judged = grades + bias + JUDGE_LENGTH * length + noise * rng.standard_normal(pairs)
     model = np.clip(np.rint(judged), 0, 3).astype(np.int64)
     return ranks, grades.astype(np.int64), model
 
@@ -79,17 +92,92 @@ def rate(hits: int, total: int) -> str:
     return f"{share:6.1%} (+-{2 * math.sqrt(share * (1 - share) / total):.1%})"
 
 
+SPAN = 200  # judging.audit_pairs
+WINDOWS_A_DAY = 288
+RULE = Judge()  # its defaults
+
+
+def fires(human: Ints, model: Ints) -> bool:
+    """Whether the judge rule fires on the audit read so far."""
+    reading = judge_reading("llm:m@p", human.tolist(), model.tolist(), GRADES, SPAN)
+    return RULE.on_judges([reading]).evidence is Evidence.BAD
+
+
+def stable_days(rng: np.random.Generator, days: int, per_window: int) -> None:
+    """False alerts of the judge rule on a judge that does not change."""
+    checks = fired = bad_days = 0
+    warm = 2 * SPAN
+    for _ in range(days):
+        _, human, model = draw(rng, warm + WINDOWS_A_DAY * per_window)
+        day_fired = 0
+        for window in range(1, WINDOWS_A_DAY + 1):
+            end = warm + window * per_window
+            checks += 1
+            day_fired += fires(human[end - warm : end], model[end - warm : end])
+        fired += day_fired
+        bad_days += day_fired > 0
+    share = fired / checks
+    bound = RULE.significance + 2 * math.sqrt(RULE.significance * (1 - RULE.significance) / checks)
+    print(
+        f"stable judge, {days} days of {WINDOWS_A_DAY} windows, {per_window} audit pairs a "
+        f"window: a check fires {share:.5f} (bound: significance {RULE.significance:g} + 2 "
+        f"standard errors = {bound:.5f}); days with a false alert: {rate(bad_days, days)}"
+    )
+
+
+def delays(rng: np.random.Generator, changes: int, per_window: int) -> None:
+    """Windows from a judge change until the judge rule fires."""
+    warm = 2 * SPAN
+    for name, bias, noise in (
+        ("bias +0.5 grade", JUDGE_BIAS + 0.5, JUDGE_NOISE),
+        ("noise doubled", JUDGE_BIAS, 2 * JUDGE_NOISE),
+    ):
+        waited: list[int] = []
+        missed = 0
+        horizon = 2 * SPAN // per_window + 10
+        for _ in range(changes):
+            _, human_before, model_before = draw(rng, warm)
+            _, human_after, model_after = draw(rng, horizon * per_window, bias, noise)
+            human = np.concatenate([human_before, human_after])
+            model = np.concatenate([model_before, model_after])
+            for window in range(1, horizon + 1):
+                end = warm + window * per_window
+                if fires(human[max(0, end - warm) : end], model[max(0, end - warm) : end]):
+                    waited.append(window)
+                    break
+            else:
+                missed += 1
+        print(
+            f"judge change ({name}): fired after a median of {np.median(waited):.0f} windows "
+            f"({np.median(waited) * per_window:.0f} audit pairs), 90 % within "
+            f"{np.percentile(waited, 90):.0f}; not within {horizon} windows: "
+            f"{rate(missed, changes)}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--simulations", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=20261203)
+    parser.add_argument("--days", type=int, default=200)
+    parser.add_argument("--changes", type=int, default=500)
+    parser.add_argument("--audit-per-window", type=int, default=20)
+    parser.add_argument("--only-alert", action="store_true", help="skip the PPI++ part")
     args = parser.parse_args()
-    truth = true_value()
     rng = np.random.default_rng(args.seed)
+    if not args.only_alert:
+        coverage(rng, args.simulations)
+    stable_days(rng, args.days, args.audit_per_window)
+    delays(rng, args.changes, args.audit_per_window)
+
+
+def coverage(rng: np.random.Generator, simulations: int) -> None:
+    """PPI++'s interval against the human-only and the uncorrected ones."""
+    truth = true_value()
     _, big_human, big_model = draw(rng, 200_000)
     kappa = weighted_kappa(big_human.tolist(), big_model.tolist(), GRADES)
     print(
-        f"{args.simulations} simulations per audit size; {MODEL_PAIRS} model-labelled pairs; "
+        f"{simulations} simulations per audit size; {MODEL_PAIRS} model-labelled pairs; "
         f"true value {truth:.4f}; judge: mean grade {big_model.mean():.2f} against the "
         f"humans' {big_human.mean():.2f}, weighted kappa {kappa:.3f}"
     )
@@ -97,7 +185,7 @@ def main() -> None:
     for n in AUDITS:
         covered = human_covered = naive_covered = 0
         widths, human_widths, tunings, biases = [], [], [], []
-        for _ in range(args.simulations):
+        for _ in range(simulations):
             model_ranks, _, model_only = draw(rng, MODEL_PAIRS)
             audit_ranks, audit_human, audit_model = draw(rng, n)
             human = values(audit_ranks, audit_human)
@@ -113,7 +201,7 @@ def main() -> None:
             human_widths.append(alone.width)
             tunings.append(corrected.tuning)
             biases.append(naive.estimate - truth)
-        sims = args.simulations
+        sims = simulations
         width, human_width = float(np.mean(widths)), float(np.mean(human_widths))
         print(
             f"n={n:3d}: PPI++ coverage {rate(covered, sims)}, width {width:.4f} "

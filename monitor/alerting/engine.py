@@ -45,6 +45,7 @@ from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
 from monitor.comparisons.record import ComparisonRecord
+from monitor.stats.judges import JudgeReading
 from monitor.windows.merge import merge_window_shares
 from monitor.windows.summary import Segment, WindowSummary
 
@@ -71,8 +72,8 @@ class AlertTransition:
 
 
 def _applies(rule: AlertRule, segment: Segment) -> bool:
-    if rule.condition.role is Role.COMPARISON:
-        return False  # judged on comparison records (`observe_comparisons`), not windows
+    if rule.condition.role in (Role.COMPARISON, Role.JUDGE):
+        return False  # judged on comparison records or the judges' readings, not windows
     return rule.segment is None or set(rule.segment) <= set(segment)
 
 
@@ -138,6 +139,20 @@ class AlertEngine:
             self._publish([], touched, standing=firing)
         else:
             self._publish(transitions, touched)
+        return transitions
+
+    def observe_judges(
+        self, readings: Sequence[JudgeReading], now_ms: int
+    ) -> list[AlertTransition]:
+        """Judge the `judge` rules on the model judges' newest readings (the judging loop's)."""
+        transitions: list[AlertTransition] = []
+        touched: list[ActiveAlert] = []
+        for rule in self.config.rules:
+            if rule.condition.role is Role.JUDGE:
+                alert = self._alert(rule, ())
+                touched.append(alert)
+                self._apply(alert, rule.condition.on_judges(readings), now_ms, None, transitions)
+        self._publish(transitions, touched)
         return transitions
 
     def tick(self, now_ms: int, *, elapsed_ms: int | None = None) -> list[AlertTransition]:

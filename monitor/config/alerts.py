@@ -57,15 +57,15 @@ def read_alerts(
     comparisons: Sequence[ComparisonConfig] = (),
     external_url: str | None = None,
     hop: Duration | None = None,
-    unjudged: str = "page",
+    judging: bool = False,
 ) -> AlertingConfig:
     """Read and check the `alerts:` section against what the monitor computes: its rules
-    here, every other key as `AlertingConfig` declares it. `unjudged`: the drop rules'
-    default (`hold` while the judging loop runs)."""
+    here, every other key as `AlertingConfig` declares it. `judging`: whether the judging loop
+    runs (`RuleContext.judging`)."""
     runbook = read_setting(AlertingConfig, "runbook_url", section)
     named = {c.name: (c.candidate, c.measures) for c in comparisons}
     context = RuleContext(
-        tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook, named, unjudged
+        tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook, named, judging
     )
     rules = tuple(
         read_rule(rule, index, context) for index, rule in section.indexed_sections("rules")
@@ -95,6 +95,7 @@ def parse_alerting_config(
     environ: Mapping[str, str] | None = None,
     base: Path | None = None,
     comparisons: Sequence[ComparisonConfig] = (),
+    judging: bool = False,
 ) -> AlertingConfig:
     """`read_alerts` on a mapping of its own (tools and tests that alert without a config)."""
     if not isinstance(raw, Mapping):
@@ -107,6 +108,7 @@ def parse_alerting_config(
         window=parse_duration(window),
         environ={} if environ is None else environ,
         comparisons=comparisons,
+        judging=judging,
     )
 
 

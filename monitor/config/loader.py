@@ -206,7 +206,7 @@ def config_from_tree(
             window=windows.size,
             hop=windows.hop,
             environ=environ,
-            unjudged="hold" if judging.enabled else "page",
+            judging=judging.enabled,
         ),
     )
     replay = root.section("replay")

@@ -49,6 +49,7 @@ from monitor.export.series import (
     measure_labels,
 )
 from monitor.scoring.catalog import KINDS, MeasureKey
+from monitor.stats.judges import JudgeReading
 from monitor.stats.paired import PairedResult
 from monitor.windows.segments import label_name_problem
 from monitor.windows.summary import Segment, WindowSummary
@@ -297,6 +298,10 @@ class Exporter:
         self._judgments = _counter("rankmon_judgments", registry)
         self._pairs = _counter("rankmon_judging_pairs", registry)
         self._pairs_pending = _gauge("rankmon_judging_pairs_pending", registry)
+        self._judge_kappa = _gauge("rankmon_judge_kappa", registry)
+        self._judge_bias = _gauge("rankmon_judge_bias", registry)
+        self._judge_pairs = _gauge("rankmon_judge_audit_pairs", registry)
+        self._judge_confusion = _gauge("rankmon_judge_confusion", registry)
         build = _info("rankmon_build", registry)
         build.info({"version": __version__, "python": platform.python_version()})
         self.alerts = AlertSeries(registry, self.segment_keys)
@@ -370,6 +375,17 @@ class Exporter:
     def set_pairs_pending(self, pending: int) -> None:
         """Pairs waiting for the judging budget."""
         self._pairs_pending.set(pending)
+
+    def set_judges(self, readings: Sequence[JudgeReading]) -> None:
+        """Each model judge's agreement with the people (`monitor.stats.judges`)."""
+        for reading in readings:
+            source = reading.source
+            self._judge_kappa.labels(source).set(reading.kappa)
+            self._judge_bias.labels(source).set(reading.bias)
+            self._judge_pairs.labels(source).set(reading.total)
+            for human, row in zip(reading.grades, reading.confusion, strict=True):
+                for model, count in zip(reading.grades, row, strict=True):
+                    self._judge_confusion.labels(source, str(human), str(model)).set(count)
 
     def count_share_trimmed(self, dropped: str) -> None:
         """A window share went without `dropped` to fit one record."""

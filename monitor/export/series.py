@@ -279,6 +279,31 @@ PROCESS_SERIES: Final = (
         "gauge",
         "Unjudged pairs waiting for the judging budget (judging.budget_per_hour).",
     ),
+    Series(
+        "rankmon_judge_kappa",
+        "gauge",
+        "A model judge's quadratic weighted kappa with the people over its newest audit pairs "
+        "(judging.audit_pairs).",
+        ("source",),
+    ),
+    Series(
+        "rankmon_judge_bias",
+        "gauge",
+        "A model judge's mean grade minus the people's over its newest audit pairs.",
+        ("source",),
+    ),
+    Series(
+        "rankmon_judge_audit_pairs",
+        "gauge",
+        "Pairs a model judge and a person both graded, read in all.",
+        ("source",),
+    ),
+    Series(
+        "rankmon_judge_confusion",
+        "gauge",
+        "A model judge's newest audit pairs by the person's grade (human) and its own (model).",
+        ("source", "human", "model"),
+    ),
     Series("rankmon_build", "info", "rankmon's version.", ("version", "python")),
     Series(
         "rankmon_alert_firing",

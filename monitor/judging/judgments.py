@@ -18,7 +18,8 @@ judgment of a pair is on one partition, read in the order it was written.
 - `accepted`: the pair's grade from now on. The same source grading a pair again corrects its
   grade; a person's grade takes the place of a model's;
 - `audit`: a model's grade of a pair a person graded (the file or the topic): kept beside the
-  person's, never scored.
+  person's, never scored. Each such pair joins `pairs`, the audit the judges are held to
+  (`monitor.stats.judges.judge_reading`).
 
 The file's grades count as a person's (source `qrels`). `merged()` is the evaluation set the
 monitor scores with: the file's judgments and the accepted ones (a new version when they add
@@ -127,6 +128,9 @@ class JudgmentBook:
         self._own_grades = not grades
         self.in_effect: dict[tuple[str, str], Judgment] = {}
         self.audit: dict[tuple[str, str], list[Judgment]] = {}
+        # The audit in the order read: (model source, person's grade, model's grade) of each
+        # pair a model and a person both graded.
+        self.pairs: list[tuple[str, int, int]] = []
         self._merged: EvaluationSet | None = base
 
     def rebase(self, base: EvaluationSet) -> None:
@@ -139,7 +143,7 @@ class JudgmentBook:
             if key[0] not in base or key[1] in base.grades(key[0]):
                 del self.in_effect[key]
                 if not is_person(judgment.source) and key[0] in base:
-                    self.audit.setdefault(key, []).append(judgment)
+                    self._set_aside(key, judgment, base.grades(key[0])[key[1]])
         self._merged = None
 
     def add(self, judgment: Judgment) -> str | Refusal:
@@ -158,7 +162,7 @@ class JudgmentBook:
         if standing is None or standing.source == judgment.source:
             return self._take(key, judgment, standing)
         if is_person(judgment.source) and not is_person(standing.source):
-            self.audit.setdefault(key, []).append(standing)
+            self._set_aside(key, standing, judgment.grade)
             return self._take(key, judgment, standing)
         return self._beside(key, judgment, standing.source, standing.grade)
 
@@ -167,7 +171,7 @@ class JudgmentBook:
     ) -> str | Refusal:
         """A grade of a pair `source` graded `grade` already, which stays."""
         if not is_person(judgment.source) and is_person(source):
-            self.audit.setdefault(key, []).append(judgment)
+            self._set_aside(key, judgment, grade)
             return AUDIT
         if judgment.grade != grade:
             return Refusal(
@@ -176,6 +180,11 @@ class JudgmentBook:
                 f"{judgment.source} {judgment.grade}",
             )
         return ACCEPTED
+
+    def _set_aside(self, key: tuple[str, str], model: Judgment, person: int) -> None:
+        """A model's grade beside a person's `person`: kept for the audit, never scored."""
+        self.audit.setdefault(key, []).append(model)
+        self.pairs.append((model.source, person, model.grade))
 
     def _take(self, key: tuple[str, str], judgment: Judgment, standing: Judgment | None) -> str:
         self.in_effect[key] = judgment

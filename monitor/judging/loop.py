@@ -32,6 +32,7 @@ from monitor.kafka.consumer import SourceRecord
 from monitor.kafka.producer import RecordSink
 from monitor.logs import fields
 from monitor.scoring.evalset import EvaluationSet
+from monitor.stats.judges import JudgeReading, judge_reading
 from monitor.windows.summary import WindowSummary
 
 __all__ = ["JUDGMENT_OUTCOME", "JudgingCounter", "JudgingLoop"]
@@ -78,6 +79,7 @@ class JudgingLoop:
         self._max_id_bytes = max_id_bytes
         self.caught_up = False
         self._dropped = 0  # the queue's drops counted so far
+        self._audited = 0  # audit pairs read when the judges were last read
 
     def current(self) -> EvaluationSet:
         """The evaluation set to score with: the file's judgments and the accepted ones."""
@@ -144,6 +146,24 @@ class JudgingLoop:
             self._counter.count_pairs("dropped", dropped)
         self._counter.set_pairs_pending(len(self.queue.pending))
         return len(due)
+
+    def readings(self) -> list[JudgeReading] | None:
+        """Each model judge against the people, over its newest `judging.audit_pairs` audit
+        pairs; None when no audit pair came since the last call."""
+        pairs = self.book.pairs
+        if len(pairs) == self._audited:
+            return None
+        self._audited = len(pairs)
+        by_source: dict[str, tuple[list[int], list[int]]] = {}
+        for source, person, model in pairs:
+            human_grades, model_grades = by_source.setdefault(source, ([], []))
+            human_grades.append(person)
+            model_grades.append(model)
+        grades = sorted(self.book.grades.union(*((p, m) for _, p, m in pairs)))
+        return [
+            judge_reading(source, human, model, grades, self.config.audit_pairs)
+            for source, (human, model) in sorted(by_source.items())
+        ]
 
     def close(self) -> None:
         self._asked.close()

@@ -53,6 +53,9 @@ class JudgingConfig:
     max_pending: int = setting(
         10_000, read=as_int(1, 10_000_000), doc="pairs waiting for the budget, at most"
     )
+    audit_pairs: int = setting(
+        200, read=as_int(2, 1_000_000), doc="newest audit pairs each model judge is read over"
+    )
     grades: tuple[int, ...] = setting(
         _ANY_GRADE,
         read=_grades,

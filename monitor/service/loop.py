@@ -463,7 +463,13 @@ class Monitor:
             return
         if loaded is not None:
             self.judging.rebase(loaded)
-        self.judging.follow(dead_letter=self.group.role != MEMBER)
+        deciding = self.group.role != MEMBER
+        self.judging.follow(dead_letter=deciding)
+        readings = self.judging.readings()
+        if readings is not None:
+            self.exporter.set_judges(readings)
+            if deciding:
+                self.alerts.observe_judges(readings, self.clock.now_ms())
         wanted = self.judging.current()
         if wanted.version != self._in_use.version:
             self._take_effect(wanted, "reload" if loaded is not None else "judgments")

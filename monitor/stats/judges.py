@@ -22,6 +22,11 @@ what the judge graded (an audit), two numbers say how far to trust it:
   and the model-labelled units are both drawn from, independently and at random: a
   non-random audit breaks it. `classical_mean` is the human-only interval, for comparison.
 
+`judge_reading` is what the monitor watches of a judge as its audit grows: over its newest
+`span` audit pairs, the kappa, the grade table and the bias (mean model grade minus human
+grade), and whether that bias moved from the `span` pairs before (a judge upgrade or a prompt
+change moves it): a two-sample normal test of the two spans' mean differences.
+
 bench/judges.py checks the interval's coverage, its width against the human-only one and the
 uncorrected bias by seeded simulation; its figures are in docs/metrics.md, "Judges".
 numpy only (and the standard library's normal quantile).
@@ -37,7 +42,15 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["MeanInterval", "classical_mean", "confusion", "ppi_mean", "weighted_kappa"]
+__all__ = [
+    "JudgeReading",
+    "MeanInterval",
+    "classical_mean",
+    "confusion",
+    "judge_reading",
+    "ppi_mean",
+    "weighted_kappa",
+]
 
 Floats = npt.NDArray[np.float64]
 
@@ -146,3 +159,60 @@ def weighted_kappa(human: Sequence[int], model: Sequence[int], grades: Sequence[
     if chance == 0.0:
         return float("nan")
     return 1.0 - float((weights * observed).sum()) / chance
+
+
+@dataclass(frozen=True)
+class JudgeReading:
+    """A model judge against the people, over its newest `span` audit pairs (`pairs` of them:
+    fewer while the audit is young) and the `span` before them (`before`)."""
+
+    source: str
+    total: int  # audit pairs of the source read in all
+    pairs: int
+    kappa: float
+    bias: float  # mean (model - human) grade over the newest pairs
+    before: int
+    previous_bias: float  # over the pairs before them (NaN: none)
+    shift_p: float  # two-sided p of "the bias did not move" (NaN: not enough pairs)
+    confusion: tuple[tuple[int, ...], ...]  # human grade (rows) x model grade, newest pairs
+    grades: tuple[int, ...] = ()  # the confusion's rows and columns, in order
+
+    @property
+    def shift(self) -> float:
+        """How far the bias moved (NaN: not enough pairs)."""
+        return self.bias - self.previous_bias
+
+
+def judge_reading(
+    source: str, human: Sequence[int], model: Sequence[int], grades: Sequence[int], span: int
+) -> JudgeReading:
+    """`source`'s reading from its audit pairs in the order read (human and model grades)."""
+    total = len(human)
+    newest_h, newest_m = human[-span:], model[-span:]
+    older_h, older_m = human[-2 * span : -span], model[-2 * span : -span]
+    newest = np.subtract(newest_m, newest_h, dtype=np.float64)
+    older = np.subtract(older_m, older_h, dtype=np.float64)
+    bias = float(newest.mean()) if newest.size else math.nan
+    previous = float(older.mean()) if older.size else math.nan
+    p = math.nan
+    if newest.size >= 2 and older.size >= 2:
+        variance = float(newest.var(ddof=1)) / newest.size + float(older.var(ddof=1)) / older.size
+        if variance > 0:
+            z = abs(bias - previous) / math.sqrt(variance)
+            p = math.erfc(z / math.sqrt(2.0))
+        else:
+            p = 1.0 if bias == previous else 0.0
+    kappa = weighted_kappa(newest_h, newest_m, grades) if len(grades) >= 2 else math.nan
+    table = confusion(newest_h, newest_m, grades)
+    return JudgeReading(
+        source=source,
+        total=total,
+        pairs=len(newest_h),
+        kappa=kappa,
+        bias=bias,
+        before=len(older_h),
+        previous_bias=previous,
+        shift_p=p,
+        confusion=tuple(tuple(int(c) for c in row) for row in table),
+        grades=tuple(grades),
+    )

@@ -224,7 +224,7 @@ def test_the_example_configs_alerts_block_parses_and_shows_every_key_and_conditi
     text, raw = example_alerts()
     example = load_config(EXAMPLE, {})
 
-    def parse_example(alerts: dict[str, Any]) -> Any:
+    def parse_example(alerts: dict[str, Any], judging: bool = False) -> Any:
         return parse_alerting_config(
             alerts,
             cutoffs=example.metrics.cutoffs,
@@ -232,9 +232,10 @@ def test_the_example_configs_alerts_block_parses_and_shows_every_key_and_conditi
             segment_keys=["model"],  # the block's segment filter needs segments.keys: [model]
             window=example.windows.size.text,
             comparisons=example_comparisons(),
+            judging=judging,
         )
 
-    config = parse_example(raw)
+    config = parse_example(raw, judging=True)  # the judge rule needs the judging loop
     rules = raw["rules"]
     assert set(raw) == set(render_alerts(parse_example({})))  # every key the section reads
     assert {key for rule in rules for key in rule} == set(RULE_KEYS) | {

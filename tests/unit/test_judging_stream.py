@@ -27,7 +27,7 @@ windows: {size: 10s, allowed_lateness: 1s, idle_timeout: 5s}
 schedule: {interval: 1s}
 export: {host: 127.0.0.1, port: 0}
 logging: {level: WARNING}
-judging: {enabled: true, budget_per_hour: BUDGET}
+judging: {enabled: true, budget_per_hour: BUDGET, audit_pairs: 20}
 alerts:
   log: false
   rules:
@@ -35,6 +35,7 @@ alerts:
        drop: {relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10}}
     - {name: ndcg-discovery, measure: ndcg@10,
        discovery: {relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10}}
+    - {name: judge, severity: warning, judge: {min_kappa: 0.6, min_pairs: 20}}
 """
 Ranker = Callable[[int], list[str]]
 
@@ -234,3 +235,26 @@ def test_a_regression_right_after_judgments_pages_on_the_rescored_baseline(
     stream.judge([human(i, grade=2) for i in range(QUERIES)])  # new documents nobody serves
     stream.window(lambda i: [f"good{i}", *fillers(i)[:3], f"best{i}"])
     assert stream.firing() == {"ndcg-drop": "critical"}
+
+
+def model(i: int, doc: str, grade: int) -> dict[str, object]:
+    return {"query_id": f"q{i}", "doc_id": doc, "grade": grade, "source": "llm:m@p1"}
+
+
+def test_a_model_judge_that_stops_agreeing_with_the_people_fires_the_judge_rule(
+    stream: Stream,
+) -> None:
+    stream.window(known)
+    stream.judge([human(i, grade=3 * (i % 2)) for i in range(QUERIES)])
+    stream.judge([model(i, f"new{i}", 3 * (i % 2)) for i in range(QUERIES)])  # the audit
+    stream.window(known)
+    assert stream.firing() == {}
+    assert stream.sample("rankmon_judge_kappa", source="llm:m@p1") == 1.0
+    assert stream.sample("rankmon_judge_audit_pairs", source="llm:m@p1") == QUERIES
+    assert stream.sample("rankmon_judgments_total", outcome="audit", reason="") == QUERIES
+    # the same model, upgraded: it now grades the file's not-relevant documents 3
+    stream.judge([model(i, f"f{i}.0", 3) for i in range(QUERIES)])
+    stream.window(known)
+    assert stream.firing() == {"judge": "warning"}
+    assert stream.sample("rankmon_judge_bias", source="llm:m@p1") == 3.0
+    assert stream.sample("rankmon_judge_confusion", source="llm:m@p1", human="0", model="3") == 20

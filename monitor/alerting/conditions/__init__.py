@@ -26,6 +26,7 @@ from monitor.alerting.conditions.comparison import Comparison
 from monitor.alerting.conditions.coverage import Coverage
 from monitor.alerting.conditions.discovery import Discovery
 from monitor.alerting.conditions.drop import MIN_BASELINE_WINDOWS, Drop
+from monitor.alerting.conditions.judge import Judge
 from monitor.alerting.conditions.judged import Judged
 from monitor.alerting.conditions.replay_errors import ReplayErrors
 from monitor.alerting.conditions.stale import Stale
@@ -41,6 +42,7 @@ __all__ = [
     "Coverage",
     "Discovery",
     "Drop",
+    "Judge",
     "Judged",
     "ReplayErrors",
     "Role",
@@ -68,6 +70,7 @@ CONDITIONS: Final[tuple[type[Condition], ...]] = (
     ReplayErrors,
     Stale,
     Comparison,
+    Judge,
 )
 
 _BY_KEY: Final = {kind.key: kind for kind in CONDITIONS}

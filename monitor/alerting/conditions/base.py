@@ -14,13 +14,14 @@ Its `role` says where the engine judges it:
   trust rule found bad, so no alert fires or resolves on numbers that are untrustworthy;
 - `TRUST`: on each window, first; a bad verdict holds the quality rules of that window;
 - `CLOCK`: on the service's ticks, on the silence since the last finalized window;
-- `COMPARISON`: on comparison records (`monitor.comparisons`), not on windows.
+- `COMPARISON`: on comparison records (`monitor.comparisons`), not on windows;
+- `JUDGE`: on the judging loop's readings of its model judges against the people's audit.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, ClassVar, Protocol, Self
@@ -33,6 +34,7 @@ from monitor.comparisons.record import ComparisonRecord
 from monitor.explain.alert_table import explain_path
 from monitor.scoring.catalog import KIND_TABLE
 from monitor.sections import ConfigSection, as_number, as_str, describe
+from monitor.stats.judges import JudgeReading
 from monitor.windows.segment_filter import read_segment_filter
 from monitor.windows.summary import Segment, WindowSummary
 
@@ -68,6 +70,7 @@ class Role(Enum):
     TRUST = "trust"
     CLOCK = "clock"
     COMPARISON = "comparison"
+    JUDGE = "judge"
 
 
 @dataclass(frozen=True)
@@ -81,9 +84,15 @@ class RuleContext:
     segment_keys: tuple[str, ...]
     runbook_url: str | None
     comparisons: Mapping[str, tuple[Segment, tuple[str, ...]]] = field(default_factory=dict)
-    # What an nDCG drop rule does by default with a drop its condensed list lacks: page, or
-    # hold it as a discovery (the default while the judging loop runs: it gets them judged).
-    unjudged: str = "page"
+    # Whether the judging loop runs (`judging.enabled`): `judge` rules need its audit, and an
+    # nDCG drop rule then holds a drop its condensed list lacks by default (`unjudged: hold`:
+    # the loop gets its documents judged) instead of paging it.
+    judging: bool = False
+
+    @property
+    def unjudged(self) -> str:
+        """The drop rules' default `unjudged`."""
+        return "hold" if self.judging else "page"
 
 
 @dataclass(frozen=True)
@@ -273,6 +282,10 @@ class Condition:
         """The verdict of a `COMPARISON` condition on a comparison record (None: the record
         is not about this rule)."""
         raise NotImplementedError(f"{self.key} is not judged on comparisons")
+
+    def on_judges(self, readings: Sequence[JudgeReading]) -> Verdict:
+        """The verdict of a `JUDGE` condition on the model judges' readings."""
+        raise NotImplementedError(f"{self.key} is not judged on judges")
 
     def alert_segment(self, rule_segment: Segment | None, segment: Segment) -> Segment:
         """The segment an alert is kept and labelled for: the window's by default."""
