@@ -41,6 +41,7 @@ from monitor.comparisons.record import ComparisonRecord, MeasureComparison
 from monitor.errors import MeasureError
 from monitor.export.series import (
     COMPARISON_SERIES,
+    CORRECTION_SERIES,
     MEASURE_SERIES,
     PROCESS_SERIES,
     SEGMENT,
@@ -168,6 +169,7 @@ class LatestWindows(Collector):
             for series in (
                 *(series for family in MEASURE_SERIES.values() for series in family),
                 *WINDOW_SERIES,
+                *CORRECTION_SERIES,
             )
         ]
 
@@ -208,6 +210,28 @@ class LatestWindows(Collector):
             samples[series.name] = [(base, window[series.field])]
         with self._lock:
             self._windows[summary.segment] = samples
+
+    def record_correction(
+        self, summary: WindowSummary, measure: str, values: Mapping[str, float]
+    ) -> None:
+        """Add the window's corrected `measure` (`estimate`, `lower`, `upper`, `audited`) to
+        the samples `record_window` set from it."""
+        exported = _exported_labels(measure)
+        if exported is None:
+            return
+        segment = dict(summary.segment)
+        labels = (
+            *exported[1],
+            summary.window,
+            summary.evaluation_set_version,
+            *(segment.get(key, "") for key in self.segment_keys),
+        )
+        with self._lock:
+            samples = self._windows.get(summary.segment)
+            if samples is None:
+                return
+            for series in CORRECTION_SERIES:
+                samples[series.name] = [(labels, values[series.field])]
 
     def record_comparison(self, record: ComparisonRecord) -> None:
         """Set a comparison's samples from its newest window (NaN: no verdict)."""
@@ -317,6 +341,12 @@ class Exporter:
         query means and `rankmon_window_queries` stay exact, so merged means stay exact too.
         """
         self.latest.record_window(summary, replay_noise or {})
+
+    def record_correction(
+        self, summary: WindowSummary, measure: str, values: Mapping[str, float]
+    ) -> None:
+        """The window's `measure` corrected by the judge's audit (after `record_window`)."""
+        self.latest.record_correction(summary, measure, values)
 
     def record_comparison(self, record: ComparisonRecord) -> None:
         """Set a comparison's series from its newest window (NaN: no verdict)."""

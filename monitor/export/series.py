@@ -18,6 +18,7 @@ from monitor.scoring.catalog import EXPORTED_KINDS, MeasureKind
 __all__ = [
     "COMPARISON_LABELS",
     "COMPARISON_SERIES",
+    "CORRECTION_SERIES",
     "MEASURE_SERIES",
     "PROCESS_SERIES",
     "SEGMENT",
@@ -327,9 +328,45 @@ PROCESS_SERIES: Final = (
     ),
 )
 
+# The judging loop's correction of a window's headline nDCG@k (`monitor.judging.correction`).
+_CORRECTED_LABELS: Final = ("k", "gain", *WINDOW_LABELS)
+CORRECTION_SERIES: Final = (
+    Series(
+        "rankmon_ndcg_corrected",
+        "gauge",
+        "nDCG@k of the latest finalized window corrected by the people's audit of the model "
+        "judge (PPI++, query as the unit; NaN: too few audited queries).",
+        _CORRECTED_LABELS,
+        "estimate",
+    ),
+    Series(
+        "rankmon_ndcg_corrected_lower",
+        "gauge",
+        "Lower end of the corrected nDCG@k's 95 % interval.",
+        _CORRECTED_LABELS,
+        "lower",
+    ),
+    Series(
+        "rankmon_ndcg_corrected_upper",
+        "gauge",
+        "Upper end of the corrected nDCG@k's 95 % interval.",
+        _CORRECTED_LABELS,
+        "upper",
+    ),
+    Series(
+        "rankmon_ndcg_corrected_audited_queries",
+        "gauge",
+        "Queries of the latest finalized window whose model-graded documents people graded "
+        "too (the audit the correction stands on).",
+        _CORRECTED_LABELS,
+        "audited",
+    ),
+)
+
 SERIES: Final = (
     *(series for family in MEASURE_SERIES.values() for series in family),
     *WINDOW_SERIES,
+    *CORRECTION_SERIES,
     *COMPARISON_SERIES,
     *PROCESS_SERIES,
 )

@@ -18,13 +18,21 @@ topic again: at least once).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 import orjson
 
 from monitor.ingest.handoff import RejectSink
-from monitor.judging.judgments import Judgment, JudgmentBook, Refusal, decode_judgment
+from monitor.judging.correction import JudgeViews, correct_window
+from monitor.judging.judgments import (
+    Judgment,
+    JudgmentBook,
+    Refusal,
+    decode_judgment,
+    is_person,
+)
 from monitor.judging.pairs import PairQueue, pair_key
 from monitor.judging.settings import JudgingConfig
 from monitor.judging.topics import RecordFeed
@@ -32,6 +40,7 @@ from monitor.kafka.consumer import SourceRecord
 from monitor.kafka.producer import RecordSink
 from monitor.logs import fields
 from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.scorer import Scorer
 from monitor.stats.judges import JudgeReading, judge_reading
 from monitor.windows.summary import WindowSummary
 
@@ -80,6 +89,8 @@ class JudgingLoop:
         self.caught_up = False
         self._dropped = 0  # the queue's drops counted so far
         self._audited = 0  # audit pairs read when the judges were last read
+        self._views: tuple[str, JudgeViews] | None = None  # of the merged version
+        self._view_scorers: dict[str, Scorer] = {}
 
     def current(self) -> EvaluationSet:
         """The evaluation set to score with: the file's judgments and the accepted ones."""
@@ -165,6 +176,46 @@ class JudgingLoop:
             for source, (human, model) in sorted(by_source.items())
         ]
 
+    def correct(
+        self,
+        summary: WindowSummary,
+        ranking_of: Callable[[str], Sequence[str] | None],
+        new_scorer: Callable[[EvaluationSet], Scorer],
+    ) -> dict[str, float] | None:
+        """The window's headline nDCG@k corrected by the people's audit of the model judges
+        (`monitor.judging.correction`): `estimate`, `lower`, `upper` (NaN: too few audited
+        queries) and `audited`; None while no model graded a pair."""
+        book = self.book
+        if not book.audit and all(is_person(j.source) for j in book.in_effect.values()):
+            return None
+        version = book.merged().version
+        if self._views is None or self._views[0] != version:
+            self._views = (version, JudgeViews.of(book))
+            self._view_scorers = {}
+        views = self._views[1]
+        key = self.queue.lower_key
+        scorers = self._view_scorers
+
+        def score(evaluation_set: EvaluationSet, query: str, ranking: Sequence[str]) -> float:
+            scorer = scorers.get(evaluation_set.version)
+            if scorer is None:
+                scorer = scorers[evaluation_set.version] = new_scorer(evaluation_set)
+            column = [str(k) for k in scorer.keys].index(key)
+            return float(scorer.score([query], [ranking])[0, column])
+
+        correction = correct_window(summary, ranking_of, views, score, self.config.cutoff)
+        if correction is None:
+            nan = math.nan
+            audited = _audited_queries(summary, ranking_of, views, self.config.cutoff)
+            return {"estimate": nan, "lower": nan, "upper": nan, "audited": float(audited)}
+        interval = correction.interval
+        return {
+            "estimate": interval.estimate,
+            "lower": interval.lower,
+            "upper": interval.upper,
+            "audited": float(correction.audited),
+        }
+
     def close(self) -> None:
         self._asked.close()
         self._judgments.close()
@@ -188,3 +239,18 @@ class JudgingLoop:
         assert isinstance(decoded, Judgment)
         self._counter.count_judgment(outcome)
         self.queue.judged((decoded.query_id, decoded.doc_id))
+
+
+def _audited_queries(
+    summary: WindowSummary,
+    ranking_of: Callable[[str], Sequence[str] | None],
+    views: JudgeViews,
+    cutoff: int,
+) -> int:
+    """The window's queries with a model-graded document in the top k, every one audited."""
+    audited = 0
+    for query in summary.query_means:
+        ranking = ranking_of(query) or ()
+        graded = [doc for doc in ranking[:cutoff] if (query, doc) in views.model_graded]
+        audited += bool(graded) and all((query, doc) in views.audited for doc in graded)
+    return audited

@@ -416,6 +416,15 @@ class Monitor:
 
     def _record(self, summary: WindowSummary) -> None:
         self.exporter.record_window(summary, self._replay_noise(summary))
+        if self.judging is not None and self.samples is not None:
+            samples = self.samples
+
+            def ranking_of(query: str) -> list[str] | None:
+                return samples.ranking(summary.segment, query, summary.start_ms, summary.end_ms)
+
+            corrected = self.judging.correct(summary, ranking_of, self._new_scorer)
+            if corrected is not None:
+                self.exporter.record_correction(summary, self.judging.queue.lower_key, corrected)
         self.explain_store.add(summary)
         self.view.record(summary)
         self._window_log.finalized(summary)

@@ -5,6 +5,8 @@ scores with every judgment at once; and a regression still pages."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,7 +29,7 @@ windows: {size: 10s, allowed_lateness: 1s, idle_timeout: 5s}
 schedule: {interval: 1s}
 export: {host: 127.0.0.1, port: 0}
 logging: {level: WARNING}
-judging: {enabled: true, budget_per_hour: BUDGET, audit_pairs: 20}
+judging: {enabled: true, budget_per_hour: BUDGET, audit_pairs: 20, grades: [0, 1, 2, 3]}
 alerts:
   log: false
   rules:
@@ -258,3 +260,44 @@ def test_a_model_judge_that_stops_agreeing_with_the_people_fires_the_judge_rule(
     assert stream.firing() == {"judge": "warning"}
     assert stream.sample("rankmon_judge_bias", source="llm:m@p1") == 3.0
     assert stream.sample("rankmon_judge_confusion", source="llm:m@p1", human="0", model="3") == 20
+
+
+def test_the_headline_corrected_by_the_peoples_audit_lands_on_their_grades(
+    stream: Stream,
+) -> None:
+    def people_grade(i: int) -> int:
+        return i % 3  # what the people say new{i} is worth
+
+    for _ in range(4):
+        stream.window(known)
+    # the model judge grades each new document one grade higher than the people would
+    stream.judge([model(i, f"new{i}", people_grade(i) + 1) for i in range(QUERIES)])
+    audited = [i for i in range(QUERIES) if i % 4 == 0]  # whole queries, a quarter of them
+    stream.judge([human(i, people_grade(i)) for i in audited])
+    stream.window(discovered)
+    stream.window(discovered)
+    labels = {"k": "10", "gain": "linear", "window": "10s"}
+    version = stream.monitor.snapshot().evaluation_set_version
+    labels["version"] = version
+
+    def gauge(name: str) -> float:
+        value = stream.sample(name, **labels)
+        assert value is not None, name
+        return value
+
+    truth = statistics.fmean(
+        ndcg_at_10([people_grade(i)] + [3, 1] + [0] * 7, [3, 1, people_grade(i)])
+        for i in range(QUERIES)
+    )
+    raw = stream.newest("ndcg@10:linear")
+    assert gauge("rankmon_ndcg_corrected_audited_queries") == len(audited)
+    lower, upper = gauge("rankmon_ndcg_corrected_lower"), gauge("rankmon_ndcg_corrected_upper")
+    assert lower <= truth <= upper
+    assert not lower <= raw <= upper  # the model's grades alone miss it
+    assert abs(gauge("rankmon_ndcg_corrected") - truth) < abs(raw - truth)
+
+
+def ndcg_at_10(gains: list[int], judged: list[int]) -> float:
+    dcg = sum(g / math.log2(r + 2) for r, g in enumerate(gains[:10]))
+    ideal = sorted(judged, reverse=True)
+    return dcg / sum(g / math.log2(r + 2) for r, g in enumerate(ideal[:10]))

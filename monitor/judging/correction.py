@@ -1,0 +1,133 @@
+"""A window's headline nDCG@k corrected by the people's audit of its model judge (PPI++).
+
+The evaluation set the monitor scores with takes a model's grade where no person graded a
+pair; a biased judge biases the measure. Where people audited whole queries (graded every
+document a model graded in them), the window's mean can be corrected, query as the unit, as
+`rankmon eval --audit` does offline (docs/metrics.md, "Judges"). From each query's sampled
+ranking in the window (`monitor.windows.samples`: the one the explanations show):
+
+- a query none of whose top k documents a model graded has its value under the people's
+  grades outright (group A);
+- the others (group B) are audited when a person also graded every model-graded document of
+  their top k: their value under the people's grades (Y) and under the model's (f) are both
+  known; the rest have f alone.
+
+The corrected mean is `(|A| mean(A) + |B| theta) / (|A| + |B|)`, where theta is PPI++'s
+estimate of group B's mean under the people's grades (`monitor.stats.judges.ppi_mean`), and its
+interval is theta's scaled by `|B| / (|A| + |B|)`. It needs 2 audited queries and 2 others in
+group B. Its promise is PPI++'s: the audited queries must be a random sample of group B's (audit
+whole queries, drawn at random); it is about the window's queries as sampled, one ranking each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from monitor.judging.judgments import JudgmentBook, is_person
+from monitor.scoring.evalset import EvaluationSet
+from monitor.stats.judges import MeanInterval, ppi_mean
+from monitor.windows.summary import WindowSummary
+
+__all__ = ["Correction", "JudgeViews", "correct_window"]
+
+
+@dataclass(frozen=True)
+class JudgeViews:
+    """The merged set seen two ways: with every model grade (`model`, the model's where a
+    person graded too) and with the people's grades alone (`people`); `model_graded`: the
+    pairs a model graded; `audited`: those of them a person graded too."""
+
+    model: EvaluationSet
+    people: EvaluationSet
+    model_graded: frozenset[tuple[str, str]]
+    audited: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, book: JudgmentBook) -> JudgeViews:
+        merged = book.merged()
+        model = {query: dict(merged.grade_dict(query)) for query in merged}
+        people = {query: dict(merged.grade_dict(query)) for query in merged}
+        model_graded: set[tuple[str, str]] = set()
+        for (query, doc), judgment in book.in_effect.items():
+            if not is_person(judgment.source):
+                model_graded.add((query, doc))
+                del people[query][doc]
+        for (query, doc), judgments in book.audit.items():
+            model_graded.add((query, doc))
+            model[query][doc] = judgments[-1].grade
+        audited = frozenset(book.audit)
+        return cls(
+            EvaluationSet(model, merged.path, own=True),
+            EvaluationSet(people, merged.path, own=True),
+            frozenset(model_graded),
+            audited,
+        )
+
+
+@dataclass(frozen=True)
+class Correction:
+    """A window's corrected mean, its interval, and the queries behind it."""
+
+    interval: MeanInterval
+    outright: int  # group A
+    audited: int  # group B, audited
+    model_only: int  # group B, not audited
+
+
+Score = Callable[[EvaluationSet, str, Sequence[str]], float]
+
+
+def correct_window(
+    summary: WindowSummary,
+    ranking_of: Callable[[str], Sequence[str] | None],
+    views: JudgeViews,
+    score: Score,
+    cutoff: int,
+) -> Correction | None:
+    """The window's corrected headline (module docstring); None without enough queries."""
+    outright: list[float] = []
+    human: list[float] = []
+    model_audited: list[float] = []
+    model_only: list[float] = []
+
+    def by_people(query: str, ranking: Sequence[str]) -> float:
+        # a query only a model graded has no grade of the people's: IDCG 0 scores 0
+        return score(views.people, query, ranking) if query in views.people else 0.0
+
+    for query in summary.query_means:
+        ranking = ranking_of(query)
+        if ranking is None or query not in views.model:
+            continue
+        top = ranking[:cutoff]
+        graded = [doc for doc in top if (query, doc) in views.model_graded]
+        if not graded:
+            value = by_people(query, ranking)
+            if not math.isnan(value):  # idcg_zero: exclude
+                outright.append(value)
+        elif all((query, doc) in views.audited for doc in graded):
+            pair = by_people(query, ranking), score(views.model, query, ranking)
+            if not any(math.isnan(v) for v in pair):
+                human.append(pair[0])
+                model_audited.append(pair[1])
+        else:
+            value = score(views.model, query, ranking)
+            if not math.isnan(value):
+                model_only.append(value)
+    if len(human) < 2 or len(model_only) < 2:
+        return None
+    theta = ppi_mean(human, model_audited, model_only)
+    group_b = len(human) + len(model_only)
+    total = group_b + len(outright)
+    share = group_b / total
+    known = sum(outright) / total
+    interval = MeanInterval(
+        known + share * theta.estimate,
+        known + share * theta.lower,
+        known + share * theta.upper,
+        share * theta.stderr,
+        theta.confidence,
+        theta.tuning,
+    )
+    return Correction(interval, len(outright), len(human), len(model_only))
