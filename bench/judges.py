@@ -27,6 +27,12 @@ judge read over its newest 200 (`judging.audit_pairs`), checked at every window:
 - after the judge changes (its bias +0.5 grade higher, or its noise doubled), how many
   windows (and audit pairs) until the rule fires, over `--changes` changes.
 
+And the monitor's corrected headline (`monitor.judging.correction.correct_window`, scored by
+the real `Scorer`): windows of 400 queries of a replayed set, each query's top 10 holding 4
+documents only the judge graded (the rest judged by people), people auditing whole queries
+at random (`--audited` of them); over `--windows` windows, how often the 95 % interval covers
+the window's nDCG@10 under the people's grades, its width, and the uncorrected bias.
+
 Run it with the checkout's `.venv` on the installed package:
 
     .venv/bin/python bench/judges.py [--simulations 1000] [--seed 20261203] [--days 200]
@@ -36,13 +42,19 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from monitor.alerting.conditions import Judge
 from monitor.alerting.state import Evidence
+from monitor.judging.correction import JudgeViews, correct_window
+from monitor.scoring.catalog import monitor_keys
+from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.scorer import Scorer
 from monitor.stats.judges import classical_mean, judge_reading, ppi_mean, weighted_kappa
+from monitor.windows.summary import WindowSummary
 
 RANKS = 10
 MODEL_PAIRS = 2_000
@@ -155,6 +167,86 @@ def delays(rng: np.random.Generator, changes: int, per_window: int) -> None:
         )
 
 
+WINDOW_QUERIES, MODEL_DOCS = 400, 4
+KEYS = monitor_keys((10,), ("linear",))
+NDCG = [str(k) for k in KEYS].index("ndcg@10:linear")
+
+
+def window_coverage(rng: np.random.Generator, windows: int, audited: int) -> None:
+    """The corrected headline's interval against the window's value under people's grades."""
+    covered, widths, biases, misses = 0, [], [], 0
+    queries = [f"q{i}" for i in range(WINDOW_QUERIES)]
+    rankings = [[f"{q}-d{r}" for r in range(RANKS)] for q in queries]
+    for _ in range(windows):
+        people: dict[str, dict[str, int]] = {}
+        model: dict[str, dict[str, int]] = {}
+        graded: set[tuple[str, str]] = set()
+        for query, ranking in zip(queries, rankings, strict=True):
+            ranks = np.arange(RANKS)
+            relevant = rng.random(RANKS) < relevant_share(ranks)
+            human = np.where(relevant, rng.choice([1, 2, 3], RANKS, p=RELEVANT_GRADES), 0)
+            length = rng.standard_normal(RANKS)
+            judged = human + JUDGE_BIAS + JUDGE_LENGTH * length
+            judged = judged + JUDGE_NOISE * rng.standard_normal(RANKS)
+            by_model = np.clip(np.rint(judged), 0, 3)
+            unknown = rng.choice(RANKS, MODEL_DOCS, replace=False)  # the judge's documents
+            people[query] = {doc: int(g) for doc, g in zip(ranking, human, strict=True)}
+            model[query] = dict(people[query])
+            for rank in unknown:
+                model[query][ranking[rank]] = int(by_model[rank])
+                graded.add((query, ranking[rank]))
+        audit = set(rng.choice(WINDOW_QUERIES, audited, replace=False).tolist())
+        audited_pairs = frozenset(p for p in graded if int(p[0][1:]) in audit)
+        people_seen = {  # what the monitor knows of the people's grades
+            q: {d: g for d, g in docs.items() if (q, d) not in graded or (q, d) in audited_pairs}
+            for q, docs in people.items()
+        }
+        views = JudgeViews(
+            EvaluationSet(model, None),
+            EvaluationSet(people_seen, None),
+            frozenset(graded),
+            audited_pairs,
+        )
+        score = _scoring({id(s): Scorer(s, KEYS) for s in (views.model, views.people)})
+
+        summary = WindowSummary(
+            window="5m", start_ms=0, end_ms=300_000, segment=(), evaluation_set_version="",
+            events=WINDOW_QUERIES, queries=WINDOW_QUERIES,
+            evaluation_set_queries=WINDOW_QUERIES, means={}, sums={}, event_means={},
+            query_means={query: {} for query in queries},
+        )  # fmt: skip
+        ranking_of = dict(zip(queries, rankings, strict=True)).get
+        correction = correct_window(summary, ranking_of, views, score, RANKS)
+        if correction is None:
+            misses += 1
+            continue
+        full = Scorer(EvaluationSet(people, None), KEYS).score(queries, rankings)[:, NDCG]
+        raw = Scorer(views.model, KEYS).score(queries, rankings)[:, NDCG]
+        truth = float(full.mean())
+        covered += correction.interval.covers(truth)
+        widths.append(correction.interval.width)
+        biases.append(float(raw.mean()) - truth)
+    done = windows - misses
+    print(
+        f"corrected headline, {done} windows of {WINDOW_QUERIES} queries, {audited} audited "
+        f"in full: 95 % interval covers {rate(covered, done)} (target 95 +- 1.5 %), width "
+        f"{np.mean(widths):.4f}; uncorrected bias {np.mean(biases):+.4f}"
+    )
+
+
+def _scoring(
+    scorers: dict[int, Scorer],
+) -> Callable[[EvaluationSet, Sequence[str], Sequence[Sequence[str]]], list[float]]:
+    def score(
+        evaluation_set: EvaluationSet, queries: Sequence[str], rankings: Sequence[Sequence[str]]
+    ) -> list[float]:
+        if not queries:
+            return []
+        return [float(v) for v in scorers[id(evaluation_set)].score(queries, rankings)[:, NDCG]]
+
+    return score
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--simulations", type=int, default=1_000)
@@ -162,11 +254,14 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=200)
     parser.add_argument("--changes", type=int, default=500)
     parser.add_argument("--audit-per-window", type=int, default=20)
-    parser.add_argument("--only-alert", action="store_true", help="skip the PPI++ part")
+    parser.add_argument("--windows", type=int, default=1_000)
+    parser.add_argument("--audited", type=int, default=40)
+    parser.add_argument("--only-alert", action="store_true", help="skip the PPI++ parts")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     if not args.only_alert:
         coverage(rng, args.simulations)
+        window_coverage(rng, args.windows, args.audited)
     stable_days(rng, args.days, args.audit_per_window)
     delays(rng, args.changes, args.audit_per_window)
 

@@ -76,7 +76,10 @@ class Correction:
     model_only: int  # group B, not audited
 
 
-Score = Callable[[EvaluationSet, str, Sequence[str]], float]
+# The headline of each (query, ranking) under a set, in one call (one scorer pass).
+Score = Callable[[EvaluationSet, Sequence[str], Sequence[Sequence[str]]], Sequence[float]]
+
+OUTRIGHT, AUDITED, MODEL_ONLY = 0, 1, 2
 
 
 def correct_window(
@@ -87,34 +90,42 @@ def correct_window(
     cutoff: int,
 ) -> Correction | None:
     """The window's corrected headline (module docstring); None without enough queries."""
-    outright: list[float] = []
-    human: list[float] = []
-    model_audited: list[float] = []
-    model_only: list[float] = []
-
-    def by_people(query: str, ranking: Sequence[str]) -> float:
-        # a query only a model graded has no grade of the people's: IDCG 0 scores 0
-        return score(views.people, query, ranking) if query in views.people else 0.0
-
+    groups: tuple[list[tuple[str, Sequence[str]]], ...] = ([], [], [])
     for query in summary.query_means:
         ranking = ranking_of(query)
         if ranking is None or query not in views.model:
             continue
-        top = ranking[:cutoff]
-        graded = [doc for doc in top if (query, doc) in views.model_graded]
+        graded = [doc for doc in ranking[:cutoff] if (query, doc) in views.model_graded]
         if not graded:
-            value = by_people(query, ranking)
-            if not math.isnan(value):  # idcg_zero: exclude
-                outright.append(value)
+            group = OUTRIGHT
         elif all((query, doc) in views.audited for doc in graded):
-            pair = by_people(query, ranking), score(views.model, query, ranking)
-            if not any(math.isnan(v) for v in pair):
-                human.append(pair[0])
-                model_audited.append(pair[1])
+            group = AUDITED
         else:
-            value = score(views.model, query, ranking)
-            if not math.isnan(value):
-                model_only.append(value)
+            group = MODEL_ONLY
+        groups[group].append((query, ranking))
+
+    def scored(
+        evaluation_set: EvaluationSet, units: list[tuple[str, Sequence[str]]]
+    ) -> list[float]:
+        # a query only a model graded has no grade of the people's: IDCG 0, it scores 0
+        known = [(q, r) for q, r in units if q in evaluation_set]
+        values = iter(score(evaluation_set, [q for q, _ in known], [r for _, r in known]))
+        return [next(values) if q in evaluation_set else 0.0 for q, _ in units]
+
+    # NaN: a query left out of the means (metrics.idcg_zero: exclude)
+    outright = [v for v in scored(views.people, groups[OUTRIGHT]) if not math.isnan(v)]
+    both = [
+        (h, m)
+        for h, m in zip(
+            scored(views.people, groups[AUDITED]),
+            scored(views.model, groups[AUDITED]),
+            strict=True,
+        )
+        if not (math.isnan(h) or math.isnan(m))
+    ]
+    human = [h for h, _ in both]
+    model_audited = [m for _, m in both]
+    model_only = [v for v in scored(views.model, groups[MODEL_ONLY]) if not math.isnan(v)]
     if len(human) < 2 or len(model_only) < 2:
         return None
     theta = ppi_mean(human, model_audited, model_only)

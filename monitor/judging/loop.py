@@ -196,12 +196,18 @@ class JudgingLoop:
         key = self.queue.lower_key
         scorers = self._view_scorers
 
-        def score(evaluation_set: EvaluationSet, query: str, ranking: Sequence[str]) -> float:
+        def score(
+            evaluation_set: EvaluationSet,
+            queries: Sequence[str],
+            rankings: Sequence[Sequence[str]],
+        ) -> list[float]:
+            if not queries:
+                return []
             scorer = scorers.get(evaluation_set.version)
             if scorer is None:
                 scorer = scorers[evaluation_set.version] = new_scorer(evaluation_set)
             column = [str(k) for k in scorer.keys].index(key)
-            return float(scorer.score([query], [ranking])[0, column])
+            return [float(v) for v in scorer.score(queries, rankings)[:, column]]
 
         correction = correct_window(summary, ranking_of, views, score, self.config.cutoff)
         if correction is None:
