@@ -4,11 +4,13 @@ and what a judgment read back does to the evaluation set."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import orjson
 import pytest
 
 from monitor.alerting.baseline import BaselineWindow
+from monitor.cli import main
 from monitor.judging.judgments import JudgmentBook, Refusal, decode_judgment
 from monitor.judging.pairs import HOUR_MS, PairQueue
 from monitor.judging.rescore import JudgedRescore
@@ -209,3 +211,19 @@ def test_a_rescored_baseline_window_is_what_its_rankings_score_under_the_new_jud
     reloaded = EvaluationSet.from_judgments({"q1": {"a": 1}, "q2": {"x": 1}}, "qrels.txt")
     rescore.made(reloaded, reloaded)  # a file reload: another lineage, starts afresh
     assert rescore(window, (), "ndcg@10:linear", judged.version, reloaded.version) is None
+
+
+def test_judgments_export_without_a_broker_says_which_topic_it_could_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "qrels.txt").write_text("q1 0 a 1\n")
+    (tmp_path / "c.yaml").write_text(
+        'kafka: {bootstrap_servers: ["127.0.0.1:1"], topic: events}\n'
+        "evaluation_set: {path: qrels.txt}\njudging: {enabled: true}\n"
+    )
+    output = tmp_path / "merged.qrels"
+    argv = ["judgments", "export", "--config", str(tmp_path / "c.yaml"), "--output", str(output)]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("rankmon judgments: events.judgments: cannot be read")
+    assert not output.exists()

@@ -31,13 +31,12 @@ from monitor.alerting.conditions.base import (
     Role,
     RuleContext,
     Verdict,
-    WindowTrack,
     refuse_measure,
 )
 from monitor.alerting.state import Evidence
 from monitor.sections import ConfigSection, as_int, as_number
 from monitor.stats.judges import JudgeReading
-from monitor.windows.summary import Segment, WindowSummary
+from monitor.windows.summary import Segment
 
 __all__ = ["Judge"]
 
@@ -99,17 +98,6 @@ class Judge(Condition):
 
     def restore_windows(self, streaks: int) -> int:
         return 0
-
-    def evaluate(
-        self,
-        measure: str,
-        summary: WindowSummary,
-        track: WindowTrack,
-        *,
-        quick: bool = False,
-        level: float | None = None,
-    ) -> Verdict:
-        raise NotImplementedError("judge rules are judged on the judging loop's audit")
 
     def on_judges(self, readings: Sequence[JudgeReading]) -> Verdict:
         """The verdict on every model source's newest reading."""
