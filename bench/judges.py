@@ -125,7 +125,7 @@ def stable_days(rng: np.random.Generator, days: int, per_window: int) -> None:
         for window in range(1, WINDOWS_A_DAY + 1):
             end = warm + window * per_window
             checks += 1
-            day_fired += fires(human[end - warm : end], model[end - warm : end])
+            day_fired += fires(human[:end], model[:end])
         fired += day_fired
         bad_days += day_fired > 0
     share = fired / checks
@@ -154,11 +154,14 @@ def delays(rng: np.random.Generator, changes: int, per_window: int) -> None:
             model = np.concatenate([model_before, model_after])
             for window in range(1, horizon + 1):
                 end = warm + window * per_window
-                if fires(human[max(0, end - warm) : end], model[max(0, end - warm) : end]):
+                if fires(human[:end], model[:end]):
                     waited.append(window)
                     break
             else:
                 missed += 1
+        if not waited:
+            print(f"judge change ({name}): never fired within {horizon} windows")
+            continue
         print(
             f"judge change ({name}): fired after a median of {np.median(waited):.0f} windows "
             f"({np.median(waited) * per_window:.0f} audit pairs), 90 % within "

@@ -23,9 +23,11 @@ what the judge graded (an audit), two numbers say how far to trust it:
   non-random audit breaks it. `classical_mean` is the human-only interval, for comparison.
 
 `judge_reading` is what the monitor watches of a judge as its audit grows: over its newest
-`span` audit pairs, the kappa, the grade table and the bias (mean model grade minus human
-grade), and whether that bias moved from the `span` pairs before (a judge upgrade or a prompt
-change moves it): a two-sample normal test of the two spans' mean differences.
+`span` audit pairs, the kappa (with its jackknife standard error, `kappa_stderr`), the grade
+table and the bias (mean model grade minus human grade), and whether that bias moved from its
+reference, the source's first `span` audit pairs (a judge upgrade or a prompt change under the
+same name moves it, and it stays moved): a two-sample normal test of the two spans' mean
+differences, once they no longer overlap.
 
 bench/judges.py checks the interval's coverage, its width against the human-only one and the
 uncorrected bias by seeded simulation; its figures are in docs/metrics.md, "Judges".
@@ -48,6 +50,7 @@ __all__ = [
     "classical_mean",
     "confusion",
     "judge_reading",
+    "kappa_stderr",
     "ppi_mean",
     "weighted_kappa",
 ]
@@ -141,17 +144,13 @@ def confusion(
     return table
 
 
-def weighted_kappa(human: Sequence[int], model: Sequence[int], grades: Sequence[int]) -> float:
-    """Cohen's kappa with quadratic weights over the ordered `grades` (at least 2): 1 for the
-    same grades, 0 for what chance gives, negative below; NaN when the expected disagreement
-    is 0 (every unit in one grade on both sides)."""
-    if len(grades) < 2:
-        raise ValueError("kappa needs at least 2 grades")
-    observed = confusion(human, model, grades).astype(np.float64)
+def _table_kappa(observed: Floats) -> float:
+    """The quadratic weighted kappa of a grade table (NaN: empty, or no expected
+    disagreement)."""
     total = observed.sum()
     if total == 0:
         return float("nan")
-    k = len(grades)
+    k = observed.shape[0]
     steps = np.arange(k, dtype=np.float64)
     weights = (steps[:, None] - steps[None, :]) ** 2 / (k - 1) ** 2
     expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / total
@@ -161,10 +160,20 @@ def weighted_kappa(human: Sequence[int], model: Sequence[int], grades: Sequence[
     return 1.0 - float((weights * observed).sum()) / chance
 
 
+def weighted_kappa(human: Sequence[int], model: Sequence[int], grades: Sequence[int]) -> float:
+    """Cohen's kappa with quadratic weights over the ordered `grades` (at least 2): 1 for the
+    same grades, 0 for what chance gives, negative below; NaN when the expected disagreement
+    is 0 (every unit in one grade on both sides)."""
+    if len(grades) < 2:
+        raise ValueError("kappa needs at least 2 grades")
+    return _table_kappa(confusion(human, model, grades).astype(np.float64))
+
+
 @dataclass(frozen=True)
 class JudgeReading:
     """A model judge against the people, over its newest `span` audit pairs (`pairs` of them:
-    fewer while the audit is young) and the `span` before them (`before`)."""
+    fewer while the audit is young) and its reference, the source's first `span` pairs
+    (`before` of them: those not among the newest)."""
 
     source: str
     total: int  # audit pairs of the source read in all
@@ -172,10 +181,11 @@ class JudgeReading:
     kappa: float
     bias: float  # mean (model - human) grade over the newest pairs
     before: int
-    previous_bias: float  # over the pairs before them (NaN: none)
+    previous_bias: float  # over the reference (NaN: none)
     shift_p: float  # two-sided p of "the bias did not move" (NaN: not enough pairs)
     confusion: tuple[tuple[int, ...], ...]  # human grade (rows) x model grade, newest pairs
     grades: tuple[int, ...] = ()  # the confusion's rows and columns, in order
+    kappa_stderr: float = math.nan  # the kappa's jackknife standard error
 
     @property
     def shift(self) -> float:
@@ -189,7 +199,8 @@ def judge_reading(
     """`source`'s reading from its audit pairs in the order read (human and model grades)."""
     total = len(human)
     newest_h, newest_m = human[-span:], model[-span:]
-    older_h, older_m = human[-2 * span : -span], model[-2 * span : -span]
+    reference = min(span, max(0, total - span))  # the first pairs, none of the newest
+    older_h, older_m = human[:reference], model[:reference]
     newest = np.subtract(newest_m, newest_h, dtype=np.float64)
     older = np.subtract(older_m, older_h, dtype=np.float64)
     bias = float(newest.mean()) if newest.size else math.nan
@@ -202,8 +213,8 @@ def judge_reading(
             p = math.erfc(z / math.sqrt(2.0))
         else:
             p = 1.0 if bias == previous else 0.0
-    kappa = weighted_kappa(newest_h, newest_m, grades) if len(grades) >= 2 else math.nan
     table = confusion(newest_h, newest_m, grades)
+    kappa = _table_kappa(table.astype(np.float64)) if len(grades) >= 2 else math.nan
     return JudgeReading(
         source=source,
         total=total,
@@ -215,4 +226,27 @@ def judge_reading(
         shift_p=p,
         confusion=tuple(tuple(int(c) for c in row) for row in table),
         grades=tuple(grades),
+        kappa_stderr=kappa_stderr(table) if len(grades) >= 2 else math.nan,
     )
+
+
+def kappa_stderr(table: npt.NDArray[np.int64]) -> float:
+    """The jackknife standard error of the quadratic weighted kappa of a grade table: each
+    unit left out in turn, which for a table is one leave-one-out kappa per non-empty cell,
+    weighted by its count (NaN with fewer than 3 units or a kappa left undefined)."""
+    counts = table.astype(np.float64)
+    n = float(counts.sum())
+    if n < 3:
+        return math.nan
+    cells = [(i, j) for i, j in zip(*np.nonzero(counts), strict=True)]
+    left_out = []
+    for i, j in cells:
+        counts[i, j] -= 1
+        left_out.append(_table_kappa(counts))
+        counts[i, j] += 1
+    values = np.array(left_out)
+    weights = np.array([counts[i, j] for i, j in cells])
+    if not np.all(np.isfinite(values)):
+        return math.nan
+    mean = float(np.sum(weights * values) / n)
+    return math.sqrt((n - 1) / n * float(np.sum(weights * (values - mean) ** 2)))

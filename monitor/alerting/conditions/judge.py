@@ -5,17 +5,23 @@ graded, per model source (`llm:<model>@<prompt>`), over its newest `judging.audi
 pairs (`monitor.stats.judges.judge_reading`). Bad when, for any source with at least
 `min_pairs` of them:
 
-- its quadratic weighted kappa is under `min_kappa` (it no longer grades as the people do), or
+- its quadratic weighted kappa is under `min_kappa` at level `significance` (its upper
+  confidence bound, from a jackknife standard error, is under it: it no longer grades as the
+  people do), or
 - its bias (mean model grade minus human grade) moved by more than `max_shift` grades from
-  the pairs before, with a two-sample test p under `significance`: a judge upgrade or a
-  prompt change under the same source name moves the measure as much as a ranker change
-  would, and this says it was the judge.
+  its reference (the source's first `judging.audit_pairs` audit pairs), with a two-sample
+  test p under `significance`: a judge upgrade or a prompt change under the same source name
+  moves the measure as much as a ranker change would, and this says it was the judge. It
+  keeps firing while the bias stays moved: give the new judge or prompt a source name of
+  its own, which starts an audit of its own.
 
-Unknown until a source has `min_pairs` audit pairs (the shift: `min_pairs` before them too).
+Unknown until a source has `min_pairs` audit pairs (the shift: `min_pairs` in its reference
+too, apart from the newest). bench/judges.py measures its false alerts and its delay
+(docs/judging.md).
 
 ```yaml
 - name: judge-drift
-  judge: {min_kappa: 0.4, max_shift: 0.25, significance: 0.001, min_pairs: 100}
+  judge: {min_kappa: 0.4, max_shift: 0.25, significance: 0.0001, min_pairs: 100}
 ```
 """
 
@@ -24,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, Self
 
 from monitor.alerting.conditions.base import (
@@ -62,7 +69,7 @@ class Judge(Condition):
 
     min_kappa: float = 0.4
     max_shift: float = 0.25
-    significance: float = 0.001
+    significance: float = 0.0001
     min_pairs: int = 100
 
     @classmethod
@@ -73,7 +80,7 @@ class Judge(Condition):
         condition = cls(
             min_kappa=section.get("min_kappa", as_number(-1.0, 1.0), 0.4),
             max_shift=section.get("max_shift", as_number(0.0), 0.25),
-            significance=section.get("significance", _fraction, 0.001),
+            significance=section.get("significance", _fraction, 0.0001),
             min_pairs=section.get("min_pairs", as_int(2, 1_000_000), 100),
         )
         section.finish()
@@ -119,12 +126,19 @@ class Judge(Condition):
             note="; ".join(problems) if problems else fine,
         )
 
+    @property
+    def _z(self) -> float:
+        """The one-sided normal quantile of `significance`."""
+        return NormalDist().inv_cdf(1.0 - self.significance)
+
     def _problem(self, reading: JudgeReading) -> str:
         """What is wrong with one source's reading ("" if nothing)."""
         said = []
-        if reading.kappa < self.min_kappa:
+        upper = reading.kappa + self._z * reading.kappa_stderr
+        if upper < self.min_kappa:
             said.append(
-                f"kappa {reading.kappa:.3f} < {self.min_kappa:g} over its newest "
+                f"kappa {reading.kappa:.3f} (at most {upper:.3f} at level "
+                f"{self.significance:g}) < {self.min_kappa:g} over its newest "
                 f"{reading.pairs} audit pairs"
             )
         if (
@@ -134,7 +148,8 @@ class Judge(Condition):
         ):
             said.append(
                 f"bias moved {reading.shift:+.3f} grades ({reading.previous_bias:+.3f} -> "
-                f"{reading.bias:+.3f}, p {reading.shift_p:.2g}): the judge changed, not "
+                f"{reading.bias:+.3f} from its first audit pairs, p {reading.shift_p:.2g}): "
+                "the judge changed, not "
                 "the ranker"
             )
         return f"{reading.source}: {', '.join(said)}" if said else ""
