@@ -1,9 +1,14 @@
-"""`rankmon demo [--duration S] [--seed N] [--port P] [--no-live]`: the whole loop locally.
+"""`rankmon demo [--duration S] [--seed N] [--port P] [--no-live] [--no-judges]`: the whole
+loop locally.
 
 Starts the embedded broker, two synthetic rankers over HTTP (v1 degrades 20 s in), `rankmon
 replay` replaying the evaluation set through each every 10 s, the monitor with 10 s windows
 and `/metrics`, and shows a live view (or, with `--no-live`, one line per window and alert
 change); at the end it prints how long after v1's first bad replay ended the alert fired.
+It also runs the judging loop (docs/judging.md; `--no-judges` leaves it out): a synthetic LLM
+judge that grades one grade high and people auditing 5 % of the queries in full answer the
+pairs rankmon asks for, and at the end it prints what they judged and v2's newest nDCG@10
+raw, corrected by the audit and under its upper bound.
 Ends after `--duration` seconds or on Ctrl-C (or SIGTERM), stopping every process and thread
 it started; exit 0.
 """
@@ -60,6 +65,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--no-live", dest="live", action="store_false",
         help="print one line per window and alert change instead of the live view",
     )  # fmt: skip
+    parser.add_argument(
+        "--no-judges", dest="judges", action="store_false",
+        help=(
+            "leave out the judging loop (by default a synthetic LLM judge grading one grade "
+            "high and people auditing 5 %% of the queries answer the pairs rankmon asks for)"
+        ),
+    )  # fmt: skip
     parser.set_defaults(handler=run)
 
 
@@ -75,9 +87,14 @@ def run(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         from monitor.demo.run import DemoOptions, run_demo  # the demo's imports when it runs
+        from monitor.demo.scenario import Scenario
 
         options = DemoOptions(
-            duration_s=args.duration, seed=args.seed, metrics_port=args.port, live=args.live
+            duration_s=args.duration,
+            seed=args.seed,
+            metrics_port=args.port,
+            live=args.live,
+            scenario=Scenario(judges=args.judges),
         )
         outcome = run_demo(options, write=lambda line: print(line, flush=True))
     finally:
@@ -97,5 +114,7 @@ def run(args: argparse.Namespace) -> int:
             f"+{(bad.ended_ms - start) / 1000:.1f}s; the alert fired {delay / 1000:.1f}s after "
             "it ended (a tick is 2s)"
         )
+    if outcome.judging is not None:
+        print(outcome.judging)
     sys.stdout.flush()
     return 0

@@ -13,11 +13,13 @@ from typing import Final
 from monitor.dashboards.model import Annotation, Dashboard, Panel, Query, Row
 from monitor.dashboards.model import ThresholdStep as Step
 from monitor.dashboards.queries import (
+    INSTANCE_LABELS,
     merged,
     merged_mean,
     normal_band,
     segment_legend,
     segment_matchers,
+    selector,
     trailing_median,
 )
 from monitor.dashboards.rules import rule_rows
@@ -84,13 +86,20 @@ def _bounds(spec: DashboardSpec) -> Panel:
             Query(merged_mean("ndcg", common, own), f"{legend} nDCG (unjudged gain 0)"),
             Query(merged_mean("ndcg_condensed", common, own), f"{legend} condensed"),
             Query(merged_mean("ndcg_upper", common, own), f"{legend} upper", bound=True),
+            Query(
+                f"avg without ({INSTANCE_LABELS}) "
+                f"({selector('rankmon_ndcg_corrected', [*common, *own])})",
+                f"{legend} corrected by the audit",
+            ),
         ),
         description=(
             "nDCG@k counts a document nobody judged as a miss: it is the lower bound. The "
             "upper bound (dashed) judges every unjudged document of the top k as the query's "
             "best one; the condensed list leaves them out. A drop that the upper bound and the "
             "condensed list do not share comes from unjudged documents entering the top k: "
-            "judge them before calling it a regression."
+            "judge them before calling it a regression. With the judging loop and a model "
+            "judge, 'corrected by the audit' is nDCG@k corrected by the people's audit of the "
+            "judge (PPI++; each instance's share of the queries, averaged)."
         ),
         unit="percentunit",
         minimum=0,

@@ -12,6 +12,7 @@ blocks, so an error in one stage still stops the ones started before it.
 from __future__ import annotations
 
 import logging
+import math
 import socket
 import tempfile
 import threading
@@ -25,6 +26,7 @@ from monitor.clock import Clock, SystemClock
 from monitor.declare import read_settings
 from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.demo.http_ranker import RankerServer, write_topics
+from monitor.demo.judges import DemoJudges
 from monitor.demo.live_view import DemoState, LiveView
 from monitor.demo.scenario import ALERT_FLOOR, ALERT_NAME, MEASURE, TOPIC, Scenario
 from monitor.demo.snapshot_view import demo_state
@@ -68,6 +70,7 @@ class DemoOutcome:
     degrade_at_ms: int
     events_sent: int  # the replays' records (rankings, failures, end markers)
     replays: dict[str, list[ReplayReport]] = field(default_factory=dict)  # model -> replays
+    judging: str | None = None  # with --judges: what was judged, and v2's newest headline
 
     def first_bad_replay(self) -> ReplayReport | None:
         """v1's first replay that started after it degraded."""
@@ -104,8 +107,26 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         broker = stack.enter_context(_broker(scenario))
         port = options.metrics_port or free_port()
         config = scenario.config(broker.bootstrap_servers, qrels, port)
+        # The monitor writes rejects and window summaries, and the judging loop its pairs and
+        # judgments, to the deployment's own topics; Tansu does not create them on first use.
+        own = [config.kafka.dead_letter_topic, config.kafka.windows_topic]
+        if config.judging.enabled:
+            own += [config.judging.tojudge_topic, config.judging.judgments_topic]
+        for name in own:
+            broker.create_topic(name, exist_ok=True)
         monitor = Monitor(config, io=MonitorIo(clock=clock))
         stages = [stack.enter_context(_Stage("monitor", monitor.run))]
+        judges = None
+        if config.judging.enabled:
+            judges = DemoJudges(
+                corpus,
+                broker.bootstrap_servers,
+                tojudge_topic=config.judging.tojudge_topic,
+                judgments_topic=config.judging.judgments_topic,
+                seed=options.seed,
+                audit_share=scenario.audit_share,
+            )
+            stages.append(stack.enter_context(_Stage("judges", judges.run)))
         start_ms = clock.now_ms()
         transcript.started_ms = start_ms
         versions = scenario.versions(start_ms)
@@ -137,12 +158,33 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
             return demo_state(monitor.snapshot(), MEASURE, monitor.metrics_url, elapsed)
 
         last = _watch(state, transcript, options, clock, stages=stages, intro=intro, write=write)
+        judged = None if judges is None else _judged(judges, monitor)
     # After the stack closed: the replayers have stopped, so their reports are final.
     degrade_at_ms = versions[0].degrade_at_ms or start_ms
     reports = {name: list(replayer.reports) for name, replayer in replayers.items()}
     partitions = scenario.partitions
     sent = sum(r.queries + partitions for done in reports.values() for r in done)
-    return DemoOutcome(last, transcript, start_ms, degrade_at_ms, sent, reports)
+    return DemoOutcome(last, transcript, start_ms, degrade_at_ms, sent, reports, judged)
+
+
+def _judged(judges: DemoJudges, monitor: Monitor) -> str:
+    """What the judges did, and v2's newest window: raw, corrected and between its bounds."""
+    said = (
+        f"judging: the LLM judge graded {judges.graded} pairs, people {judges.checked} of "
+        f"them ({len(judges.audited)} queries audited in full)"
+    )
+    windows = monitor.explain_store.windows((("model", "v2"),))
+    if not windows:
+        return said
+    newest = windows[-1]
+    means, corrected = newest.summary.means, newest.corrected
+    raw, upper = means.get(MEASURE, math.nan), means.get(f"ndcg_upper@{MEASURE[5:]}", math.nan)
+    said += f"; v2's newest window: {MEASURE} {raw:.3f} (at most {upper:.3f} for unjudged ones)"
+    estimate = float(corrected.get("estimate", math.nan))
+    if math.isfinite(estimate):
+        lower, high = float(corrected["lower"]), float(corrected["upper"])
+        said += f", corrected {estimate:.3f} (95 % {lower:.3f} to {high:.3f})"
+    return said
 
 
 def _watch(
@@ -192,10 +234,6 @@ def _broker(scenario: Scenario) -> Iterator[EmbeddedBroker]:
     broker.start()
     try:
         broker.create_topic(TOPIC, partitions=scenario.partitions)
-        # The monitor writes rejects and window summaries to these; Tansu does not
-        # create topics on first use.
-        broker.create_topic(f"{TOPIC}.dlq")
-        broker.create_topic(f"{TOPIC}.windows")
         yield broker
     finally:
         broker.stop()

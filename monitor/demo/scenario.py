@@ -45,6 +45,11 @@ class Scenario:
     allowed_lateness: str = "2s"
     tick: str = "2s"
     partitions: int = 2
+    # The judging loop with a synthetic LLM judge and people auditing whole queries
+    # (`monitor.demo.judges`; `rankmon demo --no-judges` leaves it out), and the share of the
+    # queries they audit.
+    judges: bool = True
+    audit_share: float = 0.05
 
     def versions(self, start_ms: int) -> tuple[ModelVersion, ModelVersion]:
         """v1 degrades `degrade_after_s` after `start_ms`; v2 never does."""
@@ -92,6 +97,12 @@ class Scenario:
             "segments": {"keys": ["model"]},
             "export": {"host": "127.0.0.1", "port": metrics_port},
             "logging": {"level": "WARNING"},
+            "judging": {
+                "enabled": self.judges,
+                # every unjudged document of a window's top 10 at once: the demo is short
+                "budget_per_hour": 1_000_000,
+                "audit_pairs": 50,
+            },
             "alerts": {
                 # The demo shows alerts itself; log lines would run through the live view.
                 "log": False,

@@ -6,7 +6,8 @@ The same seed gives the same queries, documents and grades on every machine: the
 Each query gets about `judged_per_query` judged documents with grades 0-3 drawn from
 `GRADE_SHARES` (most judged documents are not or only marginally relevant, as in TREC pools),
 at least one of grade 2 or 3 so that every query's IDCG is positive, and about
-`unjudged_per_query` documents that no one judged (they gain 0, like any unjudged document).
+`unjudged_per_query` documents that no one judged (they gain 0, like any unjudged document),
+each with a grade nobody knows yet (`true_grade`): what the demo's judges find out.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GRADE_SHARES", "SyntheticCorpus", "generate_corpus"]
+__all__ = ["GRADE_SHARES", "UNJUDGED_SHARES", "SyntheticCorpus", "generate_corpus"]
 
 # Share of judged documents per grade 0, 1, 2, 3: the shape of a typical graded pool.
 GRADE_SHARES: tuple[float, float, float, float] = (0.45, 0.30, 0.17, 0.08)
+# The true grades of the documents nobody judged: mostly not relevant, as a pool that caught
+# most relevant documents leaves them.
+UNJUDGED_SHARES: tuple[float, float, float, float] = (0.85, 0.10, 0.04, 0.01)
 
 _GRADES = (0, 1, 2, 3)
 
@@ -45,6 +49,16 @@ class SyntheticCorpus:
     def candidates(self, query_id: str) -> tuple[str, ...]:
         """Every document a ranker may serve for the query: judged first, then unjudged."""
         return (*self.judgments[query_id], *self.unjudged[query_id])
+
+    def true_grade(self, query_id: str, doc_id: str) -> int:
+        """What a careful person would grade the document: its judgment, or for an unjudged
+        one a grade drawn from `UNJUDGED_SHARES` by the seed and the ids (the same every
+        time)."""
+        judged = self.judgments[query_id].get(doc_id)
+        if judged is not None:
+            return judged
+        rng = random.Random(f"{self.seed}:{query_id}:{doc_id}")
+        return rng.choices(_GRADES, weights=UNJUDGED_SHARES)[0]
 
     def to_trec_qrels(self) -> str:
         """The judgments as a TREC qrels file: `qid 0 docid grade`, one line per judgment."""

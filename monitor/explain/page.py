@@ -211,6 +211,7 @@ def _coverage_words(kept: KeptWindow, headline: str) -> str:
             "as not relevant, so a low share makes every measure a lower bound."
         )
     words += _bound_words(s.means, headline)
+    words += _corrected_words(kept)
     return f'<p class="muted">{" ".join(words)}</p>'
 
 
@@ -227,6 +228,32 @@ def _bound_words(means: Mapping[str, float], headline: str) -> list[str]:
         f"{html.escape(headline)} is {low:.3f} with them as misses, {middle:.3f} without them "
         f"(condensed), and at most {high:.3f} were each as good as its query's best judged "
         "document: a drop inside that band may be documents nobody judged yet."
+    ]
+
+
+def _corrected_words(kept: KeptWindow) -> list[str]:
+    """The headline corrected by the people's audit of the model judge, when the judging
+    loop has model grades (docs/judging.md, "Judges held to the people")."""
+    corrected = kept.corrected
+    measure = corrected.get("measure")
+    if not isinstance(measure, str):
+        return []
+    raw = kept.summary.means.get(measure, math.nan)
+    audited = int(float(corrected.get("audited", 0)))
+    estimate, lower, upper = (
+        float(corrected.get(k, math.nan)) for k in ("estimate", "lower", "upper")
+    )
+    name = html.escape(measure)
+    if not math.isfinite(estimate):
+        return [
+            f"A model judge graded documents of this window, and {audited} of its queries "
+            f"were audited in full by people: too few to correct {name} ({raw:.3f}) for the "
+            "judge's bias."
+        ]
+    return [
+        f"Corrected for the model judge's bias by the people's audit of {audited} queries "
+        f"(PPI++), {name} is {estimate:.3f} (95 % interval {lower:.3f} to {upper:.3f}) "
+        f"against {raw:.3f} as scored with the judge's grades."
     ]
 
 

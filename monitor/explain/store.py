@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -34,6 +34,9 @@ class KeptWindow:
     # Each measure's standard error, once computed: the page, which reloads itself, reads
     # every kept window's at each render.
     _stderrs: dict[str, float] = field(default_factory=dict, compare=False, repr=False)
+    # The headline corrected by the judging loop's audit (`monitor.judging.correction`):
+    # `measure`, `estimate`, `lower`, `upper`, `audited`; empty: none.
+    corrected: dict[str, float | str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, summary: WindowSummary, measures: Sequence[str]) -> KeptWindow:
@@ -92,6 +95,18 @@ class ExplainStore:
                     windows[index] = kept
                     return
             windows.append(kept)
+
+    def correct(
+        self, segment: Segment, start_ms: int, measure: str, values: Mapping[str, float]
+    ) -> None:
+        """Note the kept window's `measure` corrected by the judge's audit (values as
+        `JudgingLoop.correct` gives them)."""
+        with self._lock:
+            for kept in self._windows.get(segment, ()):
+                if kept.summary.start_ms == start_ms:
+                    kept.corrected.clear()
+                    kept.corrected.update(values)
+                    kept.corrected["measure"] = measure
 
     def retire(self, segment: Segment) -> None:
         with self._lock:

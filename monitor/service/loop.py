@@ -416,6 +416,7 @@ class Monitor:
 
     def _record(self, summary: WindowSummary) -> None:
         self.exporter.record_window(summary, self._replay_noise(summary))
+        self.explain_store.add(summary)
         if self.judging is not None and self.samples is not None:
             samples = self.samples
 
@@ -424,8 +425,9 @@ class Monitor:
 
             corrected = self.judging.correct(summary, ranking_of, self._new_scorer)
             if corrected is not None:
-                self.exporter.record_correction(summary, self.judging.queue.lower_key, corrected)
-        self.explain_store.add(summary)
+                measure = self.judging.queue.lower_key
+                self.exporter.record_correction(summary, measure, corrected)
+                self.explain_store.correct(summary.segment, summary.start_ms, measure, corrected)
         self.view.record(summary)
         self._window_log.finalized(summary)
 

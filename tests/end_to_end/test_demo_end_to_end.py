@@ -1,4 +1,5 @@
-"""`rankmon demo --duration N --no-live`, run as a user runs it: the drop fires, for v1 only.
+"""`rankmon demo --duration N --no-live`, run as a user runs it: the drop fires, for v1 only,
+and the judging loop's synthetic judges answer what it asks.
 
 The one slow test of the demo (about 75 s): the real console script in a subprocess, with
 its own Tansu broker child. While it runs, the test scans /proc for the demo's descendants;
@@ -138,6 +139,11 @@ def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind()
     assert float(first_v1.split("ndcg@10:linear=")[1].split()[0]) > 0.7
     assert 'model="v1"' in metrics_page
     assert "rankmon_ndcg{" in metrics_page
+    # The judging loop ran: its LLM judge was held to the people's audit, and v2's newest
+    # window is shown raw, corrected by the audit and under its upper bound.
+    assert 'rankmon_judge_kappa{source="llm:synthetic@v1"}' in metrics_page
+    judging = next(line for line in lines if line.startswith("judging: "))
+    assert "queries audited in full" in judging and ", corrected " in judging, judging
 
     assert any("tansu" in command for command in started.values()), started
     left = {pid: command for pid, command in started.items() if _alive(pid)}

@@ -15,12 +15,14 @@ from monitor.demo.live_view import DemoState, LiveView
 def test_demo_options_default_to_run_until_ctrl_c_with_the_live_view() -> None:
     args = build_parser().parse_args(["demo"])
     assert (args.duration, args.seed, args.port, args.live) == (None, 42, 0, True)
+    assert args.judges  # the judging loop's synthetic judges run unless --no-judges
 
 
-def test_demo_takes_duration_seed_port_and_no_live() -> None:
+def test_demo_takes_duration_seed_port_no_live_and_no_judges() -> None:
     argv = ["demo", "--duration", "75", "--seed", "7", "--port", "9500", "--no-live"]
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args([*argv, "--no-judges"])
     assert (args.duration, args.seed, args.port, args.live) == (75.0, 7, 9500, False)
+    assert not args.judges
 
 
 @pytest.mark.parametrize("argv", [["--duration", "0"], ["--duration", "x"], ["--port", "70000"]])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from monitor.demo.judges import DemoJudges
 from monitor.demo.synthetic import GRADE_SHARES, generate_corpus
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 
@@ -69,3 +70,16 @@ def test_the_monitor_loads_the_written_qrels_as_the_same_evaluation_set(tmp_path
     loaded = load_evaluation_set(corpus.write_qrels(tmp_path / "qrels.txt"))
     assert loaded.version == EvaluationSet.from_judgments(corpus.judgments).version
     assert len(loaded) == 300
+
+
+def test_a_demo_judge_grades_one_above_the_truth_and_people_audit_whole_queries() -> None:
+    corpus = generate_corpus(7, queries=40)
+    judges = DemoJudges(corpus, "127.0.0.1:1", tojudge_topic="t", judgments_topic="j", seed=7)
+    assert len(judges.audited) == 2 and judges.audited <= set(corpus.query_ids)
+    query = corpus.query_ids[0]
+    for doc in corpus.candidates(query):
+        truth = corpus.true_grade(query, doc)
+        assert truth == corpus.true_grade(query, doc)  # the same every time
+        assert judges.grade_of_llm(query, doc) == min(3, truth + 1)
+        if doc in corpus.judgments[query]:
+            assert truth == corpus.judgments[query][doc]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -295,6 +296,16 @@ def test_the_headline_corrected_by_the_peoples_audit_lands_on_their_grades(
     assert lower <= truth <= upper
     assert not lower <= raw <= upper  # the model's grades alone miss it
     assert abs(gauge("rankmon_ndcg_corrected") - truth) < abs(raw - truth)
+    stream.monitor.start()  # the page at / says it too
+    url = stream.monitor.metrics_url.replace("/metrics", "/")
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        page = answer.read().decode()
+    estimate = gauge("rankmon_ndcg_corrected")
+    assert (
+        f"Corrected for the model judge's bias by the people's audit of {len(audited)} queries "
+        f"(PPI++), ndcg@10:linear is {estimate:.3f} (95 % interval {lower:.3f} to {upper:.3f}) "
+        f"against {raw:.3f} as scored with the judge's grades." in page
+    )
 
 
 def ndcg_at_10(gains: list[int], judged: list[int]) -> float:
