@@ -47,7 +47,10 @@ def run(args: argparse.Namespace) -> int:
     for notice in config.notices:  # the file reads, but should change
         print(f"rankmon check-config: {notice}", file=sys.stderr)
     speedups_active()  # a RANKMON_SPEEDUPS that is neither on nor off stops `run` too
-    evaluation_set = load_evaluation_set(config.evaluation_set.path)
+    settings = config.evaluation_set
+    evaluation_set = load_evaluation_set(
+        settings.path, source=settings.source, keep=settings.sources
+    )
     queries, judgments = len(evaluation_set), evaluation_set.num_judgments
     head = (
         f"# evaluation set {evaluation_set.path}: {queries:,} quer{'y' if queries == 1 else 'ies'}"

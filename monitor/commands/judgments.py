@@ -57,8 +57,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Read the file and the topic, write the merged qrels and the provenance."""
     config = load_config(args.config)
-    base = load_evaluation_set(config.evaluation_set.path)
-    book = JudgmentBook(base, config.judging.grades)
+    settings = config.evaluation_set
+    base = load_evaluation_set(settings.path, source=settings.source, keep=settings.sources)
+    book = JudgmentBook(base, config.judging.grades, settings.sources)
     outcomes: Counter[str] = Counter()
     topic = config.judging.judgments_topic
 

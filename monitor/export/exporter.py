@@ -42,6 +42,7 @@ from monitor.errors import MeasureError
 from monitor.export.series import (
     COMPARISON_SERIES,
     CORRECTION_SERIES,
+    JUDGED_SOURCE_SERIES,
     MEASURE_SERIES,
     PROCESS_SERIES,
     SEGMENT,
@@ -170,6 +171,7 @@ class LatestWindows(Collector):
                 *(series for family in MEASURE_SERIES.values() for series in family),
                 *WINDOW_SERIES,
                 *CORRECTION_SERIES,
+                *JUDGED_SOURCE_SERIES,
             )
         ]
 
@@ -232,6 +234,24 @@ class LatestWindows(Collector):
                 return
             for series in CORRECTION_SERIES:
                 samples[series.name] = [(labels, values[series.field])]
+
+    def record_judged_sources(
+        self, summary: WindowSummary, shares: Mapping[tuple[int, str], float]
+    ) -> None:
+        """Add the window's judged@k split by source ((k, source) -> share) to the samples
+        `record_window` set from it."""
+        segment = dict(summary.segment)
+        base = (
+            summary.window,
+            summary.evaluation_set_version,
+            *(segment.get(key, "") for key in self.segment_keys),
+        )
+        rows = [((str(k), source, *base), share) for (k, source), share in shares.items()]
+        with self._lock:
+            samples = self._windows.get(summary.segment)
+            if samples is not None:
+                for series in JUDGED_SOURCE_SERIES:
+                    samples[series.name] = rows
 
     def record_comparison(self, record: ComparisonRecord) -> None:
         """Set a comparison's samples from its newest window (NaN: no verdict)."""
@@ -347,6 +367,12 @@ class Exporter:
     ) -> None:
         """The window's `measure` corrected by the judge's audit (after `record_window`)."""
         self.latest.record_correction(summary, measure, values)
+
+    def record_judged_sources(
+        self, summary: WindowSummary, shares: Mapping[tuple[int, str], float]
+    ) -> None:
+        """The window's judged@k split by source (after `record_window`)."""
+        self.latest.record_judged_sources(summary, shares)
 
     def record_comparison(self, record: ComparisonRecord) -> None:
         """Set a comparison's series from its newest window (NaN: no verdict)."""

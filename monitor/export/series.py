@@ -19,6 +19,7 @@ __all__ = [
     "COMPARISON_LABELS",
     "COMPARISON_SERIES",
     "CORRECTION_SERIES",
+    "JUDGED_SOURCE_SERIES",
     "MEASURE_SERIES",
     "PROCESS_SERIES",
     "SEGMENT",
@@ -363,10 +364,24 @@ CORRECTION_SERIES: Final = (
     ),
 )
 
+# judged@k split by the source of the grades (`monitor.scoring.sources`).
+JUDGED_SOURCE_SERIES: Final = (
+    Series(
+        "rankmon_judged_by_source",
+        "gauge",
+        "Share of the top k judged by each source (the file's, a judge's) in the latest "
+        "finalized window, from its sampled rankings (mean over queries); with more than one "
+        "source.",
+        ("k", "source", *WINDOW_LABELS),
+        "share",
+    ),
+)
+
 SERIES: Final = (
     *(series for family in MEASURE_SERIES.values() for series in family),
     *WINDOW_SERIES,
     *CORRECTION_SERIES,
+    *JUDGED_SOURCE_SERIES,
     *COMPARISON_SERIES,
     *PROCESS_SERIES,
 )

@@ -13,9 +13,10 @@ from monitor.sections import as_choice, as_duration, as_int, as_positive_duratio
 from monitor.values import Duration, parse_duration
 from monitor.windows.segments import label_name_problem
 
-__all__ = ["EventsConfig", "JudgmentsConfig", "SegmentsConfig"]
+__all__ = ["INLINE_SOURCE", "EventsConfig", "JudgmentsConfig", "SegmentsConfig"]
 
 _NO_KEYS: Final[tuple[str, ...]] = ()
+INLINE_SOURCE: Final = "inline"  # the source of an event's inline judgments
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +93,8 @@ class SegmentsConfig:
 class JudgmentsConfig:
     """Inline judgments: "ignore", or "fill" the documents the evaluation set has not judged.
 
-    When both grade a document, the evaluation set wins.
+    When both grade a document, the evaluation set wins. Their source is `inline`: left out of
+    `evaluation_set.sources`, they are ignored as with "ignore".
     """
 
     inline: str = setting(

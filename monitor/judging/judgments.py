@@ -21,24 +21,24 @@ judgment of a pair is on one partition, read in the order it was written.
   person's, never scored. Each such pair joins `pairs`, the audit the judges are held to
   (`monitor.stats.judges.judge_reading`).
 
-The file's grades count as a person's (source `qrels`). `merged()` is the evaluation set the
-monitor scores with: the file's judgments and the accepted ones (a new version when they add
-or change a grade).
+The file's grades have its source (`evaluation_set.source`, by default `qrels`, a person's).
+`merged()` is the evaluation set the monitor scores with: the file's judgments and the
+accepted ones of the sources kept (`evaluation_set.sources`; a new version when they add or
+change a grade), each grade with its source.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 import orjson
 
 from monitor.kafka.consumer import SourceRecord
-from monitor.scoring.evalset import GRADE_RANGE, EvaluationSet
+from monitor.scoring.evalset import FILE_SOURCE, GRADE_RANGE, EvaluationSet
 
 __all__ = [
-    "FILE_SOURCE",
     "Judgment",
     "JudgmentBook",
     "Refusal",
@@ -46,7 +46,6 @@ __all__ = [
     "is_person",
 ]
 
-FILE_SOURCE: Final = "qrels"
 MAX_SOURCE_BYTES: Final = 256
 
 ACCEPTED: Final = "accepted"
@@ -122,8 +121,11 @@ def decode_judgment(record: SourceRecord, max_id_bytes: int) -> Judgment | Refus
 class JudgmentBook:
     """The judgments read so far, over the evaluation set's file (module docstring)."""
 
-    def __init__(self, base: EvaluationSet, grades: tuple[int, ...] = ()) -> None:
+    def __init__(
+        self, base: EvaluationSet, grades: tuple[int, ...] = (), keep: Collection[str] = ()
+    ) -> None:
         self.base = base
+        self.keep = frozenset(keep)  # the sources whose grades score (none: all)
         self.grades = frozenset(grades) if grades else frozenset(base.code_grades or ())
         self._own_grades = not grades
         self.in_effect: dict[tuple[str, str], Judgment] = {}
@@ -157,7 +159,7 @@ class JudgmentBook:
         key = (query, doc)
         filed = self.base.grades(query).get(doc)
         if filed is not None:
-            return self._beside(key, judgment, FILE_SOURCE, filed)
+            return self._beside(key, judgment, self.base.source_of(query, doc) or "", filed)
         standing = self.in_effect.get(key)
         if standing is None or standing.source == judgment.source:
             return self._take(key, judgment, standing)
@@ -195,13 +197,23 @@ class JudgmentBook:
     def merged(self) -> EvaluationSet:
         """The file's judgments and the accepted ones, as one evaluation set."""
         if self._merged is None:
-            if not self.in_effect:
+            scoring = [
+                (key, judgment)
+                for key, judgment in self.in_effect.items()
+                if not self.keep or judgment.source in self.keep
+            ]
+            if not scoring:
                 self._merged = self.base
             else:
-                grades = {qid: dict(self.base.grades(qid)) for qid in self.base}
-                for (query, doc), judgment in self.in_effect.items():
+                base = self.base
+                grades = {qid: dict(base.grades(qid)) for qid in base}
+                sources = dict(base.sources)
+                for (query, doc), judgment in scoring:
                     grades[query][doc] = judgment.grade
-                self._merged = EvaluationSet(grades, self.base.path, own=True)
+                    sources[(query, doc)] = judgment.source
+                self._merged = EvaluationSet(
+                    grades, base.path, own=True, source=base.source, sources=sources
+                )
         return self._merged
 
     def provenance(self) -> Iterator[dict[str, object]]:
@@ -209,7 +221,8 @@ class JudgmentBook:
         one dict per grade (the file's with source `qrels`)."""
         for query in self.base:
             for doc, grade in self.base.grades(query).items():
-                yield {"query_id": query, "doc_id": doc, "grade": grade, "source": FILE_SOURCE}
+                source = self.base.source_of(query, doc)
+                yield {"query_id": query, "doc_id": doc, "grade": grade, "source": source}
         for judgment in self.in_effect.values():
             yield judgment.provenance()
         for judgments in self.audit.values():

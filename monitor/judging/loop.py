@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Protocol
 
 import orjson
@@ -76,9 +76,11 @@ class JudgingLoop:
         asked: RecordFeed,
         judgments: RecordFeed,
         max_id_bytes: int,
+        keep: Collection[str] = (),
     ) -> None:
+        """`keep`: the sources whose grades score (`evaluation_set.sources`; none: all)."""
         self.config = config
-        self.book = JudgmentBook(base, config.grades)
+        self.book = JudgmentBook(base, config.grades, keep)
         self.queue = PairQueue(config.cutoff, gain, config.budget_per_hour, config.max_pending)
         self._producer = producer
         self._dead_letters = dead_letters

@@ -5,7 +5,11 @@ Two file formats, chosen by suffix:
 - TREC qrels (any suffix but `.jsonl`/`.json`): `qid iter docno grade` per line, whitespace
   separated; the `iter` column is ignored; blank lines and lines starting with `#` are skipped.
 - JSON Lines (`.jsonl`, `.json`): one `{"query_id": str, "doc_id": str, "grade": int}` per
-  line; blank lines are skipped.
+  line, with an optional `"source"` (who graded it); blank lines are skipped.
+
+Every grade has a source: its line's `source`, or the file's (`evaluation_set.source`, by
+default `qrels`, which counts as a person's). Loading with `keep` (`evaluation_set.sources`)
+keeps only the grades of those sources: the measures are then restricted to them.
 
 With the C accelerators TREC qrels are read in C (`monitor/scoring/qrels_scan.c`) straight
 into the judgment index the scorer looks grades up in, with no Python object per
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from functools import cached_property
 from itertools import chain
 from pathlib import Path
@@ -39,13 +43,15 @@ from monitor.errors import InputError
 if TYPE_CHECKING:
     from monitor._speedups import JudgmentIndex
 
-__all__ = ["GRADE_RANGE", "MAX_CODES", "EvaluationSet", "load_evaluation_set"]
+__all__ = ["FILE_SOURCE", "GRADE_RANGE", "MAX_CODES", "EvaluationSet", "load_evaluation_set"]
 
 _JSON_SUFFIXES = (".jsonl", ".json")
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 # Grades are C ints in trec_eval; the scorer also keeps a sentinel below this range.
 GRADE_RANGE = range(-(2**31), 2**31)
 MAX_CODES: Final = 255  # grade codes are one byte (0: not judged)
+FILE_SOURCE: Final = "qrels"  # the source of a file's grades unless it names one: a person's
+MAX_SOURCE_BYTES: Final = 256
 
 
 class EvaluationSet:
@@ -60,9 +66,17 @@ class EvaluationSet:
     """
 
     def __init__(
-        self, judgments: Mapping[str, Mapping[str, int]], path: str | None, *, own: bool = False
+        self,
+        judgments: Mapping[str, Mapping[str, int]],
+        path: str | None,
+        *,
+        own: bool = False,
+        source: str = FILE_SOURCE,
+        sources: Mapping[tuple[str, str], str] | None = None,
     ) -> None:
         self.path = path
+        self.source = source  # every grade's, but those `sources` names
+        self._sources: dict[tuple[str, str], str] = dict(sources or {})
         # `own`: the loaders' freshly built dicts are taken as they are, not copied.
         grades = {
             qid: docs if own and type(docs) is dict else dict(docs)
@@ -74,10 +88,14 @@ class EvaluationSet:
         self._index: JudgmentIndex | None = None
 
     @classmethod
-    def of_index(cls, index: JudgmentIndex, path: str | None) -> EvaluationSet:
+    def of_index(
+        cls, index: JudgmentIndex, path: str | None, source: str = FILE_SOURCE
+    ) -> EvaluationSet:
         """The set a qrels `JudgmentIndex` holds (every query of it has a judgment)."""
         evaluation_set = cls.__new__(cls)
         evaluation_set.path = path
+        evaluation_set.source = source
+        evaluation_set._sources = {}
         evaluation_set._rows = {qid: row for row, qid in enumerate(index.query_ids)}
         evaluation_set._loaded = None
         evaluation_set._index = index
@@ -188,6 +206,17 @@ class EvaluationSet:
         """Number of the query's judged docs with grade >= `level` (trec_eval num_rel, V3)."""
         return sum(1 for grade in self._ideal[query_id] if grade >= level)
 
+    def source_of(self, query_id: str, doc_id: str) -> str | None:
+        """Who graded the document for the query (None: nobody)."""
+        if query_id not in self._rows or doc_id not in self._grades[query_id]:
+            return None
+        return self._sources.get((query_id, doc_id), self.source)
+
+    @property
+    def sources(self) -> Mapping[tuple[str, str], str]:
+        """The grades whose source is not the set's `source` (read-only by convention)."""
+        return self._sources
+
     @property
     def num_judgments(self) -> int:
         """Total number of (query, doc) judgments."""
@@ -211,27 +240,42 @@ def _content_hash(grades: Mapping[str, Mapping[str, int]]) -> str:
     return hashlib.sha256("".join(lines).encode()).hexdigest()[:12]
 
 
-def load_evaluation_set(path: str | Path) -> EvaluationSet:
-    """Read TREC qrels or JSON Lines; any bad line raises `InputError` naming file and line."""
+def load_evaluation_set(
+    path: str | Path, *, source: str = FILE_SOURCE, keep: Collection[str] = ()
+) -> EvaluationSet:
+    """Read TREC qrels or JSON Lines; any bad line raises `InputError` naming file and line.
+
+    `source`: the file's grades' source where a line names none; `keep`: only the grades of
+    these sources (none: all)."""
     name = str(path)
     data = _read_bytes(name)
     json_lines = name.endswith(_JSON_SUFFIXES)
+    if keep and not json_lines and source not in keep:
+        raise InputError(
+            name, f"its grades are {source!r}'s, not of the sources kept {sorted(keep)}"
+        )
     if not json_lines and native.speedups_active():
         index = native.speedups.JudgmentIndex.from_qrels(data)
         if index is not None:
-            return EvaluationSet.of_index(index, name)
+            return EvaluationSet.of_index(index, name, source)
     text = _decode(name, data)
     parse_line = _json_line if json_lines else _trec_line
     grades: dict[str, dict[str, int]] = {}
+    sources: dict[tuple[str, str], str] = {}
     lines = text.splitlines()
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not stripped or (parse_line is _trec_line and stripped.startswith("#")):
             continue
         try:
-            qid, doc, grade = parse_line(stripped)
+            qid, doc, grade, named = parse_line(stripped)
         except ValueError as error:
             raise InputError(name, str(error), number) from None
+        graded_by = named or source
+        if keep and graded_by not in keep:
+            continue
+        if named and named != source:
+            sources[(qid, doc)] = named
         docs = grades.get(qid)
         if docs is None:
             docs = grades[qid] = {}
@@ -244,12 +288,13 @@ def load_evaluation_set(path: str | Path) -> EvaluationSet:
             )
         docs[doc] = grade
     if not grades:
-        raise InputError(name, "holds no judgments")
-    return EvaluationSet(grades, name, own=True)
+        kept = f" of the sources kept {sorted(keep)}" if keep else ""
+        raise InputError(name, f"holds no judgments{kept}")
+    return EvaluationSet(grades, name, own=True, source=source, sources=sources)
 
 
 def _first_line(
-    lines: list[str], parse_line: Callable[[str], tuple[str, str, int]], qid: str, doc: str
+    lines: list[str], parse_line: Callable[[str], tuple[str, str, int, str]], qid: str, doc: str
 ) -> int:
     # Only a duplicate needs the first line, so it is found again rather than kept for all.
     for number, line in enumerate(lines, start=1):
@@ -274,7 +319,7 @@ def _decode(name: str, data: bytes) -> str:
         raise InputError.unreadable(name, "judgments", error) from None
 
 
-def _trec_line(line: str) -> tuple[str, str, int]:
+def _trec_line(line: str) -> tuple[str, str, int, str]:
     fields = line.split()
     if len(fields) != 4:
         raise ValueError(f"expected 4 fields 'qid iter docno grade', got {len(fields)}")
@@ -282,10 +327,10 @@ def _trec_line(line: str) -> tuple[str, str, int]:
     # int() alone would also take "1_0" and non-ASCII digits.
     if not (grade.isascii() and grade.isdigit()) and not _INTEGER.fullmatch(grade):
         raise ValueError(f"grade {grade!r} is not an integer")
-    return qid, doc, _check_range(int(grade))
+    return qid, doc, _check_range(int(grade)), ""
 
 
-def _json_line(line: str) -> tuple[str, str, int]:
+def _json_line(line: str) -> tuple[str, str, int, str]:
     try:
         record = orjson.loads(line)
     except orjson.JSONDecodeError as error:
@@ -300,7 +345,10 @@ def _json_line(line: str) -> tuple[str, str, int]:
         raise ValueError("query_id and doc_id must be non-empty strings")
     if isinstance(grade, bool) or not isinstance(grade, int):
         raise ValueError(f"grade {grade!r} is not an integer")
-    return qid, doc, _check_range(grade)
+    source = record.get("source", "")
+    if not isinstance(source, str) or len(source.encode()) > MAX_SOURCE_BYTES:
+        raise ValueError(f"source must be a string of at most {MAX_SOURCE_BYTES} bytes")
+    return qid, doc, _check_range(grade), source
 
 
 def _check_range(grade: int) -> int:

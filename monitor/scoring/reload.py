@@ -18,8 +18,8 @@ from monitor.clock import Clock
 from monitor.declare import setting
 from monitor.errors import RankmonError
 from monitor.logs import fields
-from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
-from monitor.sections import as_bool, as_path, as_positive_duration
+from monitor.scoring.evalset import FILE_SOURCE, EvaluationSet, load_evaluation_set
+from monitor.sections import as_bool, as_path, as_positive_duration, as_str, as_str_list
 from monitor.values import Duration, parse_duration
 
 __all__ = ["EvaluationSetConfig", "EvaluationSetSource"]
@@ -33,7 +33,8 @@ _TEN_SECONDS: Final = parse_duration("10s")
 @dataclass(frozen=True, slots=True)
 class EvaluationSetConfig:
     """The `evaluation_set` settings, declared once (`monitor.declare`): the qrels file (TREC
-    or .jsonl) and how its changes are picked up.
+    or .jsonl), who graded it, which sources' grades score (the file's, the judging loop's,
+    the events' inline ones: `inline`), and how its changes are picked up.
 
     The file's existence is checked when the evaluation set loads, not here.
     """
@@ -43,6 +44,12 @@ class EvaluationSetConfig:
     )
     watch: bool = setting(
         True, read=as_bool, key="reload.watch", doc="reload when the file changes (SIGHUP does)"
+    )
+    source: str = setting(
+        FILE_SOURCE, read=as_str, doc="who graded the file (a line's source wins); qrels: people"
+    )
+    sources: tuple[str, ...] = setting(
+        (), read=as_str_list, doc="score only the grades of these sources (default: all)"
     )
     poll_interval: Duration = setting(
         _TEN_SECONDS,
@@ -72,12 +79,17 @@ class EvaluationSetSource:
         self._clock = clock
         self._path = str(config.path)
         self._signature = _signature(self._path)
-        self.current = load_evaluation_set(self._path)
+        self.current = self.load()
         self._requested = threading.Event()
         self.attempts = 0  # reloads tried since the start
         self.failing = False  # the newest reload failed (the set in use stays)
         # On the monotonic clock: a wall clock stepped back must not stop the checks.
         self._next_check_s = clock.monotonic() + config.poll_interval.seconds
+
+    def load(self) -> EvaluationSet:
+        """The file read now, its grades' sources as configured."""
+        config = self.config
+        return load_evaluation_set(self._path, source=config.source, keep=config.sources)
 
     def request_reload(self) -> None:
         """Ask for a reload at the next check (safe to call from a signal handler)."""
@@ -100,7 +112,7 @@ class EvaluationSetSource:
     def _reload(self) -> EvaluationSet | None:
         self.attempts += 1
         try:
-            loaded = load_evaluation_set(self._path)
+            loaded = self.load()
         except RankmonError as error:
             self.failing = True
             _log.error(

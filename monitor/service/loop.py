@@ -76,6 +76,7 @@ from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.reload import EvaluationSetSource
 from monitor.scoring.scorer import Scorer
+from monitor.scoring.sources import judged_by_source
 from monitor.service.views import LiveView, MonitorSnapshot, explain_routes
 from monitor.service.wiring import (
     MonitorIo,
@@ -85,12 +86,14 @@ from monitor.service.wiring import (
     build_intake,
     build_judging,
     explain_state,
+    inline_fills,
     labeler,
     metrics_server,
     window_spec,
 )
 from monitor.stats.replay_noise import replay_stderr
 from monitor.windows.engine import EventWindows
+from monitor.windows.samples import RankingSamples
 from monitor.windows.spec import NO_BOUNDARY, Epoch
 from monitor.windows.summary import Segment, WindowSummary, segment_label
 
@@ -169,9 +172,7 @@ class Monitor:
             trimmed=self.exporter.count_share_trimmed,
             group=config.kafka.group_id,
         )
-        self.comparisons = ComparisonEngine(
-            config.comparisons, own_pools=config.judgments.inline == "fill"
-        )
+        self.comparisons = ComparisonEngine(config.comparisons, own_pools=inline_fills(config))
         self._comparison_records = (
             ComparisonPublisher(
                 self.comparisons,
@@ -417,19 +418,37 @@ class Monitor:
     def _record(self, summary: WindowSummary) -> None:
         self.exporter.record_window(summary, self._replay_noise(summary))
         self.explain_store.add(summary)
-        if self.judging is not None and self.samples is not None:
-            samples = self.samples
+        if self.samples is not None:
+            self._record_sampled(summary, self.samples)
+        self.view.record(summary)
+        self._window_log.finalized(summary)
 
-            def ranking_of(query: str) -> list[str] | None:
-                return samples.ranking(summary.segment, query, summary.start_ms, summary.end_ms)
+    def _record_sampled(self, summary: WindowSummary, samples: RankingSamples) -> None:
+        """What a window's sampled rankings say beyond its measures: judged@k by the source
+        of the grades (with more than one), and the judging loop's corrected headline."""
 
+        def ranking_of(query: str) -> list[str] | None:
+            return samples.ranking(summary.segment, query, summary.start_ms, summary.end_ms)
+
+        scorer = self._scorers.get(summary.evaluation_set_version)
+        if scorer is not None and scorer.evaluation_set.sources:
+            rankings = [
+                (query, ranking)
+                for query in summary.query_means
+                if (ranking := ranking_of(query)) is not None
+            ]
+            shares = {
+                (k, source): share
+                for k in self.config.metrics.cutoffs
+                for source, share in judged_by_source(rankings, scorer.evaluation_set, k).items()
+            }
+            self.exporter.record_judged_sources(summary, shares)
+        if self.judging is not None:
             corrected = self.judging.correct(summary, ranking_of, self._new_scorer)
             if corrected is not None:
                 measure = self.judging.queue.lower_key
                 self.exporter.record_correction(summary, measure, corrected)
                 self.explain_store.correct(summary.segment, summary.start_ms, measure, corrected)
-        self.view.record(summary)
-        self._window_log.finalized(summary)
 
     def _replay_noise(self, summary: WindowSummary) -> dict[str, float]:
         """Each measure's replay noise: the window against the segment's previous kept one

@@ -28,6 +28,7 @@ from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.handoff import Handoff
 from monitor.ingest.intake import Intake
+from monitor.ingest.settings import INLINE_SOURCE
 from monitor.judging.loop import JudgingLoop
 from monitor.judging.topics import RecordFeed, TopicFeed
 from monitor.kafka.consumer import EventStream
@@ -47,6 +48,7 @@ __all__ = [
     "build_judging",
     "event_decoder",
     "explain_state",
+    "inline_fills",
     "labeler",
     "metrics_server",
     "window_spec",
@@ -148,6 +150,13 @@ def explain_state(
     )
 
 
+def inline_fills(config: Config) -> bool:
+    """Whether the events' inline judgments fill the evaluation set's gaps: `judgments.inline:
+    fill`, and their source (`inline`) among those that score (`evaluation_set.sources`)."""
+    kept = config.evaluation_set.sources
+    return config.judgments.inline == "fill" and (not kept or INLINE_SOURCE in kept)
+
+
 def build_judging(
     config: Config,
     base: EvaluationSet,
@@ -175,6 +184,7 @@ def build_judging(
         asked=asked,
         judgments=judgments,
         max_id_bytes=config.events.max_id_bytes,
+        keep=config.evaluation_set.sources,
     )
 
 
@@ -195,7 +205,7 @@ def build_intake(
         event_decoder(config),
         windows.labeler,
         windows,
-        inline_judgments=config.judgments.inline == "fill",
+        inline_judgments=inline_fills(config),
     )
     return intake, Handoff(windows, dead_letters, counter, samples)
 

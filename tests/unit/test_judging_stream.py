@@ -296,6 +296,18 @@ def test_the_headline_corrected_by_the_peoples_audit_lands_on_their_grades(
     assert lower <= truth <= upper
     assert not lower <= raw <= upper  # the model's grades alone miss it
     assert abs(gauge("rankmon_ndcg_corrected") - truth) < abs(raw - truth)
+    # judged@10 split by who graded: the new documents at rank 1, by the judge or people
+    split = {
+        source: stream.sample(
+            "rankmon_judged_by_source", k="10", source=source, window="10s", version=version
+        )
+        for source in ("qrels", "llm:m@p1", "human")
+    }
+    assert split == {
+        "qrels": pytest.approx(0.9),
+        "llm:m@p1": pytest.approx(0.1 * (QUERIES - len(audited)) / QUERIES),
+        "human": pytest.approx(0.1 * len(audited) / QUERIES),
+    }
     stream.monitor.start()  # the page at / says it too
     url = stream.monitor.metrics_url.replace("/metrics", "/")
     with urllib.request.urlopen(url, timeout=10) as answer:
