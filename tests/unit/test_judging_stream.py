@@ -324,3 +324,22 @@ def ndcg_at_10(gains: list[int], judged: list[int]) -> float:
     dcg = sum(g / math.log2(r + 2) for r, g in enumerate(gains[:10]))
     ideal = sorted(judged, reverse=True)
     return dcg / sum(g / math.log2(r + 2) for r, g in enumerate(ideal[:10]))
+
+
+def test_a_second_instance_does_not_ask_again_for_what_the_first_asked(tmp_path: Path) -> None:
+    producer = FakeProducer()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = Stream(tmp_path / "a", producer), Stream(tmp_path / "b", producer)
+    try:
+        for _ in range(4):
+            first.window(known)
+            second.window(known)
+        first.window(discovered)
+        assert len(first.asked()) == QUERIES
+        second.window(discovered)  # the same pairs, seen by another instance
+        assert len(second.asked()) == QUERIES
+        assert second.sample("rankmon_judging_pairs_total", outcome="asked") is None
+    finally:
+        first.monitor.close()
+        second.monitor.close()
