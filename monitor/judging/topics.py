@@ -81,10 +81,14 @@ class TopicFeed:
             consumer.seek_to_beginning(*partitions)
             while not at_end(consumer, partitions):
                 if time.monotonic() > deadline:
-                    raise KafkaUnavailableError(f"{self.topic} not read to its end in time")
-                fetched = consumer.poll(timeout_ms=200)
-                for record in _records(fetched):
+                    raise KafkaUnavailableError(
+                        f"{self.topic}: nothing read for {self._timeout_s:g}s before its end"
+                    )
+                records = _records(consumer.poll(timeout_ms=200))
+                for record in records:
                     take(record)
+                if records:  # a long topic takes long: only a stall is an error
+                    deadline = time.monotonic() + self._timeout_s
         except KafkaError as error:
             self.close()
             raise KafkaUnavailableError(f"cannot read {self.topic}: {error}") from error

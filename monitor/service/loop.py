@@ -501,7 +501,11 @@ class Monitor:
             if deciding:
                 self.alerts.observe_judges(readings, self.clock.now_ms())
         wanted = self.judging.current()
-        if wanted.version != self._in_use.version:
+        # Judgments take effect once the last version is in use by every open window: one new
+        # version a window at most, so the baselines re-score from version to version
+        # (`JudgedRescore` keeps the newest few) however fast the judgments come.
+        settled = len(self.windows.epochs) == 1 or loaded is not None
+        if wanted.version != self._in_use.version and settled:
             self._take_effect(wanted, "reload" if loaded is not None else "judgments")
 
     def _take_effect(self, evaluation_set: EvaluationSet, why: str) -> None:

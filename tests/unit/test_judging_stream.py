@@ -343,3 +343,30 @@ def test_a_second_instance_does_not_ask_again_for_what_the_first_asked(tmp_path:
     finally:
         first.monitor.close()
         second.monitor.close()
+
+
+def test_judgments_make_one_new_version_a_window_however_fast_they_come(stream: Stream) -> None:
+    for _ in range(4):
+        stream.window(known)
+
+    def tick() -> None:
+        for _ in range(15):  # the 1 s schedule
+            stream.monitor.step()
+            stream.clock.advance(100)
+
+    start = -(-stream.clock.now_ms() // 10_000) * 10_000
+    for i in range(QUERIES):  # a window opens and stays open
+        event = {"event_id": f"open-{i}", "query_id": f"q{i}", "ranking": discovered(i),
+                 "event_time": start + 100 + i}  # fmt: skip
+        stream.stream.append(0, orjson.dumps(event), start + 100 + i)
+    tick()
+    before = stream.monitor.snapshot().evaluation_set_version
+    stream.judge([human(i) for i in range(QUERIES // 2)])
+    tick()
+    first = stream.monitor.snapshot().evaluation_set_version
+    assert first != before  # from the next window on
+    stream.judge([human(i) for i in range(QUERIES // 2, QUERIES)])
+    tick()
+    assert stream.monitor.snapshot().evaluation_set_version == first  # the window is still open
+    finalize_all(stream.monitor, stream.clock)
+    assert stream.monitor.snapshot().evaluation_set_version not in (before, first)
