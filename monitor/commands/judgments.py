@@ -49,7 +49,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="where each grade came from, JSON lines (default: QRELS.provenance.jsonl)",
     )
     export.add_argument(
-        "--timeout", type=float, default=60.0, metavar="SECONDS", help="to read the topic"
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="give up when the topic yields nothing for this long before its end (default: 60)",
     )
     parser.set_defaults(handler=run)
 
