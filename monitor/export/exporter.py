@@ -175,15 +175,19 @@ class LatestWindows(Collector):
             )
         ]
 
+    def _window_labels(self, summary: WindowSummary) -> LabelValues:
+        """The window labels of a summary's samples: window, version, each segment key's."""
+        segment = dict(summary.segment)
+        return (
+            summary.window,
+            summary.evaluation_set_version,
+            *(segment.get(key, "") for key in self.segment_keys),
+        )
+
     def record_window(self, summary: WindowSummary, replay_noise: Mapping[str, float]) -> None:
         """Replace the segment's samples by those of `summary` (`Exporter.record_window`)."""
         too_few = summary.queries < self.min_queries
-        values = dict(summary.segment)
-        base = (
-            summary.window,
-            summary.evaluation_set_version,
-            *(values.get(key, "") for key in self.segment_keys),
-        )
+        base = self._window_labels(summary)
         samples: dict[str, list[tuple[LabelValues, float]]] = {}
         for key_text, mean in summary.means.items():
             exported = _exported_labels(key_text)
@@ -221,13 +225,7 @@ class LatestWindows(Collector):
         exported = _exported_labels(measure)
         if exported is None:
             return
-        segment = dict(summary.segment)
-        labels = (
-            *exported[1],
-            summary.window,
-            summary.evaluation_set_version,
-            *(segment.get(key, "") for key in self.segment_keys),
-        )
+        labels = (*exported[1], *self._window_labels(summary))
         with self._lock:
             samples = self._windows.get(summary.segment)
             if samples is None:
@@ -240,12 +238,7 @@ class LatestWindows(Collector):
     ) -> None:
         """Add the window's judged@k split by source ((k, source) -> share) to the samples
         `record_window` set from it."""
-        segment = dict(summary.segment)
-        base = (
-            summary.window,
-            summary.evaluation_set_version,
-            *(segment.get(key, "") for key in self.segment_keys),
-        )
+        base = self._window_labels(summary)
         rows = [((str(k), source, *base), share) for (k, source), share in shares.items()]
         with self._lock:
             samples = self._windows.get(summary.segment)
