@@ -86,11 +86,7 @@ def _bounds(spec: DashboardSpec) -> Panel:
             Query(merged_mean("ndcg", common, own), f"{legend} nDCG (unjudged gain 0)"),
             Query(merged_mean("ndcg_condensed", common, own), f"{legend} condensed"),
             Query(merged_mean("ndcg_upper", common, own), f"{legend} upper", bound=True),
-            Query(
-                f"avg without ({INSTANCE_LABELS}) "
-                f"({selector('rankmon_ndcg_corrected', [*common, *own])})",
-                f"{legend} corrected by the audit",
-            ),
+            *_corrected(spec, common, own, legend),
         ),
         description=(
             "nDCG@k counts a document nobody judged as a miss: it is the lower bound. The "
@@ -98,14 +94,27 @@ def _bounds(spec: DashboardSpec) -> Panel:
             "best one; the condensed list leaves them out. A drop that the upper bound and the "
             "condensed list do not share comes from unjudged documents entering the top k: "
             "judge them before calling it a regression. With the judging loop and a model "
-            "judge, 'corrected by the audit' is nDCG@k corrected by the people's audit of the "
-            "judge (PPI++; each instance's share of the queries, averaged)."
+            "judge, 'corrected by the audit' (drawn when judging.enabled) is nDCG@k corrected "
+            "by the people's audit of the judge (PPI++; each instance's share of the queries, "
+            "averaged)."
         ),
         unit="percentunit",
         minimum=0,
         maximum=1,
         width=8,
         repeat="k",
+    )
+
+
+def _corrected(
+    spec: DashboardSpec, common: list[str], own: list[str], legend: str
+) -> tuple[Query, ...]:
+    """With the judging loop: nDCG@k corrected by the people's audit of the model judge."""
+    if not spec.judging:
+        return ()
+    series = selector("rankmon_ndcg_corrected", [*common, *own])
+    return (
+        Query(f"avg without ({INSTANCE_LABELS}) ({series})", f"{legend} corrected by the audit"),
     )
 
 

@@ -88,6 +88,8 @@ class DashboardSpec:
     # rankmon's page (`export.external_url`): quality panels link each point to the
     # explanation of its window there
     external_url: str | None = None
+    # the judging loop runs (`judging.enabled`): the bounds panel draws the corrected headline
+    judging: bool = False
 
 
 DEFAULT_SPEC: Final = DashboardSpec()
@@ -115,7 +117,13 @@ def load_spec(path: Path) -> DashboardSpec:
     window = config.windows.size.text
     external = config.explain.external_url
     return DashboardSpec(
-        keys, window, tuple(floors), tuple(drops), alerting.prometheus_job, external
+        keys,
+        window,
+        tuple(floors),
+        tuple(drops),
+        alerting.prometheus_job,
+        external,
+        config.judging.enabled,
     )
 
 

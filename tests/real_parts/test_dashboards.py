@@ -498,3 +498,24 @@ def test_quality_panels_link_each_point_to_rankmons_explanation_when_the_url_is_
     plain = render(tmp_path / "plain")
     panels = {p["title"]: p for p in plain["rankmon-quality.json"]["panels"]}
     assert "links" not in panels["nDCG@$k"]["fieldConfig"]["defaults"]
+
+
+def test_the_bounds_panel_draws_the_corrected_headline_only_when_the_judging_loop_runs(
+    tmp_path: Path,
+) -> None:
+    def bounds_exprs(config: str) -> list[str]:
+        (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+        (tmp_path / "c.yaml").write_text(
+            f"kafka: {{topic: events}}\nevaluation_set: {{path: qrels.txt}}\n{config}"
+        )
+        out = tmp_path / config.replace(" ", "").replace(":", "").replace("{", "").strip("}")
+        quality = render(out, "--config", str(tmp_path / "c.yaml"))["rankmon-quality.json"]
+        (panel,) = [
+            p for p in panels(quality) if p["title"].endswith("its bounds for unjudged documents")
+        ]
+        return [target["expr"] for target in panel["targets"]]
+
+    assert not any("rankmon_ndcg_corrected" in e for e in bounds_exprs(""))
+    judged = bounds_exprs("judging: {enabled: true}\n")
+    assert sum("rankmon_ndcg_corrected" in e for e in judged) == 1
+    assert any(e.startswith("avg without (instance, pod) (rankmon_ndcg_corrected{") for e in judged)
