@@ -66,7 +66,15 @@ def run(args: argparse.Namespace) -> int:
     if config.replay is None:
         raise ConfigError("replay", "is required by rankmon replay (see rankmon.example.yaml)")
     try:
-        replayer = Replayer(config.replay, config.kafka, config.evaluation_set.path, progress=True)
+        judged = config.evaluation_set
+        replayer = Replayer(
+            config.replay,
+            config.kafka,
+            judged.path,
+            progress=True,
+            source=judged.source,
+            keep=judged.sources,
+        )
     except PublishError as error:
         print(f"rankmon replay: {error}", file=sys.stderr)
         return EXIT_NOT_PUBLISHED

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +49,7 @@ from monitor.replay.ranker import Answer, RankerClient
 from monitor.replay.runner import Publisher, ReplayReport, run_replay, write_run
 from monitor.replay.settings import ReplayConfig
 from monitor.replay.topics import Query, check_against, read_topics
-from monitor.scoring.evalset import load_evaluation_set
+from monitor.scoring.evalset import FILE_SOURCE, load_evaluation_set
 
 __all__ = ["Replayer", "aligned_start", "new_replay_id"]
 
@@ -82,14 +82,21 @@ class Replayer:
         publisher: Publisher | None = None,
         registry: CollectorRegistry | None = None,
         progress: bool = False,
+        source: str = FILE_SOURCE,
+        keep: Collection[str] = (),
     ) -> None:
         """`settings` (the `replay:` section) against the evaluation set at
-        `evaluation_set_path`, publishing to `kafka.topic` (or to `publisher`)."""
+        `evaluation_set_path`, publishing to `kafka.topic` (or to `publisher`). `source` and
+        `keep` are `evaluation_set.source` and `.sources`: the topics file names the file's
+        queries, and only those with a grade of a kept source are replayed (the monitor
+        scores no other)."""
         self.settings = settings
-        evaluation_set = load_evaluation_set(evaluation_set_path)
+        evaluation_set = load_evaluation_set(evaluation_set_path, source=source)
         topics = read_topics(self.settings.topics)
         check_against(topics, evaluation_set.query_ids, self.settings.topics)
-        self.queries: list[Query] = [topics[qid] for qid in sorted(topics)]
+        if keep:
+            evaluation_set = load_evaluation_set(evaluation_set_path, source=source, keep=keep)
+        self.queries: list[Query] = [topics[qid] for qid in sorted(topics) if qid in evaluation_set]
         self.client = RankerClient(
             self.settings.ranker, self.settings.depth, self.settings.segment_from
         )

@@ -3,19 +3,25 @@ events' inline ones; the measures can be restricted to sources, and judged@k is 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
 import pytest
 
 from monitor.config.loader import load_config
+from monitor.declare import read_settings
 from monitor.errors import InputError
 from monitor.judging.judgments import JudgmentBook, decode_judgment
 from monitor.kafka.consumer import SourceRecord
+from monitor.kafka.settings import KafkaConfig
+from monitor.replay.replayer import Replayer
+from monitor.replay.settings import ReplayConfig
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.scoring.scorer import Scorer
 from monitor.scoring.sources import MAX_SOURCES, OTHER_SOURCE, judged_by_source
+from monitor.sections import ConfigSection
 from monitor.service.wiring import inline_fills
 
 LINES = [
@@ -104,3 +110,33 @@ def test_inline_judgments_fill_only_while_their_source_scores(tmp_path: Path) ->
     for sources, fills in (("[]", True), ("[qrels, inline]", True), ("[qrels]", False)):
         (tmp_path / "c.yaml").write_text(base.replace("SOURCES", sources))
         assert inline_fills(load_config(tmp_path / "c.yaml", environ={})) is fills
+
+
+class NoPublisher:
+    """A replay's publisher that is never reached: the test only builds the replayer."""
+
+    def send(self, key: bytes, value: bytes) -> None:
+        raise AssertionError("nothing is replayed here")
+
+    def end(self, marker: Callable[[int], tuple[bytes, bytes]]) -> None:
+        raise AssertionError("nothing is replayed here")
+
+
+def test_a_replay_asks_only_the_queries_whose_grades_score(tmp_path: Path) -> None:
+    qrels = jsonl(tmp_path)  # q1: the file's and a model's grades; q2: a person's and the file's
+    lines = [{"query_id": "q3", "doc_id": "m", "grade": 1, "source": "llm:m@p1"}]
+    with qrels.open("ab") as file:
+        file.write(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("q1\tfirst\nq2\tsecond\nq3\tthird\n")
+    section = {"topics": str(topics), "ranker": {"url": "http://127.0.0.1:1/search"}}
+    settings = read_settings(ReplayConfig, ConfigSection(section, "replay", {}))
+
+    def replayed(keep: tuple[str, ...]) -> list[str]:
+        replayer = Replayer(
+            settings, KafkaConfig(topic="t"), qrels, publisher=NoPublisher(), keep=keep
+        )
+        return [query.query_id for query in replayer.queries]
+
+    assert replayed(()) == ["q1", "q2", "q3"]
+    assert replayed(("qrels", "human:ann")) == ["q1", "q2"]  # q3 only a model graded
