@@ -21,7 +21,7 @@ from monitor.checkpoint.restore import RecordTail
 from monitor.checkpoint.share import GroupFilter, WindowsRecord, parse_records
 from monitor.checkpoint.share_reader import RestoreNeeds, read_shares, topic_consumer
 from monitor.kafka.bootstrap import KafkaUnavailableError
-from monitor.kafka.options import consumer_options
+from monitor.kafka.options import reader_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
 
@@ -36,10 +36,7 @@ class WindowsTopic:
     """Reads the configured windows topic back, with the event consumer's connection options."""
 
     def __init__(self, kafka: KafkaConfig, timeout_s: float = 10.0) -> None:
-        options = dict(consumer_options(kafka))
-        for key in ("group_id", "enable_auto_commit", "bootstrap_servers", "client_id"):
-            options.pop(key, None)
-        self._options = options
+        self._options = reader_options(kafka)
         self._kafka = kafka
         self._timeout_s = timeout_s
         self.foreign: dict[str, int] = {}  # records of other groups ignored, by group

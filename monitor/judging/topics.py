@@ -19,8 +19,8 @@ from kafka.errors import KafkaError
 
 from monitor.checkpoint.share_reader import at_end, topic_consumer
 from monitor.kafka.bootstrap import KafkaUnavailableError
-from monitor.kafka.consumer import SourceRecord
-from monitor.kafka.options import consumer_options
+from monitor.kafka.consumer import SourceRecord, source_records
+from monitor.kafka.options import reader_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
 
@@ -47,10 +47,7 @@ class TopicFeed:
     def __init__(
         self, kafka: KafkaConfig, topic: str, purpose: str, timeout_s: float = 30.0
     ) -> None:
-        options: dict[str, Any] = dict(consumer_options(kafka))
-        for key in ("group_id", "enable_auto_commit", "bootstrap_servers", "client_id"):
-            options.pop(key, None)
-        self._options: Mapping[str, Any] = options
+        self._options: Mapping[str, Any] = reader_options(kafka)
         self._kafka = kafka
         self.topic = topic
         self._purpose = purpose
@@ -115,14 +112,7 @@ class TopicFeed:
 
 def _records(fetched: Mapping[Any, Any]) -> list[SourceRecord]:
     return [
-        SourceRecord(
-            record.topic,
-            record.partition,
-            record.offset,
-            record.timestamp,
-            record.key,
-            record.value if record.value is not None else b"",
-        )
+        record
         for tp in sorted(fetched, key=lambda tp: (tp.topic, tp.partition))
-        for record in fetched[tp]
+        for record in source_records(fetched[tp])
     ]

@@ -50,7 +50,14 @@ from monitor.kafka.bootstrap import (
 )
 from monitor.kafka.records import SourceRecord, UnreadableBatch, install_reader
 
-__all__ = ["EventSource", "EventStream", "Poll", "SourceRecord", "UnreadableBatch"]
+__all__ = [
+    "EventSource",
+    "EventStream",
+    "Poll",
+    "SourceRecord",
+    "UnreadableBatch",
+    "source_records",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -219,10 +226,7 @@ class EventSource:
         for tp in sorted(fetched, key=lambda tp: tp.partition):
             raws = fetched[tp]
             if raws:
-                if type(raws[0]) is SourceRecord:  # read in C (monitor/kafka/records.py)
-                    records += raws
-                else:
-                    records += map(_source_record, map(_RECORD_FIELDS, raws))
+                records += source_records(raws)
                 self._next_offsets[tp.partition] = raws[-1].offset + 1
                 self._readable_again(tp.partition, raws[-1].offset)
         self._pause_unreadable(consumer)
@@ -399,6 +403,14 @@ class EventSource:
 
 # One C call per record picks the fields (this runs for every record consumed).
 _RECORD_FIELDS: Final = attrgetter("topic", "partition", "offset", "timestamp", "key", "value")
+
+
+def source_records(raws: list[Any]) -> list[SourceRecord]:
+    """A fetch's records of one partition as `SourceRecord`s: as they are when read in C
+    (`monitor.kafka.records`), else from kafka-python's `ConsumerRecord`s."""
+    if raws and type(raws[0]) is SourceRecord:
+        return raws
+    return list(map(_source_record, map(_RECORD_FIELDS, raws)))
 
 
 def _source_record(fields: tuple[Any, ...]) -> SourceRecord:

@@ -19,7 +19,13 @@ from monitor.kafka.bootstrap import RECONNECT_BACKOFF_MAX_MS
 from monitor.kafka.settings import KafkaConfig
 from monitor.values import MASK
 
-__all__ = ["SECRET_OPTIONS", "KafkaOptions", "consumer_options", "producer_options"]
+__all__ = [
+    "SECRET_OPTIONS",
+    "KafkaOptions",
+    "consumer_options",
+    "producer_options",
+    "reader_options",
+]
 
 SECRET_OPTIONS: Final = frozenset({"sasl_plain_password", "ssl_password"})
 
@@ -81,6 +87,15 @@ def consumer_options(kafka: KafkaConfig) -> KafkaOptions:
     if kafka.session_timeout_ms is not None:
         options["session_timeout_ms"] = kafka.session_timeout_ms
     return KafkaOptions(options)
+
+
+def reader_options(kafka: KafkaConfig) -> dict[str, Any]:
+    """The event consumer's options for a plain reader of one of the deployment's own topics:
+    no group, no commits; the bootstrap servers and client id are the reader's to give."""
+    options = dict(consumer_options(kafka))
+    for key in ("group_id", "enable_auto_commit", "bootstrap_servers", "client_id"):
+        options.pop(key, None)
+    return options
 
 
 def producer_options(kafka: KafkaConfig) -> KafkaOptions:
