@@ -38,6 +38,7 @@ from monitor.alerting.conditions.base import (
     Role,
     RuleContext,
     Verdict,
+    fraction,
     refuse_measure,
 )
 from monitor.alerting.state import Evidence
@@ -46,13 +47,6 @@ from monitor.stats.judges import JudgeReading
 from monitor.windows.summary import Segment
 
 __all__ = ["Judge"]
-
-
-def _fraction(value: Any) -> float:
-    number = as_number(0.0)(value)
-    if not 0.0 < number < 1.0:
-        raise ValueError(f"must be between 0 and 1 (exclusive), got {number:g}")
-    return number
 
 
 @dataclass(frozen=True)
@@ -80,7 +74,7 @@ class Judge(Condition):
         condition = cls(
             min_kappa=section.get("min_kappa", as_number(-1.0, 1.0), 0.4),
             max_shift=section.get("max_shift", as_number(0.0), 0.25),
-            significance=section.get("significance", _fraction, 0.0001),
+            significance=section.get("significance", fraction, 0.0001),
             min_pairs=section.get("min_pairs", as_int(2, 1_000_000), 100),
         )
         section.finish()
