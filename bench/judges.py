@@ -220,14 +220,15 @@ def window_coverage(rng: np.random.Generator, windows: int, audited: int) -> Non
         )  # fmt: skip
         ranking_of = dict(zip(queries, rankings, strict=True)).get
         correction = correct_window(summary, ranking_of, views, score, RANKS)
-        if correction is None:
+        interval = correction.interval
+        if interval is None:
             misses += 1
             continue
         full = Scorer(EvaluationSet(people, None), KEYS).score(queries, rankings)[:, NDCG]
         raw = Scorer(views.model, KEYS).score(queries, rankings)[:, NDCG]
         truth = float(full.mean())
-        covered += correction.interval.covers(truth)
-        widths.append(correction.interval.width)
+        covered += interval.covers(truth)
+        widths.append(interval.width)
         biases.append(float(raw.mean()) - truth)
     done = windows - misses
     print(

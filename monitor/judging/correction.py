@@ -68,9 +68,10 @@ class JudgeViews:
 
 @dataclass(frozen=True)
 class Correction:
-    """A window's corrected mean, its interval, and the queries behind it."""
+    """A window's corrected mean with its interval (None: too few queries), and the queries
+    behind it."""
 
-    interval: MeanInterval
+    interval: MeanInterval | None
     outright: int  # group A
     audited: int  # group B, audited
     model_only: int  # group B, not audited
@@ -88,8 +89,8 @@ def correct_window(
     views: JudgeViews,
     score: Score,
     cutoff: int,
-) -> Correction | None:
-    """The window's corrected headline (module docstring); None without enough queries."""
+) -> Correction:
+    """The window's corrected headline (module docstring)."""
     groups: tuple[list[tuple[str, Sequence[str]]], ...] = ([], [], [])
     for query in summary.query_means:
         ranking = ranking_of(query)
@@ -127,7 +128,7 @@ def correct_window(
     model_audited = [m for _, m in both]
     model_only = [v for v in scored(views.model, groups[MODEL_ONLY]) if not math.isnan(v)]
     if len(human) < 2 or len(model_only) < 2:
-        return None
+        return Correction(None, len(outright), len(human), len(model_only))
     theta = ppi_mean(human, model_audited, model_only)
     group_b = len(human) + len(model_only)
     total = group_b + len(outright)

@@ -34,6 +34,7 @@ from monitor.judging.judgments import (
     is_person,
 )
 from monitor.judging.pairs import PairQueue, pair_key
+from monitor.judging.set_scores import SetScores
 from monitor.judging.settings import JudgingConfig
 from monitor.judging.topics import RecordFeed
 from monitor.kafka.consumer import SourceRecord
@@ -76,6 +77,7 @@ class JudgingLoop:
         asked: RecordFeed,
         judgments: RecordFeed,
         max_id_bytes: int,
+        new_scorer: Callable[[EvaluationSet], Scorer],
         keep: Collection[str] = (),
     ) -> None:
         """`keep`: the sources whose grades score (`evaluation_set.sources`; none: all)."""
@@ -91,8 +93,8 @@ class JudgingLoop:
         self.caught_up = False
         self._dropped = 0  # the queue's drops counted so far
         self._audited = 0  # audit pairs read when the judges were last read
-        self._views: tuple[str, JudgeViews] | None = None  # of the merged version
-        self._view_scorers: dict[str, Scorer] = {}
+        self._views: tuple[str, JudgeViews | None] | None = None  # of the merged version
+        self._view_scores = SetScores(new_scorer)
 
     def current(self) -> EvaluationSet:
         """The evaluation set to score with: the file's judgments and the accepted ones."""
@@ -182,47 +184,44 @@ class JudgingLoop:
         self,
         summary: WindowSummary,
         ranking_of: Callable[[str], Sequence[str] | None],
-        new_scorer: Callable[[EvaluationSet], Scorer],
     ) -> dict[str, float] | None:
         """The window's headline nDCG@k corrected by the people's audit of the model judges
         (`monitor.judging.correction`): `estimate`, `lower`, `upper` (NaN: too few audited
         queries) and `audited`; None while no model graded a pair."""
-        book = self.book
-        if not book.audit and all(is_person(j.source) for j in book.in_effect.values()):
+        views = self._judge_views()
+        if views is None:
             return None
-        version = book.merged().version
-        if self._views is None or self._views[0] != version:
-            self._views = (version, JudgeViews.of(book))
-            self._view_scorers = {}
-        views = self._views[1]
         key = self.queue.lower_key
-        scorers = self._view_scorers
 
         def score(
             evaluation_set: EvaluationSet,
             queries: Sequence[str],
             rankings: Sequence[Sequence[str]],
         ) -> list[float]:
-            if not queries:
-                return []
-            scorer = scorers.get(evaluation_set.version)
-            if scorer is None:
-                scorer = scorers[evaluation_set.version] = new_scorer(evaluation_set)
-            column = [str(k) for k in scorer.keys].index(key)
-            return [float(v) for v in scorer.score(queries, rankings)[:, column]]
+            return self._view_scores(evaluation_set, key, queries, rankings)
 
         correction = correct_window(summary, ranking_of, views, score, self.config.cutoff)
-        if correction is None:
-            nan = math.nan
-            audited = _audited_queries(summary, ranking_of, views, self.config.cutoff)
-            return {"estimate": nan, "lower": nan, "upper": nan, "audited": float(audited)}
         interval = correction.interval
+        nan = math.nan
         return {
-            "estimate": interval.estimate,
-            "lower": interval.lower,
-            "upper": interval.upper,
+            "estimate": nan if interval is None else interval.estimate,
+            "lower": nan if interval is None else interval.lower,
+            "upper": nan if interval is None else interval.upper,
             "audited": float(correction.audited),
         }
+
+    def _judge_views(self) -> JudgeViews | None:
+        """The merged set as the model and the people see it, made once per version; None
+        while no model graded a pair."""
+        book = self.book
+        version = book.merged().version
+        if self._views is None or self._views[0] != version:
+            models = bool(book.audit) or not all(
+                is_person(j.source) for j in book.in_effect.values()
+            )
+            self._views = (version, JudgeViews.of(book) if models else None)
+            self._view_scores.forget_all()
+        return self._views[1]
 
     def close(self) -> None:
         self._asked.close()
@@ -247,18 +246,3 @@ class JudgingLoop:
         assert isinstance(decoded, Judgment)
         self._counter.count_judgment(outcome)
         self.queue.judged((decoded.query_id, decoded.doc_id))
-
-
-def _audited_queries(
-    summary: WindowSummary,
-    ranking_of: Callable[[str], Sequence[str] | None],
-    views: JudgeViews,
-    cutoff: int,
-) -> int:
-    """The window's queries with a model-graded document in the top k, every one audited."""
-    audited = 0
-    for query in summary.query_means:
-        ranking = ranking_of(query) or ()
-        graded = [doc for doc in ranking[:cutoff] if (query, doc) in views.model_graded]
-        audited += bool(graded) and all((query, doc) in views.audited for doc in graded)
-    return audited

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from monitor.alerting.baseline import BaselineWindow
+from monitor.judging.set_scores import SetScores
 from monitor.scoring.catalog import MeasureKey
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.scorer import Scorer
@@ -50,10 +51,9 @@ class JudgedRescore:
     ) -> None:
         self._samples = samples
         self._window_ms = window_ms
-        self._new_scorer = new_scorer
+        self._scores = SetScores(new_scorer)
         # version -> (the set, the file version it was made from)
         self._sets: OrderedDict[str, tuple[EvaluationSet, str]] = OrderedDict()
-        self._scorers: dict[str, Scorer] = {}
         self._changed: dict[tuple[str, str], frozenset[str]] = {}
 
     def made(self, evaluation_set: EvaluationSet, base: EvaluationSet) -> None:
@@ -62,7 +62,7 @@ class JudgedRescore:
         self._sets.move_to_end(evaluation_set.version)
         while len(self._sets) > KEPT_VERSIONS:
             gone, _ = self._sets.popitem(last=False)
-            self._scorers.pop(gone, None)
+            self._scores.forget(gone)
             self._changed = {k: v for k, v in self._changed.items() if gone not in k}
 
     def __call__(
@@ -86,9 +86,9 @@ class JudgedRescore:
             if ranking is None:
                 del values[query]
                 continue
-            values[query] += self._score(after[0], query, ranking, measure) - self._score(
-                before[0], query, ranking, measure
-            )
+            (now,) = self._scores(after[0], measure, [query], [ranking])
+            (then,) = self._scores(before[0], measure, [query], [ranking])
+            values[query] += now - then
         if not values:
             return None
         return BaselineWindow(window.start_ms, _mean(values), values)
@@ -105,15 +105,6 @@ class JudgedRescore:
             )
             self._changed[key] = changed
         return changed
-
-    def _score(
-        self, evaluation_set: EvaluationSet, query: str, ranking: list[str], key: str
-    ) -> float:
-        scorer = self._scorers.get(evaluation_set.version)
-        if scorer is None:
-            scorer = self._scorers[evaluation_set.version] = self._new_scorer(evaluation_set)
-        column = [str(k) for k in scorer.keys].index(key)
-        return float(scorer.score([query], [ranking])[0, column])
 
 
 def _mean(values: Mapping[str, float]) -> float:

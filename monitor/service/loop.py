@@ -151,7 +151,12 @@ class Monitor:
         # the judgments it read (`_take_effect` changes it, from a window boundary on).
         self._in_use = current
         self.judging = build_judging(
-            config, current, self._producer, self.exporter, io.judging_feeds
+            config,
+            current,
+            self._producer,
+            self.exporter,
+            io.judging_feeds,
+            new_scorer=self._new_scorer,
         )
         self.explain_store, self.samples = explain_state(config, [str(k) for k in self.keys])
         self.intake, self.handoff = build_intake(
@@ -444,7 +449,7 @@ class Monitor:
             }
             self.exporter.record_judged_sources(summary, shares)
         if self.judging is not None:
-            corrected = self.judging.correct(summary, ranking_of, self._new_scorer)
+            corrected = self.judging.correct(summary, ranking_of)
             if corrected is not None:
                 measure = self.judging.queue.lower_key
                 self.exporter.record_correction(summary, measure, corrected)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry
@@ -34,6 +34,7 @@ from monitor.judging.topics import RecordFeed, TopicFeed
 from monitor.kafka.consumer import EventStream
 from monitor.kafka.producer import RecordSink
 from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.scorer import Scorer
 from monitor.windows.engine import EventWindows
 from monitor.windows.samples import RankingSamples
 from monitor.windows.segments import SegmentLabeler
@@ -163,8 +164,11 @@ def build_judging(
     producer: RecordSink,
     exporter: Exporter,
     feeds: tuple[RecordFeed, RecordFeed] | None,
+    *,
+    new_scorer: Callable[[EvaluationSet], Scorer],
 ) -> JudgingLoop | None:
-    """The judging loop, when `judging.enabled` (its topics read with the events' options)."""
+    """The judging loop, when `judging.enabled` (its topics read with the events' options;
+    `new_scorer` scores the sampled rankings again under the judges' views)."""
     judging = config.judging
     if not judging.enabled:
         return None
@@ -184,6 +188,7 @@ def build_judging(
         asked=asked,
         judgments=judgments,
         max_id_bytes=config.events.max_id_bytes,
+        new_scorer=new_scorer,
         keep=config.evaluation_set.sources,
     )
 
