@@ -431,10 +431,7 @@ class Monitor:
     def _record_sampled(self, summary: WindowSummary, samples: RankingSamples) -> None:
         """What a window's sampled rankings say beyond its measures: judged@k by the source
         of the grades (with more than one), and the judging loop's corrected headline."""
-
-        def ranking_of(query: str) -> list[str] | None:
-            return samples.ranking(summary.segment, query, summary.start_ms, summary.end_ms)
-
+        ranking_of = samples.in_window(summary.segment, summary.start_ms, summary.end_ms)
         scorer = self._scorers.get(summary.evaluation_set_version)
         if scorer is not None and scorer.evaluation_set.sources:
             rankings = [
@@ -538,10 +535,7 @@ class Monitor:
             scorer = self._scorers.get(summary.evaluation_set_version)
             if scorer is None:
                 continue
-
-            def ranking_of(query: str, summary: WindowSummary = summary) -> list[str] | None:
-                return samples.ranking(summary.segment, query, summary.start_ms, summary.end_ms)
-
+            ranking_of = samples.in_window(summary.segment, summary.start_ms, summary.end_ms)
             judging.note_window(summary, ranking_of, scorer.evaluation_set)
         judging.publish(now_ms)
 

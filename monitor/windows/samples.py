@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import orjson
@@ -82,6 +82,12 @@ class RankingSamples:
                 if text is not None:
                     return [str(doc) for doc in orjson.loads(text)]
         return None
+
+    def in_window(
+        self, segment: Segment, start_ms: int, end_ms: int
+    ) -> Callable[[str], list[str] | None]:
+        """Query -> its first ranking sampled in [start_ms, end_ms) (`ranking`), if any."""
+        return lambda query: self.ranking(segment, query, start_ms, end_ms)
 
     def forget_before(self, time_ms: int) -> None:
         """Drop the rankings of panes that start before `time_ms`."""
