@@ -226,12 +226,10 @@ class LatestWindows(Collector):
         if exported is None:
             return
         labels = (*exported[1], *self._window_labels(summary))
-        with self._lock:
-            samples = self._windows.get(summary.segment)
-            if samples is None:
-                return
-            for series in CORRECTION_SERIES:
-                samples[series.name] = [(labels, values[series.field])]
+        self._add(
+            summary.segment,
+            {series.name: [(labels, values[series.field])] for series in CORRECTION_SERIES},
+        )
 
     def record_judged_sources(
         self, summary: WindowSummary, shares: Mapping[tuple[int, str], float]
@@ -240,11 +238,14 @@ class LatestWindows(Collector):
         `record_window` set from it."""
         base = self._window_labels(summary)
         rows = [((str(k), source, *base), share) for (k, source), share in shares.items()]
+        self._add(summary.segment, {series.name: rows for series in JUDGED_SOURCE_SERIES})
+
+    def _add(self, segment: Segment, rows: Mapping[str, list[tuple[LabelValues, float]]]) -> None:
+        """Add series to the samples of the segment's latest window (none: nothing)."""
         with self._lock:
-            samples = self._windows.get(summary.segment)
+            samples = self._windows.get(segment)
             if samples is not None:
-                for series in JUDGED_SOURCE_SERIES:
-                    samples[series.name] = rows
+                samples.update(rows)
 
     def record_comparison(self, record: ComparisonRecord) -> None:
         """Set a comparison's samples from its newest window (NaN: no verdict)."""
