@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 from collections.abc import Callable, Sequence
 
 from monitor.native import speedups_built
@@ -22,6 +21,7 @@ from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR
 from monitor.scoring.scorer import Scorer
+from monitor.testing.timing import best_cpu
 
 QUERIES, JUDGED, DEPTH = 500, 40, 20
 
@@ -45,15 +45,6 @@ def rankings(
         ]
         ranked.append(list(dict.fromkeys(docs)))
     return EvaluationSet.from_judgments(judgments), queries, ranked
-
-
-def best_cpu(run: Callable[[], object], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.process_time()
-        run()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def coded(

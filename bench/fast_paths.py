@@ -54,7 +54,6 @@ import contextlib
 import random
 import statistics
 import tempfile
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -74,6 +73,7 @@ from monitor.scoring.engines import measure_matrix
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR
 from monitor.scoring.scorer import Scorer
+from monitor.testing.timing import best_cpu
 
 QUERIES = 1000
 JUDGED = 20
@@ -117,15 +117,6 @@ def make_events(n: int, seed: int) -> tuple[EvaluationSet, list[bytes]]:
         }
         values.append(orjson.dumps(event))
     return EvaluationSet(judgments, None), values
-
-
-def best_cpu(run: Callable[[], object], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.process_time()
-        run()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def msgspec_path(scorer: Scorer, values: Sequence[bytes], timestamps: Sequence[int]) -> Coded:
