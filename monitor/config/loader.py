@@ -30,6 +30,7 @@ from monitor.export.settings import ExportConfig
 from monitor.ingest.settings import EventsConfig, JudgmentsConfig, SegmentsConfig
 from monitor.judging.settings import JudgingConfig
 from monitor.kafka.settings import KafkaConfig, deployment_prefix
+from monitor.limits import RecordLimits
 from monitor.logs import LoggingConfig
 from monitor.replay.settings import ReplayConfig
 from monitor.scoring.catalog import monitor_keys
@@ -91,6 +92,13 @@ class Config:
     comparisons: tuple[ComparisonConfig, ...] = ()
     replay: ReplayConfig | None = None  # only `rankmon replay` needs it
     notices: tuple[str, ...] = ()  # what the file should change, printed at start (moved keys)
+
+    @property
+    def record_limits(self) -> RecordLimits:
+        """What every record read is held to (`monitor.limits`): the events' bounds."""
+        return RecordLimits(
+            self.events.max_future.ms, self.windows.max_clock_skew.ms, self.events.max_id_bytes
+        )
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> Config:

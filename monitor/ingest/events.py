@@ -35,11 +35,13 @@ from monitor.ingest.schema import (
     Outcome,
     Reason,
 )
+from monitor.limits import RecordLimits
 
 __all__ = [
     "EventDecoder",
     "RankingEvent",
     "Rejection",
+    "ReplayEnd",
     "decode_event",
     "outcome_of",
 ]
@@ -47,6 +49,7 @@ __all__ = [
 _RFC3339: Final = re.compile(RFC3339_PATTERN)
 _EMPTY: Final[Mapping[str, str]] = {}
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+NO_SKEW_BOUND: Final = 1 << 62  # a decoder given no clock skew bounds a notice by the future only
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,16 @@ class Rejection:
     outcome: Outcome = Outcome.INVALID
 
 
+@dataclass(frozen=True, slots=True)
+class ReplayEnd:
+    """An end-of-replay marker as checked: the replay, its start and its static labels (only
+    the configured segment keys)."""
+
+    replay_id: str
+    started_ms: int
+    segment: Mapping[str, str]
+
+
 class _RejectedError(Exception):
     # Internal only: turned into a Rejection before decode_event returns.
     def __init__(self, reason: Reason, detail: str) -> None:
@@ -103,6 +116,7 @@ def decode_event(
     use_event_time: bool = True,
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    max_clock_skew_ms: int | None = None,
 ) -> RankingEvent | Rejection:
     """Decode and validate one record value; never raises.
 
@@ -111,15 +125,27 @@ def decode_event(
     `now_ms` is rejected. `segment_keys`, if given, keeps only those segment keys.
     An id, doc id or inline judgment's doc id longer than `max_id_bytes`, or a kept segment
     value longer than `max_value_bytes` (UTF-8), is rejected (STRING_TOO_LONG).
+    A replay's notice (a failed query, an end marker) is held to the same limits, and its
+    time (a failed query's event time, a marker's `replay.started`) also to the record
+    timestamp plus `max_clock_skew_ms`: a replay sends both after the time they name.
     Config: max_depth = events.max_depth, max_bytes = kafka.max_record_bytes,
     max_future_ms = events.max_future.ms, segment_keys = segments.keys,
     use_event_time = events.time_source == "event", max_id_bytes = events.max_id_bytes,
-    max_value_bytes = segments.max_value_bytes.
+    max_value_bytes = segments.max_value_bytes, max_clock_skew_ms = windows.max_clock_skew.
     """
     try:
         raw = _parse(value, max_bytes)
-        notice = _replay_notice(raw)
+        notice = _replay_notice(raw, max_id_bytes)
         if notice is not None:
+            time_ms, _ = _notice_placed(
+                raw,
+                notice,
+                record_timestamp_ms,
+                segment_keys=segment_keys,
+                max_value_bytes=max_value_bytes,
+                use_event_time=use_event_time,
+            )
+            _not_ahead(time_ms, record_timestamp_ms, now_ms, max_future_ms, max_clock_skew_ms)
             return notice
         event_id = _identifier(raw, "event_id", max_id_bytes)
         query_id = _identifier(raw, "query_id", max_id_bytes)
@@ -149,6 +175,7 @@ class EventDecoder:
     use_event_time: bool = True
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
+    max_clock_skew_ms: int | None = None
 
     def __call__(
         self, value: bytes | None, record_timestamp_ms: int, now_ms: int
@@ -165,7 +192,29 @@ class EventDecoder:
             use_event_time=self.use_event_time,
             max_id_bytes=self.max_id_bytes,
             max_value_bytes=self.max_value_bytes,
+            max_clock_skew_ms=self.max_clock_skew_ms,
         )
+
+    def replay_end(self, value: bytes | None, record_timestamp_ms: int) -> ReplayEnd | None:
+        """An end-of-replay marker (one `decode_event` counted as an `end_of_replay` notice,
+        so within its limits) as its replay, start and kept labels; None if it is not one.
+        Never raises."""
+        try:
+            raw = _parse(value, self.max_bytes)
+            notice = _replay_notice(raw, self.max_id_bytes)
+            if notice is None or notice.reason is not Reason.END_OF_REPLAY:
+                return None
+            started, segment = _notice_placed(
+                raw,
+                notice,
+                record_timestamp_ms,
+                segment_keys=self.segment_keys,
+                max_value_bytes=self.max_value_bytes,
+                use_event_time=self.use_event_time,
+            )
+        except _RejectedError:
+            return None
+        return ReplayEnd(raw["replay"]["id"], started, segment)
 
     def failed_query(self, value: bytes | None, record_timestamp_ms: int) -> RankingEvent | None:
         """A replay's failed-query record (one `decode_event` counted as a `failed_query`
@@ -201,15 +250,17 @@ def _placed(
     return segment, _event_time(raw, record_timestamp_ms, use_event_time)
 
 
-def _replay_notice(raw: dict[str, Any]) -> Rejection | None:
+def _replay_notice(raw: dict[str, Any], max_id_bytes: int) -> Rejection | None:
     """A `rankmon replay` record that carries no ranking: a failed query or the end of a
-    replay (monitor/replay/events.py); None for anything else."""
+    replay (monitor/replay/events.py); None for anything else. A replay id past
+    `max_id_bytes` is STRING_TOO_LONG: the windows keep the ids of ended replays."""
     replay = raw.get("replay")
     if raw.get("ranking") is not None or type(replay) is not dict:
         return None
     replay_id = replay.get("id")
     if type(replay_id) is not str or not replay_id:
         return None
+    _within((replay_id,), max_id_bytes, "replay.id")
     if replay.get("end") is True:
         return Rejection(Reason.END_OF_REPLAY, f"replay {replay_id} ended", Outcome.REPLAY_NOTICE)
     outcome, reason = replay.get("outcome"), replay.get("reason")
@@ -217,6 +268,41 @@ def _replay_notice(raw: dict[str, Any]) -> Rejection | None:
         detail = f"replay {replay_id}: {outcome} ({reason})"
         return Rejection(Reason.FAILED_QUERY, detail[:200], Outcome.REPLAY_NOTICE)
     return None
+
+
+def _notice_placed(
+    raw: dict[str, Any],
+    notice: Rejection,
+    record_timestamp_ms: int,
+    *,
+    segment_keys: frozenset[str] | None,
+    max_value_bytes: int,
+    use_event_time: bool,
+) -> tuple[int, Mapping[str, str]]:
+    """The time a replay's notice names (a failed query's event time, an end marker's
+    `replay.started`) and its kept segment labels, each checked as an event's."""
+    if notice.reason is not Reason.END_OF_REPLAY:
+        segment, time_ms = _placed(
+            raw, record_timestamp_ms, segment_keys, max_value_bytes, use_event_time
+        )
+        return time_ms, segment
+    segment = _segment(raw.get("segment"), segment_keys)
+    _within(segment.values(), max_value_bytes, "a segment value")
+    started = raw["replay"].get("started")
+    if type(started) is not int or started < MIN_EPOCH_MS:
+        raise _RejectedError(Reason.BAD_EVENT_TIME, "replay.started is not epoch milliseconds")
+    return started, segment
+
+
+def _not_ahead(
+    time_ms: int, record_timestamp_ms: int, now_ms: int, max_future_ms: int, skew_ms: int | None
+) -> None:
+    """Reject a replay notice's time past `now + max_future`, or past its record timestamp
+    plus the clock skew (a replay sends a notice after the time it names)."""
+    limits = RecordLimits(max_future_ms, NO_SKEW_BOUND if skew_ms is None else skew_ms)
+    refusal = limits.time_refusal(time_ms, record_timestamp_ms, now_ms)
+    if refusal is not None:
+        raise _RejectedError(Reason.TOO_FAR_IN_FUTURE, f"the replay's time is {refusal}")
 
 
 def _parse(value: bytes | None, max_bytes: int) -> dict[str, Any]:

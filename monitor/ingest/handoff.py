@@ -7,7 +7,10 @@ away the `late` and the `duplicate` ones (dead-lettered and counted too) and cou
 `accepted`, and keeps the ranking samples the explanations show. A replay's notice (a failed
 query, the end of a replay: outcome `replay_notice`) is counted and consumed, never
 dead-lettered: it is no bad input; a failed query's notice is then also handed to the
-windows, which count it as the replay's failure (`WindowSummary.failed_queries`). Rejections
+windows, which count it as the replay's failure (`WindowSummary.failed_queries`), and an end
+marker's replay is noted in the windows' `ReplayEnds`. A notice past its limits (a replay id
+past `events.max_id_bytes`, a time past `events.max_future` or its record timestamp plus
+`windows.max_clock_skew`) is `invalid` like an event, and dead-lettered. Rejections
 go first, in record order, then the windows' verdicts, in row order: the order the dead-letter
 topic sees.
 """
@@ -20,7 +23,7 @@ from typing import Protocol
 import orjson
 
 from monitor.ingest.intake import Taken
-from monitor.ingest.schema import Outcome, Reason
+from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
 from monitor.windows.engine import EventWindows, ScoredEvents
 from monitor.windows.samples import RankingSamples
@@ -64,28 +67,20 @@ class Handoff:
             record, outcome = rejected.record, rejected.outcome.value
             if rejected.outcome is not Outcome.REPLAY_NOTICE:  # a notice is no bad input
                 self.rejects.reject(record, outcome, rejected.reason, rejected.detail)
-            elif rejected.reason == Reason.END_OF_REPLAY.value:
-                self._replay_ended(record)
             self.counter.count_outcome(outcome, rejected.reason)
             self.windows.record_consumed(record.partition, record.offset)
+        for partition, ended in taken.ended:
+            # Checked by the decoder: its id and labels within their byte limits, its start
+            # no later than its record timestamp plus the clock skew.
+            self.windows.replay_ends.add(
+                ended.replay_id, partition, ended.started_ms, ended.segment
+            )
         if taken.scored is not None:
             self._admit(taken.scored, taken.records)
         if taken.failed is not None:
             # A replay's failed queries: counted as notices above; the windows count them as
             # the replay's failures (a late or repeated one is dropped, it has no ranking).
             self.windows.add_events(taken.failed)
-
-    def _replay_ended(self, record: SourceRecord) -> None:
-        """Note an end-of-replay marker (the decoder checked its `replay.id`) in the
-        windows' `ReplayEnds`, with the replay's static segment labels if it names them."""
-        marker = orjson.loads(record.value or b"{}")
-        replay, segment = marker["replay"], marker.get("segment")
-        started = replay.get("started")
-        if type(started) is not int:
-            return
-        if type(segment) is not dict or not all(type(v) is str for v in segment.values()):
-            segment = None
-        self.windows.replay_ends.add(replay["id"], record.partition, started, segment)
 
     def _admit(self, scored: ScoredEvents, records: Sequence[SourceRecord]) -> None:
         """Hand the scored events to the windows; send on and count what they turn away."""

@@ -31,7 +31,7 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from monitor.ingest.events import EventDecoder, RankingEvent, Rejection
+from monitor.ingest.events import EventDecoder, RankingEvent, Rejection, ReplayEnd
 from monitor.ingest.schema import Outcome, Reason
 from monitor.kafka.consumer import SourceRecord
 from monitor.native import DecodedEvents, speedups
@@ -63,6 +63,8 @@ class Taken:
     # A replay's failed queries among `rejected` (its `failed_query` notices), as rows marked
     # failed for the windows to count (None: none).
     failed: ScoredEvents | None = None
+    # The end-of-replay markers among `rejected`, checked, with the partition each came on.
+    ended: list[tuple[int, ReplayEnd]] = field(default_factory=list)
 
 
 class Intake:
@@ -106,6 +108,12 @@ class Intake:
             else:
                 self._process_scanned(records, scorer, now_ms, taken)
         taken.failed = self._failed_queries(taken.rejected)
+        taken.ended = [
+            (item.record.partition, ended)
+            for item in taken.rejected
+            if item.reason == Reason.END_OF_REPLAY.value
+            and (ended := self.decoder.replay_end(item.record.value, item.record.timestamp_ms))
+        ]
         return taken
 
     def _failed_queries(self, rejected: Sequence[Rejected]) -> ScoredEvents | None:

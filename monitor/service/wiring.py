@@ -133,6 +133,7 @@ def event_decoder(config: Config) -> EventDecoder:
         use_event_time=events.time_source == "event",
         max_id_bytes=events.max_id_bytes,
         max_value_bytes=segments.max_value_bytes,
+        max_clock_skew_ms=config.windows.max_clock_skew.ms,
     )
 
 
@@ -166,6 +167,7 @@ def build_judging(
     feeds: tuple[RecordFeed, RecordFeed] | None,
     *,
     new_scorer: Callable[[EvaluationSet], Scorer],
+    now_ms: Callable[[], int],
 ) -> JudgingLoop | None:
     """The judging loop, when `judging.enabled` (its topics read with the events' options;
     `new_scorer` scores the sampled rankings again under the judges' views)."""
@@ -187,7 +189,8 @@ def build_judging(
         counter=exporter,
         asked=asked,
         judgments=judgments,
-        max_id_bytes=config.events.max_id_bytes,
+        limits=config.record_limits,
+        now_ms=now_ms,
         new_scorer=new_scorer,
         keep=config.evaluation_set.sources,
     )

@@ -16,8 +16,9 @@ partitions). Everything runs on the service's loop thread. Batches are fastest w
 grouped by partition, as a poll returns them.
 
 An event moves its partition's watermark by its event time, but never past its record's
-Kafka timestamp plus `max_clock_skew_ms`: one event dated into the future (within
-`events.max_future`) cannot make the honest events after it late. The record timestamp is
+Kafka timestamp plus `max_clock_skew_ms` or the allowed lateness, whichever is less: one event
+dated into the future (within `events.max_future`) cannot make the honest events after it
+late, as the watermark it sets stays at or behind its record timestamp. The record timestamp is
 stored with the record, so a replay after a crash rebuilds the same watermark.
 
     lateness 60 s, skew 10 s        record timestamps: the producer's clock at send
@@ -266,9 +267,12 @@ class EventWindows:
         times = int_list(events.event_times_ms)
         skew, stamps = self.max_clock_skew_ms, events.record_times_ms
         # What each event moves its partition's watermark by: its time, or less (the bound).
+        # The bound never exceeds the lateness: the watermark an event past its record time
+        # sets then stays behind that record time, so an honest event sent after it is never
+        # late, whatever `max_clock_skew` says.
         bounds = times
         if skew is not None and stamps is not None:
-            bounds = _watermark_bounds(int_list(stamps), times, skew)
+            bounds = _watermark_bounds(int_list(stamps), times, min(skew, lateness))
         event_ids, query_ids, segments = events.event_ids, events.query_ids, events.segments
         watermarks, panes, registry = self._watermarks, self._offsets.first_in_pane, self._registry
         published = self._published

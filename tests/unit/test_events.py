@@ -225,6 +225,10 @@ def test_a_replays_failed_query_and_end_are_notices_and_its_rankings_are_events(
     assert (notice.outcome, notice.reason) == (Outcome.REPLAY_NOTICE, Reason.FAILED_QUERY)
     assert "r1" in notice.detail and "timeout" in notice.detail
     marker = {"schema_version": 1, "replay": {"id": "r1", "end": True, "events": 3}}
+    # A marker names the replay's start, which closes its windows: without one it is invalid.
+    unstarted = decode(orjson.dumps(marker))
+    assert isinstance(unstarted, Rejection) and unstarted.reason is Reason.BAD_EVENT_TIME
+    marker["replay"]["started"] = RECORD_MS - 60_000  # type: ignore[index]
     end = decode(orjson.dumps(marker))
     assert isinstance(end, Rejection)
     assert (end.outcome, end.reason) == (Outcome.REPLAY_NOTICE, Reason.END_OF_REPLAY)

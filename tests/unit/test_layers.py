@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "monitor"
 
 # Earlier layers first; a module may import its own layer and any earlier one.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "values", "sections", "declare", "clock", "logs"),
+    ("errors", "values", "sections", "declare", "clock", "logs", "limits"),
     ("stats",),
     ("native", "_speedups"),
     ("kafka",),
