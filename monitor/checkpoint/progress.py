@@ -27,7 +27,7 @@ time: the next one says as much and more.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import orjson
 
@@ -46,6 +46,8 @@ class ProgressRecord:
     quiet: bool
     at_ms: int
     shares: tuple[str, ...] = ()
+    # The Kafka timestamp of the record it was read from (0: none, or not read): not written.
+    record_ms: int = field(default=0, compare=False)
 
     @property
     def key(self) -> bytes:
@@ -72,8 +74,9 @@ class ProgressRecord:
         )
 
     @classmethod
-    def from_json(cls, data: bytes) -> ProgressRecord:
-        """Parse a record value; `ValueError` if it is not a progress record."""
+    def from_json(cls, data: bytes, record_ms: int = 0) -> ProgressRecord:
+        """Parse a record value (read with Kafka timestamp `record_ms`); `ValueError` if it
+        is not a progress record."""
         try:
             raw = orjson.loads(data)
             if not isinstance(raw, dict) or raw.get("record") != "progress":
@@ -87,6 +90,7 @@ class ProgressRecord:
                 quiet=bool(raw["quiet"]),
                 at_ms=int(raw["at_ms"]),
                 shares=tuple(str(key) for key in raw.get("shares") or ()),
+                record_ms=record_ms,
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"malformed progress record: {error}") from error

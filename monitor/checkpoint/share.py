@@ -256,7 +256,9 @@ def parse_records(records: Iterable[Any]) -> list[WindowsRecord]:
                 shares.append(ComparisonRecord.from_json(record.value or b""))
                 continue
             if ProgressRecord.is_key(record.key):
-                shares.append(ProgressRecord.from_json(record.value or b""))
+                stamp = getattr(record, "timestamp", None)
+                record_ms = stamp if type(stamp) is int else 0
+                shares.append(ProgressRecord.from_json(record.value or b"", record_ms))
                 continue
             shares.append(WindowShare.from_record(record.value or b"", record.headers or ()))
         except (ValueError, UnicodeDecodeError) as error:

@@ -332,6 +332,7 @@ class Exporter:
         self._evaluation_set_queries = _gauge("rankmon_evaluation_set_queries", registry)
         self._reloads = _counter("rankmon_evaluation_set_reloads", registry)
         self._shares_trimmed = _counter("rankmon_window_shares_trimmed", registry)
+        self._refused = _counter("rankmon_control_records_refused", registry)
         self._reload_failing = _gauge("rankmon_evaluation_set_reload_failing", registry)
         self._judgments = _counter("rankmon_judgments", registry)
         self._pairs = _counter("rankmon_judging_pairs", registry)
@@ -440,6 +441,10 @@ class Exporter:
     def count_share_trimmed(self, dropped: str) -> None:
         """A window share went without `dropped` to fit one record."""
         self._shares_trimmed.labels(dropped).inc()
+
+    def count_refused(self, topic: str, reason: str) -> None:
+        """A record of the windows or to-judge topic refused for a limit (`monitor.limits`)."""
+        self._refused.labels(topic, reason).inc()
 
     def reload_attempted(self, failed: bool) -> None:
         """A reload of the evaluation set was tried: it failed, or it loaded (or found the

@@ -258,6 +258,14 @@ PROCESS_SERIES: Final = (
         ("dropped",),
     ),
     Series(
+        "rankmon_control_records_refused",
+        "counter",
+        "Records of the windows and to-judge topics refused for a limit an event is held to "
+        "(a time past events.max_future or the record timestamp plus windows.max_clock_skew, "
+        "an id past events.max_id_bytes), by topic and reason.",
+        ("topic", "reason"),
+    ),
+    Series(
         "rankmon_evaluation_set_reload_failing",
         "gauge",
         "1 while the newest reload of the evaluation set failed (the old one stays in use).",

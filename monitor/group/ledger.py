@@ -16,6 +16,12 @@ instance. If more than `max_pending` windows wait (a member that never reports: 
 version, a partition stuck), the oldest is decided with what it has, and the log names the
 partitions without a final word: memory stays bounded and decisions keep coming.
 
+A progress record is held to the limits of an event (`monitor.limits`): one whose `at_ms`
+is past the clock plus `events.max_future`, or past its record timestamp plus
+`windows.max_clock_skew`, is refused (logged, counted by `refused`). Taken, it would stand as
+its partitions' newest record until honest ones caught up with its claimed time: every window
+forced, a `max_pending`-window lag, for as long as the claim reached.
+
 After a restart the ledger is filled from the topic's tail (`restoring=True`): there, a
 window whose shares cover every partition also counts as whole (a single instance's, or one
 whose progress records are older than the tail read), and every window up to the newest
@@ -25,12 +31,13 @@ whole one is handed out, for the silent restore of the alert baselines.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from monitor.checkpoint.progress import ProgressRecord
 from monitor.checkpoint.share import WindowShare, WindowsRecord
 from monitor.comparisons.record import ComparisonRecord
+from monitor.limits import DEFAULT_LIMITS, RecordLimits
 from monitor.logs import fields
 
 __all__ = ["DEFAULT_MAX_PENDING", "ShareLedger", "WholeWindow"]
@@ -61,9 +68,23 @@ def _window_of_key(key: str) -> WindowId:
 class ShareLedger:
     """Collects the group's records; `whole()` hands out the windows every member finished."""
 
-    def __init__(self, partitions: frozenset[int], *, max_pending: int = DEFAULT_MAX_PENDING):
+    def __init__(
+        self,
+        partitions: frozenset[int],
+        *,
+        max_pending: int = DEFAULT_MAX_PENDING,
+        limits: RecordLimits = DEFAULT_LIMITS,
+        now_ms: Callable[[], int] | None = None,
+        refused: Callable[[str], None] | None = None,
+    ):
+        """`now_ms`: the clock a progress record's time is held to (None: not held);
+        `refused(reason)` is told of each refused record."""
         self.partitions = partitions  # every partition of the events topic
         self.max_pending = max_pending
+        self._limits = limits
+        self._now_ms = now_ms
+        self._refused = refused
+        self.refused = 0  # progress records refused for their time
         self._progress: dict[int, ProgressRecord] = {}  # newest per events partition
         self._shares: dict[WindowId, dict[bytes, WindowShare]] = {}
         self._expected: dict[WindowId, set[bytes]] = {}
@@ -171,6 +192,18 @@ class ShareLedger:
         )
 
     def _take_progress(self, record: ProgressRecord) -> None:
+        if self._now_ms is not None:
+            refusal = self._limits.time_refusal(record.at_ms, record.record_ms, self._now_ms())
+            if refusal is not None:
+                self.refused += 1
+                if self._refused is not None:
+                    self._refused("progress_in_future")
+                _log.warning(
+                    "progress record refused: its time is %s",
+                    refusal,
+                    extra=fields(key=record.key.decode()[:200], at_ms=record.at_ms),
+                )
+                return
         for partition in record.partitions:
             newest = self._progress.get(partition)
             if newest is None or record.at_ms >= newest.at_ms:

@@ -28,6 +28,7 @@ from monitor.comparisons.engine import ComparisonEngine
 from monitor.export.exporter import Exporter
 from monitor.group.decider import ALONE, DECIDES, MEMBER, GroupDecider, Role
 from monitor.group.ledger import ShareLedger
+from monitor.limits import DEFAULT_LIMITS, RecordLimits
 from monitor.windows.summary import WindowSummary
 
 __all__ = ["GroupPart"]
@@ -48,8 +49,13 @@ class GroupPart:
         progress: ProgressPublisher,
         windows_topic: ShareReader,
         retry: Retry,
+        limits: RecordLimits = DEFAULT_LIMITS,
+        now_ms: Callable[[], int] | None = None,
     ) -> None:
+        """`limits` and `now_ms`: what the group's progress records are held to."""
         self.role: Role = ALONE
+        self._limits = limits
+        self._now_ms = now_ms
         self.decider: GroupDecider | None = None
         self._fresh = False  # the decider has not restored from the windows topic yet
         self._alerts = alerts
@@ -131,7 +137,12 @@ class GroupPart:
 
     def _follow(self, partitions: frozenset[int]) -> bool:
         self.decider = GroupDecider(
-            ShareLedger(partitions),
+            ShareLedger(
+                partitions,
+                limits=self._limits,
+                now_ms=self._now_ms,
+                refused=lambda reason: self._exporter.count_refused("windows", reason),
+            ),
             self._windows_topic.tail(),
             self._alerts,
             self._comparison_records,

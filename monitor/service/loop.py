@@ -157,6 +157,7 @@ class Monitor:
             self.exporter,
             io.judging_feeds,
             new_scorer=self._new_scorer,
+            now_ms=self.clock.now_ms,
         )
         self.explain_store, self.samples = explain_state(config, [str(k) for k in self.keys])
         self.intake, self.handoff = build_intake(
@@ -225,6 +226,8 @@ class Monitor:
             ),
             windows_topic=self._windows_topic,
             retry=self._retry,
+            limits=config.record_limits,
+            now_ms=self.clock.now_ms,
         )
         self.view = LiveView(self._tally)
         routes = explain_routes(
