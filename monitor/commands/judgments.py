@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -63,12 +64,13 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     settings = config.evaluation_set
     base = load_evaluation_set(settings.path, source=settings.source, keep=settings.sources)
-    book = JudgmentBook(base, config.judging.grades, settings.sources)
+    book = JudgmentBook.for_config(config.judging, base, settings.sources)
+    limits = config.record_limits
     outcomes: Counter[str] = Counter()
     topic = config.judging.judgments_topic
 
     def take(record: SourceRecord) -> None:
-        decoded = decode_judgment(record, config.events.max_id_bytes)
+        decoded = decode_judgment(record, limits, time.time_ns() // 1_000_000)
         outcome = decoded if isinstance(decoded, Refusal) else book.add(decoded)
         outcomes[outcome.reason if isinstance(outcome, Refusal) else outcome] += 1
 

@@ -9,14 +9,23 @@ model, by convention `llm:<model>@<prompt>`. `judged_at` (epoch milliseconds) is
 record's timestamp stands in. Key it as the to-judge record was (`["q1", "d7"]`), so every
 judgment of a pair is on one partition, read in the order it was written.
 
+A judgment is held to the limits of an event (`monitor.limits`): its ids to
+`events.max_id_bytes`, its `judged_at` to the clock plus `events.max_future` and to its record
+timestamp plus `windows.max_clock_skew`.
+
 `JudgmentBook.add` decides each one, in the order read:
 
 - refused (dead-lettered, reason in `rankmon-reason`): `invalid_judgment` (not such an
-  object), `unknown_query` (not a query of the evaluation set's file), `unknown_grade` (not
-  one of `judging.grades`), `conflicting_grade` (another source of the same kind, or the
-  file, already gave the pair another grade);
-- `accepted`: the pair's grade from now on. The same source grading a pair again corrects its
-  grade; a person's grade takes the place of a model's;
+  object, or an id too long), `judged_in_future` (its `judged_at` past the limits),
+  `source_not_allowed` (`judging.sources_allowed` names patterns, and none matches: a writer
+  cannot call itself `human`), `unknown_query` (not a query of the evaluation set's file),
+  `unknown_grade` (not one of `judging.grades`), `conflicting_grade` (another source of the
+  same kind, or the file, already gave the pair another grade), `superseded` (the same source
+  graded the pair later: an old judgment sent again does not undo a newer one),
+  `too_many_judgments` (`judging.max_judgments` grades are kept already: the memory of the
+  book is bounded whatever the topic holds);
+- `accepted`: the pair's grade from now on. The same source grading a pair again (judged no
+  earlier) corrects its grade; a person's grade takes the place of a model's;
 - `audit`: a model's grade of a pair a person graded (the file or the topic): kept beside the
   person's, never scored. Each such pair joins `pairs`, the audit the judges are held to
   (`monitor.stats.judges.judge_reading`).
@@ -29,13 +38,17 @@ change a grade), each grade with its source.
 
 from __future__ import annotations
 
+import fnmatch
+import sys
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 import orjson
 
+from monitor.judging.settings import JudgingConfig
 from monitor.kafka.consumer import SourceRecord
+from monitor.limits import RecordLimits
 from monitor.scoring.evalset import FILE_SOURCE, GRADE_RANGE, EvaluationSet
 
 __all__ = [
@@ -89,8 +102,9 @@ def is_person(source: str) -> bool:
     return source in ("human", FILE_SOURCE) or source.startswith("human:")
 
 
-def decode_judgment(record: SourceRecord, max_id_bytes: int) -> Judgment | Refusal:
-    """A judgment record's value as a `Judgment`, or why it is not one."""
+def decode_judgment(record: SourceRecord, limits: RecordLimits, now_ms: int) -> Judgment | Refusal:
+    """A judgment record's value as a `Judgment`, or why it is not one (read at `now_ms`)."""
+    max_id_bytes = limits.max_id_bytes
     try:
         value = orjson.loads(record.value)
     except orjson.JSONDecodeError as error:
@@ -115,6 +129,11 @@ def decode_judgment(record: SourceRecord, max_id_bytes: int) -> Judgment | Refus
     judged_at = value.get("judged_at", record.timestamp_ms)
     if type(judged_at) is not int:
         return Refusal("invalid_judgment", "judged_at must be epoch milliseconds")
+    ahead = limits.time_refusal(judged_at, record.timestamp_ms, now_ms)
+    if ahead is not None:
+        return Refusal("judged_in_future", f"judged_at is {ahead}")
+    # One string per source, however many judgments name it.
+    source = sys.intern(source)
     return Judgment(query, doc, grade, source, judged_at, record.partition, record.offset)
 
 
@@ -122,9 +141,19 @@ class JudgmentBook:
     """The judgments read so far, over the evaluation set's file (module docstring)."""
 
     def __init__(
-        self, base: EvaluationSet, grades: tuple[int, ...] = (), keep: Collection[str] = ()
+        self,
+        base: EvaluationSet,
+        grades: tuple[int, ...] = (),
+        keep: Collection[str] = (),
+        *,
+        max_judgments: int = 250_000,
+        allowed: Collection[str] = (),
     ) -> None:
+        """`keep`: the sources whose grades score; `allowed`: the source patterns a judgment
+        may name (none: any); `max_judgments`: grades kept at most, accepted and audit."""
         self.base = base
+        self.max_judgments = max_judgments
+        self.allowed = tuple(allowed)
         self.keep = frozenset(keep)  # the sources whose grades score (none: all)
         self.grades = frozenset(grades) if grades else frozenset(base.code_grades or ())
         self._own_grades = not grades
@@ -148,9 +177,34 @@ class JudgmentBook:
                     self._set_aside(key, judgment, base.grades(key[0])[key[1]])
         self._merged = None
 
+    @classmethod
+    def for_config(
+        cls, config: JudgingConfig, base: EvaluationSet, keep: Collection[str] = ()
+    ) -> JudgmentBook:
+        """The book of the `judging` settings: their grades, cap and allowed sources."""
+        return cls(
+            base,
+            config.grades,
+            keep,
+            max_judgments=config.max_judgments,
+            allowed=config.sources_allowed,
+        )
+
+    @property
+    def kept(self) -> int:
+        """The grades kept from the topic: the accepted ones and the audit's."""
+        return len(self.in_effect) + len(self.pairs)
+
     def add(self, judgment: Judgment) -> str | Refusal:
         """Decide one judgment: `accepted`, `audit`, or its `Refusal`."""
         query, doc, grade = judgment.query_id, judgment.doc_id, judgment.grade
+        if self.allowed and not any(
+            fnmatch.fnmatchcase(judgment.source, pattern) for pattern in self.allowed
+        ):
+            return Refusal(
+                "source_not_allowed",
+                f"source {judgment.source[:80]!r} matches no pattern of judging.sources_allowed",
+            )
         if query not in self.base:
             return Refusal("unknown_query", f"query {query!r} is not in the evaluation set")
         if grade not in self.grades:
@@ -161,19 +215,43 @@ class JudgmentBook:
         if filed is not None:
             return self._beside(key, judgment, self.base.source_of(query, doc) or "", filed)
         standing = self.in_effect.get(key)
-        if standing is None or standing.source == judgment.source:
+        if standing is not None and standing.source == judgment.source:
+            if judgment.judged_at_ms < standing.judged_at_ms:
+                return _superseded(judgment, standing)
             return self._take(key, judgment, standing)
+        if standing is None:
+            return self._full() or self._take(key, judgment, standing)
         if is_person(judgment.source) and not is_person(standing.source):
             self._set_aside(key, standing, judgment.grade)
             return self._take(key, judgment, standing)
         return self._beside(key, judgment, standing.source, standing.grade)
+
+    def _full(self) -> Refusal | None:
+        """`too_many_judgments` when `max_judgments` grades are kept already."""
+        if self.kept < self.max_judgments:
+            return None
+        return Refusal(
+            "too_many_judgments",
+            f"judging.max_judgments ({self.max_judgments}) grades are kept already",
+        )
 
     def _beside(
         self, key: tuple[str, str], judgment: Judgment, source: str, grade: int
     ) -> str | Refusal:
         """A grade of a pair `source` graded `grade` already, which stays."""
         if not is_person(judgment.source) and is_person(source):
-            self._set_aside(key, judgment, grade)
+            earlier = next(
+                (j for j in self.audit.get(key, ()) if j.source == judgment.source), None
+            )
+            if earlier is not None:
+                if judgment.judged_at_ms < earlier.judged_at_ms:
+                    return _superseded(judgment, earlier)
+                if earlier.grade == judgment.grade:
+                    return AUDIT  # the same grade again: the audit has it
+            refusal = self._full()
+            if refusal is not None:
+                return refusal
+            self._set_aside(key, judgment, grade, earlier)
             return AUDIT
         if judgment.grade != grade:
             return Refusal(
@@ -183,9 +261,15 @@ class JudgmentBook:
             )
         return ACCEPTED
 
-    def _set_aside(self, key: tuple[str, str], model: Judgment, person: int) -> None:
-        """A model's grade beside a person's `person`: kept for the audit, never scored."""
-        self.audit.setdefault(key, []).append(model)
+    def _set_aside(
+        self, key: tuple[str, str], model: Judgment, person: int, earlier: Judgment | None = None
+    ) -> None:
+        """A model's grade beside a person's `person`: kept for the audit, never scored
+        (in place of `earlier`, the same model's older grade of the pair)."""
+        kept = self.audit.setdefault(key, [])
+        if earlier is not None:
+            kept.remove(earlier)
+        kept.append(model)
         self.pairs.append((model.source, person, model.grade))
 
     def _take(self, key: tuple[str, str], judgment: Judgment, standing: Judgment | None) -> str:
@@ -228,3 +312,12 @@ class JudgmentBook:
         for judgments in self.audit.values():
             for judgment in judgments:
                 yield {**judgment.provenance(), "audit": True}
+
+
+def _superseded(judgment: Judgment, standing: Judgment) -> Refusal:
+    return Refusal(
+        "superseded",
+        f"{judgment.source[:80]} graded query {judgment.query_id[:80]!r} doc "
+        f"{judgment.doc_id[:80]!r} later (judged_at {standing.judged_at_ms} > "
+        f"{judgment.judged_at_ms})",
+    )

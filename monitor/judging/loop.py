@@ -39,6 +39,7 @@ from monitor.judging.settings import JudgingConfig
 from monitor.judging.topics import RecordFeed
 from monitor.kafka.consumer import SourceRecord
 from monitor.kafka.producer import RecordSink
+from monitor.limits import RecordLimits
 from monitor.logs import fields
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.scorer import Scorer
@@ -61,6 +62,8 @@ class JudgingCounter(Protocol):
 
     def set_pairs_pending(self, pending: int) -> None: ...
 
+    def count_refused(self, topic: str, reason: str) -> None: ...
+
 
 class JudgingLoop:
     """The judging loop of one instance (module docstring)."""
@@ -76,20 +79,23 @@ class JudgingLoop:
         counter: JudgingCounter,
         asked: RecordFeed,
         judgments: RecordFeed,
-        max_id_bytes: int,
+        limits: RecordLimits,
+        now_ms: Callable[[], int],
         new_scorer: Callable[[EvaluationSet], Scorer],
         keep: Collection[str] = (),
     ) -> None:
-        """`keep`: the sources whose grades score (`evaluation_set.sources`; none: all)."""
+        """`keep`: the sources whose grades score (`evaluation_set.sources`; none: all);
+        `limits` and `now_ms`: what the records of both topics are held to."""
         self.config = config
-        self.book = JudgmentBook(base, config.grades, keep)
+        self.book = JudgmentBook.for_config(config, base, keep)
         self.queue = PairQueue(config.cutoff, gain, config.budget_per_hour, config.max_pending)
         self._producer = producer
         self._dead_letters = dead_letters
         self._counter = counter
         self._asked = asked
         self._judgments = judgments
-        self._max_id_bytes = max_id_bytes
+        self._limits = limits
+        self._now_ms = now_ms
         self.caught_up = False
         self._dropped = 0  # the queue's drops counted so far
         self._audited = 0  # audit pairs read when the judges were last read
@@ -228,15 +234,29 @@ class JudgingLoop:
         self._judgments.close()
 
     def _asked_record(self, record: SourceRecord) -> None:
+        """A pair some instance asked for. One that names no query of the set, an id past
+        `events.max_id_bytes` or a time past `events.max_future` is refused (counted): it
+        would hold memory, or spend the hourly budget until the time it claims."""
         try:
             key = orjson.loads(record.key or b"")
         except orjson.JSONDecodeError:
-            return
-        if isinstance(key, list) and len(key) == 2 and all(isinstance(i, str) for i in key):
+            key = None
+        if not (isinstance(key, list) and len(key) == 2 and all(isinstance(i, str) for i in key)):
+            self._refuse_asked("invalid_key")
+        elif self._limits.too_long(key[0]) or self._limits.too_long(key[1]):
+            self._refuse_asked("string_too_long")
+        elif key[0] not in self.book.base:
+            self._refuse_asked("unknown_query")
+        elif self._limits.time_refusal(record.timestamp_ms, 0, self._now_ms()) is not None:
+            self._refuse_asked("too_far_in_future")
+        else:
             self.queue.was_asked((key[0], key[1]), record.timestamp_ms)
 
+    def _refuse_asked(self, reason: str) -> None:
+        self._counter.count_refused("tojudge", reason)
+
     def _judgment_record(self, record: SourceRecord, dead_letter: bool) -> None:
-        decoded = decode_judgment(record, self._max_id_bytes)
+        decoded = decode_judgment(record, self._limits, self._now_ms())
         outcome = decoded if isinstance(decoded, Refusal) else self.book.add(decoded)
         if isinstance(outcome, Refusal):
             self._counter.count_judgment("refused", outcome.reason)

@@ -16,9 +16,12 @@ whose sampled ranking had the document in the top k, `first_seen_ms` is the star
 
 `PairQueue` holds the pairs waiting (at most `max_pending`: the lowest priority leaves first)
 and the keys of every pair asked for, by this instance or any other (`asked`, read back from
-the to-judge topic on start): a pair is never asked for twice. `due(now_ms)` gives the pairs
-to publish now, highest priority first, so that no more than `budget_per_hour` were asked for
-in the trailing hour.
+the to-judge topic on start): a pair is never asked for twice. A key is kept as its 64-bit
+hash (Python's, keyed per process: ids crafted offline do not collide), about 100 bytes a
+pair; past `MAX_ASKED` pairs the oldest are forgotten (a forgotten pair may be asked for once
+more), so a to-judge topic flooded with made-up pairs holds bounded memory. `due(now_ms)` gives
+the pairs to publish now, highest priority first, so that no more than `budget_per_hour` were
+asked for in the trailing hour.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ import orjson
 
 from monitor.windows.summary import WindowSummary
 
-__all__ = ["HOUR_MS", "Pair", "PairKey", "PairQueue", "pair_key"]
+__all__ = ["HOUR_MS", "MAX_ASKED", "Pair", "PairKey", "PairQueue", "pair_key"]
 
 HOUR_MS: Final = 3_600_000
+# Pairs remembered as asked for, at most: 2 years of the default budget (200 an hour).
+MAX_ASKED: Final = 4_000_000
 
 PairKey = tuple[str, str]  # (query id, document id)
 
@@ -84,7 +89,8 @@ class PairQueue:
         self.budget_per_hour = budget_per_hour
         self.max_pending = max_pending
         self.pending: dict[PairKey, Pair] = {}
-        self.asked: set[PairKey] = set()
+        # The hashes of the pairs asked for, oldest first (module docstring).
+        self.asked: dict[int, None] = {}
         self.dropped = 0  # pairs that left the queue for a higher priority one
         self._asked_at: list[int] = []  # when each pair of the trailing hour was asked, sorted
 
@@ -123,7 +129,7 @@ class PairQueue:
 
     def _note(self, query: str, doc: str, share: float, rank: int, summary: WindowSummary) -> None:
         key = (query, doc)
-        if key in self.asked:
+        if hash(key) in self.asked:
             return
         pair = self.pending.get(key)
         if pair is None:
@@ -148,15 +154,24 @@ class PairQueue:
     def judged(self, key: PairKey) -> None:
         """A judgment came for the pair: it needs asking no more."""
         self.pending.pop(key, None)
-        self.asked.add(key)
+        self._remember(key)
 
     def was_asked(self, key: PairKey, time_ms: int) -> None:
         """The pair was asked for at `time_ms` (by any instance: read from the topic)."""
-        if key in self.asked:
+        if hash(key) in self.asked:
             return
         self.pending.pop(key, None)
-        self.asked.add(key)
+        self._remember(key)
         bisect.insort(self._asked_at, time_ms)
+        if len(self._asked_at) > self.budget_per_hour:
+            # Only the newest `budget_per_hour` times can tell whether the budget is spent.
+            del self._asked_at[0]
+
+    def _remember(self, key: PairKey) -> None:
+        asked = self.asked
+        asked[hash(key)] = None
+        if len(asked) > MAX_ASKED:
+            del asked[next(iter(asked))]
 
     def room(self, now_ms: int) -> int:
         """How many pairs may be asked for now within the budget of the trailing hour."""

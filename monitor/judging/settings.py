@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from monitor.declare import setting
 from monitor.kafka.settings import topic_name
-from monitor.sections import as_bool, as_int, as_int_list
+from monitor.sections import as_bool, as_int, as_int_list, as_str_list
 
 __all__ = ["JudgingConfig"]
 
@@ -21,6 +21,17 @@ def _grades(value: Any) -> tuple[int, ...]:
     if value in ([], ""):
         return _ANY_GRADE
     return as_int_list(-(2**31), 2**31 - 1)(value)
+
+
+def _patterns(value: Any) -> tuple[str, ...]:
+    """A list of source patterns (`human:*`, `llm:gpt-4o@*`): `*` any text, `?` one letter."""
+    if value in ([], "", None):
+        return ()
+    patterns = as_str_list(value)
+    for pattern in patterns:
+        if not pattern.strip():
+            raise ValueError("a source pattern is empty")
+    return tuple(patterns)
 
 
 def _topic(suffix: str) -> Any:
@@ -60,6 +71,16 @@ class JudgingConfig:
         _ANY_GRADE,
         read=_grades,
         doc="grades a judgment may give (default: the evaluation set's)",
+    )
+    max_judgments: int = setting(
+        250_000,
+        read=as_int(1, 100_000_000),
+        doc="grades kept from the judgments topic at most (more: refused, too_many_judgments)",
+    )
+    sources_allowed: tuple[str, ...] = setting(
+        (),
+        read=_patterns,
+        doc="the sources a judgment may name, shell patterns like human:* (empty: any)",
     )
     tojudge_topic: str = setting(
         "", read=topic_name, derive=_topic("tojudge"), doc="where pairs to judge go"

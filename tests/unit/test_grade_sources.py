@@ -15,6 +15,7 @@ from monitor.errors import InputError
 from monitor.judging.judgments import JudgmentBook, decode_judgment
 from monitor.kafka.consumer import SourceRecord
 from monitor.kafka.settings import KafkaConfig
+from monitor.limits import RecordLimits
 from monitor.replay.replayer import Replayer
 from monitor.replay.settings import ReplayConfig
 from monitor.scoring.catalog import monitor_keys
@@ -23,6 +24,9 @@ from monitor.scoring.scorer import Scorer
 from monitor.scoring.sources import MAX_SOURCES, OTHER_SOURCE, judged_by_source
 from monitor.sections import ConfigSection
 from monitor.service.wiring import inline_fills
+
+LIMITS = RecordLimits(max_id_bytes=256)
+NOW_MS = 1_767_225_600_000
 
 LINES = [
     {"query_id": "q1", "doc_id": "a", "grade": 3},
@@ -72,7 +76,7 @@ def test_the_judging_loops_judgments_of_sources_not_kept_do_not_score(tmp_path: 
     base = load_evaluation_set(jsonl(tmp_path), keep=("qrels", "human", "human:ann"))
     book = JudgmentBook(base, (0, 1, 2, 3), keep=("qrels", "human", "human:ann"))
     for record in (judgment("new1", 3, "llm:m@p1"), judgment("new2", 2, "human")):
-        decoded = decode_judgment(record, 256)
+        decoded = decode_judgment(record, LIMITS, NOW_MS)
         assert not isinstance(decoded, tuple) and book.add(decoded) == "accepted"
     merged = book.merged()
     assert dict(merged.grades("q1")) == {"a": 3, "new2": 2}

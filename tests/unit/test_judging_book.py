@@ -15,11 +15,15 @@ from monitor.judging.judgments import JudgmentBook, Refusal, decode_judgment
 from monitor.judging.pairs import HOUR_MS, PairQueue
 from monitor.judging.rescore import JudgedRescore
 from monitor.kafka.consumer import SourceRecord
+from monitor.limits import RecordLimits
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.scorer import Scorer
 from monitor.windows.samples import RankingSamples
 from monitor.windows.summary import WindowSummary
+
+LIMITS = RecordLimits(max_id_bytes=256)
+NOW_MS = 1_767_225_600_000
 
 BASE = EvaluationSet.from_judgments(
     {"q1": {"a": 3, "b": 1, "c": 0}, "q2": {"x": 2, "y": 0}}, "qrels.txt"
@@ -107,7 +111,7 @@ def judgment(doc: str, grade: int, source: str = "human", query: str = "q1") -> 
 
 
 def add(book: JudgmentBook, value: SourceRecord) -> str:
-    decoded = decode_judgment(value, 256)
+    decoded = decode_judgment(value, LIMITS, NOW_MS)
     outcome = decoded if isinstance(decoded, Refusal) else book.add(decoded)
     return outcome.reason if isinstance(outcome, Refusal) else outcome
 
