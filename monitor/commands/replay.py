@@ -74,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
             progress=True,
             source=judged.source,
             keep=judged.sources,
+            max_id_bytes=config.events.max_id_bytes,
+            max_value_bytes=config.segments.max_value_bytes,
         )
     except PublishError as error:
         print(f"rankmon replay: {error}", file=sys.stderr)

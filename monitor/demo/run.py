@@ -137,7 +137,13 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
                 ReplayConfig,
                 ConfigSection(scenario.replay_tree(topics, server.url, version.name), "replay", {}),
             )
-            replayer = Replayer(replay, config.kafka, qrels)
+            replayer = Replayer(
+                replay,
+                config.kafka,
+                qrels,
+                max_id_bytes=config.events.max_id_bytes,
+                max_value_bytes=config.segments.max_value_bytes,
+            )
             stack.callback(replayer.close)
             replayers[version.name] = replayer
             stages.append(

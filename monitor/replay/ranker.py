@@ -8,7 +8,15 @@ answer (waiting `backoff`, doubling), and returns an `Answer`:
 - `timeout`: the last attempt took longer than `timeout`;
 - `error` with a reason: `connection` (refused, reset), `http_<status>`, `bad_json`,
   `no_ids` (the path is not in the answer), `bad_ids` (not strings or numbers),
-  `duplicate_doc` (a document twice in one ranking), `empty_answer` (no documents).
+  `duplicate_doc` (a document twice in one ranking), `empty_answer` (no documents),
+  `too_large` (an answer past `max_response_bytes`), `id_too_long` (a document id past
+  `events.max_id_bytes`), `label_too_long` (a label read from the answer past
+  `segments.max_value_bytes`): what the monitor would refuse is a failed query here, counted
+  as the replay's failure, never a ranked query the monitor later drops.
+
+The answer is input like an event: `timeout` bounds the whole attempt (connecting, sending,
+the status line, the headers and the body together, however slowly the bytes drip), and at
+most `max_response_bytes` of a body are read.
 
 Only the standard library's `http.client`: a connection per worker thread, kept alive.
 """
@@ -16,7 +24,10 @@ Only the standard library's `http.client`: a connection per worker thread, kept 
 from __future__ import annotations
 
 import http.client
+import io
 import json
+import re
+import socket
 import ssl
 import threading
 import time
@@ -28,6 +39,7 @@ from typing import Any, Final
 import orjson
 
 from monitor import __version__
+from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_VALUE_BYTES
 from monitor.replay.settings import Preset, RankerSettings
 from monitor.replay.topics import Query
 
@@ -56,9 +68,13 @@ class _FailedError(Exception):
         self.outcome, self.reason, self.retry = outcome, reason, retry
 
 
+_PLACEHOLDER: Final = re.compile(r"\{(query|depth)\}")
+
+
 def fill(template: Any, query: Query, depth: int) -> Any:
     """The template with `"{query}"` (also inside a string), `"{depth}"` and `"{field}"`
-    (a JSON-lines topic's own field) put in."""
+    (a JSON-lines topic's own field) put in. Placeholders are read in the template only, in
+    one pass: a query text holding `{depth}` is sent as written."""
     if isinstance(template, dict):
         return {key: fill(value, query, depth) for key, value in template.items()}
     if isinstance(template, list):
@@ -69,7 +85,8 @@ def fill(template: Any, query: Query, depth: int) -> Any:
         return depth
     if template.startswith("{") and template.endswith("}") and template[1:-1] in query.fields:
         return query.fields[template[1:-1]]
-    return template.replace("{query}", query.text).replace("{depth}", str(depth))
+    values = {"query": query.text, "depth": str(depth)}
+    return _PLACEHOLDER.sub(lambda found: values[found.group(1)], template)
 
 
 def walk(answer: Any, path: str) -> list[Any] | None:
@@ -107,8 +124,14 @@ class RankerClient:
         segment_from: tuple[tuple[str, str], ...] = (),
         *,
         sleep: Callable[[float], None] = time.sleep,
+        max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     ) -> None:
+        """`max_id_bytes` and `max_value_bytes`: the monitor's `events.max_id_bytes` and
+        `segments.max_value_bytes`, which an answer's ids and labels are held to."""
         self.settings = settings
+        self.max_id_bytes = max_id_bytes
+        self.max_value_bytes = max_value_bytes
         self.preset: Preset = settings.preset_of
         self.depth = depth
         self.segment_from = segment_from
@@ -129,7 +152,7 @@ class RankerClient:
         headers.update((name, secret.reveal()) for name, secret in settings.secret_headers)
         self._headers = headers
         self._local = threading.local()
-        self._connections: list[http.client.HTTPConnection] = []
+        self._connections: list[_HTTPConnection | _HTTPSConnection] = []
         self._lock = threading.Lock()
 
     def ask(self, query: Query) -> Answer:
@@ -169,17 +192,19 @@ class RankerClient:
         body = orjson.dumps(fill(self._body or {}, query, self.depth))
         return "POST", target, body
 
-    def _connection(self) -> http.client.HTTPConnection:
-        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+    def _connection(self) -> _HTTPConnection | _HTTPSConnection:
+        connection: _HTTPConnection | _HTTPSConnection | None = getattr(
+            self._local, "connection", None
+        )
         if connection is None:
             timeout = self.settings.timeout.seconds
             if self._https:
                 context = ssl.create_default_context()
-                connection = http.client.HTTPSConnection(
+                connection = _HTTPSConnection(
                     self._host, self._port, timeout=timeout, context=context
                 )
             else:
-                connection = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+                connection = _HTTPConnection(self._host, self._port, timeout=timeout)
             self._local.connection = connection
             with self._lock:
                 self._connections.append(connection)
@@ -195,17 +220,23 @@ class RankerClient:
         self, method: str, target: str, body: bytes | None
     ) -> tuple[int, Mapping[str, str], bytes]:
         connection = self._connection()
+        # One deadline for the whole attempt: every socket read and write gets what is left.
+        connection.deadline = time.monotonic() + self.settings.timeout.seconds
+        limit = self.settings.max_response_bytes
         try:
             connection.request(method, target, body=body, headers=self._headers)
             response = connection.getresponse()
-            data = response.read()
+            data = response.read(limit + 1)
         except TimeoutError:
             self._drop_connection()
             raise _FailedError("timeout", "timeout", retry=True) from None
         except (OSError, http.client.HTTPException):
             self._drop_connection()
             raise _FailedError("error", "connection", retry=True) from None
-        if response.will_close:
+        if len(data) > limit:
+            self._drop_connection()  # the rest of the body is never read
+            raise _FailedError("error", "too_large", retry=False)
+        if response.will_close or not response.isclosed():
             self._drop_connection()
         headers = {name.lower(): value for name, value in response.getheaders()}
         return response.status, headers, data
@@ -229,11 +260,16 @@ class RankerClient:
             raise _FailedError("error", "empty_answer", retry=False)
         if len(set(ids)) != len(ids):
             raise _FailedError("error", "duplicate_doc", retry=False)
+        if any(_too_long(doc, self.max_id_bytes) for doc in ids):
+            raise _FailedError("error", "id_too_long", retry=False)
+        labels = self._labels(parsed, headers)
+        if any(_too_long(value, self.max_value_bytes) for _, value in labels):
+            raise _FailedError("error", "label_too_long", retry=False)
         return Answer(
             "ranked",
             ids,
             self._scores(parsed, len(found)),
-            self._labels(parsed, headers),
+            labels,
             attempts=attempts,
             latency_s=latency,
         )
@@ -256,3 +292,70 @@ class RankerClient:
             if value is not None and not isinstance(value, dict | list):
                 labels.append((label, str(value)))
         return tuple(labels)
+
+
+def _too_long(text: str, max_bytes: int) -> bool:
+    return len(text) * 4 > max_bytes and len(text.encode("utf-8", "surrogatepass")) > max_bytes
+
+
+class _DeadlineSocket:
+    """A connected socket whose reads and writes each get only what is left of the
+    attempt's deadline: a ranker that drips its answer a byte at a time still times out
+    when the attempt's `timeout` is spent (a socket's own timeout bounds one read only)."""
+
+    def __init__(self, sock: socket.socket, deadline: Callable[[], float]) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def _left(self) -> None:
+        left = self._deadline() - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the ranker's answer took longer than replay.ranker.timeout")
+        self._sock.settimeout(left)
+
+    def sendall(self, data: Any) -> None:
+        self._left()
+        self._sock.sendall(data)
+
+    def recv_into(self, buffer: Any, size: int = 0) -> int:
+        self._left()
+        return self._sock.recv_into(buffer, size)
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineReader(self))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """The raw stream `http.client` reads a response from, through a `_DeadlineSocket`."""
+
+    def __init__(self, sock: _DeadlineSocket) -> None:
+        self._sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        return self._sock.recv_into(buffer)
+
+
+class _HTTPConnection(http.client.HTTPConnection):
+    """A connection whose attempt ends at `deadline` (monotonic seconds), set per request."""
+
+    deadline = 0.0
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, lambda: self.deadline)
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """`_HTTPConnection` over TLS."""
+
+    deadline = 0.0
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock = _DeadlineSocket(self.sock, lambda: self.deadline)

@@ -40,6 +40,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from rich.progress import Progress
 
 from monitor.errors import ConfigError, RankmonError
+from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_VALUE_BYTES
 from monitor.kafka.options import producer_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
@@ -84,12 +85,15 @@ class Replayer:
         progress: bool = False,
         source: str = FILE_SOURCE,
         keep: Collection[str] = (),
+        max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
+        max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     ) -> None:
         """`settings` (the `replay:` section) against the evaluation set at
         `evaluation_set_path`, publishing to `kafka.topic` (or to `publisher`). `source` and
         `keep` are `evaluation_set.source` and `.sources`: the topics file names the file's
         queries, and only those with a grade of a kept source are replayed (the monitor
-        scores no other)."""
+        scores no other). `max_id_bytes` and `max_value_bytes`: the monitor's
+        `events.max_id_bytes` and `segments.max_value_bytes`, which the answers are held to."""
         self.settings = settings
         evaluation_set = load_evaluation_set(evaluation_set_path, source=source)
         topics = read_topics(self.settings.topics)
@@ -98,7 +102,11 @@ class Replayer:
             evaluation_set = load_evaluation_set(evaluation_set_path, source=source, keep=keep)
         self.queries: list[Query] = [topics[qid] for qid in sorted(topics) if qid in evaluation_set]
         self.client = RankerClient(
-            self.settings.ranker, self.settings.depth, self.settings.segment_from
+            self.settings.ranker,
+            self.settings.depth,
+            self.settings.segment_from,
+            max_id_bytes=max_id_bytes,
+            max_value_bytes=max_value_bytes,
         )
         if publisher is None:
             try:

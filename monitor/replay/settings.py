@@ -21,6 +21,7 @@ Each preset fills the method, template and paths; a key written wins over the pr
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,6 +43,7 @@ from monitor.sections import (
 from monitor.values import Duration, Secret, SecretUrl, parse_duration
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "PRESETS",
     "Preset",
     "RankerSettings",
@@ -87,6 +89,15 @@ PRESETS: Final = {
 PRESETS["opensearch"] = PRESETS["elasticsearch"]
 # A plain JSON list of document ids as the whole answer.
 PRESETS["list"] = Preset("POST", PRESETS["json"].body, (), "[]", None)
+
+
+DEFAULT_MAX_RESPONSE_BYTES: Final = 32 * 1024 * 1024
+# RFC 9110's token: the characters a header name may have.
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+
+
+def _breaks_line(value: str) -> bool:
+    return "\r" in value or "\n" in value or "\0" in value
 
 
 def as_template(value: Any) -> str:
@@ -163,7 +174,14 @@ class RankerSettings:
         None, read=as_answer_path, doc="where their scores are (null: the preset's)"
     )
     timeout: Duration = setting(
-        parse_duration("5s"), read=as_positive_duration, doc="one request's time limit"
+        parse_duration("5s"),
+        read=as_positive_duration,
+        doc="one attempt's time limit, the whole answer read (each retry gets its own)",
+    )
+    max_response_bytes: int = setting(
+        DEFAULT_MAX_RESPONSE_BYTES,
+        read=as_int(1024, 1 << 31),
+        doc="an answer's body at most (more: the query fails, too_large)",
     )
     retries: int = setting(2, read=as_int(0, 10), doc="retries of a failed or timed-out request")
     backoff: Duration = setting(
@@ -177,14 +195,35 @@ class RankerSettings:
     secret_headers: tuple[tuple[str, Secret], ...] = ()
 
     def with_secret_headers(self, environ: Mapping[str, str]) -> RankerSettings:
-        """These settings with `headers_env` read; ValueError names an unset variable."""
+        """These settings with `headers_env` read; ValueError names an unset variable, or
+        one whose value holds a line break (never the value: it is a secret)."""
         found = []
         for header, variable in self.headers_env:
             value = environ.get(variable, "")
             if not value:
                 raise ValueError(f"{header}: environment variable {variable} is not set")
+            if _breaks_line(value):
+                raise ValueError(
+                    f"{header}: environment variable {variable} holds a line break (CR or LF),"
+                    " which no header value may hold"
+                )
             found.append((header, Secret(value, env=variable)))
         return replace(self, secret_headers=tuple(found))
+
+    def problem(self) -> tuple[str, str] | None:
+        """A header name or value, or the token, that cannot be sent (a line break in it
+        would end the header: an error, or a second header made up by the value)."""
+        for name, value in self.headers:
+            if not _HEADER_NAME.fullmatch(name):
+                return "headers", f"{name[:40]!r} is not a header name"
+            if _breaks_line(value):
+                return "headers", f"{name}: the value holds a line break (CR or LF)"
+        for name, _ in self.headers_env:
+            if not _HEADER_NAME.fullmatch(name):
+                return "headers_env", f"{name[:40]!r} is not a header name"
+        if self.token is not None and _breaks_line(self.token.reveal()):
+            return "token", "holds a line break (CR or LF) inside it"
+        return None
 
     @property
     def preset_of(self) -> Preset:
