@@ -107,7 +107,7 @@ class Intake:
                     self._window(accepted, [scorer] * len(accepted), taken)
             else:
                 self._process_scanned(records, scorer, now_ms, taken)
-        taken.failed = self._failed_queries(taken.rejected)
+        taken.failed = self._failed_queries(taken.rejected, scorers)
         taken.ended = [
             (item.record.partition, ended)
             for item in taken.rejected
@@ -116,16 +116,23 @@ class Intake:
         ]
         return taken
 
-    def _failed_queries(self, rejected: Sequence[Rejected]) -> ScoredEvents | None:
+    def _failed_queries(
+        self, rejected: list[Rejected], scorers: Mapping[str, Scorer]
+    ) -> ScoredEvents | None:
         """The replay's failed queries among the notices, as rows the windows count as
-        failures (no measures: NaN), in record order."""
-        failed = [
-            (item.record, event)
-            for item in rejected
-            if item.reason == Reason.FAILED_QUERY.value
-            and (event := self.decoder.failed_query(item.record.value, item.record.timestamp_ms))
-            is not None
-        ]
+        failures (no measures: NaN), in record order. One of a query no evaluation set in use
+        has is `unknown_query`, as a ranking event of it is: each would hold a cell."""
+        failed = []
+        for index, item in enumerate(rejected):
+            if item.reason != Reason.FAILED_QUERY.value:
+                continue
+            event = self.decoder.failed_query(item.record.value, item.record.timestamp_ms)
+            if event is None:
+                continue
+            if not any(event.query_id in s.evaluation_set for s in scorers.values()):
+                rejected[index] = Rejected(item.record, Outcome.UNKNOWN_QUERY)
+                continue
+            failed.append((item.record, event))
         if not failed:
             return None
         label = self.labeler.label
