@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -40,8 +41,8 @@ from monitor.windows.summary import WindowSummary
 __all__ = ["HOUR_MS", "MAX_ASKED", "Pair", "PairKey", "PairQueue", "pair_key"]
 
 HOUR_MS: Final = 3_600_000
-# Pairs remembered as asked for, at most: 2 years of the default budget (200 an hour).
-MAX_ASKED: Final = 4_000_000
+# Pairs remembered as asked for, at most: 208 days of the default budget (200 an hour).
+MAX_ASKED: Final = 1_000_000
 
 PairKey = tuple[str, str]  # (query id, document id)
 
@@ -89,8 +90,9 @@ class PairQueue:
         self.budget_per_hour = budget_per_hour
         self.max_pending = max_pending
         self.pending: dict[PairKey, Pair] = {}
-        # The hashes of the pairs asked for, oldest first (module docstring).
-        self.asked: dict[int, None] = {}
+        # The hashes of the pairs asked for (module docstring), and their order, oldest first.
+        self.asked: set[int] = set()
+        self._asked_order: deque[int] = deque()
         self.dropped = 0  # pairs that left the queue for a higher priority one
         self._asked_at: list[int] = []  # when each pair of the trailing hour was asked, sorted
 
@@ -168,10 +170,13 @@ class PairQueue:
             del self._asked_at[0]
 
     def _remember(self, key: PairKey) -> None:
-        asked = self.asked
-        asked[hash(key)] = None
-        if len(asked) > MAX_ASKED:
-            del asked[next(iter(asked))]
+        hashed = hash(key)
+        if hashed in self.asked:
+            return
+        self.asked.add(hashed)
+        self._asked_order.append(hashed)
+        if len(self._asked_order) > MAX_ASKED:
+            self.asked.discard(self._asked_order.popleft())
 
     def room(self, now_ms: int) -> int:
         """How many pairs may be asked for now within the budget of the trailing hour."""
