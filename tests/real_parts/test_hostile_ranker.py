@@ -1,0 +1,117 @@
+"""The ranker's answers are input: a real HTTP ranker on loopback that answers 1 GiB, drips
+its answer a byte at a time, returns an id the monitor would refuse, or is sent a query text
+holding a placeholder; and secrets with line breaks in the config. Each hostile answer ends
+as one failed query with its reason, and the honest queries beside it are ranked."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from monitor.cli import main
+from monitor.config.loader import load_config
+from monitor.declare import read_settings
+from monitor.errors import ConfigError
+from monitor.replay.ranker import RankerClient
+from monitor.replay.settings import RankerSettings
+from monitor.replay.topics import Query
+from monitor.sections import ConfigSection
+from tests.support.hostile_ranker import HostileRanker
+
+HONEST = {"q1 text": ["d1", "d2", "d3"], "q2 {depth} {query}": ["d2", "d1"]}
+
+
+@contextmanager
+def client(url: str, **keys: object) -> Iterator[RankerClient]:
+    section = ConfigSection(
+        {"url": url, "timeout": "1s", "retries": 1, "backoff": "10ms", **keys}, "replay.ranker", {}
+    )
+    asker = RankerClient(read_settings(RankerSettings, section), 10, max_id_bytes=512)
+    try:
+        yield asker
+    finally:
+        asker.close()
+
+
+def test_a_ranker_answering_a_gibibyte_fails_the_query_after_reading_at_most_the_limit() -> None:
+    limit = 1 << 20
+    with HostileRanker(HONEST) as ranker, client(ranker.url, max_response_bytes=limit) as asker:
+        answer = asker.ask(Query("q0", "huge"))
+        honest = asker.ask(Query("q1", "q1 text"))
+    assert (answer.outcome, answer.reason, answer.attempts) == ("error", "too_large", 1)
+    # The server wrote what the socket buffers took before the client hung up, not 1 GiB.
+    assert ranker.streamed < 64 << 20
+    assert (honest.outcome, honest.ids) == ("ranked", ("d1", "d2", "d3"))
+
+
+def test_a_ranker_dripping_its_answer_times_out_at_the_timeout_not_at_its_last_byte() -> None:
+    # 73 bytes, one every 0.4 s: each read is quick, the whole answer takes 29 s. The timeout
+    # (1 s) bounds each attempt as a whole, so the query ends `timeout` after its 2 attempts
+    # instead of `ranked` half a minute later.
+    with HostileRanker(HONEST) as ranker, client(ranker.url) as asker:
+        answer = asker.ask(Query("q0", "drip"))
+        honest = asker.ask(Query("q1", "q1 text"))
+    assert (answer.outcome, answer.reason, answer.attempts) == ("timeout", "timeout", 2)
+    assert honest.outcome == "ranked"
+
+
+def test_a_document_id_past_max_id_bytes_fails_the_query_as_id_too_long() -> None:
+    with HostileRanker({"long id q": ["d1", "d2"]}) as ranker, client(ranker.url) as asker:
+        answer = asker.ask(Query("q0", "long id q"))
+    assert (answer.outcome, answer.reason, answer.ids) == ("error", "id_too_long", ())
+
+
+def test_a_query_text_holding_a_placeholder_is_sent_as_written() -> None:
+    with HostileRanker(HONEST) as ranker, client(ranker.url) as asker:
+        answer = asker.ask(Query("q2", "q2 {depth} {query}"))
+    assert ranker.bodies == [{"query": "q2 {depth} {query}", "size": 10}]
+    assert answer.ids == ("d2", "d1")
+
+
+def replay_config(tmp_path: Path, ranker: str) -> Path:
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "topics.tsv").write_text("q1\tq1 text\n")
+    config = tmp_path / "rankmon.yaml"
+    config.write_text(
+        "kafka: {topic: events}\nevaluation_set: {path: qrels.txt}\n"
+        f"replay: {{topics: topics.tsv, ranker: {{url: 'http://127.0.0.1:1/', {ranker}}}}}\n"
+    )
+    return config
+
+
+def test_a_secret_header_with_a_line_break_is_one_config_error_naming_its_variable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = replay_config(tmp_path, "headers_env: {X-Api-Key: RANKER_KEY}")
+    secret = "s3cr3t-value\r\nX-Injected: 1"
+    with pytest.raises(ConfigError) as raised:
+        load_config(config, environ={"RANKER_KEY": secret})
+    assert "RANKER_KEY" in str(raised.value) and "line break" in str(raised.value)
+    assert "s3cr3t" not in str(raised.value)
+    # The command says it in one line, and never the value.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RANKER_KEY", secret)
+        assert main(["replay", "--config", str(config), "--once"]) == 2
+    printed = capsys.readouterr()
+    assert "s3cr3t" not in printed.out + printed.err
+    assert [line for line in printed.err.splitlines() if "RANKER_KEY" in line]
+    assert "Traceback" not in printed.err
+
+
+@pytest.mark.parametrize(
+    ("ranker", "key"),
+    [
+        ('headers: {X-Team: "a\\nb"}', "headers"),
+        ("headers: {'X Team': a}", "headers"),
+        ("headers_env: {'Bad:Name': RANKER_KEY}", "headers_env"),
+    ],
+)
+def test_a_header_that_cannot_be_sent_is_a_config_error_naming_its_key(
+    tmp_path: Path, ranker: str, key: str
+) -> None:
+    config = replay_config(tmp_path, ranker)
+    with pytest.raises(ConfigError, match=f"replay.ranker.{key}"):
+        load_config(config, environ={"RANKER_KEY": "k"})
