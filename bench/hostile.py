@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/hostile.py [--queries 20000] [--clients 8] [--probes 200]
 
-Three measurements, each printed beside its baseline measured in the same run:
+Six measurements, each printed beside its baseline measured in the same run:
 
 1. Memory and answer sizes. A service (the real `Monitor` and HTTP server; the Kafka
    consumer and producer are in-memory fakes) takes one window of events from a stream, in a
@@ -18,6 +18,19 @@ Three measurements, each printed beside its baseline measured in the same run:
 3. The streaming run reader on files whose lines end in `\\r` only (one unfinished line that
    spans every 4 MiB chunk): seconds for 64, 128 and 256 MiB, and the ratio per doubling
    (2.0 is linear; the reader that re-split the line at each chunk measured 4x).
+4. The ranker's answer: `RankerClient` with the default limits (`replay.ranker`:
+   `max_response_bytes` 32 MiB, `timeout` 5 s, `concurrency` 4) asks a loopback HTTP server
+   40 queries: honest answers of 100 ids, against answers announcing 1 GiB each. Peak RSS of
+   the replayer's process, and the outcomes.
+5. The judging topics: the judgments one day at the default budget brings (4,800, 200 to-judge
+   pairs an hour), against the worst the defaults admit: 500,000 distinct judgments (the book
+   keeps `judging.max_judgments`, 250,000; the rest are refused) and 2,000,000 made-up pairs
+   on the to-judge topic (`MAX_ASKED` kept). Peak RSS of the judging loop's book, its merged
+   evaluation set and its pair queue.
+6. Control records on the events topic: the service of (1) with one honest window, against the
+   same window and the worst replay notices the defaults admit beside it: 4,096 end markers
+   of 512-byte replay ids with 128-byte labels, and 100,000 failed queries of 512-byte event
+   ids spread over the allowed future (`events.max_future`, 5 minutes: 30 windows). Peak RSS.
 """
 
 from __future__ import annotations
@@ -34,6 +47,9 @@ import tempfile
 import threading
 import time
 import urllib.request
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +57,17 @@ import orjson
 
 from monitor import native
 from monitor.config.loader import load_config
+from monitor.declare import read_settings
+from monitor.judging.judgments import JudgmentBook, Refusal, decode_judgment
+from monitor.judging.pairs import PairQueue
+from monitor.judging.settings import JudgingConfig
 from monitor.kafka.consumer import Poll, SourceRecord, UnreadableBatch
+from monitor.limits import DEFAULT_LIMITS
+from monitor.replay.ranker import RankerClient
+from monitor.replay.settings import RankerSettings
+from monitor.replay.topics import Query
 from monitor.scoring.evalset import EvaluationSet
+from monitor.sections import ConfigSection
 from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 
@@ -265,6 +290,117 @@ def reader_scenario() -> dict[str, float]:
     return seconds
 
 
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class _Answers(BaseHTTPRequestHandler):
+    """An honest ranker (100 ids) or one announcing 1 GiB and streaming it until hung up."""
+
+    protocol_version = "HTTP/1.1"
+    huge = False
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if not self.huge:
+            body = orjson.dumps({"hits": [{"id": f"doc{i}", "score": 1.0} for i in range(100)]})
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        self.send_header("Content-Length", str(1 << 30))
+        self.end_headers()
+        block = b" " * (1 << 20)
+        try:
+            for _ in range(1024):
+                self.wfile.write(block)
+        except OSError:
+            pass
+        self.close_connection = True
+
+
+def ranker_scenario(kind: str) -> dict[str, Any]:
+    """40 queries through `RankerClient` with the default limits; peak RSS and outcomes."""
+    handler = type("Answers", (_Answers,), {"huge": kind == "hostile"})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/search"
+    settings = read_settings(RankerSettings, ConfigSection({"url": url}, "replay.ranker", {}))
+    client = RankerClient(settings, 100)
+    with ThreadPoolExecutor(max_workers=settings.concurrency) as pool:
+        answers = list(pool.map(client.ask, [Query(f"q{i}", f"text {i}") for i in range(40)]))
+    client.close()
+    server.shutdown()
+    outcomes = Counter(f"{a.outcome} {a.reason}".strip() for a in answers)
+    return {"rss_mb": peak_rss_mb(), "outcomes": dict(outcomes)}
+
+
+def judging_scenario(kind: str) -> dict[str, Any]:
+    """The judging loop's book, merged set and pair queue fed with the default settings."""
+    config = JudgingConfig()
+    queries = 1_000
+    base = EvaluationSet.from_judgments(
+        {f"q{i}": {f"best{i}": 3, f"good{i}": 1} for i in range(queries)}
+    )
+    book = JudgmentBook.for_config(config, base)
+    queue = PairQueue(config.cutoff, "linear", config.budget_per_hour, config.max_pending)
+    judgments, pairs = (4_800, 4_800) if kind == "honest" else (500_000, 2_000_000)
+    now = T0 + 86_400_000
+    outcomes: Counter[str] = Counter()
+    for i in range(judgments):
+        doc = f"doc{i:07d}" if kind == "honest" else f"{i:07d}" + "d" * 100
+        value = {"query_id": f"q{i % queries}", "doc_id": doc, "grade": 1 + 2 * (i % 2),
+                 "source": "llm:judge@v1", "judged_at": T0 + i}  # fmt: skip
+        record = SourceRecord("j", 0, i, T0 + i, None, orjson.dumps(value))
+        decoded = decode_judgment(record, DEFAULT_LIMITS, now)
+        outcome = decoded if isinstance(decoded, Refusal) else book.add(decoded)
+        outcomes[outcome.reason if isinstance(outcome, Refusal) else outcome] += 1
+    for i in range(pairs):
+        queue.was_asked((f"q{i % queries}", f"asked{i:08d}"), T0 + i)
+    merged = book.merged()
+    return {
+        "rss_mb": peak_rss_mb(),
+        "kept": book.kept,
+        "asked": len(queue.asked),
+        "judged_pairs": merged.num_judgments,
+        "outcomes": dict(outcomes),
+    }
+
+
+def notices_scenario(kind: str, queries: int) -> dict[str, Any]:
+    """One honest window through the service, alone or beside the worst replay notices."""
+    with tempfile.TemporaryDirectory() as folder:
+        monitor, stream, clock = service(Path(folder), queries)
+        for i in range(queries):
+            event = {"event_id": f"e{i}", "query_id": f"q{i}", "ranking": [f"best{i}", "d1"],
+                     "segment": {"model": "v1", "market": "de"}, "event_time": T0 + i}  # fmt: skip
+            stream.append(orjson.dumps(event), T0 + i)
+        if kind == "hostile":
+            long = "r" * 500
+            labels = {"model": "v" * 128, "market": "m" * 128}
+            for i in range(4_096):
+                replay = {"id": f"{i:012d}{long}", "end": True, "events": 0, "started": T0}
+                stream.append(orjson.dumps({"segment": labels, "replay": replay}), T0 + 1_000)
+            for i in range(100_000):
+                at = T0 + (i % 30) * WINDOW_MS + 1_000
+                failed = {"event_id": f"{i:012d}{long}", "query_id": f"q{i % queries}",
+                          "segment": labels, "event_time": at,
+                          "replay": {"id": f"{i % 4_096:012d}{long}", "outcome": "error",
+                                     "reason": "timeout"}}  # fmt: skip
+                stream.append(orjson.dumps(failed), at)
+                if i % 2_000 == 1_999:
+                    monitor.step()
+        finalize(monitor, clock)
+        monitor.close()
+        return {"rss_mb": peak_rss_mb(), "outcomes": dict(monitor.snapshot().outcomes)}
+
+
 def child(args: list[str]) -> Any:
     done = subprocess.run(
         [sys.executable, __file__, *args], check=True, capture_output=True, text=True
@@ -283,8 +419,19 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=20_000)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--probes", type=int, default=200)
-    parser.add_argument("--child", choices=["honest", "hostile", "probes", "reader"])
+    parser.add_argument(
+        "--child",
+        choices=["honest", "hostile", "probes", "reader", "ranker", "judging", "notices"],
+    )
+    parser.add_argument("--kind", choices=["honest", "hostile"], default="honest")
     args = parser.parse_args()
+    scenarios = {"ranker": ranker_scenario, "judging": judging_scenario}
+    if args.child in scenarios:
+        print(json.dumps(scenarios[args.child](args.kind)))
+        return
+    if args.child == "notices":
+        print(json.dumps(notices_scenario(args.kind, 1_000)))
+        return
     if args.child in ("honest", "hostile"):
         print(json.dumps(sizes_scenario(args.child, 1_000)))
         return
@@ -318,6 +465,19 @@ def main() -> None:
     for before, after in itertools.pairwise(sizes):
         print(f"   {before:>4} MiB {reader[before]:6.2f} s -> {after:>4} MiB {reader[after]:6.2f} s"
               f"  x{reader[after] / reader[before]:.2f} per doubling")  # fmt: skip
+    titles = {
+        "ranker": "4. the ranker's answer: 40 queries, 100 ids each against 1 GiB each",
+        "judging": "5. the judging topics: a day at the default budget against the worst admitted",
+        "notices": "6. one window of 1,000 events, alone against beside the worst replay notices",
+    }
+    for scenario, title in titles.items():
+        print(title)
+        honest = child(["--child", scenario, "--kind", "honest"])
+        worst = child(["--child", scenario, "--kind", "hostile"])
+        print(f"   rss_mb       honest {honest['rss_mb']:9.1f} MB  worst {worst['rss_mb']:9.1f} MB"
+              f"  ratio {worst['rss_mb'] / honest['rss_mb']:5.2f}")  # fmt: skip
+        for key in sorted(set(worst) - {"rss_mb"}):
+            print(f"   {key:12} honest {honest[key]}  worst {worst[key]}")
 
 
 if __name__ == "__main__":
