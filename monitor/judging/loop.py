@@ -9,10 +9,10 @@
   (`monitor.judging.judgments`); the service makes a new one take effect from a window
   boundary, as a reload of the file does.
 
-Refused judgments go to the dead-letter topic with outcome `judgment` when `dead_letter` is
-set: on the instance that decides for the consumer group, so a bad judgment is dead-lettered
-once per read of the topic, not once per instance (each restart of that instance reads the
-topic again: at least once).
+Refused judgments go to the dead-letter topic with outcome `judgment` (refused to-judge
+records with outcome `tojudge`) when `dead_letter` is set: on the instance that decides for
+the consumer group, so a bad judgment is dead-lettered once per read of the topic, not once
+per instance (each restart of that instance reads the topic again: at least once).
 """
 
 from __future__ import annotations
@@ -46,11 +46,12 @@ from monitor.scoring.scorer import Scorer
 from monitor.stats.judges import JudgeReading, judge_reading
 from monitor.windows.summary import WindowSummary
 
-__all__ = ["JUDGMENT_OUTCOME", "JudgingCounter", "JudgingLoop"]
+__all__ = ["JUDGMENT_OUTCOME", "TOJUDGE_OUTCOME", "JudgingCounter", "JudgingLoop"]
 
 _log = logging.getLogger(__name__)
 
 JUDGMENT_OUTCOME = "judgment"  # the dead-letter outcome of a refused judgment
+TOJUDGE_OUTCOME = "tojudge"  # the dead-letter outcome of a refused to-judge record
 
 
 class JudgingCounter(Protocol):
@@ -113,7 +114,7 @@ class JudgingLoop:
     def catch_up(self, *, dead_letter: bool) -> bool:
         """Read both topics to their ends (`KafkaUnavailableError` if they cannot be read:
         the caller retries). True once done."""
-        self._asked.catch_up(self._asked_record)
+        self._asked.catch_up(lambda record: self._asked_record(record, dead_letter))
         self._judgments.catch_up(lambda record: self._judgment_record(record, dead_letter))
         self.caught_up = True
         _log.info(
@@ -129,7 +130,7 @@ class JudgingLoop:
     def follow(self, *, dead_letter: bool) -> None:
         """Take what both topics got since the last call."""
         for record in self._asked.poll():
-            self._asked_record(record)
+            self._asked_record(record, dead_letter)
         for record in self._judgments.poll():
             self._judgment_record(record, dead_letter)
 
@@ -233,27 +234,31 @@ class JudgingLoop:
         self._asked.close()
         self._judgments.close()
 
-    def _asked_record(self, record: SourceRecord) -> None:
+    def _asked_record(self, record: SourceRecord, dead_letter: bool) -> None:
         """A pair some instance asked for. One that names no query of the set, an id past
-        `events.max_id_bytes` or a time past `events.max_future` is refused (counted): it
-        would hold memory, or spend the hourly budget until the time it claims."""
+        `events.max_id_bytes` or a time past `events.max_future` is refused (counted, and
+        dead-lettered with outcome `tojudge` where `dead_letter`): it would hold memory, or
+        spend the hourly budget until the time it claims."""
         try:
             key = orjson.loads(record.key or b"")
         except orjson.JSONDecodeError:
             key = None
+        refusal: str | None = None
         if not (isinstance(key, list) and len(key) == 2 and all(isinstance(i, str) for i in key)):
-            self._refuse_asked("invalid_key")
+            refusal = "invalid_key"
         elif self._limits.too_long(key[0]) or self._limits.too_long(key[1]):
-            self._refuse_asked("string_too_long")
+            refusal = "string_too_long"
         elif key[0] not in self.book.base:
-            self._refuse_asked("unknown_query")
+            refusal = "unknown_query"
         elif self._limits.time_refusal(record.timestamp_ms, 0, self._now_ms()) is not None:
-            self._refuse_asked("too_far_in_future")
-        else:
+            refusal = "too_far_in_future"
+        if refusal is None:
             self.queue.was_asked((key[0], key[1]), record.timestamp_ms)
-
-    def _refuse_asked(self, reason: str) -> None:
-        self._counter.count_refused("tojudge", reason)
+            return
+        self._counter.count_refused("tojudge", refusal)
+        if dead_letter:
+            detail = "a pair the to-judge topic holds, refused for an event's limits"
+            self._dead_letters.reject(record, TOJUDGE_OUTCOME, refusal, detail)
 
     def _judgment_record(self, record: SourceRecord, dead_letter: bool) -> None:
         decoded = decode_judgment(record, self._limits, self._now_ms())
