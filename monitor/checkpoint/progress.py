@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from monitor.kafka.records import SourceRecord
+
 __all__ = ["PROGRESS_KEY_PREFIX", "ProgressRecord"]
 
 PROGRESS_KEY_PREFIX = "progress/"
@@ -48,6 +50,8 @@ class ProgressRecord:
     shares: tuple[str, ...] = ()
     # The Kafka timestamp of the record it was read from (0: none, or not read): not written.
     record_ms: int = field(default=0, compare=False)
+    # The record it was read from (None: made here), for a dead letter if it is refused.
+    read_from: SourceRecord | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> bytes:
@@ -74,9 +78,11 @@ class ProgressRecord:
         )
 
     @classmethod
-    def from_json(cls, data: bytes, record_ms: int = 0) -> ProgressRecord:
-        """Parse a record value (read with Kafka timestamp `record_ms`); `ValueError` if it
-        is not a progress record."""
+    def from_json(
+        cls, data: bytes, record_ms: int = 0, read_from: SourceRecord | None = None
+    ) -> ProgressRecord:
+        """Parse a record value (read with Kafka timestamp `record_ms`, from `read_from`);
+        `ValueError` if it is not a progress record."""
         try:
             raw = orjson.loads(data)
             if not isinstance(raw, dict) or raw.get("record") != "progress":
@@ -91,6 +97,7 @@ class ProgressRecord:
                 at_ms=int(raw["at_ms"]),
                 shares=tuple(str(key) for key in raw.get("shares") or ()),
                 record_ms=record_ms,
+                read_from=read_from,
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"malformed progress record: {error}") from error

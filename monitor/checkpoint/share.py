@@ -37,6 +37,7 @@ import orjson
 from monitor.checkpoint.progress import ProgressRecord
 from monitor.comparisons.record import ComparisonRecord
 from monitor.kafka.producer import RecordSink
+from monitor.kafka.records import SourceRecord
 from monitor.logs import fields
 from monitor.windows.summary import WindowSummary
 
@@ -258,7 +259,16 @@ def parse_records(records: Iterable[Any]) -> list[WindowsRecord]:
             if ProgressRecord.is_key(record.key):
                 stamp = getattr(record, "timestamp", None)
                 record_ms = stamp if type(stamp) is int else 0
-                shares.append(ProgressRecord.from_json(record.value or b"", record_ms))
+                value = record.value or b""
+                read_from = SourceRecord(
+                    getattr(record, "topic", ""),
+                    record.partition,
+                    record.offset,
+                    record_ms,
+                    record.key,
+                    value,
+                )
+                shares.append(ProgressRecord.from_json(value, record_ms, read_from))
                 continue
             shares.append(WindowShare.from_record(record.value or b"", record.headers or ()))
         except (ValueError, UnicodeDecodeError) as error:

@@ -18,9 +18,10 @@ partitions without a final word: memory stays bounded and decisions keep coming.
 
 A progress record is held to the limits of an event (`monitor.limits`): one whose `at_ms`
 is past the clock plus `events.max_future`, or past its record timestamp plus
-`windows.max_clock_skew`, is refused (logged, counted by `refused`). Taken, it would stand as
-its partitions' newest record until honest ones caught up with its claimed time: every window
-forced, a `max_pending`-window lag, for as long as the claim reached.
+`windows.max_clock_skew`, is refused: logged, counted by `refused`, and handed to the
+`refused` callback (the service dead-letters it). Taken, it would stand as its partitions'
+newest record until honest ones caught up with its claimed time: every window forced, a
+`max_pending`-window lag, for as long as the claim reached.
 
 After a restart the ledger is filled from the topic's tail (`restoring=True`): there, a
 window whose shares cover every partition also counts as whole (a single instance's, or one
@@ -75,10 +76,10 @@ class ShareLedger:
         max_pending: int = DEFAULT_MAX_PENDING,
         limits: RecordLimits = DEFAULT_LIMITS,
         now_ms: Callable[[], int] | None = None,
-        refused: Callable[[str], None] | None = None,
+        refused: Callable[[ProgressRecord, str], None] | None = None,
     ):
         """`now_ms`: the clock a progress record's time is held to (None: not held);
-        `refused(reason)` is told of each refused record."""
+        `refused(record, reason)` is told of each refused record."""
         self.partitions = partitions  # every partition of the events topic
         self.max_pending = max_pending
         self._limits = limits
@@ -197,7 +198,7 @@ class ShareLedger:
             if refusal is not None:
                 self.refused += 1
                 if self._refused is not None:
-                    self._refused("progress_in_future")
+                    self._refused(record, "progress_in_future")
                 _log.warning(
                     "progress record refused: its time is %s",
                     refusal,

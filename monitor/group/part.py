@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from monitor.alerting.delivery import AlertDelivery
 from monitor.alerting.engine import AlertEngine
 from monitor.checkpoint.comparisons import ComparisonPublisher
+from monitor.checkpoint.progress import ProgressRecord
 from monitor.checkpoint.protocol import Checkpoint, Retry
 from monitor.checkpoint.publisher import ProgressPublisher
 from monitor.checkpoint.restore import ShareReader
@@ -28,10 +29,13 @@ from monitor.comparisons.engine import ComparisonEngine
 from monitor.export.exporter import Exporter
 from monitor.group.decider import ALONE, DECIDES, MEMBER, GroupDecider, Role
 from monitor.group.ledger import ShareLedger
+from monitor.ingest.handoff import RejectSink
 from monitor.limits import DEFAULT_LIMITS, RecordLimits
 from monitor.windows.summary import WindowSummary
 
-__all__ = ["GroupPart"]
+__all__ = ["WINDOWS_OUTCOME", "GroupPart"]
+
+WINDOWS_OUTCOME = "windows"  # the dead-letter outcome of a refused windows-topic record
 
 
 class GroupPart:
@@ -51,11 +55,14 @@ class GroupPart:
         retry: Retry,
         limits: RecordLimits = DEFAULT_LIMITS,
         now_ms: Callable[[], int] | None = None,
+        dead_letters: RejectSink | None = None,
     ) -> None:
-        """`limits` and `now_ms`: what the group's progress records are held to."""
+        """`limits` and `now_ms`: what the group's progress records are held to; a refused
+        one is counted and sent to `dead_letters`."""
         self.role: Role = ALONE
         self._limits = limits
         self._now_ms = now_ms
+        self._dead_letters = dead_letters
         self.decider: GroupDecider | None = None
         self._fresh = False  # the decider has not restored from the windows topic yet
         self._alerts = alerts
@@ -135,13 +142,20 @@ class GroupPart:
             self.decider.close()
             self.decider = None
 
+    def _refuse(self, record: ProgressRecord, reason: str) -> None:
+        """A progress record refused for its time: counted, and dead-lettered."""
+        self._exporter.count_refused("windows", reason)
+        if self._dead_letters is not None and record.read_from is not None:
+            detail = f"progress record at_ms {record.at_ms} refused for an event's limits"
+            self._dead_letters.reject(record.read_from, WINDOWS_OUTCOME, reason, detail)
+
     def _follow(self, partitions: frozenset[int]) -> bool:
         self.decider = GroupDecider(
             ShareLedger(
                 partitions,
                 limits=self._limits,
                 now_ms=self._now_ms,
-                refused=lambda reason: self._exporter.count_refused("windows", reason),
+                refused=self._refuse,
             ),
             self._windows_topic.tail(),
             self._alerts,

@@ -228,6 +228,7 @@ class Monitor:
             retry=self._retry,
             limits=config.record_limits,
             now_ms=self.clock.now_ms,
+            dead_letters=self.handoff.rejects,
         )
         self.view = LiveView(self._tally)
         routes = explain_routes(

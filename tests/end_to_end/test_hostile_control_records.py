@@ -189,6 +189,10 @@ def test_a_progress_record_claiming_the_future_does_not_stall_the_groups_decisio
     finally:
         threads.stop_all()
     assert ledger.refused == 1 and refused == {("windows", "progress_in_future"): 1}
+    dead = read_topic(tansu.bootstrap_servers, f"{topic}.dlq")
+    assert [(dict(r.headers)["rankmon-outcome"], r.key) for r in dead] == [
+        (b"windows", b"progress/p0,1")
+    ]
     assert "always-bad" in firing
     forced = [r for r in caplog.records if "without every member's final word" in r.getMessage()]
     assert forced == []  # each window decided whole, by the members' honest progress

@@ -121,7 +121,9 @@ def test_an_event_ahead_of_its_record_makes_no_honest_event_late_when_lateness_i
 def test_a_progress_record_claiming_the_future_is_refused_and_the_honest_ones_count() -> None:
     refused: list[str] = []
     everyone = frozenset({0, 1})
-    ledger = ShareLedger(everyone, limits=LIMITS, now_ms=lambda: NOW, refused=refused.append)
+    ledger = ShareLedger(
+        everyone, limits=LIMITS, now_ms=lambda: NOW, refused=lambda _, why: refused.append(why)
+    )
     ledger.take(share(0, {0, 1}))
     ledger.take(ProgressRecord(everyone, None, False, 1 << 62))
     ledger.take(ProgressRecord(everyone, NOW, False, NOW + 60_000, record_ms=NOW))  # skew
