@@ -5,7 +5,7 @@ UTF-8 or not JSON) and says why in its headers:
 
 | header | value |
 |---|---|
-| `rankmon-outcome` | the `rankmon_events_total` outcome: invalid, unknown_query, duplicate, late |
+| `rankmon-outcome` | the `rankmon_events_total` outcome: invalid, unknown_query, duplicate, late; or the control record's topic: `judgment`, `tojudge`, `windows` |
 | `rankmon-reason` | the reason within the outcome, e.g. `invalid_json` (may be empty) |
 | `rankmon-detail` | on an invalid record: what is wrong, one line of at most 400 characters |
 | `rankmon-source-topic` | the topic the record was read from |
