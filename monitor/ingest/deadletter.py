@@ -5,7 +5,7 @@ UTF-8 or not JSON) and says why in its headers:
 
 | header | value |
 |---|---|
-| `rankmon-outcome` | the `rankmon_events_total` outcome: invalid, unknown_query, duplicate, late; or the control record's topic: `judgment`, `tojudge`, `windows` |
+| `rankmon-outcome` | the `rankmon_events_total` outcome: invalid, unknown_query, duplicate, late |
 | `rankmon-reason` | the reason within the outcome, e.g. `invalid_json` (may be empty) |
 | `rankmon-detail` | on an invalid record: what is wrong, one line of at most 400 characters |
 | `rankmon-source-topic` | the topic the record was read from |
@@ -13,6 +13,9 @@ UTF-8 or not JSON) and says why in its headers:
 | `rankmon-source-offset` | its offset, decimal |
 | `rankmon-source-timestamp` | its record timestamp, epoch milliseconds, decimal |
 | `rankmon-original-size` | only on a truncated record: the original value's size in bytes |
+
+A refused control record (docs/operations.md's trust table) has for outcome its kind instead:
+`judgment`, `tojudge` (a pair on the to-judge topic), `windows` (a progress record).
 
 A record too large for a Kafka request (the 1 MiB default `max.message.bytes`; a producer can
 write larger ones to a topic configured for them) keeps its first `max_record_bytes` bytes,
