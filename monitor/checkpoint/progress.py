@@ -33,7 +33,7 @@ import orjson
 
 from monitor.kafka.records import SourceRecord
 
-__all__ = ["PROGRESS_KEY_PREFIX", "ProgressRecord"]
+__all__ = ["PROGRESS_KEY_PREFIX", "ProgressRecord", "share_start"]
 
 PROGRESS_KEY_PREFIX = "progress/"
 SCHEMA_VERSION = 1
@@ -90,19 +90,32 @@ class ProgressRecord:
             if raw.get("schema_version") != SCHEMA_VERSION:
                 raise ValueError(f"progress record schema {raw.get('schema_version')!r}")
             closed = raw["closed_through_ms"]
+            shares = tuple(str(key) for key in raw.get("shares") or ())
+            for key in shares:
+                share_start(key)  # each must name its window, or the decider cannot use it
             return cls(
                 partitions=frozenset(int(p) for p in raw["partitions"]),
                 closed_through_ms=None if closed is None else int(closed),
                 quiet=bool(raw["quiet"]),
                 at_ms=int(raw["at_ms"]),
-                shares=tuple(str(key) for key in raw.get("shares") or ()),
+                shares=shares,
                 record_ms=record_ms,
                 read_from=read_from,
             )
-        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError) as error:
-            raise ValueError(f"malformed progress record: {error}") from error
+        except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError, ValueError) as error:
+            raise ValueError(f"malformed progress record: {str(error)[:200]}") from error
 
     @staticmethod
     def is_key(key: bytes | None) -> bool:
         """Whether a windows-topic record key is a progress record's."""
         return key is not None and key.startswith(PROGRESS_KEY_PREFIX.encode())
+
+
+def share_start(key: str) -> tuple[str, int]:
+    """The (window label, start ms) a share's key begins with (`10s/1767225600000/...`);
+    `ValueError` if it names none."""
+    parts = key.split("/", 2)
+    label, start = (parts[0], parts[1]) if len(parts) == 3 else ("", "")
+    if not label or not start.isdigit() or len(start) > 19:
+        raise ValueError(f"share key {key[:80]!r} names no window")
+    return label, int(start)

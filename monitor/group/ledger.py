@@ -35,7 +35,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from monitor.checkpoint.progress import ProgressRecord
+from monitor.checkpoint.progress import ProgressRecord, share_start
 from monitor.checkpoint.share import WindowShare, WindowsRecord
 from monitor.comparisons.record import ComparisonRecord
 from monitor.limits import DEFAULT_LIMITS, RecordLimits
@@ -62,8 +62,7 @@ class WholeWindow:
 
 
 def _window_of_key(key: str) -> WindowId:
-    label, start, _ = key.split("/", 2)
-    return label, int(start)
+    return share_start(key)
 
 
 class ShareLedger:
@@ -193,19 +192,9 @@ class ShareLedger:
         )
 
     def _take_progress(self, record: ProgressRecord) -> None:
-        if self._now_ms is not None:
-            refusal = self._limits.time_refusal(record.at_ms, record.record_ms, self._now_ms())
-            if refusal is not None:
-                self.refused += 1
-                if self._refused is not None:
-                    self._refused(record, "progress_in_future")
-                _log.warning(
-                    "progress record refused: its time is %s",
-                    refusal,
-                    extra=fields(key=record.key.decode()[:200], at_ms=record.at_ms),
-                )
-                return
-        for partition in record.partitions:
+        if self._now_ms is not None and self._refuse(record, self._now_ms()):
+            return
+        for partition in record.partitions & self.partitions:
             newest = self._progress.get(partition)
             if newest is None or record.at_ms >= newest.at_ms:
                 self._progress[partition] = record
@@ -215,6 +204,28 @@ class ShareLedger:
             if encoded in self._shares.get(window, {}) or self._is_decided_start(window):
                 continue
             self._expected.setdefault(window, set()).add(encoded)
+
+    def _refuse(self, record: ProgressRecord, now_ms: int) -> bool:
+        """Whether the record claims the future, in its own time or a window it names
+        (a window named ahead would wait for a share that never comes); if so it is refused:
+        counted, logged and handed to the `refused` callback."""
+        limits = self._limits
+        refusal = limits.time_refusal(record.at_ms, record.record_ms, now_ms)
+        if refusal is not None:
+            refusal = f"its time is {refusal}"
+        elif any(share_start(key)[1] > now_ms + limits.max_future_ms for key in record.shares):
+            refusal = "it names a window past events.max_future ahead of now"
+        else:
+            return False
+        self.refused += 1
+        if self._refused is not None:
+            self._refused(record, "progress_in_future")
+        _log.warning(
+            "progress record refused: %s",
+            refusal,
+            extra=fields(key=record.key.decode()[:200], at_ms=record.at_ms),
+        )
+        return True
 
     def _take_share(self, share: WindowShare) -> None:
         summary = share.summary

@@ -132,6 +132,23 @@ def test_a_progress_record_claiming_the_future_is_refused_and_the_honest_ones_co
     assert starts(ledger) == [0]  # decided whole, by the honest record
 
 
+def test_a_progress_record_naming_a_window_ahead_is_refused_and_one_naming_none_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ledger = ShareLedger(frozenset({0}), limits=LIMITS, now_ms=lambda: NOW)
+    ahead = f"10s/{NOW + YEAR}/model=v1/p0"
+    ledger.take(ProgressRecord(frozenset({0}), None, False, NOW, (ahead,)))
+    assert ledger.refused == 1 and ledger.pending == 0
+
+    class Record:
+        key, headers, partition, offset, timestamp = b"progress/p0", (), 0, 7, NOW
+        value = ProgressRecord(frozenset({0}), None, True, NOW, ("garbage",)).to_json()
+
+    # A share key that names no window made the decider's read raise, every poll.
+    assert parse_records([Record()]) == []
+    assert "names no window" in caplog.text
+
+
 def test_a_progress_record_read_from_the_topic_carries_its_record_timestamp() -> None:
     class Record:
         key, headers, partition, offset, timestamp = b"progress/p0", (), 0, 7, NOW - 5
