@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["DEFAULT_LIMITS", "RecordLimits"]
+__all__ = ["DEFAULT_LIMITS", "RecordLimits", "longer_than"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +37,15 @@ class RecordLimits:
 
     def too_long(self, text: str) -> bool:
         """Whether `text` is longer than `max_id_bytes` in UTF-8."""
-        return len(text) * 4 > self.max_id_bytes and (
-            len(text) > self.max_id_bytes
-            or len(text.encode("utf-8", "surrogatepass")) > self.max_id_bytes
-        )
+        return longer_than(text, self.max_id_bytes)
+
+
+def longer_than(text: str, max_bytes: int) -> bool:
+    """Whether `text` is longer than `max_bytes` in UTF-8."""
+    # A str of n characters takes n to 4n bytes: only the doubtful ones are encoded.
+    return len(text) * 4 > max_bytes and (
+        len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes
+    )
 
 
 DEFAULT_LIMITS: Final = RecordLimits()

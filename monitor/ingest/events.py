@@ -35,7 +35,7 @@ from monitor.ingest.schema import (
     Outcome,
     Reason,
 )
-from monitor.limits import RecordLimits
+from monitor.limits import RecordLimits, longer_than
 
 __all__ = [
     "EventDecoder",
@@ -342,10 +342,7 @@ def _identifier(raw: dict[str, Any], field: str, max_bytes: int) -> str:
 def _within(strings: Iterable[str], max_bytes: int, what: str) -> None:
     """Reject when one of `strings` is longer than `max_bytes` in UTF-8."""
     for text in strings:
-        # A str of n characters takes n to 4n bytes: only the doubtful ones are encoded.
-        if len(text) * 4 > max_bytes and (
-            len(text) > max_bytes or len(text.encode("utf-8", "surrogatepass")) > max_bytes
-        ):
+        if longer_than(text, max_bytes):
             raise _RejectedError(Reason.STRING_TOO_LONG, f"{what} is longer than {max_bytes} bytes")
 
 

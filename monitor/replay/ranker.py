@@ -40,6 +40,7 @@ import orjson
 
 from monitor import __version__
 from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_VALUE_BYTES
+from monitor.limits import longer_than
 from monitor.replay.settings import Preset, RankerSettings
 from monitor.replay.topics import Query
 
@@ -260,10 +261,10 @@ class RankerClient:
             raise _FailedError("error", "empty_answer", retry=False)
         if len(set(ids)) != len(ids):
             raise _FailedError("error", "duplicate_doc", retry=False)
-        if any(_too_long(doc, self.max_id_bytes) for doc in ids):
+        if any(longer_than(doc, self.max_id_bytes) for doc in ids):
             raise _FailedError("error", "id_too_long", retry=False)
         labels = self._labels(parsed, headers)
-        if any(_too_long(value, self.max_value_bytes) for _, value in labels):
+        if any(longer_than(value, self.max_value_bytes) for _, value in labels):
             raise _FailedError("error", "label_too_long", retry=False)
         return Answer(
             "ranked",
@@ -292,10 +293,6 @@ class RankerClient:
             if value is not None and not isinstance(value, dict | list):
                 labels.append((label, str(value)))
         return tuple(labels)
-
-
-def _too_long(text: str, max_bytes: int) -> bool:
-    return len(text) * 4 > max_bytes and len(text.encode("utf-8", "surrogatepass")) > max_bytes
 
 
 class _DeadlineSocket:
