@@ -8,8 +8,8 @@
   holding `id`, `outcome` (`error` or `timeout`) and `reason`.
 - The end of a replay: on every partition of the topic, `replay` holding `id`, `end: true`,
   `events` (how many of the replay's records that partition got before it), `queries` and
-  `outcomes` (the whole replay's), `started` and `ended` (epoch ms); and `segment`, the
-  replay's static labels.
+  `outcomes` (the whole replay's), `started` and `ended` (epoch ms), and `aborted` (why its
+  circuit breaker ended it) when it did; and `segment`, the replay's static labels.
 
 Failed queries and end markers carry no `ranking`: the monitor counts them as
 `outcome="replay_notice"`, never as invalid input; the windows count each failed query as
@@ -63,21 +63,25 @@ def end_marker(
     started_ms: int,
     ended_ms: int,
     segment: Mapping[str, str] | None = None,
+    aborted: str = "",
 ) -> tuple[bytes, bytes]:
     """(key, value) of the end-of-replay marker one partition gets; `segment`: the
     replay's static labels (`replay.segment`), which name the windows it is in."""
+    replay: dict[str, object] = {
+        "id": replay_id,
+        "end": True,
+        "events": events,
+        "queries": queries,
+        "outcomes": dict(outcomes),
+        "started": started_ms,
+        "ended": ended_ms,
+    }
+    if aborted:
+        replay["aborted"] = aborted
     marker = {
         "schema_version": 1,
         "event_time": ended_ms,
         "segment": dict(segment or {}),
-        "replay": {
-            "id": replay_id,
-            "end": True,
-            "events": events,
-            "queries": queries,
-            "outcomes": dict(outcomes),
-            "started": started_ms,
-            "ended": ended_ms,
-        },
+        "replay": replay,
     }
     return replay_id.encode(), orjson.dumps(marker)

@@ -36,7 +36,8 @@ class ReplayMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.replays = Counter(
             "rankmon_replays",
-            "Replays by result: complete (every query ranked), partial or failed (none).",
+            "Replays by result: complete (every query ranked), partial, failed (none), or "
+            "aborted (the circuit breaker ended it: the ranker failed queries in a row).",
             ["result"],
             registry=registry,
         )
@@ -68,7 +69,7 @@ class ReplayMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=registry,
         )
-        for result in ("complete", "partial", "failed"):
+        for result in ("complete", "partial", "failed", "aborted"):
             self.replays.labels(result)
         for outcome in OUTCOMES:
             self.queries.labels(outcome)

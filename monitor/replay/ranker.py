@@ -156,12 +156,18 @@ class RankerClient:
         self._connections: list[_HTTPConnection | _HTTPSConnection] = []
         self._lock = threading.Lock()
 
-    def ask(self, query: Query) -> Answer:
-        """Send `query` (retrying as the settings say); never raises for the ranker's faults."""
+    def ask(self, query: Query, pace: Callable[[], bool] | None = None) -> Answer:
+        """Send `query` (retrying as the settings say); never raises for the ranker's faults.
+
+        `pace()` is called before every attempt, retries included (the replay's rate limit:
+        a retry is a request to the ranker like any other); when it returns False the query
+        ends `error`/`cancelled` without another request."""
         method, target, body = self._request(query)
         attempts = 0
         wait = self.settings.backoff.seconds
         while True:
+            if pace is not None and not pace():
+                return Answer("error", reason="cancelled", attempts=attempts)
             attempts += 1
             started = time.monotonic()
             try:

@@ -142,6 +142,7 @@ class Replayer:
                     segment=dict(self.settings.segment),
                     concurrency=ranker.concurrency,
                     rate=ranker.rate,
+                    breaker=ranker.circuit_breaker,
                     stop=self.stop,
                     on_answer=advance,
                 )

@@ -1,10 +1,19 @@
 """One replay: every query of the evaluation set asked once, each ending in one outcome.
 
-`run_replay` asks the ranker from `concurrency` threads, no faster than `rate` queries per
-second (spaced evenly, so a replay never bursts at production), publishes each query's
-record as its answer arrives, and then the end-of-replay marker on every partition. A stop
-(SIGTERM) asks nothing more: the queries not yet asked end as `error`/`cancelled`, so the
-marker still accounts for every query. With `run_file` it also writes the replay as a TREC
+`run_replay` asks the ranker from `concurrency` threads, no faster than `rate` requests per
+second, retries included (spaced evenly, so a replay never bursts at production, and a ranker
+answering 503 gets no more requests than a healthy one), publishes each query's record as its
+answer arrives, and then the end-of-replay marker on every partition. A stop (SIGTERM) asks
+nothing more: the queries not yet asked end as `error`/`cancelled`, so the marker still
+accounts for every query.
+
+A circuit breaker ends a replay whose ranker is down: after `breaker` queries in a row failed
+as the ranker fails (a refused or reset connection, a timeout, a 429 or a 5xx, after their
+retries) nothing more is asked, the queries left end as `error`/`aborted`, and the replay's
+result is `aborted` with the reason; its marker says so (`replay.aborted`). A dead ranker
+then ends a replay in the time `breaker` queries take to fail, whatever the set's size.
+
+With `run_file` it also writes the replay as a TREC
 run (`rankmon eval QRELS RUN` scores it as the monitor does): each query's documents in the
 ranker's order, with scores N..1 so that trec_eval keeps that order.
 """
@@ -20,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
 from monitor.replay.events import end_marker, query_event
 from monitor.replay.ranker import Answer
@@ -30,7 +39,7 @@ __all__ = ["Asker", "Publisher", "RateLimit", "ReplayReport", "run_replay", "wri
 
 
 class Asker(Protocol):
-    def ask(self, query: Query) -> Answer: ...
+    def ask(self, query: Query, pace: Callable[[], bool] | None = None) -> Answer: ...
 
 
 class Publisher(Protocol):
@@ -61,9 +70,43 @@ class RateLimit:
             stop.wait(at - now)
 
 
+class CircuitBreaker:
+    """Trips after `threshold` queries in a row failed as a ranker that is down fails;
+    a ranked query (or any other outcome) closes it again. Thread-safe."""
+
+    # The failures that say the ranker is down, not that the request or its answer is wrong.
+    TRIPS: Final = frozenset({"connection", "timeout", "http_429"})
+
+    def __init__(self, threshold: int) -> None:
+        self.threshold = threshold
+        self.reason = ""  # why it tripped ("" while it has not)
+        self._failed: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    @property
+    def tripped(self) -> bool:
+        return bool(self.reason)
+
+    def note(self, answer: Answer) -> None:
+        """One query's outcome."""
+        failing = answer.outcome != "ranked" and (
+            answer.reason in self.TRIPS or answer.reason.startswith("http_5")
+        )
+        with self._lock:
+            if not failing:
+                self._failed.clear()
+                return
+            self._failed[answer.reason] += 1
+            in_a_row = sum(self._failed.values())
+            if in_a_row >= self.threshold and not self.reason:
+                reasons = ", ".join(f"{r} {n}" for r, n in self._failed.most_common())
+                self.reason = f"the ranker failed {in_a_row} queries in a row ({reasons})"
+
+
 @dataclass
 class ReplayReport:
-    """What a replay did: its id, when, and each query's outcome."""
+    """What a replay did: its id, when, and each query's outcome; `aborted`: why the circuit
+    breaker ended it ("" if it did not)."""
 
     replay_id: str
     queries: int
@@ -73,10 +116,14 @@ class ReplayReport:
     reasons: Counter[str] = field(default_factory=Counter)
     latencies_s: list[float] = field(default_factory=list)
     rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    aborted: str = ""
 
     @property
     def result(self) -> str:
-        """complete (every query ranked), partial (some) or failed (none)."""
+        """aborted (the circuit breaker ended it), complete (every query ranked), partial
+        (some) or failed (none)."""
+        if self.aborted:
+            return "aborted"
         ranked = self.outcomes["ranked"]
         if ranked == self.queries:
             return "complete"
@@ -87,7 +134,8 @@ class ReplayReport:
         outcomes = ", ".join(f"{name} {count}" for name, count in sorted(self.outcomes.items()))
         reasons = ", ".join(f"{name} {count}" for name, count in sorted(self.reasons.items()))
         seconds = (self.ended_ms - self.started_ms) / 1000
-        text = f"replay {self.replay_id}: {self.result}, {self.queries} queries in {seconds:.1f} s"
+        result = f"aborted: {self.aborted}" if self.aborted else self.result
+        text = f"replay {self.replay_id}: {result}, {self.queries} queries in {seconds:.1f} s"
         return f"{text} ({outcomes})" + (f"; failures: {reasons}" if reasons else "")
 
 
@@ -100,21 +148,34 @@ def run_replay(
     segment: Mapping[str, str],
     concurrency: int,
     rate: float | None = None,
+    breaker: int = 0,
     stop: threading.Event | None = None,
     now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     on_answer: Callable[[Query, Answer], None] | None = None,
 ) -> ReplayReport:
-    """Replay `queries` once through `asker` and publish every outcome (module docstring)."""
+    """Replay `queries` once through `asker` and publish every outcome (module docstring);
+    `rate`: requests per second at most (None: no limit); `breaker`: failed queries in a row
+    that end the replay (0: none do)."""
     stop = stop or threading.Event()
     limit = None if rate is None else RateLimit(rate)
+    tripped = CircuitBreaker(breaker) if breaker else None
     report = ReplayReport(replay_id, len(queries), now_ms())
 
-    def ask(query: Query) -> Answer:
-        if limit is not None:
+    def going() -> bool:
+        return not stop.is_set() and (tripped is None or not tripped.tripped)
+
+    def pace() -> bool:
+        if limit is not None and going():
             limit.acquire(stop)
-        if stop.is_set():
-            return Answer("error", reason="cancelled", attempts=0)
-        return asker.ask(query)
+        return going()
+
+    def ask(query: Query) -> Answer:
+        answer = asker.ask(query, pace)
+        if tripped is not None and answer.reason == "cancelled" and not stop.is_set():
+            return Answer("error", reason="aborted", attempts=answer.attempts)
+        if tripped is not None:
+            tripped.note(answer)
+        return answer
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="replay") as pool:
         futures = {pool.submit(ask, query): query for query in queries}
@@ -133,6 +194,8 @@ def run_replay(
             if on_answer is not None:
                 on_answer(query, answer)
     report.ended_ms = now_ms()
+    if tripped is not None:
+        report.aborted = tripped.reason
     publisher.end(
         lambda records: end_marker(
             replay_id,
@@ -142,6 +205,7 @@ def run_replay(
             started_ms=report.started_ms,
             ended_ms=report.ended_ms,
             segment=segment,
+            aborted=report.aborted,
         )
     )
     return report

@@ -188,6 +188,11 @@ class RankerSettings:
         parse_duration("500ms"), read=as_positive_duration, doc="the first retry's wait, doubling"
     )
     concurrency: int = setting(4, read=as_int(1, 256), doc="requests in flight at most")
+    circuit_breaker: int = setting(
+        10,
+        read=as_int(0, 1_000_000),
+        doc="queries failed in a row (down, overloaded) that abort the replay (0: never)",
+    )
     rate: float | None = setting(
         None, read=as_positive_number, doc="queries per second at most (null: no limit)"
     )

@@ -5,10 +5,12 @@ as one failed query with its reason, and the honest queries beside it are ranked
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 from monitor.cli import main
@@ -16,6 +18,7 @@ from monitor.config.loader import load_config
 from monitor.declare import read_settings
 from monitor.errors import ConfigError
 from monitor.replay.ranker import RankerClient
+from monitor.replay.runner import run_replay
 from monitor.replay.settings import RankerSettings
 from monitor.replay.topics import Query
 from monitor.sections import ConfigSection
@@ -115,3 +118,85 @@ def test_a_header_that_cannot_be_sent_is_a_config_error_naming_its_key(
     config = replay_config(tmp_path, ranker)
     with pytest.raises(ConfigError, match=f"replay.ranker.{key}"):
         load_config(config, environ={"RANKER_KEY": "k"})
+
+
+class Published:
+    """What a replay publishes, in memory."""
+
+    def __init__(self) -> None:
+        self.values: list[dict[str, Any]] = []
+        self.marker: dict[str, Any] = {}
+
+    def send(self, key: bytes, value: bytes) -> None:
+        self.values.append(orjson.loads(value))
+
+    def end(self, marker: Callable[[int], tuple[bytes, bytes]]) -> None:
+        self.marker = orjson.loads(marker(len(self.values))[1])["replay"]
+
+
+def test_the_rate_limit_covers_retries_so_an_overloaded_ranker_gets_no_more_requests() -> None:
+    # 45 queries, each answered 503 once; rate 40 a second, one retry. Before, the limit was
+    # taken once per query and the retries came on top: the ranker saw 66 requests in a second.
+    texts = [f"busy {i}" for i in range(45)]
+    with (
+        HostileRanker({text: ["d1"] for text in texts}) as ranker,
+        client(ranker.url, backoff="10ms", concurrency=8) as asker,
+    ):
+        report = run_replay(
+            [Query(f"q{i}", text) for i, text in enumerate(texts)],
+            asker,
+            Published(),
+            replay_id="r1",
+            segment={},
+            concurrency=8,
+            rate=40.0,
+        )
+    assert report.outcomes == {"ranked": 45} and len(ranker.arrivals) == 90
+    first = ranker.arrivals[0]
+    in_any_second = max(
+        sum(1 for t in ranker.arrivals if start <= t < start + 1.0) for start in ranker.arrivals
+    )
+    assert in_any_second <= 41, in_any_second  # 40 a second, and the one that opens the next
+    assert ranker.arrivals[-1] - first >= 89 / 40 - 0.05
+
+
+def test_a_dead_ranker_ends_the_replay_as_aborted_after_the_breakers_failures() -> None:
+    # 207 queries against a ranker answering 503 to everything: without the breaker each was
+    # tried 3 times, 621 requests; with it the replay ends after 10 failed queries in a row.
+    with HostileRanker({}) as ranker, client(ranker.url, retries=2, backoff="10ms") as asker:
+        ranker.down = True
+        published = Published()
+        report = run_replay(
+            [Query(f"q{i}", f"text {i}") for i in range(207)],
+            asker,
+            published,
+            replay_id="r1",
+            segment={},
+            concurrency=4,
+            breaker=10,
+        )
+    assert report.result == "aborted"
+    assert "failed 10 queries in a row (http_503 10)" in report.aborted
+    assert report.reasons["aborted"] >= 207 - 10 - 4  # at most `concurrency` were in flight
+    assert len(ranker.bodies) <= 3 * (10 + 4)
+    # Every query is accounted for, and the marker says why the replay ended.
+    assert len(published.values) == 207 and published.marker["aborted"] == report.aborted
+    assert "aborted: the ranker failed 10 queries in a row" in report.line()
+
+
+def test_a_ranker_that_recovers_before_the_breaker_trips_is_not_aborted() -> None:
+    texts = [f"busy {i}" for i in range(30)]
+    with (
+        HostileRanker({text: ["d1"] for text in texts}) as ranker,
+        client(ranker.url, retries=0) as asker,
+    ):
+        report = run_replay(
+            [Query(f"q{i}", text) for i, text in enumerate(texts)],
+            asker,
+            Published(),
+            replay_id="r1",
+            segment={},
+            concurrency=1,
+            breaker=31,
+        )
+    assert report.result == "failed" and report.aborted == ""  # 30 failed: fewer than 31

@@ -6,9 +6,12 @@ It speaks the `json` preset (POST `{"query": text, "size": depth}`, answer
 - `huge ...`: a 200 announcing 1 GiB and streaming it until the client hangs up;
 - `drip ...`: a 200 of 73 bytes, one byte every `drip_s` seconds (29 s in all by default);
 - `long id ...`: an honest ranking whose second id is `long_id_bytes` long;
-- anything else: the honest ranking of `rankings[text]` (or none: `{"hits": []}`).
+- `busy ...`: 503 the first time the text is asked, then its honest ranking;
+- anything else: the honest ranking of `rankings[text]` (or none: `{"hits": []}`);
+- while `down` is set: 503 to everything.
 
-Every request body is kept (`bodies`), so a test sees what the replayer sent.
+Every request body is kept (`bodies`) with its arrival (`arrivals`, monotonic seconds), so a
+test sees what the replayer sent, and when.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ class HostileRanker:
         self.drip_s = drip_s
         self.long_id_bytes = long_id_bytes
         self.bodies: list[dict[str, Any]] = []
+        self.arrivals: list[float] = []
+        self.down = False
+        self._busy_seen: set[str] = set()
         self.streamed = 0  # bytes of the huge answers written before the client hung up
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -75,10 +81,15 @@ class HostileRanker:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                text = str(body.get("query", ""))
                 with ranker._lock:
                     ranker.bodies.append(body)
-                text = str(body.get("query", ""))
-                if text.startswith("huge"):
+                    ranker.arrivals.append(time.monotonic())
+                    first_busy = text.startswith("busy") and text not in ranker._busy_seen
+                    ranker._busy_seen.add(text)
+                if ranker.down or first_busy:
+                    self._send(b'{"error": "overloaded"}', status=503)
+                elif text.startswith("huge"):
                     self._huge()
                 elif text.startswith("drip"):
                     self._drip()
@@ -89,8 +100,8 @@ class HostileRanker:
                     hits = [{"id": doc, "score": 100.0 - i} for i, doc in enumerate(ids)]
                     self._send(json.dumps({"hits": hits}).encode())
 
-            def _send(self, data: bytes) -> None:
-                self.send_response(200)
+            def _send(self, data: bytes, status: int = 200) -> None:
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -1,0 +1,84 @@
+"""The replay loop as production runs it, on the real broker and service with a real HTTP
+ranker on loopback: a dead ranker ends the replay as `aborted` after the circuit breaker's
+failures, not after every query's retries, and the monitor's `ranker-failing` rule fires on
+the replay's window, which its end marker closes (the times are printed, not asserted: about
+1.1 s to `aborted` and 0.8 s more to the page here, with a 1 s tick)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from monitor.config.loader import load_config
+from monitor.demo.broker import EmbeddedBroker
+from monitor.replay.replayer import Replayer
+from monitor.service import Monitor
+from tests.support.hostile_ranker import HostileRanker
+from tests.support.realparts import monitor_thread, write_service_config
+from tests.support.recovery_support import wait_until
+
+pytestmark = [pytest.mark.broker]
+
+QUERIES = 207
+RULES = """
+alerts:
+  log: false
+  rules:
+    - {name: ranker-failing, replay_errors: {max: 0.05}, severity: critical}
+"""
+
+
+def test_a_dead_ranker_aborts_the_replay_within_seconds_and_pages_at_the_next_tick(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(1)
+    texts = {f"q{i}": f"text {i}" for i in range(QUERIES)}
+    qrels = {q: {f"best{q}": 1} for q in texts}
+    config = write_service_config(tmp_path, tansu, topic, qrels, RULES)
+    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    with (
+        HostileRanker({}) as ranker,
+        monitor_thread(Monitor(load_config(config, environ={}))) as monitor,
+    ):
+        ranker.down = True
+        config.write_text(
+            config.read_text()
+            + f"""
+replay:
+  topics: topics.tsv
+  ranker: {{url: "{ranker.url}", timeout: 1s, retries: 2, backoff: 100ms}}
+  segment: {{model: v1}}
+"""
+        )
+        settings = load_config(config, environ={})
+        assert settings.replay is not None
+        assert settings.replay.ranker.circuit_breaker == 10  # the default
+        replayer = Replayer(settings.replay, settings.kafka, settings.evaluation_set.path)
+        wait_until(lambda: bool(monitor.source.assignment), 30, "the monitor's partitions")
+        began = time.monotonic()
+        try:
+            report = replayer.once()
+        finally:
+            replayer.close()
+        aborted_s = time.monotonic() - began
+
+        def paged() -> bool:
+            return any(
+                a.rule.name == "ranker-failing" and a.status.value == "firing"
+                for a in monitor.alerts.active()
+            )
+
+        wait_until(paged, 30, "ranker-failing to fire", poll_s=0.05)
+        paged_s = time.monotonic() - began
+    print(
+        f"\ndead ranker, {QUERIES} queries: aborted after {aborted_s:.1f} s "
+        f"({len(ranker.bodies)} requests), ranker-failing fired after {paged_s:.1f} s"
+    )
+    assert report.result == "aborted"
+    assert report.outcomes["error"] == QUERIES  # every query accounted for, as failed
+    # Ten queries failed with their retries (and at most the other three in flight): the
+    # requests do not grow with the set (before, 621: every query tried three times).
+    assert len(ranker.bodies) <= 3 * (10 + 3)
