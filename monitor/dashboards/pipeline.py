@@ -154,22 +154,25 @@ _REPLAYS: Final = Row(
             "timeseries",
             "Replays by result",
             (Query(f"sum by (result) (increase(rankmon_replays_total{_RATE}))", "{{result}}"),),
-            "rankmon replay's replays: complete (every query ranked), partial, failed.",
+            "rankmon replay's replays: complete (every query ranked), partial, failed, "
+            "aborted (the circuit breaker ended it).",
             width=6,
             height=6,
             stacked=True,
         ),
         Panel(
             "stat",
-            "Since the last complete replay",
+            "Since the last replay that ranked",
             (
                 Query(
-                    "time() - max(rankmon_replay_last_success_timestamp_seconds)",
+                    "time() - max(rankmon_replay_last_timestamp_seconds"
+                    '{result=~"complete|partial"})',
                     "since",
                     instant=True,
                 ),
             ),
-            "Alert when this passes two replay periods.",
+            "Since the newest replay with a ranked query, complete or partial: alert when it "
+            "passes two replay periods (a query that always fails keeps every replay partial).",
             "s",
             6,
             6,

@@ -1,5 +1,6 @@
-"""The replayer's own metrics (`replay.metrics_port`): replays and queries by outcome, the
-last success, the last duration, and the ranker's latency per query."""
+"""The replayer's own metrics (`replay.metrics_port`): replays and queries by outcome, when
+the last replay of each result ended, the last success, the last duration, and the ranker's
+latency per query."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ REPLAY_SERIES: Final = frozenset(
         "rankmon_replay_queries_total",
         "rankmon_replay_missed_total",
         "rankmon_replay_last_success_timestamp_seconds",
+        "rankmon_replay_last_timestamp_seconds",
         "rankmon_replay_duration_seconds",
         "rankmon_replay_ranker_latency_seconds_bucket",
         "rankmon_replay_ranker_latency_seconds_sum",
@@ -58,6 +60,13 @@ class ReplayMetrics:
             "When the last replay with every query ranked ended (Unix time).",
             registry=registry,
         )
+        self.last = Gauge(
+            "rankmon_replay_last_timestamp_seconds",
+            "When the last replay of each result ended (Unix time): alert on the newest of "
+            'result=~"complete|partial" for a replayer that ranks nothing any more.',
+            ["result"],
+            registry=registry,
+        )
         self.duration = Gauge(
             "rankmon_replay_duration_seconds",
             "How long the last replay took, first request to end marker.",
@@ -81,5 +90,6 @@ class ReplayMetrics:
         for latency in report.latencies_s:
             self.latency.observe(latency)
         self.duration.set((report.ended_ms - report.started_ms) / 1000)
+        self.last.labels(report.result).set(report.ended_ms / 1000)
         if report.result == "complete":
             self.last_success.set(report.ended_ms / 1000)

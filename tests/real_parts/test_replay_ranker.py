@@ -280,6 +280,21 @@ def test_the_replayers_series_are_the_ones_the_dashboards_may_query() -> None:
     assert exposed == REPLAY_SERIES
 
 
+def test_a_partial_replay_is_the_newest_that_ranked_though_the_last_success_stays_old() -> None:
+    # One query of the set always fails: every replay is partial. The last success stays 0,
+    # so an alert on it would fire forever; the newest replay that ranked moves on.
+    registry = CollectorRegistry()
+    metrics = ReplayMetrics(registry)
+    for ended_ms in (60_000, 120_000):
+        report = ReplayReport("r", 2, ended_ms - 5_000, ended_ms)
+        report.outcomes.update({"ranked": 1, "error": 1})
+        metrics.record(report)
+    value = registry.get_sample_value
+    assert value("rankmon_replay_last_success_timestamp_seconds") == 0
+    assert value("rankmon_replay_last_timestamp_seconds", {"result": "partial"}) == 120.0
+    assert value("rankmon_replays_total", {"result": "partial"}) == 2
+
+
 def test_replay_once_without_a_reachable_broker_is_one_line_and_exit_1(tmp_path: Path) -> None:
     qrels = CORPUS.write_qrels(tmp_path / "qrels.txt")
     write_topics(CORPUS, tmp_path / "topics.tsv")
