@@ -236,7 +236,10 @@ def _read_secret(
                 if spec.inline
                 else f"{name}_env or {name}_file"
             )
-            raise where.error(f"{name}_env", f"{name} is required: set {ways}")
+            # An inline secret is missing at its own key: after a bad `url` was set aside to
+            # read on, its absence is that problem's echo, not a second problem.
+            key = name if spec.inline else f"{name}_env"
+            raise where.error(key, f"{name} is required: set {ways}")
         return None
     value, variable, file = found
     if spec.make is None:

@@ -152,8 +152,10 @@ def apply_environment(tree: dict[str, Any], environ: Mapping[str, str]) -> dict[
             raise ConfigError(dotted, f"{name} has an empty level (use one '__' between keys)")
         try:
             value = yaml.safe_load(environ[name])
-        except (yaml.YAMLError, ValueError) as error:  # ValueError: impossible dates
-            raise ConfigError(dotted, f"{name} is not a valid YAML value") from error
+        except (yaml.YAMLError, ValueError):  # ValueError: impossible dates
+            # Not YAML, so text as written: a cron expression (`*/10 * * * *` starts like a
+            # YAML alias), a query string. The key's own reader says if text will not do.
+            value = environ[name]
         problem = expansion_problem(value)
         if problem is not None:
             raise ConfigError(dotted, f"{name} is {problem}")
@@ -409,7 +411,8 @@ def describe(value: Any) -> str:
 
 
 def _kind(value: Any) -> str:
-    return f"{describe(value)} ({type(value).__name__})"
+    kind = "str" if isinstance(value, str) else type(value).__name__
+    return f"{describe(value)} ({kind})"
 
 
 def _as_list_of_mappings(value: Any) -> list[Mapping[str, Any]]:
@@ -493,7 +496,9 @@ def as_choice(*choices: str) -> Callable[[Any], str]:
 
     def parse(value: Any) -> str:
         if value not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, got {_kind(value)}")
+            near = [c for c in choices if isinstance(value, str) and c.lower() == value.lower()]
+            hint = f": did you mean {near[0]!r}? (spelled exactly)" if near else ""
+            raise ValueError(f"expected one of {', '.join(choices)}, got {_kind(value)}{hint}")
         return str(value)
 
     return parse

@@ -61,12 +61,13 @@ class Answer:
     reason: str = ""
     attempts: int = 1
     latency_s: float = 0.0  # of the last attempt
+    sample: str = ""  # an answer whose ids were not found: its start, for the log line
 
 
 class _FailedError(Exception):
-    def __init__(self, outcome: str, reason: str, *, retry: bool) -> None:
+    def __init__(self, outcome: str, reason: str, *, retry: bool, sample: str = "") -> None:
         super().__init__(reason)
-        self.outcome, self.reason, self.retry = outcome, reason, retry
+        self.outcome, self.reason, self.retry, self.sample = outcome, reason, retry, sample
 
 
 _PLACEHOLDER: Final = re.compile(r"\{(query|depth)\}")
@@ -178,7 +179,11 @@ class RankerClient:
                 latency = time.monotonic() - started
                 if not failed.retry or attempts > self.settings.retries:
                     return Answer(
-                        failed.outcome, reason=failed.reason, attempts=attempts, latency_s=latency
+                        failed.outcome,
+                        reason=failed.reason,
+                        attempts=attempts,
+                        latency_s=latency,
+                        sample=failed.sample,
                     )
             self._sleep(wait)
             wait *= 2
@@ -259,9 +264,9 @@ class RankerClient:
             raise _FailedError("error", "bad_json", retry=False) from None
         found = walk(parsed, self.preset.ids)
         if found is None:
-            raise _FailedError("error", "no_ids", retry=False)
+            raise _FailedError("error", "no_ids", retry=False, sample=_sample(data))
         if not all(isinstance(doc, str | int) and not isinstance(doc, bool) for doc in found):
-            raise _FailedError("error", "bad_ids", retry=False)
+            raise _FailedError("error", "bad_ids", retry=False, sample=_sample(data))
         ids = tuple(str(doc) for doc in found)[: self.depth]
         if not ids:
             raise _FailedError("error", "empty_answer", retry=False)
@@ -299,6 +304,12 @@ class RankerClient:
             if value is not None and not isinstance(value, dict | list):
                 labels.append((label, str(value)))
         return tuple(labels)
+
+
+def _sample(data: bytes) -> str:
+    """The start of an answer, on one line, for the log line that names the fix."""
+    text = data[:300].decode("utf-8", "replace")
+    return " ".join(text.split()) + (" ..." if len(data) > 300 else "")
 
 
 class _DeadlineSocket:

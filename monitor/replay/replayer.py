@@ -148,7 +148,12 @@ class Replayer:
                 )
             self.metrics.record(report)
             self.reports.append(replace(report, rankings={}, latencies_s=[]))
-            _log.info(report.line(), extra=fields(replay=report.replay_id, result=report.result))
+            level = logging.INFO if report.result == "complete" else logging.WARNING
+            _log.log(
+                level, report.line(), extra=fields(replay=report.replay_id, result=report.result)
+            )
+            for fix in report.fixes(self.client.preset.ids):
+                _log.error(fix, extra=fields(replay=report.replay_id))
             if run_file is not None:
                 try:
                     write_run(report, run_file)

@@ -117,6 +117,8 @@ class ReplayReport:
     latencies_s: list[float] = field(default_factory=list)
     rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     aborted: str = ""
+    # The first answer of each reason whose ids were not found (no_ids, bad_ids), by reason.
+    samples: dict[str, tuple[str, str]] = field(default_factory=dict)  # (query id, answer)
 
     @property
     def result(self) -> str:
@@ -128,6 +130,23 @@ class ReplayReport:
         if ranked == self.queries:
             return "complete"
         return "partial" if ranked else "failed"
+
+    def fixes(self, ids_path: str) -> list[str]:
+        """One line per failure that a setting fixes, naming it, with a sample answer."""
+        lines = []
+        for reason, (query, sample) in sorted(self.samples.items()):
+            count = self.reasons[reason]
+            what = (
+                f"no document ids at {ids_path!r}"
+                if reason == "no_ids"
+                else f"ids at {ids_path!r} that are not strings or numbers"
+            )
+            lines.append(
+                f"replay {self.replay_id}: {count} answers had {what}; set replay.ranker.ids "
+                f"(and scores) to where your ranker's answer holds them, e.g. hits.hits[]._id. "
+                f"The answer to {query}: {sample}"
+            )
+        return lines
 
     def line(self) -> str:
         """The one log line of the replay."""
@@ -187,6 +206,8 @@ def run_replay(
             report.outcomes[answer.outcome] += 1
             if answer.outcome != "ranked":
                 report.reasons[answer.reason] += 1
+                if answer.sample and answer.reason not in report.samples:
+                    report.samples[answer.reason] = (query.query_id, answer.sample)
             else:
                 report.rankings[query.query_id] = answer.ids
             if answer.attempts:

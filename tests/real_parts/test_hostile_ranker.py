@@ -17,9 +17,11 @@ from monitor.cli import main
 from monitor.config.loader import load_config
 from monitor.declare import read_settings
 from monitor.errors import ConfigError
+from monitor.kafka.settings import KafkaConfig
 from monitor.replay.ranker import RankerClient
+from monitor.replay.replayer import Replayer
 from monitor.replay.runner import run_replay
-from monitor.replay.settings import RankerSettings
+from monitor.replay.settings import RankerSettings, ReplayConfig
 from monitor.replay.topics import Query
 from monitor.sections import ConfigSection
 from tests.support.hostile_ranker import HostileRanker
@@ -200,3 +202,60 @@ def test_a_ranker_that_recovers_before_the_breaker_trips_is_not_aborted() -> Non
             breaker=31,
         )
     assert report.result == "failed" and report.aborted == ""  # 30 failed: fewer than 31
+
+
+def test_a_wrong_ids_path_is_an_error_line_naming_the_setting_with_a_sample_answer(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    (tmp_path / "topics.tsv").write_text("q1\tq1 text\nq2\tq2 text\n")
+    with HostileRanker({"q1 text": ["d1"], "q2 text": ["d2"]}) as ranker:
+        # The ranker answers {"hits": [{"id": ...}]}; the config looks for results[].id.
+        section = ConfigSection(
+            {"topics": "topics.tsv", "ranker": {"url": ranker.url, "ids": "results[].id"}},
+            "replay",
+            {},
+            base=tmp_path,
+        )
+        settings = read_settings(ReplayConfig, section)
+        replayer = Replayer(
+            settings, KafkaConfig(topic="t"), tmp_path / "qrels.txt", publisher=Published()
+        )
+        try:
+            report = replayer.once()
+        finally:
+            replayer.close()
+    assert report.reasons == {"no_ids": 2}
+    [fix] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "2 answers had no document ids at 'results[].id'" in fix.getMessage()
+    assert "set replay.ranker.ids" in fix.getMessage()
+    assert '{"hits": [{"id": "d1"' in fix.getMessage()  # what the ranker did answer
+    [line] = [r for r in caplog.records if "replay r" in r.getMessage() and r is not fix]
+    assert line.levelname == "WARNING" and "failed" in line.getMessage()
+
+
+def test_a_cron_from_the_environment_needs_no_quotes(tmp_path: Path) -> None:
+    config = replay_config(tmp_path, "timeout: 1s")
+    cron = {"RANKMON_REPLAY__SCHEDULE__CRON": "*/10 * * * *"}
+    loaded = load_config(config, environ=cron)
+    assert loaded.replay is not None and loaded.replay.schedule.cron == "*/10 * * * *"
+    with pytest.raises(ConfigError, match="not a crontab expression: Wrong number of fields"):
+        load_config(config, environ={"RANKMON_REPLAY__SCHEDULE__CRON": "*/10 * * *"})
+
+
+def test_a_url_without_a_scheme_is_one_problem_naming_the_fix(tmp_path: Path) -> None:
+    config = replay_config(tmp_path, "timeout: 1s")
+    config.write_text(config.read_text().replace("http://127.0.0.1:1/", "localhost:9200/x"))
+    with pytest.raises(ConfigError) as raised:
+        load_config(config, environ={})
+    assert str(raised.value).splitlines() == [
+        "config key 'replay.ranker.url': the ranker's url must start with http:// or https://"
+    ]
+
+
+def test_a_preset_spelled_in_capitals_says_which_one_it_meant(tmp_path: Path) -> None:
+    config = replay_config(tmp_path, "timeout: 1s")
+    with pytest.raises(ConfigError) as raised:
+        load_config(config, environ={"RANKMON_REPLAY__RANKER__PRESET": "JSON"})
+    assert "got 'JSON' (str): did you mean 'json'?" in str(raised.value)
+    assert "_EnvironmentText" not in str(raised.value)

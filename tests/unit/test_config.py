@@ -540,7 +540,7 @@ def test_a_replay_section_is_read_checked_and_rendered_back(tmp_path: Path) -> N
     ("replay", "key", "problem"),
     [
         ({"ranker": {"url": "http://r"}}, "replay.topics", "is required"),
-        ({"topics": "topics.tsv"}, "replay.ranker.url_env", "set url, url_env or url_file"),
+        ({"topics": "topics.tsv"}, "replay.ranker.url", "set url, url_env or url_file"),
         ({"topics": "topics.tsv", "ranker": {"url": "ftp://r"}}, "replay.ranker.url", "http"),
         ({"topics": "nope.tsv", "ranker": {"url": "http://r"}}, "replay.topics", "not found"),
         (
