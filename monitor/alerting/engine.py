@@ -23,9 +23,11 @@ Per window and segment, the trust rules (`Role.TRUST`: `coverage`, `judged`) go 
 finds the window bad, the quality rules (`Role.QUALITY`: `below`, `drop`, `trend`, ...)
 get unknown evidence: their alerts neither fire nor resolve on numbers that are untrustworthy,
 and the window stays out of the baselines and drift detectors. The trust alert itself says
-why. A drop rule with a `pinned` baseline takes only windows at or above its level into its
-own baseline (`SeriesHistory.admit`), so a lasting drop or a slow slide keeps it firing until
-quality is back.
+why. A window whose every replay a stop (SIGTERM, SIGINT) ended early is held the same way
+(`WindowSummary.stopped`): it measured the part of the set asked before the stop. A drop
+rule with a `pinned` baseline takes only windows at or above its level into its own baseline
+(`SeriesHistory.admit`), so a lasting drop or a slow slide keeps it firing until quality is
+back.
 """
 
 from __future__ import annotations
@@ -49,7 +51,10 @@ from monitor.stats.judges import JudgeReading
 from monitor.windows.merge import merge_window_shares
 from monitor.windows.summary import Segment, WindowSummary
 
-__all__ = ["ActiveAlert", "AlertEngine", "AlertTransition", "Rescore"]
+__all__ = ["STOPPED_NOTE", "ActiveAlert", "AlertEngine", "AlertTransition", "Rescore"]
+
+# Why the quality rules hold on a window whose replays were stopped before they ended.
+STOPPED_NOTE = "its replay was stopped before every query was asked: a part of the set"
 
 
 # A baseline window of a segment and measure re-scored from one evaluation-set version to
@@ -244,7 +249,8 @@ class AlertEngine:
         self._latest_start[summary.segment] = summary.start_ms
         rules = [r for r in self.config.rules if _applies(r, summary.segment)]
         window = (summary.start_ms, summary.end_ms)
-        distrust: list[str] = []
+        # A replay a stop ended early measured a part of the set, not the ranker.
+        distrust = [STOPPED_NOTE] if summary.stopped else []
         touched: list[ActiveAlert] = []
         for rule in sorted(rules, key=lambda r: r.is_quality):
             alert = self._alert(rule, _alert_segment(rule, summary.segment))

@@ -5,8 +5,11 @@ Sends each query of the evaluation set (its text from `replay.topics`) to the ra
 `replay_id`, and an end-of-replay marker, to `kafka.topic`; the monitor then scores the
 replay. `--once` runs one replay and exits (a Kubernetes CronJob, cron, Airflow): exit 0 when
 it was published and at least one query was ranked, 1 when none was (the ranker is down) or
-Kafka could not store it (one line saying why), 2 for a bad config. Without it, replays run
-on `replay.schedule` until SIGTERM or SIGINT.
+Kafka could not store it (one line saying why), 2 for a bad config, 130 when SIGINT or
+SIGTERM stopped it: nothing more is sent, the requests in flight get a grace, and the end
+marker (`stopped`) and the run file of what was answered are still written. Without it,
+replays run on `replay.schedule` until SIGTERM or SIGINT, which stop the running replay the
+same way.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
@@ -28,6 +33,7 @@ __all__ = ["register", "run"]
 
 EXIT_NOTHING_RANKED = 1
 EXIT_NOT_PUBLISHED = 1  # Kafka unreachable or refusing: nothing of the replay is sure
+EXIT_STOPPED = 130  # a signal stopped the replay (the shell's code for SIGINT)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,7 +45,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Send every query of the evaluation set (its text from replay.topics) to the "
             "ranker of replay.ranker, and publish the rankings, all with one replay_id, to "
             "kafka.topic for `rankmon run` to score as one unit. With --once: one replay, "
-            "then exit (exit 1 when no query was ranked). Without: on replay.schedule "
+            "then exit (exit 1 when no query was ranked, 130 when SIGINT or SIGTERM stopped "
+            "it: its end marker and run file still written). Without: on replay.schedule "
             "(interval or cron) until SIGTERM or SIGINT."
         ),
     )
@@ -81,24 +88,35 @@ def run(args: argparse.Namespace) -> int:
         print(f"rankmon replay: {error}", file=sys.stderr)
         return EXIT_NOT_PUBLISHED
     if args.once:
-        try:
-            report = replayer.once(args.run_file)
-        except PublishError as error:
-            print(f"rankmon replay: {error}", file=sys.stderr)
-            return EXIT_NOT_PUBLISHED
-        finally:
-            replayer.close()
+        with _stopped_by_signals(replayer.stop):
+            try:
+                report = replayer.once(args.run_file)
+            except PublishError as error:
+                print(f"rankmon replay: {error}", file=sys.stderr)
+                return EXIT_NOT_PUBLISHED
+            finally:
+                replayer.close()
         print(report.line(), flush=True)
+        if report.stopped:
+            return EXIT_STOPPED
         return 0 if report.outcomes["ranked"] else EXIT_NOTHING_RANKED
     stop = threading.Event()
+    with _stopped_by_signals(stop):
+        replayer.scheduled(stop)
+    return 0
+
+
+@contextmanager
+def _stopped_by_signals(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM and SIGINT set `stop` (instead of raising in the middle of a replay, which
+    left its threads sending every query and wrote no end marker) for the `with` block."""
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        replayer.scheduled(stop)
+        yield
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return 0

@@ -387,6 +387,7 @@ def window_json(kept: KeptWindow) -> dict[str, Any]:
         "queries": s.queries,
         "failed_queries": s.failed_queries,
         "replays": list(s.replays),
+        "stopped_replays": list(s.stopped_replays),
         "coverage": s.coverage,
         "measures": measures,
     }

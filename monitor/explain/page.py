@@ -162,7 +162,9 @@ class ExplainPages:
                     value = f'<a href="{href}" title="explain against the baseline">{value}</a>'
                 cells.append(f'<td class="num">{value}</td>')
             replays = "".join(
-                f'<br><span class="muted">replay {html.escape(r)}</span>' for r in s.replays
+                f'<br><span class="muted">replay {html.escape(r)}'
+                f"{' (stopped)' if r in s.stopped_replays else ''}</span>"
+                for r in s.replays
             )
             rows.append(
                 f"<tr><td>{utc_time(s.start_ms)}{replays}</td><td class=num>{s.queries}</td>"

@@ -90,6 +90,7 @@ class ReplayEnd:
     replay_id: str
     started_ms: int
     segment: Mapping[str, str]
+    stopped: bool = False  # a stop ended the replay before every query was asked
 
 
 class _RejectedError(Exception):
@@ -214,15 +215,20 @@ class EventDecoder:
             )
         except _RejectedError:
             return None
-        return ReplayEnd(raw["replay"]["id"], started, segment)
+        replay = raw["replay"]
+        return ReplayEnd(replay["id"], started, segment, replay.get("stopped") is True)
 
     def failed_query(self, value: bytes | None, record_timestamp_ms: int) -> RankingEvent | None:
         """A replay's failed-query record (one `decode_event` counted as a `failed_query`
         notice) as an event with no ranking, for the windows to count as the replay's
-        failure; None when its ids, segment or time would not make a valid event (it is then
-        only counted as a notice). Never raises."""
+        failure; None when its ids, segment or time would not make a valid event, or when a
+        stop cancelled the query (reason `cancelled`: no failure of the ranker, sent by
+        replayers before 0.9); it is then only counted as a notice. Never raises."""
         try:
             raw = _parse(value, self.max_bytes)
+            replay = raw.get("replay")
+            if type(replay) is dict and replay.get("reason") == "cancelled":
+                return None
             event_id = _identifier(raw, "event_id", self.max_id_bytes)
             query_id = _identifier(raw, "query_id", self.max_id_bytes)
             segment, event_time_ms = _placed(

@@ -73,7 +73,7 @@ class Handoff:
             # Checked by the decoder: its id and labels within their byte limits, its start
             # no later than its record timestamp plus the clock skew.
             self.windows.replay_ends.add(
-                ended.replay_id, partition, ended.started_ms, ended.segment
+                ended.replay_id, partition, ended.started_ms, ended.segment, stopped=ended.stopped
             )
         if taken.scored is not None:
             self._admit(taken.scored, taken.records)

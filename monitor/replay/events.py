@@ -8,8 +8,10 @@
   holding `id`, `outcome` (`error` or `timeout`) and `reason`.
 - The end of a replay: on every partition of the topic, `replay` holding `id`, `end: true`,
   `events` (how many of the replay's records that partition got before it), `queries` and
-  `outcomes` (the whole replay's), `started` and `ended` (epoch ms), and `aborted` (why its
-  circuit breaker ended it) when it did; and `segment`, the replay's static labels.
+  `outcomes` (the whole replay's), `started` and `ended` (epoch ms), `aborted` (why its
+  circuit breaker ended it) when it did, and `stopped: true` when a stop (SIGTERM, SIGINT)
+  cancelled some of its queries; and `segment`, the replay's static labels. A cancelled query
+  has no record: it is no failure of the ranker.
 
 Failed queries and end markers carry no `ranking`: the monitor counts them as
 `outcome="replay_notice"`, never as invalid input; the windows count each failed query as
@@ -64,6 +66,7 @@ def end_marker(
     ended_ms: int,
     segment: Mapping[str, str] | None = None,
     aborted: str = "",
+    stopped: bool = False,
 ) -> tuple[bytes, bytes]:
     """(key, value) of the end-of-replay marker one partition gets; `segment`: the
     replay's static labels (`replay.segment`), which name the windows it is in."""
@@ -78,6 +81,8 @@ def end_marker(
     }
     if aborted:
         replay["aborted"] = aborted
+    if stopped:
+        replay["stopped"] = True
     marker = {
         "schema_version": 1,
         "event_time": ended_ms,

@@ -23,6 +23,7 @@ Only the standard library's `http.client`: a connection per worker thread, kept 
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import io
 import json
@@ -187,6 +188,16 @@ class RankerClient:
                     )
             self._sleep(wait)
             wait *= 2
+
+    def interrupt(self) -> None:
+        """Shut every thread's connection: a request in flight ends at once (as failed)."""
+        with self._lock:
+            connections = list(self._connections)
+        for connection in connections:
+            sock = connection.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):  # closed already
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         """Close every thread's connection."""

@@ -3,9 +3,15 @@
 `run_replay` asks the ranker from `concurrency` threads, no faster than `rate` requests per
 second, retries included (spaced evenly, so a replay never bursts at production, and a ranker
 answering 503 gets no more requests than a healthy one), publishes each query's record as its
-answer arrives, and then the end-of-replay marker on every partition. A stop (SIGTERM) asks
-nothing more: the queries not yet asked end as `error`/`cancelled`, so the marker still
-accounts for every query.
+answer arrives, and then the end-of-replay marker on every partition.
+
+A stop (SIGTERM, SIGINT) sends nothing more: no further request, retries included; requests
+in flight get `STOP_GRACE_S` to answer before their connections are shut. Every query not
+answered by then ends as `error`/`cancelled`, which is no failure of the ranker: it is not
+published (the monitor counts no failure for it), only counted in the marker's outcomes, so
+the marker still accounts for every query. The replay's result is `aborted`, and its marker
+says `stopped` (the monitor holds the quality rules on its window: a part of the set is no
+measurement of the ranker). The run file still holds what was answered.
 
 A circuit breaker ends a replay whose ranker is down: after `breaker` queries in a row failed
 as the ranker fails (a refused or reset connection, a timeout, a 429 or a 5xx, after their
@@ -35,11 +41,25 @@ from monitor.replay.events import end_marker, query_event
 from monitor.replay.ranker import Answer
 from monitor.replay.topics import Query
 
-__all__ = ["Asker", "Publisher", "RateLimit", "ReplayReport", "run_replay", "write_run"]
+__all__ = [
+    "STOP_GRACE_S",
+    "Asker",
+    "Publisher",
+    "RateLimit",
+    "ReplayReport",
+    "run_replay",
+    "write_run",
+]
+
+# After a stop, how long the requests in flight may still answer.
+STOP_GRACE_S: Final = 2.0
 
 
 class Asker(Protocol):
     def ask(self, query: Query, pace: Callable[[], bool] | None = None) -> Answer: ...
+
+    def interrupt(self) -> None:
+        """Shut the connections of the requests in flight (they end as failed)."""
 
 
 class Publisher(Protocol):
@@ -117,14 +137,15 @@ class ReplayReport:
     latencies_s: list[float] = field(default_factory=list)
     rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     aborted: str = ""
+    stopped: bool = False  # a stop (SIGTERM, SIGINT) ended it before every query was asked
     # The first answer of each reason whose ids were not found (no_ids, bad_ids), by reason.
     samples: dict[str, tuple[str, str]] = field(default_factory=dict)  # (query id, answer)
 
     @property
     def result(self) -> str:
-        """aborted (the circuit breaker ended it), complete (every query ranked), partial
-        (some) or failed (none)."""
-        if self.aborted:
+        """aborted (the circuit breaker or a stop ended it), complete (every query ranked),
+        partial (some) or failed (none)."""
+        if self.aborted or self.stopped:
             return "aborted"
         ranked = self.outcomes["ranked"]
         if ranked == self.queries:
@@ -153,7 +174,9 @@ class ReplayReport:
         outcomes = ", ".join(f"{name} {count}" for name, count in sorted(self.outcomes.items()))
         reasons = ", ".join(f"{name} {count}" for name, count in sorted(self.reasons.items()))
         seconds = (self.ended_ms - self.started_ms) / 1000
-        result = f"aborted: {self.aborted}" if self.aborted else self.result
+        result = self.result
+        if self.aborted or self.stopped:
+            result = f"aborted: {self.aborted or 'stopped before every query was answered'}"
         text = f"replay {self.replay_id}: {result}, {self.queries} queries in {seconds:.1f} s"
         return f"{text} ({outcomes})" + (f"; failures: {reasons}" if reasons else "")
 
@@ -169,6 +192,7 @@ def run_replay(
     rate: float | None = None,
     breaker: int = 0,
     stop: threading.Event | None = None,
+    stop_grace_s: float = STOP_GRACE_S,
     now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     on_answer: Callable[[Query, Answer], None] | None = None,
 ) -> ReplayReport:
@@ -190,30 +214,38 @@ def run_replay(
 
     def ask(query: Query) -> Answer:
         answer = asker.ask(query, pace)
-        if tripped is not None and answer.reason == "cancelled" and not stop.is_set():
+        if answer.outcome != "ranked" and stop.is_set():
+            return Answer("error", reason="cancelled", attempts=answer.attempts)
+        if tripped is not None and answer.reason == "cancelled":
             return Answer("error", reason="aborted", attempts=answer.attempts)
         if tripped is not None:
             tripped.note(answer)
         return answer
 
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="replay") as pool:
-        futures = {pool.submit(ask, query): query for query in queries}
-        for future in as_completed(futures):
-            query, answer = futures[future], future.result()
-            # Every record of a replay carries its start as event time: the replay is one
-            # measurement, in one window, however long it takes (monitor.windows.replay_ends).
-            publisher.send(*query_event(replay_id, query, answer, segment, report.started_ms))
-            report.outcomes[answer.outcome] += 1
-            if answer.outcome != "ranked":
-                report.reasons[answer.reason] += 1
-                if answer.sample and answer.reason not in report.samples:
-                    report.samples[answer.reason] = (query.query_id, answer.sample)
-            else:
-                report.rankings[query.query_id] = answer.ids
-            if answer.attempts:
-                report.latencies_s.append(answer.latency_s)
-            if on_answer is not None:
-                on_answer(query, answer)
+    done = threading.Event()
+
+    def cut_in_flight() -> None:
+        # After a stop, what is still in flight gets the grace, then its connection is shut.
+        while not done.is_set():
+            if stop.wait(0.1):
+                if not done.wait(stop_grace_s):
+                    asker.interrupt()
+                return
+
+    watcher = threading.Thread(target=cut_in_flight, name="replay-stop", daemon=True)
+    watcher.start()
+    try:
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="replay") as pool:
+            futures = {pool.submit(ask, query): query for query in queries}
+            for future in as_completed(futures):
+                query, answer = futures[future], future.result()
+                _take(report, query, answer, publisher, segment)
+                if on_answer is not None:
+                    on_answer(query, answer)
+    finally:
+        done.set()
+        watcher.join()
+    report.stopped = report.reasons["cancelled"] > 0
     report.ended_ms = now_ms()
     if tripped is not None:
         report.aborted = tripped.reason
@@ -227,9 +259,33 @@ def run_replay(
             ended_ms=report.ended_ms,
             segment=segment,
             aborted=report.aborted,
+            stopped=report.stopped,
         )
     )
     return report
+
+
+def _take(
+    report: ReplayReport,
+    query: Query,
+    answer: Answer,
+    publisher: Publisher,
+    segment: Mapping[str, str],
+) -> None:
+    """One query's answer into the report, and its record (none for a cancelled query)."""
+    report.outcomes[answer.outcome] += 1
+    if answer.outcome != "ranked":
+        report.reasons[answer.reason] += 1
+        if answer.sample and answer.reason not in report.samples:
+            report.samples[answer.reason] = (query.query_id, answer.sample)
+    else:
+        report.rankings[query.query_id] = answer.ids
+    if answer.attempts:
+        report.latencies_s.append(answer.latency_s)
+    if answer.reason != "cancelled":
+        # Every record of a replay carries its start as event time: the replay is one
+        # measurement, in one window, however long it takes (monitor.windows.replay_ends).
+        publisher.send(*query_event(report.replay_id, query, answer, segment, report.started_ms))
 
 
 def write_run(report: ReplayReport, path: Path) -> None:

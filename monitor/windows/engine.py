@@ -486,8 +486,12 @@ class EventWindows:
         ]
 
     def _with_replays(self, summary: WindowSummary) -> WindowSummary:
-        replays = self.replay_ends.replays_in(summary.start_ms, summary.end_ms, summary.segment)
-        return dataclasses.replace(summary, replays=replays) if replays else summary
+        window = (summary.start_ms, summary.end_ms, summary.segment)
+        replays = self.replay_ends.replays_in(*window)
+        if not replays:
+            return summary
+        stopped = self.replay_ends.replays_in(*window, stopped=True)
+        return dataclasses.replace(summary, replays=replays, stopped_replays=stopped)
 
     def take_retired(self) -> list[Segment]:
         """Segment labels retired by the windows finalized since the last call."""

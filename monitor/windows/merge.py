@@ -56,6 +56,7 @@ def _merge(shares: Sequence[WindowSummary]) -> WindowSummary:
         squares=squares if all(share.squares for share in shares) else {},
         failed_queries=sum(share.failed_queries for share in shares),
         replays=tuple(dict.fromkeys(r for share in shares for r in share.replays)),
+        stopped_replays=tuple(dict.fromkeys(r for share in shares for r in share.stopped_replays)),
     )
 
 

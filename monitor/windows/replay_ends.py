@@ -43,6 +43,7 @@ class _Ending:
     started_ms: int
     segment: Mapping[str, str]
     partitions: set[int] = field(default_factory=set)
+    stopped: bool = False  # a stop ended it before every query was asked
 
 
 class ReplayEnds:
@@ -59,24 +60,31 @@ class ReplayEnds:
         partition: int,
         started_ms: int,
         segment: Mapping[str, str] | None = None,
+        *,
+        stopped: bool = False,
     ) -> None:
-        """The marker of `replay_id` (with its static `segment` labels) was read on
-        `partition`."""
+        """The marker of `replay_id` (with its static `segment` labels; `stopped`: a stop
+        ended it early) was read on `partition`."""
         ending = self._endings.get(replay_id)
         if ending is None:
             if len(self._endings) >= MAX_OPEN_REPLAYS:
                 del self._endings[next(iter(self._endings))]
             ending = self._endings[replay_id] = _Ending(started_ms, dict(segment or {}))
         ending.partitions.add(partition)
+        ending.stopped = ending.stopped or stopped
 
-    def replays_in(self, start_ms: int, end_ms: int, segment: Segment) -> tuple[str, ...]:
+    def replays_in(
+        self, start_ms: int, end_ms: int, segment: Segment, *, stopped: bool = False
+    ) -> tuple[str, ...]:
         """The ended replays that started in [start_ms, end_ms) and may be of `segment`
-        (none of its labels differs from the replay's static ones), oldest first."""
+        (none of its labels differs from the replay's static ones), oldest first; with
+        `stopped`, only those a stop ended early."""
         return tuple(
             replay_id
             for replay_id, ending in self._ended.items()
             if start_ms <= ending.started_ms < end_ms
             and all(ending.segment.get(key, value) == value for key, value in segment)
+            and (ending.stopped or not stopped)
         )
 
     def floor(self, owned: frozenset[int]) -> int | None:

@@ -48,7 +48,9 @@ class WindowSummary:
     `failed_queries` counts the queries a replay asked and the ranker did not answer (its
     failed-query records, `monitor.replay.events`) that have no ranking in the window: they
     are not among `queries`, so they lower the coverage, and `failure_share` is their share
-    of the queries asked. Live traffic has none. `replays` names the replays the window holds.
+    of the queries asked. Live traffic has none. `replays` names the replays the window holds,
+    `stopped_replays` those of them a stop (SIGTERM, SIGINT) ended before every query was
+    asked: the window then measures a part of the set, not the ranker (`stopped`).
     """
 
     window: str  # the configured size as written, e.g. "5m"
@@ -74,6 +76,12 @@ class WindowSummary:
     # The `rankmon replay` replays the window holds, by replay_id (oldest first); none for
     # live traffic (`monitor.windows.replay_ends.ReplayEnds.replays_in`).
     replays: tuple[str, ...] = ()
+    stopped_replays: tuple[str, ...] = ()
+
+    @property
+    def stopped(self) -> bool:
+        """Whether every replay the window holds was stopped before it ended (none: False)."""
+        return bool(self.replays) and set(self.replays) <= set(self.stopped_replays)
 
     @property
     def failure_share(self) -> float:
@@ -123,6 +131,8 @@ class WindowSummary:
             extra["failed_queries"] = self.failed_queries
         if self.replays:
             extra["replays"] = list(self.replays)
+        if self.stopped_replays:
+            extra["stopped_replays"] = list(self.stopped_replays)
         return orjson.dumps(
             {
                 **extra,
@@ -178,6 +188,7 @@ class WindowSummary:
                 squares=_floats(raw.get("squares") or {}),
                 failed_queries=int(raw.get("failed_queries", 0)),
                 replays=tuple(str(r) for r in raw.get("replays") or ()),
+                stopped_replays=tuple(str(r) for r in raw.get("stopped_replays") or ()),
             )
         except (KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"malformed window summary: {error}") from error

@@ -6,6 +6,10 @@ the replay's window, which its end marker closes (the times are printed, not ass
 
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +20,8 @@ from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
 from monitor.replay.replayer import Replayer
 from monitor.service import Monitor
+from monitor.trec.runfile import read_run
+from tests.end_to_end.test_replay_end_to_end import wait_for_the_share
 from tests.support.hostile_ranker import HostileRanker
 from tests.support.realparts import monitor_thread, write_service_config
 from tests.support.recovery_support import wait_until
@@ -23,6 +29,7 @@ from tests.support.recovery_support import wait_until
 pytestmark = [pytest.mark.broker]
 
 QUERIES = 207
+RANKMON = [sys.executable, "-m", "monitor.cli"]
 RULES = """
 alerts:
   log: false
@@ -82,3 +89,71 @@ replay:
     # Ten queries failed with their retries (and at most the other three in flight): the
     # requests do not grow with the set (before, 621: every query tried three times).
     assert len(ranker.bodies) <= 3 * (10 + 3)
+
+
+STOP_RULES = """
+alerts:
+  log: false
+  rules:
+    - {name: ranker-failing, replay_errors: {max: 0.05}, severity: critical}
+    - {name: ndcg-floor, measure: ndcg@10, below: 0.99, severity: critical}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_number", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_replay_stops_sending_and_its_window_is_held_not_paged(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path, signal_number: int
+) -> None:
+    # 207 queries at 20 a second take 10 s; the signal comes after about 1 s. Before, Ctrl-C
+    # left the replay's threads sending all 207 queries, wrote no run file and no end marker,
+    # and the queries it had sent made a window without a replay id, scored as quality (and
+    # on SIGTERM, every cancelled query was counted as the ranker's failure: a page).
+    topic = new_topic(1)
+    texts = {f"q{i}": f"text {i}" for i in range(QUERIES)}
+    qrels = {q: {f"best{q}": 3, f"good{q}": 1} for q in texts}
+    config = write_service_config(tmp_path, tansu, topic, qrels, STOP_RULES)
+    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    rankings = {t: [f"good{q}", f"best{q}"] for q, t in texts.items()}  # nDCG < 0.99
+    run_file = tmp_path / "replay.run"
+    with (
+        HostileRanker(rankings) as ranker,
+        monitor_thread(Monitor(load_config(config, environ={}))) as monitor,
+    ):
+        config.write_text(
+            config.read_text()
+            + f"""
+replay:
+  topics: topics.tsv
+  ranker: {{url: "{ranker.url}", timeout: 5s, rate: 20}}
+  segment: {{model: v1}}
+"""
+        )
+        wait_until(lambda: bool(monitor.source.assignment), 30, "the monitor's partitions")
+        replayer = subprocess.Popen(
+            [*RANKMON, "replay", "--config", str(config), "--once", "--run-file", str(run_file)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        wait_until(lambda: len(ranker.bodies) >= 20, 30, "the replay under way", poll_s=0.05)
+        replayer.send_signal(signal_number)
+        signalled = len(ranker.bodies)
+        out, err = replayer.communicate(timeout=30)
+        share = wait_for_the_share(tansu.bootstrap_servers, topic)
+        firing = [a.rule.name for a in monitor.alerts.active() if a.status.value == "firing"]
+        floor = monitor.alerts.find("ndcg-floor", (("model", "v1"),))
+    assert replayer.returncode == 130, err
+    # Nothing sent after the signal but what was already paced (a request or two).
+    assert len(ranker.bodies) <= signalled + 2
+    asked = len(ranker.bodies)
+    line = re.search(r"replay (r\S+): aborted: stopped", out)
+    assert line is not None, out
+    # The run file holds what was answered; the window names the replay as stopped.
+    assert len(read_run(run_file).rankings) == asked
+    assert share.summary.replays == share.summary.stopped_replays == (line.group(1),)
+    assert (share.summary.queries, share.summary.failed_queries) == (asked, 0)
+    # No page: the cancelled queries are no failures, and the quality rules hold.
+    assert firing == []
+    assert floor is not None and floor.verdict is not None
+    assert "stopped before every query was asked" in floor.verdict.note

@@ -138,14 +138,20 @@ def test_the_run_file_of_a_replay_is_read_by_rankmon_eval_in_the_rankers_order(
     assert len(run.rankings) == 22
 
 
-def test_a_stop_ends_the_queries_not_yet_asked_as_cancelled() -> None:
+def test_a_stop_ends_the_queries_not_yet_asked_as_cancelled_which_are_no_failures() -> None:
     stop = threading.Event()
     publisher = MemoryPublisher()
     with RankerServer(CORPUS, ModelVersion("v1", 1.0)) as server:  # no planted faults
         report = _stopped_replay(server, stop, publisher)
-    assert report.outcomes["ranked"] >= 1
-    assert report.reasons == {"cancelled": report.queries - report.outcomes["ranked"]}
-    assert len(publisher.records) == report.queries  # every query still has its record
+    ranked = report.outcomes["ranked"]
+    assert ranked >= 1 and report.result == "aborted" and report.stopped
+    assert report.reasons == {"cancelled": report.queries - ranked}
+    # A cancelled query has no record (the monitor would count it as the ranker's failure);
+    # the marker still accounts for every query, and says the replay was stopped.
+    assert len(publisher.records) == ranked
+    marker = publisher.ends[0][1]
+    assert marker["outcomes"] == {"ranked": ranked, "error": report.queries - ranked}
+    assert marker["stopped"] is True and marker["queries"] == report.queries
 
 
 def _stopped_replay(
