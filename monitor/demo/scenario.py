@@ -66,7 +66,7 @@ class Scenario:
             "depth": self.depth,
             "ranker": {"url": ranker_url, "preset": "json", "timeout": "5s", "concurrency": 8},
             "segment": {"model": model},
-            "schedule": {"interval": self.replay_every},
+            "schedule": {"interval": self.replay_every, "run_at_start": True},
         }
 
     def config(self, bootstrap_servers: str, qrels: Path, metrics_port: int) -> Config:

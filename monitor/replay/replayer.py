@@ -1,13 +1,15 @@
 """`Replayer`: the replay loop of `rankmon replay`, once or on the `replay:` schedule.
 
 Scheduled, it is an APScheduler `BackgroundScheduler` with one job: an `interval` trigger
-(the first replay at start, the next ones on multiples of the interval since the Unix epoch,
-where windows of that size start) or a `cron` trigger in `timezone`; `coalesce` (replays missed
-while one ran, or while the process was stopped, run once, not in a burst), `max_instances`
-1 (never two replays at once) and `misfire_grace_time` (a replay that could not start within
-it is skipped, logged and counted in `rankmon_replay_missed_total`). A stop (SIGTERM) lets the
-running replay end its queries in flight, ends the rest as cancelled, publishes its end
-marker, and stops.
+(replays on multiples of the interval since the Unix epoch, where windows of that size start)
+or a `cron` trigger in `timezone`; a restart keeps to it (a replay at start would land in the
+window of the replay before the restart, which its end marker closed: every record late),
+unless `run_at_start` asks for one at once (a fresh deployment, the demo); `coalesce`
+(replays missed while one ran, or while the process was stopped, run once, not in a burst),
+`max_instances` 1 (never two replays at once) and `misfire_grace_time` (a replay that could
+not start within it is skipped, logged and counted in `rankmon_replay_missed_total`). A stop
+(SIGTERM, SIGINT) ends the running replay as `monitor.replay.runner` says: nothing more sent,
+its end marker published, then the scheduler stops.
 """
 
 from __future__ import annotations
@@ -184,7 +186,8 @@ class Replayer:
                 start_date=aligned_start(schedule.interval.seconds),
                 timezone=schedule.timezone,
             )
-            # The first replay at once; the schedule's own start stays on the aligned times.
+        if schedule.run_at_start:
+            # One replay at once; the schedule's own times stay where they are.
             scheduler.add_job(self._scheduled_once, "date", id="first replay")
         scheduler.add_job(
             self._scheduled_once,

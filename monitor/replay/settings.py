@@ -32,6 +32,7 @@ from apscheduler.triggers.cron import CronTrigger
 
 from monitor.declare import secret, setting, subsection
 from monitor.sections import (
+    as_bool,
     as_choice,
     as_int,
     as_path,
@@ -276,6 +277,11 @@ class ReplaySchedule:
         parse_duration("1m"),
         read=as_positive_duration,
         doc="a replay that could not start on time still starts within this",
+    )
+    run_at_start: bool = setting(
+        False,
+        read=as_bool,
+        doc="one replay at once when the replayer starts (a restart then replays off schedule)",
     )
 
     def problem(self) -> tuple[str, str] | None:

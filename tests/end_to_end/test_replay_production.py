@@ -17,11 +17,16 @@ from pathlib import Path
 import pytest
 
 from monitor.config.loader import load_config
-from monitor.demo.broker import EmbeddedBroker
+from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.replay.replayer import Replayer
 from monitor.service import Monitor
 from monitor.trec.runfile import read_run
-from tests.end_to_end.test_replay_end_to_end import wait_for_the_share
+from tests.end_to_end.test_replay_end_to_end import (
+    scheduled_replayer,
+    wait_for_replays,
+    wait_for_shares,
+    wait_for_the_share,
+)
 from tests.support.hostile_ranker import HostileRanker
 from tests.support.realparts import monitor_thread, write_service_config
 from tests.support.recovery_support import wait_until
@@ -157,3 +162,48 @@ replay:
     assert firing == []
     assert floor is not None and floor.verdict is not None
     assert "stopped before every query was asked" in floor.verdict.note
+
+
+@pytest.mark.slow
+def test_a_restarted_scheduled_replayer_keeps_to_the_schedule_and_no_record_is_late(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    # A replayer restarted in the window of its last replay used to replay at once: that
+    # replay's records fell in the window the last one's end marker had closed, all late
+    # (30 of 30 here, with replay.schedule.run_at_start on).
+    topic = new_topic(1)
+    texts = {f"q{i}": f"text {i}" for i in range(30)}
+    qrels = {q: {f"best{q}": 3} for q in texts}
+    config = write_service_config(tmp_path, tansu, topic, qrels)
+    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    port = free_port()
+    with (
+        HostileRanker({t: [f"best{q}"] for q, t in texts.items()}) as ranker,
+        monitor_thread(Monitor(load_config(config, environ={}))) as monitor,
+    ):
+        config.write_text(
+            config.read_text()
+            + f"""
+replay:
+  topics: topics.tsv
+  ranker: {{url: "{ranker.url}", timeout: 5s}}
+  segment: {{model: v1}}
+  schedule: {{interval: 10s}}
+  metrics_port: {port}
+"""
+        )
+        first = scheduled_replayer(config)
+        wait_for_replays(port, first, replays=1)
+        first.send_signal(signal.SIGTERM)
+        first.communicate(timeout=30)
+        asked = len(ranker.bodies)
+        again = scheduled_replayer(config)  # within the window of the replay just made
+        try:
+            wait_for_replays(port, again, replays=1)
+            wait_for_shares(tansu.bootstrap_servers, topic, 2)
+        finally:
+            again.send_signal(signal.SIGTERM)
+            again.communicate(timeout=30)
+        outcomes = monitor.snapshot().outcomes
+    assert asked == 30 and len(ranker.bodies) >= 60
+    assert outcomes.get("late") is None and outcomes.get("accepted") == len(ranker.bodies)
