@@ -1,10 +1,12 @@
 """`rankmon explain QRELS RUN_BEFORE RUN_AFTER`: why did a measure change between two runs?
 
-Per query the value before and after, the difference, and its contribution to the change of
-the mean (the contributions add up to it; `monitor.explain.change` splits the change into the
-common queries' part and the mix's), the common queries first, largest losses first; for the
-queries that lost most, which judged documents entered or left the top k and the gain lost
-at each rank. The same explanation the service serves at /explain, on TREC files.
+How many queries got worse, better or stayed the same; per query the value before and after,
+the difference, and its contribution to the change of the mean (the contributions add up to
+it; `monitor.explain.change` splits the change into the common queries' part and the mix's),
+the common queries first, largest losses first; for the queries that lost most, where each
+judged relevant document went (rank before -> after) and which entered or left the top k.
+With `--topics FILE` (the replay's topics file: TSV, JSON lines or TREC topics) each query's
+text stands beside its id. The same explanation the service serves at /explain, on TREC files.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from monitor.errors import MeasureError
 from monitor.explain.api import change_json
+from monitor.replay.topics import read_topics
 from monitor.scoring.evalset import load_evaluation_set
 from monitor.scoring.gain import Gain
 from monitor.trec.explain import explain_runs
@@ -56,6 +60,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument(
         "--format", choices=("text", "json"), default="text", help="text lines or one JSON object"
     )
+    parser.add_argument(
+        "--topics",
+        metavar="FILE",
+        default=None,
+        help="the query texts (replay.topics: TSV, JSON lines or TREC topics), shown by the ids",
+    )
     parser.set_defaults(handler=run_explain)
 
 
@@ -75,11 +85,15 @@ def run_explain(args: argparse.Namespace) -> int:
         )
     evaluation_set = load_evaluation_set(args.qrels)
     before, after = read_run(args.before), read_run(args.after)
+    texts = {} if args.topics is None else query_texts(Path(args.topics))
     explanation = explain_runs(
         evaluation_set, before, after, selection, gain=gain, documents=args.top
     )
     body = change_json(explanation.change, explanation.rankings)
     body["queries"] = body["queries"][: args.top]
+    if texts:
+        for row in body["queries"]:
+            row["text"] = texts.get(row["query"])
     if args.format == "json":
         value = {
             "measure": explanation.measure,
@@ -94,21 +108,41 @@ def run_explain(args: argparse.Namespace) -> int:
         f"{explanation.measure}: {_f(change.before)} on {change.before_queries} queries before, "
         f"{_f(change.after)} on {change.after_queries} after, change {change.change:+.4f}: "
         f"{change.common_change:+.4f} on the {change.common_queries} queries both have, "
-        f"{change.mix_change:+.4f} from the mix of queries"
+        f"{change.mix_change:+.4f} from the mix of queries",
+        "queries: "
+        + ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in body["counts"].items()),
     ]
     rankings = dict(explanation.rankings)
     for row in body["queries"]:
+        text = texts.get(row["query"])
+        shown = row["query"] if text is None else f"{row['query']} {_quoted(text)}"
         lines.append(
-            f"{row['query']}\tbefore {_f(row['before'])}\tafter {_f(row['after'])}\t"
+            f"{shown}\tbefore {_f(row['before'])}\tafter {_f(row['after'])}\t"
             f"contribution {row['contribution']:+.5f}\t{row['status'].replace('_', ' ')}"
         )
         moved = rankings.get(row["query"])
+        if moved is not None and moved.moves():
+            went = ", ".join(
+                f"{doc} {was}->{'gone' if now is None else now}" for doc, was, now in moved.moves()
+            )
+            lines.append(f"\tjudged relevant documents moved: {went}")
         if moved is not None and (moved.left or moved.entered):
             left = ", ".join(moved.left) or "-"
             entered = ", ".join(moved.entered) or "-"
             lines.append(f"\tleft the top {moved.k}: {left}; entered: {entered}")
     sys.stdout.write("".join(line + "\n" for line in lines))
     return 0
+
+
+def query_texts(path: Path) -> dict[str, str]:
+    """Each query's text from a topics file (`monitor.replay.topics`), by id."""
+    return {query_id: query.text for query_id, query in read_topics(path).items()}
+
+
+def _quoted(text: str) -> str:
+    """A query text on one line, quoted, at most 80 characters."""
+    flat = " ".join(text.split())
+    return '"' + (flat if len(flat) <= 80 else flat[:77] + "...") + '"'
 
 
 def _f(value: float | None) -> str:

@@ -421,6 +421,7 @@ def change_json(change: Change, rankings: list[tuple[str, RankingChange]]) -> di
         "common": {"change": _num(change.common_change), "queries": change.common_queries},
         "mix": {"change": _num(change.mix_change)},
         "sum_of_contributions": _num(math.fsum(r.contribution for r in change.rows)),
+        "counts": change.counts(),
         "queries": [
             {
                 "query": r.query,

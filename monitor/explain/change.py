@@ -79,6 +79,21 @@ class Change:
         """The part of the change due to which queries each side served."""
         return self.change - self.common_change
 
+    def counts(self) -> dict[str, int]:
+        """How many queries got worse, better or stayed the same (of those both sides
+        served), and how many one side alone served."""
+        found = dict.fromkeys(("worse", "better", "unchanged", "only_before", "only_after"), 0)
+        for row in self.rows:
+            if row.status != "common":
+                found[row.status] += 1
+            elif row.difference < 0:
+                found["worse"] += 1
+            elif row.difference > 0:
+                found["better"] += 1
+            else:
+                found["unchanged"] += 1
+        return found
+
 
 def _finite(values: Mapping[str, float]) -> dict[str, float]:
     return {q: v for q, v in values.items() if math.isfinite(v)}

@@ -54,6 +54,16 @@ class RankingChange:
     rbo: float = 1.0  # rank-biased overlap of the two top k
     jaccard: float = 1.0  # of the two top k as sets
 
+    def moves(self) -> list[tuple[str, int, int | None]]:
+        """Where each judged relevant document of the top k before went: (document, rank
+        before, rank after or None when it left the top k), those that moved only."""
+        after = {d.document: d.rank for d in self.after}
+        return [
+            (d.document, d.rank, after.get(d.document))
+            for d in self.before
+            if d.grade is not None and d.gain > 0 and after.get(d.document) != d.rank
+        ]
+
     @property
     def cause(self) -> str:
         """What moved between the two top k (the module docstring)."""

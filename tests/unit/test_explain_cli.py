@@ -45,14 +45,34 @@ def test_the_planted_losses_come_first_and_the_contributions_add_up(
     assert shown["q2"]["left"] == ["best2", "good2"]
 
 
-def test_text_output_names_the_documents_that_left(
+def test_text_output_counts_the_queries_and_names_where_each_document_went(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["explain", *write(tmp_path), "--top", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("ndcg_cut_10: 1.0000 on 10 queries before")
-    assert [line.split("\t")[0] for line in lines[1::2]] == sorted(PLANTED)
-    assert "left the top 10: best2, good2; entered: -" in lines[2]
+    assert lines[1] == ("queries: 3 worse, 0 better, 6 unchanged, 1 only before, 0 only after")
+    rows = [line for line in lines[2:] if not line.startswith("\t")]
+    assert [line.split("\t")[0] for line in rows] == sorted(PLANTED)
+    assert lines[3] == "\tjudged relevant documents moved: best2 1->gone, good2 2->gone"
+    assert lines[4] == "\tleft the top 10: best2, good2; entered: -"
+
+
+def test_with_the_topics_file_each_query_shows_its_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write(tmp_path)
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("".join(f"q{q}\trunning shoes size {q}\n" for q in range(10)))
+    assert main(["explain", *files, "--top", "1", "--topics", str(topics)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith('q2 "running shoes size 2"\tbefore 1.0000\tafter 0.0000')
+    assert main(["explain", *files, "--format", "json", "--topics", str(topics)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["queries"][0]["text"] == "running shoes size 2"
+    assert document["counts"] == {
+        "worse": 3, "better": 0, "unchanged": 6, "only_before": 1, "only_after": 0
+    }  # fmt: skip
 
 
 def test_a_family_or_a_count_is_refused_with_exit_code_2(
