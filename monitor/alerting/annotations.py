@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from monitor.alerting.messages import AlertMessage, rfc3339
@@ -24,6 +25,14 @@ def alert_labels(
     return labels
 
 
+def _quoted(texts: Mapping[str, str], query: str) -> str:
+    """` "text"` after a query id, one line, at most 60 characters ("" without a text)."""
+    text = " ".join(texts.get(query, "").split())
+    if not text:
+        return ""
+    return ' "' + (text if len(text) <= 60 else text[:57] + "...") + '"'
+
+
 def _number(value: float | None) -> str:
     return "" if value is None or math.isnan(value) else f"{value:.4f}"
 
@@ -34,9 +43,13 @@ def condition_summary(rule: AlertRule) -> str:
 
 
 def alert_message(
-    alert: ActiveAlert, config: AlertingConfig, resolved_at_ms: int | None
+    alert: ActiveAlert,
+    config: AlertingConfig,
+    resolved_at_ms: int | None,
+    texts: Mapping[str, str] | None = None,
 ) -> AlertMessage:
-    """The alert's current state as it goes to the sinks."""
+    """The alert's current state as it goes to the sinks; `texts`: the queries' texts the
+    worst queries show beside their ids."""
     rule, verdict = alert.rule, alert.verdict
     annotations = {"summary": condition_summary(rule), "measure": rule.measure}
     if verdict is not None:
@@ -44,7 +57,9 @@ def alert_message(
             value=_number(verdict.value),
             baseline=_number(verdict.baseline),
             p_value="" if verdict.p_value is None else f"{verdict.p_value:.3g}",
-            worst_queries=", ".join(f"{q} ({d:+.3f})" for q, d in verdict.worst),
+            worst_queries=", ".join(
+                f"{q}{_quoted(texts or {}, q)} ({d:+.3f})" for q, d in verdict.worst
+            ),
             description=verdict.note,
         )
     if alert.window is not None:

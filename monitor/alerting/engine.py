@@ -32,7 +32,7 @@ back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from monitor.alerting.active import ActiveAlert
@@ -96,8 +96,12 @@ class AlertEngine:
         start_ms: int,
         delivery: AlertDelivery | None = None,
         metrics: AlertSignals | None = None,
+        query_texts: Mapping[str, str] | None = None,
     ) -> None:
+        """`query_texts`: each query's text (`evaluation_set.topics`), which the alerts'
+        worst queries show beside their ids."""
         self.config = config
+        self.query_texts = query_texts or {}
         self.delivery = delivery
         self.metrics = metrics
         self._alerts: dict[tuple[int, Segment], ActiveAlert] = {}
@@ -332,9 +336,11 @@ class AlertEngine:
         message = None
         if change.after is Status.FIRING:
             alert.fired_at_ms = when
-            message = alert_message(alert, self.config, None)
+            message = alert_message(alert, self.config, None, self.query_texts)
         elif change.resolved:
-            message = alert_message(alert, self.config, max(when, alert.fired_at_ms or when))
+            message = alert_message(
+                alert, self.config, max(when, alert.fired_at_ms or when), self.query_texts
+            )
         transitions.append(
             AlertTransition(alert.rule, alert.segment, change, at_ms, verdict, window, message)
         )
@@ -363,6 +369,6 @@ class AlertEngine:
                 )
         if self.delivery is None:
             return
-        messages = [alert_message(alert, self.config, None) for alert in standing]
+        messages = [alert_message(alert, self.config, None, self.query_texts) for alert in standing]
         messages += [t.message for t in transitions if t.message is not None]
         self.delivery.offer(messages)

@@ -20,7 +20,7 @@ import logging
 import math
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -79,6 +79,7 @@ class Explanation:
     change: Change
     rankings: list[tuple[str, RankingChange]]
     churn: Churn | None = None
+    texts: Mapping[str, str] = field(default_factory=dict)  # query -> its text, where known
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,10 @@ class ExplainApi:
         *,
         default_measure: str,
         baseline_windows: Callable[[str], int] | None = None,
+        query_texts: Mapping[str, str] | None = None,
     ) -> None:
+        """`query_texts`: each query's text (`evaluation_set.topics`), shown by its id."""
+        self.query_texts = query_texts or {}
         self.store = store
         self.samples = samples
         self._evaluation_set = evaluation_set
@@ -223,7 +227,8 @@ class ExplainApi:
         )
         churn = self._churn(segment, window=window, before=before_source, change=change,
                             measure=measure)  # fmt: skip
-        return Explanation(segment, measure, window, against, change, rankings, churn)
+        texts = {r.query: t for r in change.rows if (t := self.query_texts.get(r.query))}
+        return Explanation(segment, measure, window, against, change, rankings, churn, texts)
 
     # -- parts -----------------------------------------------------------------------------
 
@@ -399,7 +404,7 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
         "measure": e.measure,
         "window": {"start_ms": e.window.summary.start_ms, "end_ms": e.window.summary.end_ms},
         "against": e.against,
-        **change_json(e.change, e.rankings),
+        **change_json(e.change, e.rankings, e.texts),
         "churn": None
         if e.churn is None
         else {
@@ -412,8 +417,14 @@ def explanation_json(e: Explanation) -> dict[str, Any]:
     }
 
 
-def change_json(change: Change, rankings: list[tuple[str, RankingChange]]) -> dict[str, Any]:
-    """The change and the rankings as the API writes them (`rankmon explain` too)."""
+def change_json(
+    change: Change,
+    rankings: list[tuple[str, RankingChange]],
+    texts: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The change and the rankings as the API writes them (`rankmon explain` too); a query
+    row carries its `text` where `texts` has it."""
+    texts = texts or {}
     return {
         "before": {"mean": _num(change.before), "queries": change.before_queries},
         "after": {"mean": _num(change.after), "queries": change.after_queries},
@@ -430,6 +441,7 @@ def change_json(change: Change, rankings: list[tuple[str, RankingChange]]) -> di
                 "after": _num(r.after),
                 "difference": _num(r.difference),
                 "contribution": r.contribution,
+                **({"text": texts[r.query]} if r.query in texts else {}),
             }
             for r in change.rows
         ],

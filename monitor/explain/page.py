@@ -296,7 +296,8 @@ def _explanation_html(e: Explanation) -> str:
     for row in change.rows:
         css = "bad" if row.contribution < 0 else ""
         cells = (
-            f'<td><code>{html.escape(row.query)}</code></td><td class="num">{_fmt(row.before)}</td>'
+            f"<td><code>{html.escape(row.query)}</code>{_text_of(e, row.query)}</td>"
+            f'<td class="num">{_fmt(row.before)}</td>'
             f'<td class="num">{_fmt(row.after)}</td><td class="num">{_fmt(row.difference, signed=True)}</td>'
             f'<td class="num {css}">{row.contribution:+.5f}</td><td>{row.status.replace("_", " ")}</td>'
         )
@@ -371,6 +372,16 @@ def _page(
         **(headers or {}),
     }
     return Response(status, "text/html; charset=utf-8", text.encode(), sent)
+
+
+def _text_of(e: Explanation, query: str) -> str:
+    """The query's text after its id, escaped, where the explanation knows it."""
+    text = e.texts.get(query)
+    if not text:
+        return ""
+    flat = " ".join(text.split())
+    shown = flat if len(flat) <= 120 else flat[:117] + "..."
+    return f' <span class="muted">{html.escape(shown)}</span>'
 
 
 def _fmt(value: float, *, signed: bool = False) -> str:

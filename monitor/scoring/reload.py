@@ -57,6 +57,13 @@ class EvaluationSetConfig:
         key="reload.poll_interval",
         doc="how often the file is looked at",
     )
+    topics: Path | None = setting(
+        None,
+        read=as_path,
+        path="file",
+        doc="the query texts (TSV, JSON lines, TREC topics) shown by the query ids "
+        "(default: replay.topics)",
+    )
 
 
 def _signature(path: str) -> FileSignature:

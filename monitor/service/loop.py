@@ -89,6 +89,7 @@ from monitor.service.wiring import (
     inline_fills,
     labeler,
     metrics_server,
+    query_texts,
     window_spec,
 )
 from monitor.stats.replay_noise import replay_stderr
@@ -202,8 +203,9 @@ class Monitor:
             step=step_hook,
             comparisons=self._comparison_records,
         )
+        texts = query_texts(config)
         self._delivery, self.alerts, self._restore_windows, self._restore_measures = build_alerts(
-            config, self.clock, self.exporter
+            config, self.clock, self.exporter, texts
         )
         self._rescore: JudgedRescore | None = None
         if self.judging is not None and self.samples is not None:
@@ -239,6 +241,7 @@ class Monitor:
             evaluation_set=lambda: self._in_use,
             alert_views=self.view.alert_views,
             clock=self.clock,
+            texts=texts,
         )
         self.server = io.server or metrics_server(config, self.registry, self.exporter, routes)
         self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)

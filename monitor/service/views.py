@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from monitor.alerting import ActiveAlert
@@ -115,6 +115,7 @@ def explain_routes(
     evaluation_set: Callable[[], EvaluationSet],
     alert_views: Callable[[], list[AlertView]],
     clock: Clock,
+    texts: Mapping[str, str] | None = None,
 ) -> dict[str, Route]:
     """`/api/v1/*`, `/` and `/explain` (`monitor.explain`), read by the HTTP thread."""
     alerting = config.alerts
@@ -129,6 +130,7 @@ def explain_routes(
         evaluation_set,
         default_measure=next((str(k) for k in keys if k.kind == "ndcg"), str(keys[0])),
         baseline_windows=lambda measure: spans.get(measure, store.keep),
+        query_texts=texts,
     )
     pages = ExplainPages(
         api,

@@ -33,6 +33,7 @@ from monitor.judging.loop import JudgingLoop
 from monitor.judging.topics import RecordFeed, TopicFeed
 from monitor.kafka.consumer import EventStream
 from monitor.kafka.producer import RecordSink
+from monitor.replay.topics import read_topics
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.scorer import Scorer
 from monitor.windows.engine import EventWindows
@@ -218,15 +219,30 @@ def build_intake(
     return intake, Handoff(windows, dead_letters, counter, samples)
 
 
+def query_texts(config: Config) -> dict[str, str]:
+    """Each query's text, from `evaluation_set.topics` (or `replay.topics`), for people who
+    read query ids: the alerts' worst queries, the page and /explain. None without either;
+    an unreadable file is an `InputError` at start."""
+    path = config.evaluation_set.topics
+    if path is None and config.replay is not None:
+        path = config.replay.topics
+    if path is None:
+        return {}
+    return {query_id: query.text for query_id, query in read_topics(path).items()}
+
+
 def build_alerts(
-    config: Config, clock: Clock, exporter: Exporter
+    config: Config, clock: Clock, exporter: Exporter, texts: Mapping[str, str] | None = None
 ) -> tuple[AlertDelivery, AlertEngine, int, frozenset[str]]:
     """The alert engine, its delivery, and what its restore needs: how many windows per
-    segment (`AlertRule.restore_windows`, the largest over the rules) and of which measures."""
+    segment (`AlertRule.restore_windows`, the largest over the rules) and of which measures.
+    `texts`: the queries' texts the alerts show."""
     alerting = config.alerts
     delivery = AlertDelivery.from_config(alerting, clock, exporter)
     start = int(clock.monotonic() * 1000)  # stale rules measure silence on this clock
-    engine = AlertEngine(alerting, start_ms=start, delivery=delivery, metrics=exporter)
+    engine = AlertEngine(
+        alerting, start_ms=start, delivery=delivery, metrics=exporter, query_texts=texts
+    )
     windows = max((rule.restore_windows for rule in alerting.rules), default=0)
     return delivery, engine, windows, frozenset(rule.measure for rule in alerting.rules)
 

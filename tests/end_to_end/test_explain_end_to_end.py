@@ -79,6 +79,15 @@ def events() -> list[tuple[bytes, bytes]]:
     return records
 
 
+def worst_queries(bodies: list[Any]) -> list[str]:
+    return [
+        a["annotations"]["worst_queries"]
+        for body in bodies
+        for a in body["alerts"]
+        if a["labels"]["alertname"] == "ndcg10-drop" and "worst_queries" in a["annotations"]
+    ]
+
+
 def generator_urls(bodies: list[Any]) -> list[str]:
     return [
         a["generatorURL"]
@@ -112,10 +121,13 @@ def test_an_alerts_generator_url_opens_its_explanation_with_the_planted_queries_
         tmp_path, tansu, topic, QRELS, ALERTS.format(url=alertmanager.url, runbook=runbook)
     )
     port = free_port()
+    # The query texts people read beside the ids (the replay's topics file).
+    (tmp_path / "topics.tsv").write_text("".join(f"{q}\tshoes for {q}\n" for q in QRELS))
     text = config.read_text().replace(
         "export: {host: 127.0.0.1, port: 0}",
         f"export: {{host: 127.0.0.1, port: {port}, external_url: 'http://127.0.0.1:{port}'}}",
     )
+    text = text.replace("evaluation_set: {path: ", "evaluation_set: {topics: topics.tsv, path: ")
     config.write_text(text)
     with monitor_thread(Monitor(load_config(config, environ={}))):
         produce_records(tansu.bootstrap_servers, topic, events())
@@ -123,6 +135,10 @@ def test_an_alerts_generator_url_opens_its_explanation_with_the_planted_queries_
             webhook_receiver.bodies
         )
         (url, *_) = generator_urls(webhook_receiver.bodies)
+        # The drop alert's worst queries, as Alertmanager delivers them, with their texts.
+        assert webhook_receiver.wait_for(lambda b: bool(worst_queries(b)), timeout_s=20)
+        worst = worst_queries(webhook_receiver.bodies)[0]
+        assert re.search(r'q\d+ "shoes for q\d+" \(-\d\.\d{3}\)', worst), worst
         assert url.startswith(f"http://127.0.0.1:{port}/explain?")
         assert f"window={T0 + 50_000}" in url and "against=baseline" in url
 
@@ -131,11 +147,15 @@ def test_an_alerts_generator_url_opens_its_explanation_with_the_planted_queries_
         ) as response:
             explanation = json.loads(response.read())
         assert {row["query"] for row in explanation["queries"][:5]} == set(PLANTED)
+        assert {row["text"] for row in explanation["queries"][:5]} == {
+            f"shoes for {q}" for q in PLANTED
+        }
 
         dom = chromium("--dump-dom", url)
         assert dom.returncode == 0, dom.stderr[-2000:]
-        shown = re.findall(r"<tr><td><code>(q\d+)</code></td>", dom.stdout)
+        shown = re.findall(r"<tr><td><code>(q\d+)</code>", dom.stdout)
         assert set(shown[:5]) == set(PLANTED), shown[:8]
+        assert '<code>q4</code> <span class="muted">shoes for q4</span>' in dom.stdout
         assert "left the top 10: best4, good4" in dom.stdout
 
         home = chromium("--dump-dom", f"http://127.0.0.1:{port}/").stdout
