@@ -46,6 +46,7 @@ from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_VALUE_BYTES
 from monitor.kafka.options import producer_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
+from monitor.replay.archive import RunArchive
 from monitor.replay.metrics import ReplayMetrics
 from monitor.replay.publish import KafkaPublisher, PublishError
 from monitor.replay.ranker import Answer, RankerClient
@@ -128,6 +129,10 @@ class Replayer:
         # scheduled replayer runs for months, and 100 replays of 10,000 queries would hold
         # 10^8 document ids.
         self.reports: deque[ReplayReport] = deque(maxlen=100)
+        archived = self.settings.archive
+        self.archive = (
+            None if archived.directory is None else RunArchive(archived.directory, archived.keep)
+        )
         self._lock = threading.Lock()  # one replay at a time, whatever starts it
 
     def once(self, run_file: Path | None = None) -> ReplayReport:
@@ -149,13 +154,15 @@ class Replayer:
                     on_answer=advance,
                 )
             self.metrics.record(report)
-            self.reports.append(replace(report, rankings={}, latencies_s=[]))
+            self.reports.append(replace(report, rankings={}, scores={}, latencies_s=[]))
             level = logging.INFO if report.result == "complete" else logging.WARNING
             _log.log(
                 level, report.line(), extra=fields(replay=report.replay_id, result=report.result)
             )
             for fix in report.fixes(self.client.preset.ids):
                 _log.error(fix, extra=fields(replay=report.replay_id))
+            if self.archive is not None:
+                self.archive.add(report)
             if run_file is not None:
                 try:
                     write_run(report, run_file)

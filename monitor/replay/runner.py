@@ -19,13 +19,15 @@ retries) nothing more is asked, the queries left end as `error`/`aborted`, and t
 result is `aborted` with the reason; its marker says so (`replay.aborted`). A dead ranker
 then ends a replay in the time `breaker` queries take to fail, whatever the set's size.
 
-With `run_file` it also writes the replay as a TREC
-run (`rankmon eval QRELS RUN` scores it as the monitor does): each query's documents in the
-ranker's order, with scores N..1 so that trec_eval keeps that order.
+`write_run` writes the replay as a TREC run (`rankmon eval QRELS RUN` scores it as the monitor
+does): each query's documents in the ranker's order, with the ranker's own scores where they
+strictly decrease (trec_eval sorts by score, and would reorder ties), else N..1.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import tempfile
 import threading
@@ -136,6 +138,7 @@ class ReplayReport:
     reasons: Counter[str] = field(default_factory=Counter)
     latencies_s: list[float] = field(default_factory=list)
     rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    scores: dict[str, tuple[float, ...]] = field(default_factory=dict)  # the ranker's, if any
     aborted: str = ""
     stopped: bool = False  # a stop (SIGTERM, SIGINT) ended it before every query was asked
     # The first answer of each reason whose ids were not found (no_ids, bad_ids), by reason.
@@ -280,12 +283,21 @@ def _take(
             report.samples[answer.reason] = (query.query_id, answer.sample)
     else:
         report.rankings[query.query_id] = answer.ids
+        if answer.scores is not None:
+            report.scores[query.query_id] = answer.scores
     if answer.attempts:
         report.latencies_s.append(answer.latency_s)
     if answer.reason != "cancelled":
         # Every record of a replay carries its start as event time: the replay is one
         # measurement, in one window, however long it takes (monitor.windows.replay_ends).
         publisher.send(*query_event(report.replay_id, query, answer, segment, report.started_ms))
+
+
+def _decreasing(scores: Sequence[float]) -> bool:
+    """Whether the scores strictly decrease and are finite (trec_eval keeps their order)."""
+    return all(math.isfinite(s) for s in scores) and all(
+        a > b for a, b in itertools.pairwise(scores)
+    )
 
 
 def write_run(report: ReplayReport, path: Path) -> None:
@@ -297,10 +309,11 @@ def write_run(report: ReplayReport, path: Path) -> None:
         for name in (query_id, *ranking):
             if not name or len(name.split()) != 1 or name.strip() != name:
                 raise ValueError(f"query {query_id}: {name!r} cannot be written in a TREC run")
-        for rank, doc in enumerate(ranking, start=1):
-            lines.append(
-                f"{query_id} Q0 {doc} {rank} {len(ranking) - rank + 1} {report.replay_id}\n"
-            )
+        scores = report.scores.get(query_id)
+        if scores is None or len(scores) != len(ranking) or not _decreasing(scores):
+            scores = tuple(float(len(ranking) - i) for i in range(len(ranking)))
+        for rank, (doc, score) in enumerate(zip(ranking, scores, strict=True), start=1):
+            lines.append(f"{query_id} Q0 {doc} {rank} {score:.17g} {report.replay_id}\n")
     folder = path.resolve().parent
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
     try:

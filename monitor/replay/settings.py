@@ -291,6 +291,17 @@ class ReplaySchedule:
 
 
 @dataclass(frozen=True)
+class ArchiveSettings:
+    """`replay.archive`: where each replay's run file is kept, and how many
+    (`monitor.replay.archive`)."""
+
+    directory: Path | None = setting(
+        None, read=as_path, path="path", doc="keep each replay's run file here (null: none)"
+    )
+    keep: int = setting(100, read=as_int(1, 1_000_000), doc="run files kept, the newest")
+
+
+@dataclass(frozen=True)
 class ReplayConfig:
     """The `replay:` section."""
 
@@ -309,6 +320,7 @@ class ReplayConfig:
         doc="labels read from the answer: header:NAME or field:PATH",
     )
     schedule: ReplaySchedule = subsection(ReplaySchedule, doc="when replays start")
+    archive: ArchiveSettings = subsection(ArchiveSettings, doc="each replay's run file, kept")
     metrics_port: int = setting(
         0, read=as_int(0, 65535), doc="the replayer's own /metrics while scheduled (0: off)"
     )

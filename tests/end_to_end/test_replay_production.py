@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from monitor.cli import main
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.replay.replayer import Replayer
@@ -207,3 +208,39 @@ replay:
         outcomes = monitor.snapshot().outcomes
     assert asked == 30 and len(ranker.bodies) >= 60
     assert outcomes.get("late") is None and outcomes.get("accepted") == len(ranker.bodies)
+
+
+def test_a_replays_run_file_is_rebuilt_from_the_topic_as_the_archive_kept_it(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = new_topic(2)
+    texts = {f"q{i}": f"text {i}" for i in range(20)}
+    qrels = {q: {f"best{q}": 3} for q in texts}
+    config = write_service_config(tmp_path, tansu, topic, qrels)
+    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    rankings = {t: [f"best{q}", f"other{q}", "shared"] for q, t in texts.items()}
+    with HostileRanker(rankings) as ranker:
+        config.write_text(
+            config.read_text()
+            + f"""
+replay:
+  topics: topics.tsv
+  ranker: {{url: "{ranker.url}"}}
+  archive: {{directory: kept}}
+"""
+        )
+        settings = load_config(config, environ={})
+        assert settings.replay is not None
+        replayer = Replayer(settings.replay, settings.kafka, settings.evaluation_set.path)
+        try:
+            report = replayer.once()
+        finally:
+            replayer.close()
+    rebuilt = tmp_path / "rebuilt.run"
+    args = ["replay", "export", "--config", str(config), "--replay", report.replay_id]
+    assert main([*args, "--output", str(rebuilt)]) == 0
+    archived = read_run(tmp_path / "kept" / f"{report.replay_id}.run")
+    assert dict(read_run(rebuilt).rankings) == dict(archived.rankings) == report.rankings
+    assert len(report.rankings) == 20
+    # A replay the topic does not hold: exit 1, one line.
+    assert main([*args[:-1], "r-none", "--output", str(tmp_path / "none.run")]) == 1

@@ -259,3 +259,32 @@ def test_a_preset_spelled_in_capitals_says_which_one_it_meant(tmp_path: Path) ->
         load_config(config, environ={"RANKMON_REPLAY__RANKER__PRESET": "JSON"})
     assert "got 'JSON' (str): did you mean 'json'?" in str(raised.value)
     assert "_EnvironmentText" not in str(raised.value)
+
+
+def test_the_archive_keeps_the_newest_replays_run_files_with_the_rankers_scores(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\nq2 0 d2 1\n")
+    (tmp_path / "topics.tsv").write_text("q1\tq1 text\nq2\tq2 text\n")
+    with HostileRanker({"q1 text": ["d1", "d9"], "q2 text": ["d2"]}) as ranker:
+        section = ConfigSection(
+            {"topics": "topics.tsv", "ranker": {"url": ranker.url},
+             "archive": {"directory": "kept", "keep": 2}},
+            "replay", {}, base=tmp_path,
+        )  # fmt: skip
+        settings = read_settings(ReplayConfig, section)
+        replayer = Replayer(
+            settings, KafkaConfig(topic="t"), tmp_path / "qrels.txt", publisher=Published()
+        )
+        try:
+            reports = [replayer.once() for _ in range(3)]
+        finally:
+            replayer.close()
+    kept = sorted((tmp_path / "kept").iterdir(), key=lambda p: p.stat().st_mtime_ns)
+    assert [p.name for p in kept] == [f"{r.replay_id}.run" for r in reports[1:]]
+    # The ranker's scores (100, 99, ...: strictly decreasing), so trec_eval keeps its order.
+    assert kept[-1].read_text().splitlines() == [
+        f"q1 Q0 d1 1 100 {reports[-1].replay_id}",
+        f"q1 Q0 d9 2 99 {reports[-1].replay_id}",
+        f"q2 Q0 d2 1 100 {reports[-1].replay_id}",
+    ]
