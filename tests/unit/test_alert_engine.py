@@ -15,6 +15,7 @@ from monitor.alerting.messages import AlertMessage
 from monitor.alerting.render import render_rule_groups
 from monitor.config.alerts import parse_alerting_config
 from monitor.export.exporter import AlertSeries, Exporter
+from monitor.scoring.catalog import KINDS, monitor_keys
 from monitor.testing.alert_simulation import StreamModel, simulate_windows
 from monitor.testing.clock import FakeClock
 from monitor.windows.summary import Segment, WindowSummary
@@ -343,3 +344,20 @@ def test_a_flat_series_never_fires_the_trend_rule() -> None:
         for t in engine.observe([window(index, value)], T0 + (index + 1) * WINDOW_MS)
     ]
     assert transitions == []
+
+
+def test_a_below_rule_on_every_measure_an_alert_may_watch_can_fire() -> None:
+    # A rule on ndcg_upper@10 or ndcg_condensed@10 read its measure without its gain, a key
+    # the windows never carry: it could never fire. Over the whole measure table.
+    keys = [str(key) for key in monitor_keys([10], ["linear"]) if KINDS[key.kind].quality]
+    rules = [
+        {"name": f"low-{i}", "measure": key.split(":")[0], "below": 0.9, "for": 1}
+        for i, key in enumerate(keys)
+    ]
+    engine = AlertEngine(config(*rules), start_ms=0)
+    query_means = {f"q{i}": dict.fromkeys(keys, 0.5) for i in range(50)}
+    summary = replace(window(0, 0.5), means=dict.fromkeys(keys, 0.5), query_means=query_means)
+    engine.observe([summary], T0 + WINDOW_MS)
+    firing = {a.rule.measure for a in engine.active() if a.status is Status.FIRING}
+    assert firing == set(keys), sorted(set(keys) - firing)
+    assert {"ndcg_upper@10:linear", "ndcg_condensed@10:linear"} <= firing

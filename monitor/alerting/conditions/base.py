@@ -32,7 +32,7 @@ from monitor.alerting.promql import PromqlContext
 from monitor.alerting.state import Evidence
 from monitor.comparisons.record import ComparisonRecord
 from monitor.explain.alert_table import explain_path
-from monitor.scoring.catalog import KIND_TABLE
+from monitor.scoring.catalog import KIND_TABLE, KINDS
 from monitor.sections import ConfigSection, as_number, as_str, describe
 from monitor.stats.judges import JudgeReading
 from monitor.windows.segment_filter import read_segment_filter
@@ -410,9 +410,9 @@ def read_measure(rule: ConfigSection, context: RuleContext) -> str:
         raise rule.error(
             "measure", f"unknown measure {describe(measure)} (ndcg@k, precision@k, ...)"
         )
-    if name != "ndcg":
+    if not KINDS[name].gain:
         if rule.has("gain"):
-            raise rule.error("gain", "only nDCG rules take a gain")
+            raise rule.error("gain", "only the nDCG measures take a gain")
         rule.get("gain", anything, None)
         return key
     gain = rule.get("gain", as_str, context.gains[0] if context.gains else "linear")
