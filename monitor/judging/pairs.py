@@ -8,7 +8,9 @@ over the unjudged documents of q's top k in proportion to their rank discount
 `1 / log2(rank + 1)`, the weight each has in the DCG, and divided by the window's queries. A
 pair's `priority` is that share: how far judging it would close the window's band, at most
 (a document judged the query's best closes nothing, one judged 0 closes all of its share).
-It is the largest over the windows it was seen in.
+It is the largest over the windows it was seen in. An unjudged document of a query whose gap
+is 0 (nothing relevant judged for it yet: its upper bound is 0 too) is asked for all the
+same, with priority 0, after every pair with a share: the priority orders, never excludes.
 
 The ranking looked at is the window's sampled one per query (`monitor.windows.samples`: the
 first ranking of the query served in the window, per segment); `served` counts the windows
@@ -113,8 +115,10 @@ class PairQueue:
             gap = means.get(self.upper_key, math.nan) - means.get(self.lower_key, math.nan)
             ranking = ranking_of(query)
             grades = grades_of(query)
-            if ranking is None or grades is None or not gap > 0:
+            if ranking is None or grades is None:
                 continue
+            if not gap > 0:  # no share of the band to close (or no bounds): asked for last
+                gap = 0.0
             unjudged = [
                 (rank, doc)
                 for rank, doc in enumerate(ranking[: self.cutoff], start=1)

@@ -97,9 +97,16 @@ def test_past_max_pending_the_least_useful_pairs_leave() -> None:
     assert pairs.dropped == 1
 
 
-def test_a_query_without_a_gap_names_no_pair() -> None:
-    pairs = queue()
-    assert note(pairs, summary({"q1": bounds(0.5, 0.5), "q2": bounds(math.nan, math.nan)})) == 0
+def test_a_query_without_a_gap_still_names_its_unjudged_documents_last() -> None:
+    # A query with nothing relevant judged has upper = lower = 0: its unjudged documents used
+    # to be never asked for. The priority orders, it does not exclude.
+    pairs = queue(budget=10)
+    named = note(pairs, summary({"q1": bounds(0.5, 0.5), "q2": bounds(0.2, 0.9)}))
+    assert named == 3
+    assert {key: pair.priority for key, pair in pairs.pending.items()}[("q1", "new1")] == 0.0
+    due = [(p.query_id, p.doc_id) for p in pairs.due(0)]
+    assert due[0] == ("q2", "new3") and set(due[1:]) == {("q1", "new1"), ("q1", "new2")}
+    assert note(queue(), summary({"q2": bounds(math.nan, math.nan)})) == 1  # no bounds at all
 
 
 def record(value: object, offset: int = 0) -> SourceRecord:
