@@ -333,6 +333,7 @@ class Exporter:
         self._reloads = _counter("rankmon_evaluation_set_reloads", registry)
         self._shares_trimmed = _counter("rankmon_window_shares_trimmed", registry)
         self._refused = _counter("rankmon_control_records_refused", registry)
+        self._forced = _counter("rankmon_group_forced_decisions", registry)
         self._reload_failing = _gauge("rankmon_evaluation_set_reload_failing", registry)
         self._judgments = _counter("rankmon_judgments", registry)
         self._pairs = _counter("rankmon_judging_pairs", registry)
@@ -441,6 +442,10 @@ class Exporter:
     def count_share_trimmed(self, dropped: str) -> None:
         """A window share went without `dropped` to fit one record."""
         self._shares_trimmed.labels(dropped).inc()
+
+    def count_forced_decision(self, reason: str) -> None:
+        """A window decided for the group without every member's final word (why)."""
+        self._forced.labels(reason).inc()
 
     def count_refused(self, topic: str, reason: str) -> None:
         """A record of the windows or to-judge topic refused for a limit (`monitor.limits`)."""

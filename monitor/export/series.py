@@ -258,6 +258,14 @@ PROCESS_SERIES: Final = (
         ("dropped",),
     ),
     Series(
+        "rankmon_group_forced_decisions",
+        "counter",
+        "Windows the group's deciding member decided without every member's final word "
+        "(more than 32 windows waited), by reason: partition_silent (a member silent, a "
+        "partition stuck) or share_unread (a share named but never read); alert on any.",
+        ("reason",),
+    ),
+    Series(
         "rankmon_control_records_refused",
         "counter",
         "Records of the windows and to-judge topics refused for a limit an event is held to "

@@ -76,14 +76,18 @@ class ShareLedger:
         limits: RecordLimits = DEFAULT_LIMITS,
         now_ms: Callable[[], int] | None = None,
         refused: Callable[[ProgressRecord, str], None] | None = None,
+        forced: Callable[[str], None] | None = None,
     ):
         """`now_ms`: the clock a progress record's time is held to (None: not held);
-        `refused(record, reason)` is told of each refused record."""
+        `refused(record, reason)` is told of each refused record, `forced(reason)` of each
+        window decided without every member's final word: `partition_silent` (a partition
+        without a final word on it) or `share_unread` (a share named but not read)."""
         self.partitions = partitions  # every partition of the events topic
         self.max_pending = max_pending
         self._limits = limits
         self._now_ms = now_ms
         self._refused = refused
+        self._forced = forced
         self.refused = 0  # progress records refused for their time
         self._progress: dict[int, ProgressRecord] = {}  # newest per events partition
         self._shares: dict[WindowId, dict[bytes, WindowShare]] = {}
@@ -168,6 +172,8 @@ class ShareLedger:
         unread = self._expected.pop(window, set())
         missing = self._unclosed(end) if forced else frozenset()
         if forced:
+            if self._forced is not None:
+                self._forced("partition_silent" if missing else "share_unread")
             _log.warning(
                 "window decided without every member's final word: too many windows waiting",
                 extra=fields(

@@ -156,6 +156,7 @@ class GroupPart:
                 limits=self._limits,
                 now_ms=self._now_ms,
                 refused=self._refuse,
+                forced=self._exporter.count_forced_decision,
             ),
             self._windows_topic.tail(),
             self._alerts,

@@ -98,12 +98,15 @@ def test_a_share_of_a_decided_window_is_counted_and_left_out() -> None:
 def test_too_many_waiting_windows_force_the_oldest_and_the_log_names_the_silent_partitions(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    ledger = ShareLedger(ALL, max_pending=2)
+    forced: list[str] = []
+    ledger = ShareLedger(ALL, max_pending=2, forced=forced.append)
     ledger.take(progress({0, 1}, 100_000, at=1))  # partition 2 never reports
     ledger.take_all([share(n * 10_000, {0, 1}) for n in range(4)])
     with caplog.at_level(logging.WARNING):
         whole = ledger.whole()
     assert [w.start_ms - T0 for w in whole] == [0, 10_000]
+    # counted (rankmon_group_forced_decisions_total{reason}): alertable
+    assert forced == ["partition_silent"] * 2
     assert all(w.missing == frozenset({2}) for w in whole)
     assert ledger.pending == 2
     assert caplog.records[0].__dict__["fields"]["partitions_without_final_word"] == [2]
