@@ -6,7 +6,7 @@ replay` replaying the evaluation set through each every 10 s, the monitor with 1
 and `/metrics`, and shows a live view (or, with `--no-live`, one line per window and alert
 change); at the end it prints how long after v1's first bad replay ended the alert fired.
 It also runs the judging loop (docs/judging.md; `--no-judges` leaves it out): a synthetic LLM
-judge that grades one grade high and people auditing 5 % of the queries in full answer the
+judge that grades one grade high and people auditing 20 % of the queries in full answer the
 pairs rankmon asks for, and at the end it prints what they judged and v2's newest nDCG@10
 raw, corrected by the audit and under its upper bound.
 Ends after `--duration` seconds or on Ctrl-C (or SIGTERM), stopping every process and thread
@@ -69,7 +69,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--no-judges", dest="judges", action="store_false",
         help=(
             "leave out the judging loop (by default a synthetic LLM judge grading one grade "
-            "high and people auditing 5 %% of the queries answer the pairs rankmon asks for)"
+            "high and people auditing 20 %% of the queries answer the pairs rankmon asks for)"
         ),
     )  # fmt: skip
     parser.set_defaults(handler=run)

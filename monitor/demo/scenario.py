@@ -49,7 +49,7 @@ class Scenario:
     # (`monitor.demo.judges`; `rankmon demo --no-judges` leaves it out), and the share of the
     # queries they audit.
     judges: bool = True
-    audit_share: float = 0.05
+    audit_share: float = 0.2
 
     def versions(self, start_ms: int) -> tuple[ModelVersion, ModelVersion]:
         """v1 degrades `degrade_after_s` after `start_ms`; v2 never does."""

@@ -249,8 +249,8 @@ def _corrected_words(kept: KeptWindow) -> list[str]:
     if not math.isfinite(estimate):
         return [
             f"A model judge graded documents of this window, and {audited} of its queries "
-            f"were audited in full by people: too few to correct {name} ({raw:.3f}) for the "
-            "judge's bias."
+            f"were audited in full by people: too few audited queries to correct {name} "
+            f"({raw:.3f}) for the judge's bias (judging.min_audited_queries)."
         ]
     return [
         f"Corrected for the model judge's bias by the people's audit of {audited} queries "

@@ -25,6 +25,7 @@ same table.
 
 from __future__ import annotations
 
+import math
 import platform
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -226,9 +227,14 @@ class LatestWindows(Collector):
         if exported is None:
             return
         labels = (*exported[1], *self._window_labels(summary))
+        # Too few audited queries: no corrected headline at all, only how many there were.
         self._add(
             summary.segment,
-            {series.name: [(labels, values[series.field])] for series in CORRECTION_SERIES},
+            {
+                series.name: [(labels, value)]
+                for series in CORRECTION_SERIES
+                if not math.isnan(value := values[series.field])
+            },
         )
 
     def record_judged_sources(

@@ -352,7 +352,7 @@ CORRECTION_SERIES: Final = (
         "rankmon_ndcg_corrected",
         "gauge",
         "nDCG@k of the latest finalized window corrected by the people's audit of the model "
-        "judge (PPI++, query as the unit; NaN: too few audited queries).",
+        "judge (PPI++, query as the unit; absent below judging.min_audited_queries).",
         _CORRECTED_LABELS,
         "estimate",
     ),

@@ -14,9 +14,14 @@ ranking in the window (`monitor.windows.samples`: the one the explanations show)
 
 The corrected mean is `(|A| mean(A) + |B| theta) / (|A| + |B|)`, where theta is PPI++'s
 estimate of group B's mean under the people's grades (`monitor.stats.judges.ppi_mean`), and its
-interval is theta's scaled by `|B| / (|A| + |B|)`. It needs 2 audited queries and 2 others in
-group B. Its promise is PPI++'s: the audited queries must be a random sample of group B's (audit
-whole queries, drawn at random); it is about the window's queries as sampled, one ranking each.
+interval is theta's scaled by `|B| / (|A| + |B|)`. It needs `min_audited` audited queries
+(`judging.min_audited_queries`, 40) and 2 others in group B: its 95 % interval covered the
+truth on 47.2 % (+-5.0), 79.2 % (+-4.1) and 91.5 % (+-2.8) of 400 simulated windows of 400
+queries with 2, 5 and 15 audited queries, and on 94.5 % (+-2.3) with 40 (95.8 % +-1.3 over
+1,000 windows; `bench/judges.py --audited N`); below it there is no corrected headline, only
+the count of audited queries. Its promise is PPI++'s: the audited
+queries must be a random sample of group B's (audit whole queries, drawn at random); it is
+about the window's queries as sampled, one ranking each.
 """
 
 from __future__ import annotations
@@ -89,8 +94,11 @@ def correct_window(
     views: JudgeViews,
     score: Score,
     cutoff: int,
+    *,
+    min_audited: int = 2,
 ) -> Correction:
-    """The window's corrected headline (module docstring)."""
+    """The window's corrected headline (module docstring); none below `min_audited`
+    audited queries."""
     groups: tuple[list[tuple[str, Sequence[str]]], ...] = ([], [], [])
     for query in summary.query_means:
         ranking = ranking_of(query)
@@ -127,7 +135,7 @@ def correct_window(
     human = [h for h, _ in both]
     model_audited = [m for _, m in both]
     model_only = [v for v in scored(views.model, groups[MODEL_ONLY]) if not math.isnan(v)]
-    if len(human) < 2 or len(model_only) < 2:
+    if len(human) < max(2, min_audited) or len(model_only) < 2:
         return Correction(None, len(outright), len(human), len(model_only))
     theta = ppi_mean(human, model_audited, model_only)
     group_b = len(human) + len(model_only)

@@ -207,7 +207,14 @@ class JudgingLoop:
         ) -> list[float]:
             return self._view_scores(evaluation_set, key, queries, rankings)
 
-        correction = correct_window(summary, ranking_of, views, score, self.config.cutoff)
+        correction = correct_window(
+            summary,
+            ranking_of,
+            views,
+            score,
+            self.config.cutoff,
+            min_audited=self.config.min_audited_queries,
+        )
         interval = correction.interval
         nan = math.nan
         return {

@@ -67,6 +67,11 @@ class JudgingConfig:
     audit_pairs: int = setting(
         200, read=as_int(2, 1_000_000), doc="newest audit pairs each model judge is read over"
     )
+    min_audited_queries: int = setting(
+        40,
+        read=as_int(2, 1_000_000),
+        doc="audited queries a window needs for its corrected headline (fewer: none)",
+    )
     grades: tuple[int, ...] = setting(
         _ANY_GRADE,
         read=_grades,

@@ -30,7 +30,8 @@ windows: {size: 10s, allowed_lateness: 1s, idle_timeout: 5s}
 schedule: {interval: 1s}
 export: {host: 127.0.0.1, port: 0}
 logging: {level: WARNING}
-judging: {enabled: true, budget_per_hour: BUDGET, audit_pairs: 20, grades: [0, 1, 2, 3]}
+judging: {enabled: true, budget_per_hour: BUDGET, audit_pairs: 20, grades: [0, 1, 2, 3],
+          min_audited_queries: 10}
 alerts:
   log: false
   rules:
