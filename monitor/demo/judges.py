@@ -39,7 +39,7 @@ class DemoJudges:
         tojudge_topic: str,
         judgments_topic: str,
         seed: int,
-        audit_share: float = 0.2,
+        audit_share: float = 0.05,
     ) -> None:
         self._corpus = corpus
         self._bootstrap = bootstrap_servers

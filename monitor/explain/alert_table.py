@@ -75,11 +75,11 @@ def trouble_of(segment: Segment, alerts: Sequence[AlertView]) -> int:
 def alerts_html(
     alerts: Sequence[AlertView],
     measure_for_link: Callable[[str], str],
-    has_baseline: Callable[[Segment, int], bool],
+    has_baseline: Callable[[Segment, int, str], bool],
 ) -> str:
     """The alerts section. `measure_for_link(measure)`: the measure an alert's explanation
-    shows; `has_baseline(segment, start)`: whether that window can be explained against its
-    baseline (else the link opens the segment on the page)."""
+    shows; `has_baseline(segment, start, measure)`: whether that window can be explained in
+    that measure against its baseline (else the link opens the segment on the page)."""
     if not alerts:
         return '<h2 id="alerts">Alerts</h2><p class="good">No alert is pending or firing.</p>'
     ordered = sorted(alerts, key=_urgency)
@@ -136,10 +136,11 @@ def _urgency(alert: AlertView) -> tuple[int, int, int, str]:
 def _explain_link(
     alert: AlertView,
     measure_for_link: Callable[[str], str],
-    has_baseline: Callable[[Segment, int], bool],
+    has_baseline: Callable[[Segment, int, str], bool],
 ) -> str:
-    if alert.window is not None and has_baseline(alert.segment, alert.window[0]):
-        path = explain_path(alert.segment, measure_for_link(alert.measure), alert.window[0])
+    measure = measure_for_link(alert.measure)
+    if alert.window is not None and has_baseline(alert.segment, alert.window[0], measure):
+        path = explain_path(alert.segment, measure, alert.window[0])
         return f'<a href="{html.escape(path)}">explain</a>'
     return f'<a href="/#{html.escape(segment_anchor(alert.segment))}">segment</a>'
 

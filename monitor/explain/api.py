@@ -28,7 +28,7 @@ import orjson
 from monitor.errors import MeasureError
 from monitor.explain.change import Change, explain_change
 from monitor.explain.rankings import RankingChange, jaccard, ranking_change, rbo
-from monitor.explain.store import ExplainStore, KeptWindow
+from monitor.explain.store import ExplainStore, KeptWindow, VersionBridge
 from monitor.export.http import Response
 from monitor.scoring.catalog import MeasureKey, resolve_key
 from monitor.scoring.evalset import EvaluationSet
@@ -106,9 +106,13 @@ class ExplainApi:
         default_measure: str,
         baseline_windows: Callable[[str], int] | None = None,
         query_texts: Mapping[str, str] | None = None,
+        bridge: VersionBridge | None = None,
     ) -> None:
-        """`query_texts`: each query's text (`evaluation_set.topics`), shown by its id."""
+        """`query_texts`: each query's text (`evaluation_set.topics`), shown by its id;
+        `bridge`: re-scores kept windows of the judging loop's earlier versions, so a
+        baseline spans versions as the drop rules' does."""
         self.query_texts = query_texts or {}
+        self.bridge = bridge
         self.store = store
         self.samples = samples
         self._evaluation_set = evaluation_set
@@ -189,7 +193,7 @@ class ExplainApi:
             text = _one(query, "against") or "baseline"
             if text == "baseline":
                 span = self._baseline_windows(measure)
-                before, earlier = self.store.baseline(segment, start, measure, span)
+                before, earlier = self.store.baseline(segment, start, measure, span, self.bridge)
                 if not earlier:
                     raise ApiError(
                         "404 Not Found",

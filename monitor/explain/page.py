@@ -125,10 +125,11 @@ class ExplainPages:
         # explanation: its queries served before and not after are what went missing.
         return measure if self.api.explainable(measure) else self.api.default_measure
 
-    def _has_baseline(self, segment: Segment, start_ms: int) -> bool:
-        """Whether the window is kept with a kept window before it (its baseline)."""
-        starts = [k.summary.start_ms for k in self.api.store.windows(segment)]
-        return start_ms in starts and min(starts) < start_ms
+    def _has_baseline(self, segment: Segment, start_ms: int, measure: str) -> bool:
+        """Whether the window can be explained in `measure` against its baseline: a kept
+        window before it of its version, or of one re-scored to it (a link that answered
+        "no kept window ... to form a baseline" was no link)."""
+        return self.api.store.has_baseline(segment, start_ms, measure, self.api.bridge)
 
     def _latest_change(self, windows: list[KeptWindow]) -> float:
         """The newest window's headline mean minus the one before (0 when unknown): the
@@ -150,14 +151,12 @@ class ExplainPages:
                 if svg:
                     charts.append(f'<div class="chart"><h3>{html.escape(measure)}</h3>{svg}</div>')
         rows = []
-        oldest = windows[0].summary.start_ms if windows else None
         for kept in reversed(windows):
             s = kept.summary
-            linked = s.start_ms != oldest  # the oldest kept window has no baseline kept
             cells = []
             for measure in self.headline:
                 value = _fmt(s.means.get(measure, math.nan))
-                if linked:
+                if self._has_baseline(segment, s.start_ms, measure):
                     href = html.escape(explain_path(segment, measure, s.start_ms))
                     value = f'<a href="{href}" title="explain against the baseline">{value}</a>'
                 cells.append(f'<td class="num">{value}</td>')

@@ -14,13 +14,37 @@ import threading
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from monitor.windows.summary import Segment, WindowSummary, standard_error
 
-__all__ = ["ExplainStore", "KeptWindow"]
+__all__ = ["ExplainStore", "KeptWindow", "VersionBridge"]
+
+
+class VersionBridge(Protocol):
+    """A kept window's per-query values re-scored from its evaluation-set version to another
+    (the judging loop's versions: `monitor.judging.rescore.JudgedRescore`), so a window is
+    explained against the baseline its alert used, across versions."""
+
+    def bridges(self, old: str, new: str, measure: str) -> bool:
+        """Whether windows of version `old` can be re-scored to `new` in `measure`."""
+        ...
+
+    def rescored(
+        self,
+        segment: Segment,
+        start_ms: int,
+        values: Mapping[str, float],
+        measure: str,
+        *,
+        old: str,
+        new: str,
+    ) -> Mapping[str, float] | None:
+        """The values re-scored (None: they cannot be)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -139,21 +163,68 @@ class ExplainStore:
         return min(starts, default=None)
 
     def baseline(
-        self, segment: Segment, start_ms: int, measure: str, span: int
+        self,
+        segment: Segment,
+        start_ms: int,
+        measure: str,
+        span: int,
+        bridge: VersionBridge | None = None,
     ) -> tuple[dict[str, float], list[KeptWindow]]:
         """Each query's mean of `measure` over the (up to) `span` kept windows before
-        `start_ms` of the same evaluation-set version, and those windows."""
-        windows = self.windows(segment)
-        current = next((w for w in windows if w.summary.start_ms == start_ms), None)
-        version = None if current is None else current.summary.evaluation_set_version
-        earlier = [
-            w
-            for w in windows
-            if w.summary.end_ms <= start_ms
-            and (version is None or w.summary.evaluation_set_version == version)
-        ][-span:]
+        `start_ms` of the same evaluation-set version, or of one `bridge` re-scores to it
+        (as the drop rules' baselines are), and those windows."""
+        version = self._version_of(segment, start_ms)
         sums: dict[str, list[float]] = {}
-        for window in earlier:
-            for query, value in window.query_values(measure).items():
+        used = []
+        for window in self._earlier(segment, start_ms, version, bridge, measure)[-span:]:
+            values: Mapping[str, float] | None = window.query_values(measure)
+            old = window.summary.evaluation_set_version
+            if bridge is not None and version is not None and old != version:
+                values = bridge.rescored(
+                    segment, window.summary.start_ms, values or {}, measure, old=old, new=version
+                )
+            if values is None:
+                continue
+            used.append(window)
+            for query, value in values.items():
                 sums.setdefault(query, []).append(value)
-        return {q: math.fsum(v) / len(v) for q, v in sums.items()}, earlier
+        return {q: math.fsum(v) / len(v) for q, v in sums.items()}, used
+
+    def has_baseline(
+        self,
+        segment: Segment,
+        start_ms: int,
+        measure: str,
+        bridge: VersionBridge | None = None,
+    ) -> bool:
+        """Whether the window is kept with a kept window before it that `baseline` takes."""
+        version = self._version_of(segment, start_ms)
+        earlier = self._earlier(segment, start_ms, version, bridge, measure)
+        return version is not None and bool(earlier)
+
+    def _version_of(self, segment: Segment, start_ms: int) -> str | None:
+        current = self.find(segment, start_ms)
+        return None if current is None else current.summary.evaluation_set_version
+
+    def _earlier(
+        self,
+        segment: Segment,
+        start_ms: int,
+        version: str | None,
+        bridge: VersionBridge | None,
+        measure: str,
+    ) -> list[KeptWindow]:
+        """The kept windows before `start_ms` of `version`, or re-scorable to it."""
+        return [
+            w
+            for w in self.windows(segment)
+            if w.summary.end_ms <= start_ms
+            and (
+                version is None
+                or w.summary.evaluation_set_version == version
+                or (
+                    bridge is not None
+                    and bridge.bridges(w.summary.evaluation_set_version, version, measure)
+                )
+            )
+        ]

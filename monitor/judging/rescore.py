@@ -93,6 +93,35 @@ class JudgedRescore:
             return None
         return BaselineWindow(window.start_ms, _mean(values), values)
 
+    def bridges(self, old: str, new: str, measure: str) -> bool:
+        """Whether windows of version `old` can be re-scored to `new` in `measure` (both the
+        loop's, from the same file; a measure the sampled rankings score, or no query's
+        grades changed): an `monitor.explain.store.VersionBridge`."""
+        before, after = self._sets.get(old), self._sets.get(new)
+        if before is None or after is None or before[1] != after[1]:
+            return False
+        k = MeasureKey.parse(measure).k
+        scorable = k is not None and k <= self._samples.depth
+        return scorable or not self._changed_between(before[0], after[0])
+
+    def rescored(
+        self,
+        segment: Segment,
+        start_ms: int,
+        values: Mapping[str, float],
+        measure: str,
+        *,
+        old: str,
+        new: str,
+    ) -> Mapping[str, float] | None:
+        """A kept window's per-query values re-scored from `old` to `new` (the explanations'
+        baseline, as the drop rules' is); None if they cannot be."""
+        if not values:
+            return None
+        window = BaselineWindow(start_ms, _mean(values), values)
+        rescored = self(window, segment, measure, old, new)
+        return None if rescored is None else rescored.query_values
+
     def _changed_between(self, old: EvaluationSet, new: EvaluationSet) -> frozenset[str]:
         """The queries whose grades differ between two versions."""
         key = (old.version, new.version)

@@ -242,6 +242,7 @@ class Monitor:
             alert_views=self.view.alert_views,
             clock=self.clock,
             texts=texts,
+            bridge=self._rescore,
         )
         self.server = io.server or metrics_server(config, self.registry, self.exporter, routes)
         self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)

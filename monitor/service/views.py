@@ -18,7 +18,7 @@ from monitor.clock import Clock
 from monitor.config.loader import Config
 from monitor.explain.api import ExplainApi
 from monitor.explain.page import AlertView, ExplainPages
-from monitor.explain.store import ExplainStore
+from monitor.explain.store import ExplainStore, VersionBridge
 from monitor.export.http import Route
 from monitor.export.window_log import HEADLINE_KINDS
 from monitor.scoring.catalog import MeasureKey
@@ -116,6 +116,7 @@ def explain_routes(
     alert_views: Callable[[], list[AlertView]],
     clock: Clock,
     texts: Mapping[str, str] | None = None,
+    bridge: VersionBridge | None = None,
 ) -> dict[str, Route]:
     """`/api/v1/*`, `/` and `/explain` (`monitor.explain`), read by the HTTP thread."""
     alerting = config.alerts
@@ -131,6 +132,7 @@ def explain_routes(
         default_measure=next((str(k) for k in keys if k.kind == "ndcg"), str(keys[0])),
         baseline_windows=lambda measure: spans.get(measure, store.keep),
         query_texts=texts,
+        bridge=bridge,
     )
     pages = ExplainPages(
         api,

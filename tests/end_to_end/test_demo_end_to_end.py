@@ -8,12 +8,14 @@ after it exits, none of them may be alive.
 
 from __future__ import annotations
 
+import html
 import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -80,10 +82,11 @@ def _command(pid: int) -> str:
         return ""
 
 
-def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str]:
-    """Until the demo exits: its stdout lines, every descendant seen, and one /metrics page.
+def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str, list[str]]:
+    """Until the demo exits: its stdout lines, every descendant seen, one /metrics page, and
+    the explanations every `/explain` link of the page at `/` opened.
 
-    The page is fetched once the alert line has appeared, while the demo still serves it.
+    They are fetched once the alert line has appeared, while the demo still serves them.
     """
     stdout = demo.stdout
     assert stdout is not None
@@ -92,6 +95,7 @@ def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str]
     reader.start()
     started: dict[int, str] = {}
     metrics_page = ""
+    explained: list[str] = []
     while demo.poll() is None:
         for pid in _descendants(demo.pid) - set(started):
             started[pid] = _command(pid)
@@ -100,9 +104,24 @@ def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str]
         if firing and metrics and not metrics_page:
             with urllib.request.urlopen(metrics[0], timeout=5) as response:
                 metrics_page = response.read().decode()
+            explained = _explanations(metrics[0].removesuffix("/metrics"))
         time.sleep(0.5)
     reader.join(10)
-    return lines, started, metrics_page
+    return lines, started, metrics_page, explained
+
+
+def _explanations(base: str) -> list[str]:
+    """Each explanation the page's `/explain` links open (an error status raises)."""
+    with urllib.request.urlopen(f"{base}/", timeout=10) as response:
+        page = response.read().decode()
+    pages = []
+    for link in sorted(set(re.findall(r'href="(/explain\?[^"]+)"', page))):
+        try:
+            with urllib.request.urlopen(base + html.unescape(link), timeout=10) as response:
+                pages.append(response.read().decode())
+        except urllib.error.HTTPError as error:
+            pages.append(f"{error.code} {html.unescape(link)}: {error.read().decode()[:300]}")
+    return pages
 
 
 @pytest.mark.slow
@@ -118,7 +137,7 @@ def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind()
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as demo:
-        lines, started, metrics_page = _watch(demo)
+        lines, started, metrics_page, explained = _watch(demo)
         stderr = demo.stderr.read() if demo.stderr else ""
     assert demo.returncode == 0, stderr
 
@@ -137,6 +156,11 @@ def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind()
     # Windows before the drop were good for v1: the alert is the drop, not a bad start.
     first_v1 = next(text for text in windows if "model=v1" in text)
     assert float(first_v1.split("ndcg@10:linear=")[1].split()[0]) > 0.7
+    # With the judging loop on, every window link and the alert's opens its explanation: the
+    # baseline spans the loop's versions, re-scored, as the drop rules' does (each answered
+    # "no kept window ... to form a baseline" before).
+    failed = [page for page in explained if "Queries by contribution" not in page]
+    assert explained and not failed, failed
     assert 'model="v1"' in metrics_page
     assert "rankmon_ndcg{" in metrics_page
     # The judging loop ran: its LLM judge was held to the people's audit, and v2's newest

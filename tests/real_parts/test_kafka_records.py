@@ -86,8 +86,9 @@ def read_through(
     steps: list[Step] = []
     empty_takes = 0
     for attempt in range(400):
+        size = takes[attempt % len(takes)]
         try:
-            got = part.take(takes[attempt % len(takes)])
+            got = part.take(size)
         except CorruptRecordError:
             steps.append(("corrupt",))
             continue
@@ -95,6 +96,8 @@ def read_through(
         steps.append((records, part.next_fetch_offset, part.leader_epoch, bool(drained)))
         if drained:
             break
+        if size == 0:
+            continue  # a take of none is no sign that nothing more will come
         empty_takes = 0 if records else empty_takes + 1
         if empty_takes == 3:  # after a corrupt record: nothing more, ever
             break

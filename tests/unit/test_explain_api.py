@@ -12,6 +12,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +26,11 @@ from monitor.explain.store import ExplainStore
 from monitor.scoring.evalset import EvaluationSet
 from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
-from monitor.windows.summary import WindowSummary
+from monitor.windows.summary import Segment, WindowSummary
 from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
 
 T0 = 1_767_225_600_000
+SEG: Segment = (("model", "v1"),)
 TOPIC = "events"
 QUERIES = 20
 PLANTED = ("q3", "q7", "q11")  # these lose their best document in the last window
@@ -296,3 +298,44 @@ def test_two_segments_of_a_comparison_are_explained_in_the_same_window() -> None
     assert document["common"] == {"change": pytest.approx(-0.3), "queries": 2}
     assert rows["c"]["status"] == "only_before" and rows["d"]["status"] == "only_after"
     assert abs(sum(r["contribution"] for r in document["queries"]) - document["change"]) < 1e-12
+
+
+class HalfBridge:
+    """Re-scores v-old's windows to v-new in ndcg@10 (each value halved), nothing else."""
+
+    def bridges(self, old: str, new: str, measure: str) -> bool:
+        return (old, new, measure) == ("v-old", "v-new", "ndcg@10:linear")
+
+    def rescored(
+        self,
+        segment: Segment,
+        start_ms: int,
+        values: Mapping[str, float],
+        measure: str,
+        *,
+        old: str,
+        new: str,
+    ) -> Mapping[str, float] | None:
+        return {query: value / 2 for query, value in values.items()}
+
+
+def test_a_baseline_spans_the_judging_loops_versions_where_a_bridge_rescores_them() -> None:
+    # The judging loop makes a new version every few windows; a baseline of the window's own
+    # version alone left most windows without one, and every link to them answered 404.
+    key = "ndcg@10:linear"
+    store = ExplainStore([key], keep=5)
+    for index, version in enumerate(("v-old", "v-old", "v-new")):
+        summary = WindowSummary(
+            window="10s", start_ms=T0 + index * 10_000, end_ms=T0 + (index + 1) * 10_000,
+            segment=SEG, evaluation_set_version=version, events=1, queries=1,
+            evaluation_set_queries=1, means={key: 0.8}, sums={key: 0.8},
+            event_means={key: 0.8}, query_means={"q1": {key: 0.8}},
+        )  # fmt: skip
+        store.add(summary)
+    newest = T0 + 20_000
+    assert store.baseline(SEG, newest, key, 5) == ({}, [])
+    assert not store.has_baseline(SEG, newest, key)
+    before, used = store.baseline(SEG, newest, key, 5, HalfBridge())
+    assert before == {"q1": 0.4} and len(used) == 2
+    assert store.has_baseline(SEG, newest, key, HalfBridge())
+    assert not store.has_baseline(SEG, newest, "mrr", HalfBridge())  # it cannot re-score mrr
