@@ -44,14 +44,23 @@ alerts:
 """
 
 
+def replay_files(
+    directory: Path, broker: EmbeddedBroker, topic: str, queries: int, rules: str = ""
+) -> tuple[Path, dict[str, str]]:
+    """The service config (with `rules`) and a topics file of `queries` queries, each
+    `best<q>` graded 3 and `good<q>` 1; the query texts by id."""
+    texts = {f"q{i}": f"text {i}" for i in range(queries)}
+    qrels = {q: {f"best{q}": 3, f"good{q}": 1} for q in texts}
+    config = write_service_config(directory, broker, topic, qrels, rules)
+    (directory / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    return config, texts
+
+
 def test_a_dead_ranker_aborts_the_replay_within_seconds_and_pages_at_the_next_tick(
     tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = new_topic(1)
-    texts = {f"q{i}": f"text {i}" for i in range(QUERIES)}
-    qrels = {q: {f"best{q}": 1} for q in texts}
-    config = write_service_config(tmp_path, tansu, topic, qrels, RULES)
-    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    config, _ = replay_files(tmp_path, tansu, topic, QUERIES, RULES)
     with (
         HostileRanker({}) as ranker,
         monitor_thread(Monitor(load_config(config, environ={}))) as monitor,
@@ -116,10 +125,7 @@ def test_a_signal_mid_replay_stops_sending_and_its_window_is_held_not_paged(
     # and the queries it had sent made a window without a replay id, scored as quality (and
     # on SIGTERM, every cancelled query was counted as the ranker's failure: a page).
     topic = new_topic(1)
-    texts = {f"q{i}": f"text {i}" for i in range(QUERIES)}
-    qrels = {q: {f"best{q}": 3, f"good{q}": 1} for q in texts}
-    config = write_service_config(tmp_path, tansu, topic, qrels, STOP_RULES)
-    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    config, texts = replay_files(tmp_path, tansu, topic, QUERIES, STOP_RULES)
     rankings = {t: [f"good{q}", f"best{q}"] for q, t in texts.items()}  # nDCG < 0.99
     run_file = tmp_path / "replay.run"
     with (
@@ -173,10 +179,7 @@ def test_a_restarted_scheduled_replayer_keeps_to_the_schedule_and_no_record_is_l
     # replay's records fell in the window the last one's end marker had closed, all late
     # (30 of 30 here, with replay.schedule.run_at_start on).
     topic = new_topic(1)
-    texts = {f"q{i}": f"text {i}" for i in range(30)}
-    qrels = {q: {f"best{q}": 3} for q in texts}
-    config = write_service_config(tmp_path, tansu, topic, qrels)
-    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    config, texts = replay_files(tmp_path, tansu, topic, 30)
     port = free_port()
     with (
         HostileRanker({t: [f"best{q}"] for q, t in texts.items()}) as ranker,
@@ -214,10 +217,7 @@ def test_a_replays_run_file_is_rebuilt_from_the_topic_as_the_archive_kept_it(
     tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     topic = new_topic(2)
-    texts = {f"q{i}": f"text {i}" for i in range(20)}
-    qrels = {q: {f"best{q}": 3} for q in texts}
-    config = write_service_config(tmp_path, tansu, topic, qrels)
-    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    config, texts = replay_files(tmp_path, tansu, topic, 20)
     rankings = {t: [f"best{q}", f"other{q}", "shared"] for q, t in texts.items()}
     with HostileRanker(rankings) as ranker:
         config.write_text(
