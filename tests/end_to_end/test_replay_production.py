@@ -156,8 +156,9 @@ replay:
         firing = [a.rule.name for a in monitor.alerts.active() if a.status.value == "firing"]
         floor = monitor.alerts.find("ndcg-floor", (("model", "v1"),))
     assert replayer.returncode == 130, err
-    # Nothing sent after the signal but what was already paced (a request or two).
-    assert len(ranker.bodies) <= signalled + 2
+    # Nothing sent after the signal but what was paced before the handler ran (20 a second:
+    # a loaded machine may take a moment to run it), far from the 207 asked before.
+    assert len(ranker.bodies) <= signalled + 20
     asked = len(ranker.bodies)
     line = re.search(r"replay (r\S+): aborted: stopped", out)
     assert line is not None, out
