@@ -188,11 +188,13 @@ def test_a_progress_record_claiming_the_future_does_not_stall_the_groups_decisio
         refused = counted(decider, "rankmon_control_records_refused_total")
     finally:
         threads.stop_all()
-    assert ledger.refused == 1 and refused == {("windows", "progress_in_future"): 1}
+    # Refused each time it is read: the decider's restore and its tail may both read it.
+    times = ledger.refused
+    assert times >= 1 and refused == {("windows", "progress_in_future"): times}
     dead = read_topic(tansu.bootstrap_servers, f"{topic}.dlq")
     assert [(dict(r.headers)["rankmon-outcome"], r.key) for r in dead] == [
         (b"windows", b"progress/p0,1")
-    ]
+    ] * times
     assert "always-bad" in firing
     forced = [r for r in caplog.records if "without every member's final word" in r.getMessage()]
     assert forced == []  # each window decided whole, by the members' honest progress
