@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from monitor.alerting.messages import AlertMessage, rfc3339
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
+from monitor.errors import one_line
 
 if TYPE_CHECKING:
     from monitor.alerting.active import ActiveAlert
@@ -27,10 +28,8 @@ def alert_labels(
 
 def _quoted(texts: Mapping[str, str], query: str) -> str:
     """` "text"` after a query id, one line, at most 60 characters ("" without a text)."""
-    text = " ".join(texts.get(query, "").split())
-    if not text:
-        return ""
-    return ' "' + (text if len(text) <= 60 else text[:57] + "...") + '"'
+    text = texts.get(query)
+    return f' "{one_line(text, 60)}"' if text else ""
 
 
 def _number(value: float | None) -> str:

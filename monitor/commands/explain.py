@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from monitor.errors import MeasureError
+from monitor.errors import MeasureError, one_line
 from monitor.explain.api import change_json
-from monitor.replay.topics import read_topics
+from monitor.replay.topics import query_texts
 from monitor.scoring.evalset import load_evaluation_set
 from monitor.scoring.gain import Gain
 from monitor.trec.explain import explain_runs
@@ -134,15 +134,9 @@ def run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-def query_texts(path: Path) -> dict[str, str]:
-    """Each query's text from a topics file (`monitor.replay.topics`), by id."""
-    return {query_id: query.text for query_id, query in read_topics(path).items()}
-
-
 def _quoted(text: str) -> str:
     """A query text on one line, quoted, at most 80 characters."""
-    flat = " ".join(text.split())
-    return '"' + (flat if len(flat) <= 80 else flat[:77] + "...") + '"'
+    return f'"{one_line(text, 80)}"'
 
 
 def _f(value: float | None) -> str:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from monitor.clock import SystemClock
+from monitor.errors import one_line
 from monitor.explain.alert_table import (
     AlertView,
     alerts_html,
@@ -376,11 +377,7 @@ def _page(
 def _text_of(e: Explanation, query: str) -> str:
     """The query's text after its id, escaped, where the explanation knows it."""
     text = e.texts.get(query)
-    if not text:
-        return ""
-    flat = " ".join(text.split())
-    shown = flat if len(flat) <= 120 else flat[:117] + "..."
-    return f' <span class="muted">{html.escape(shown)}</span>'
+    return f' <span class="muted">{html.escape(one_line(text, 120))}</span>' if text else ""
 
 
 def _fmt(value: float, *, signed: bool = False) -> str:

@@ -58,6 +58,12 @@ def read_topics(path: Path) -> dict[str, Query]:
     return queries
 
 
+def query_texts(path: Path) -> dict[str, str]:
+    """Each query's text of the topics file at `path`, by id: what people read beside the
+    query ids (alerts, the page, `rankmon explain --topics`)."""
+    return {query_id: query.text for query_id, query in read_topics(path).items()}
+
+
 def _add(queries: dict[str, Query], query: Query, path: str, line: int | None) -> None:
     if not query.query_id or not query.text.strip():
         raise InputError(path, "a query needs a non-empty id and text", line)

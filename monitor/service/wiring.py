@@ -33,7 +33,7 @@ from monitor.judging.loop import JudgingLoop
 from monitor.judging.topics import RecordFeed, TopicFeed
 from monitor.kafka.consumer import EventStream
 from monitor.kafka.producer import RecordSink
-from monitor.replay.topics import read_topics
+from monitor.replay.topics import query_texts as read_query_texts
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.scorer import Scorer
 from monitor.windows.engine import EventWindows
@@ -226,9 +226,7 @@ def query_texts(config: Config) -> dict[str, str]:
     path = config.evaluation_set.topics
     if path is None and config.replay is not None:
         path = config.replay.topics
-    if path is None:
-        return {}
-    return {query_id: query.text for query_id, query in read_topics(path).items()}
+    return {} if path is None else read_query_texts(path)
 
 
 def build_alerts(
