@@ -326,11 +326,17 @@ def _sample(data: bytes) -> str:
 class _DeadlineSocket:
     """A connected socket whose reads and writes each get only what is left of the
     attempt's deadline: a ranker that drips its answer a byte at a time still times out
-    when the attempt's `timeout` is spent (a socket's own timeout bounds one read only)."""
+    when the attempt's `timeout` is spent (a socket's own timeout bounds one read only).
+
+    As a socket's own, a response's reader keeps the socket open after the connection was
+    closed: `http.client` closes the connection as soon as the headers say it will not be
+    reused (HTTP/1.0, `Connection: close`) and reads the body after."""
 
     def __init__(self, sock: socket.socket, deadline: Callable[[], float]) -> None:
         self._sock = sock
         self._deadline = deadline
+        self._readers = 0
+        self._closing = False
 
     def _left(self) -> None:
         left = self._deadline() - time.monotonic()
@@ -347,7 +353,18 @@ class _DeadlineSocket:
         return self._sock.recv_into(buffer, size)
 
     def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        self._readers += 1
         return io.BufferedReader(_DeadlineReader(self))
+
+    def reader_closed(self) -> None:
+        self._readers -= 1
+        if self._closing and self._readers <= 0:
+            self._sock.close()
+
+    def close(self) -> None:
+        self._closing = True
+        if self._readers <= 0:
+            self._sock.close()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sock, name)
@@ -364,6 +381,11 @@ class _DeadlineReader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         return self._sock.recv_into(buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._sock.reader_closed()
+        super().close()
 
 
 class _HTTPConnection(http.client.HTTPConnection):
