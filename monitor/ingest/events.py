@@ -196,14 +196,17 @@ class EventDecoder:
             max_clock_skew_ms=self.max_clock_skew_ms,
         )
 
-    def replay_end(self, value: bytes | None, record_timestamp_ms: int) -> ReplayEnd | None:
+    def replay_end(
+        self, value: bytes | None, record_timestamp_ms: int, *, start: bool = False
+    ) -> ReplayEnd | None:
         """An end-of-replay marker (one `decode_event` counted as an `end_of_replay` notice,
-        so within its limits) as its replay, start and kept labels; None if it is not one.
-        Never raises."""
+        so within its limits) as its replay, start and kept labels; with `start`, a
+        start-of-replay marker (`start_of_replay`); None if it is not one. Never raises."""
+        wanted = Reason.START_OF_REPLAY if start else Reason.END_OF_REPLAY
         try:
             raw = _parse(value, self.max_bytes)
             notice = _replay_notice(raw, self.max_id_bytes)
-            if notice is None or notice.reason is not Reason.END_OF_REPLAY:
+            if notice is None or notice.reason is not wanted:
                 return None
             started, segment = _notice_placed(
                 raw,
@@ -256,9 +259,12 @@ def _placed(
     return segment, _event_time(raw, record_timestamp_ms, use_event_time)
 
 
+_MARKERS: Final = (Reason.START_OF_REPLAY, Reason.END_OF_REPLAY)
+
+
 def _replay_notice(raw: dict[str, Any], max_id_bytes: int) -> Rejection | None:
-    """A `rankmon replay` record that carries no ranking: a failed query or the end of a
-    replay (monitor/replay/events.py); None for anything else. A replay id past
+    """A `rankmon replay` record that carries no ranking: a failed query, the start or the
+    end of a replay (monitor/replay/events.py); None for anything else. A replay id past
     `max_id_bytes` is STRING_TOO_LONG: the windows keep the ids of ended replays."""
     replay = raw.get("replay")
     if raw.get("ranking") is not None or type(replay) is not dict:
@@ -269,6 +275,9 @@ def _replay_notice(raw: dict[str, Any], max_id_bytes: int) -> Rejection | None:
     _within((replay_id,), max_id_bytes, "replay.id")
     if replay.get("end") is True:
         return Rejection(Reason.END_OF_REPLAY, f"replay {replay_id} ended", Outcome.REPLAY_NOTICE)
+    if replay.get("start") is True:
+        detail = f"replay {replay_id} started"
+        return Rejection(Reason.START_OF_REPLAY, detail, Outcome.REPLAY_NOTICE)
     outcome, reason = replay.get("outcome"), replay.get("reason")
     if type(outcome) is str and type(reason) is str:
         detail = f"replay {replay_id}: {outcome} ({reason})"
@@ -285,9 +294,9 @@ def _notice_placed(
     max_value_bytes: int,
     use_event_time: bool,
 ) -> tuple[int, Mapping[str, str]]:
-    """The time a replay's notice names (a failed query's event time, an end marker's
-    `replay.started`) and its kept segment labels, each checked as an event's."""
-    if notice.reason is not Reason.END_OF_REPLAY:
+    """The time a replay's notice names (a failed query's event time, a start or end
+    marker's `replay.started`) and its kept segment labels, each checked as an event's."""
+    if notice.reason not in _MARKERS:
         segment, time_ms = _placed(
             raw, record_timestamp_ms, segment_keys, max_value_bytes, use_event_time
         )

@@ -17,19 +17,27 @@ topic sees.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
 import orjson
 
+from monitor.ingest.events import ReplayEnd
 from monitor.ingest.intake import Taken
 from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
+from monitor.logs import fields
 from monitor.windows.engine import EventWindows, ScoredEvents
 from monitor.windows.samples import RankingSamples
 from monitor.windows.scored import Admission
 
 __all__ = ["Handoff", "OutcomeCounter", "RejectSink"]
+
+_log = logging.getLogger(__name__)
+
+_WARN_EVERY_S = 10.0
 
 
 class RejectSink(Protocol):
@@ -60,6 +68,7 @@ class Handoff:
         self.rejects = rejects
         self.counter = counter
         self.samples = samples  # one ranking per query, segment and pane (explanations)
+        self._warned_at = -_WARN_EVERY_S  # when a late replay was last logged (monotonic s)
 
     def deliver(self, taken: Taken) -> None:
         """Every record of the poll to its one outcome (the module docstring)."""
@@ -69,6 +78,8 @@ class Handoff:
                 self.rejects.reject(record, outcome, rejected.reason, rejected.detail)
             self.counter.count_outcome(outcome, rejected.reason)
             self.windows.record_consumed(record.partition, record.offset)
+        for _, started in taken.started:
+            self._start(started)
         for partition, ended in taken.ended:
             # Checked by the decoder: its id and labels within their byte limits, its start
             # no later than its record timestamp plus the clock skew.
@@ -81,6 +92,28 @@ class Handoff:
             # A replay's failed queries: counted as notices above; the windows count them as
             # the replay's failures (a late or repeated one is dropped, it has no ranking).
             self.windows.add_events(taken.failed)
+
+    def _start(self, started: ReplayEnd) -> None:
+        """A replay's start marker: it holds its windows open until it ends, unless they
+        closed before it started (its records will be late: say why, and the fix)."""
+        replay_ends, watermark = self.windows.replay_ends, self.windows.watermark_ms
+        if watermark is not None and replay_ends.closed(started.started_ms, watermark):
+            now = time.monotonic()
+            if now - self._warned_at >= _WARN_EVERY_S:  # a writer of markers cannot flood the log
+                self._warned_at = now
+                _log.warning(
+                    "a replay started in a window already closed: its records are late",
+                    extra=fields(
+                        replay=started.replay_id,
+                        started_ms=started.started_ms,
+                        watermark_ms=watermark,
+                        fix="start a manual replay while the scheduled one of its window "
+                        "runs, or in the next window (docs/operations.md, 'Several "
+                        "replayers')",
+                    ),
+                )
+            return
+        replay_ends.started(started.replay_id, started.started_ms)
 
     def _admit(self, scored: ScoredEvents, records: Sequence[SourceRecord]) -> None:
         """Hand the scored events to the windows; send on and count what they turn away."""

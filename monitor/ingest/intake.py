@@ -65,6 +65,8 @@ class Taken:
     failed: ScoredEvents | None = None
     # The end-of-replay markers among `rejected`, checked, with the partition each came on.
     ended: list[tuple[int, ReplayEnd]] = field(default_factory=list)
+    # The start-of-replay markers among `rejected`, checked, likewise.
+    started: list[tuple[int, ReplayEnd]] = field(default_factory=list)
 
 
 class Intake:
@@ -113,6 +115,16 @@ class Intake:
             for item in taken.rejected
             if item.reason == Reason.END_OF_REPLAY.value
             and (ended := self.decoder.replay_end(item.record.value, item.record.timestamp_ms))
+        ]
+        taken.started = [
+            (item.record.partition, started)
+            for item in taken.rejected
+            if item.reason == Reason.START_OF_REPLAY.value
+            and (
+                started := self.decoder.replay_end(
+                    item.record.value, item.record.timestamp_ms, start=True
+                )
+            )
         ]
         return taken
 

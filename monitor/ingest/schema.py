@@ -88,9 +88,10 @@ class Reason(Enum):
     BAD_EVENT_TIME = "bad_event_time"
     TOO_FAR_IN_FUTURE = "too_far_in_future"
     UNSUPPORTED_SCHEMA_VERSION = "unsupported_schema_version"
-    # With outcome="replay_notice": a replayed query the ranker did not answer, the end of
-    # a replay.
+    # With outcome="replay_notice": a replayed query the ranker did not answer, the start
+    # and the end of a replay.
     FAILED_QUERY = "failed_query"
+    START_OF_REPLAY = "start_of_replay"
     END_OF_REPLAY = "end_of_replay"
 
 

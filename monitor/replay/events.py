@@ -6,6 +6,9 @@
   windows, however long it takes) and whose `replay` object holds `id`.
 - A failed query: the same `event_id`, `query_id` and `segment`, no `ranking`, and `replay`
   holding `id`, `outcome` (`error` or `timeout`) and `reason`.
+- The start of a replay: on every partition of the topic, before its first query, `replay`
+  holding `id`, `start: true` and `started` (epoch ms), and `segment`: an open replay holds
+  its windows open at the monitor while other replayers end (`monitor.windows.replay_ends`).
 - The end of a replay: on every partition of the topic, `replay` holding `id`, `end: true`,
   `events` (how many of the replay's records that partition got before it), `queries` and
   `outcomes` (the whole replay's), `started` and `ended` (epoch ms), `aborted` (why its
@@ -13,7 +16,7 @@
   cancelled some of its queries; and `segment`, the replay's static labels. A cancelled query
   has no record: it is no failure of the ranker.
 
-Failed queries and end markers carry no `ranking`: the monitor counts them as
+Failed queries and markers carry no `ranking`: the monitor counts them as
 `outcome="replay_notice"`, never as invalid input; the windows count each failed query as
 the replay's failure (`WindowSummary.failed_queries`, the `replay_errors` alert condition).
 The markers are sent after every other record of the replay was stored, so a partition's
@@ -30,7 +33,7 @@ import orjson
 from monitor.replay.ranker import Answer
 from monitor.replay.topics import Query
 
-__all__ = ["end_marker", "query_event"]
+__all__ = ["end_marker", "query_event", "start_marker"]
 
 
 def query_event(
@@ -54,6 +57,21 @@ def query_event(
     else:
         event["replay"] = {"id": replay_id, "outcome": answer.outcome, "reason": answer.reason}
     return query.query_id.encode(), orjson.dumps(event)
+
+
+def start_marker(
+    replay_id: str, *, started_ms: int, segment: Mapping[str, str] | None = None
+) -> tuple[bytes, bytes]:
+    """(key, value) of the start-of-replay marker every partition gets before the replay's
+    first query: the monitor then holds the replay's windows open until its end markers
+    came, whatever other replayers end meanwhile."""
+    marker = {
+        "schema_version": 1,
+        "event_time": started_ms,
+        "segment": dict(segment or {}),
+        "replay": {"id": replay_id, "start": True, "started": started_ms},
+    }
+    return replay_id.encode(), orjson.dumps(marker)
 
 
 def end_marker(

@@ -28,6 +28,7 @@ class KafkaPublisher:
         self.producer = producer
         self.topic = topic
         self._futures: list[Any] = []
+        self._begun: list[Any] = []  # the start markers
 
     def send(self, key: bytes, value: bytes) -> None:
         try:
@@ -35,10 +36,25 @@ class KafkaPublisher:
         except KafkaError as error:
             raise PublishError(f"cannot publish to {self.topic}: {error}") from error
 
+    def begin(self, marker: tuple[bytes, bytes]) -> None:
+        """Send the start marker to every partition, ahead of the replay's records."""
+        try:
+            partitions = self.producer.partitions_for(self.topic) or set()
+            key, value = marker
+            for partition in sorted(partitions):
+                self._begun.append(
+                    self.producer.send(self.topic, key=key, value=value, partition=partition)
+                )
+        except KafkaError as error:
+            raise PublishError(f"cannot publish to {self.topic}: {error}") from error
+
     def end(self, marker: Callable[[int], tuple[bytes, bytes]]) -> None:
         futures, self._futures = self._futures, []
         try:
             self.producer.flush(timeout=_TIMEOUT_S)
+            begun, self._begun = self._begun, []
+            for future in begun:
+                future.get(timeout=_TIMEOUT_S)
             per_partition = Counter(f.get(timeout=_TIMEOUT_S).partition for f in futures)
             partitions = self.producer.partitions_for(self.topic) or set()
             ends = []

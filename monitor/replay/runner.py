@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
 
-from monitor.replay.events import end_marker, query_event
+from monitor.replay.events import end_marker, query_event, start_marker
 from monitor.replay.ranker import Answer
 from monitor.replay.topics import Query
 
@@ -68,6 +68,9 @@ class Publisher(Protocol):
     """Where a replay's records go (`monitor.replay.publish.KafkaPublisher`)."""
 
     def send(self, key: bytes, value: bytes) -> None: ...
+
+    def begin(self, marker: tuple[bytes, bytes]) -> None:
+        """Send the start marker to every partition, before any record of the replay."""
 
     def end(self, marker: Callable[[int], tuple[bytes, bytes]]) -> None:
         """Wait until every record sent is stored, then send `marker(records)` to every
@@ -235,6 +238,7 @@ def run_replay(
                     asker.interrupt()
                 return
 
+    publisher.begin(start_marker(replay_id, started_ms=report.started_ms, segment=segment))
     watcher = threading.Thread(target=cut_in_flight, name="replay-stop", daemon=True)
     watcher.start()
     try:

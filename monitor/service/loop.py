@@ -383,7 +383,7 @@ class Monitor:
         """Finalize, publish, export, alert, commit (see the module docstring)."""
         self._maybe_reload()
         quiet = self.clock.now_ms() if self._stream_quiet() else None
-        floor = self.windows.replay_ends.floor(self._owned)
+        floor = self.windows.replay_ends.floor(self._owned, self.windows.watermark_ms)
         summaries = self.checkpoint.finalize(quiet, floor)
         now, elapsed = self.clock.now_ms(), self._elapsed_ms()
         if self.judging is not None:

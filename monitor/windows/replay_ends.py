@@ -13,6 +13,20 @@ window's summary can name the replays it holds (`replays_in`): a marker carries 
 static segment labels, and a replay is in a segment's window when it started in the window
 and no label of the segment says otherwise.
 
+Several replayers may run at once (two rankers on one schedule, a manual `--once` beside
+it): a replay's start marker (sent on every partition before its first query) makes it
+open here, and the floor never passes the start of a window an open replay is in. The
+first replay to end therefore does not close the windows the slower one is still writing
+to: they close when the last replay in them ended. An open replay whose end never comes
+(its replayer was killed) stops holding the floor once the watermark passed its windows.
+
+    replays A (ranker v1) and B (v2) start 12:00:03   A ends 12:00:40, B ends 12:01:30
+    floor after A: none (B is open in [12:00, 12:10))  after B: 12:10:00
+
+A replay that starts in a window already closed (a manual `--once` after the scheduled
+replay of its window ended) is late there: `started` says so, and the service logs it with
+the fix.
+
 Without markers (live traffic, an older replayer) nothing changes: windows close on the
 watermark, or on processing time when the stream is quiet (`windows.idle_timeout`). A replay
 whose marker never comes (the replayer was killed mid-way) closes that way too, and its
@@ -51,6 +65,8 @@ class ReplayEnds:
 
     def __init__(self, spec: WindowSpec) -> None:
         self.spec = spec
+        self._open: dict[str, int] = {}  # replays whose start marker came: their start
+        self._reached: int | None = None  # the floor the ended replays allow, if held back
         self._endings: dict[str, _Ending] = {}
         self._ended: dict[str, _Ending] = {}  # replays whose markers all came, oldest first
 
@@ -73,6 +89,15 @@ class ReplayEnds:
         ending.partitions.add(partition)
         ending.stopped = ending.stopped or stopped
 
+    def started(self, replay_id: str, started_ms: int) -> None:
+        """The start marker of `replay_id` was read (on any partition): until it ends, the
+        floor stays before the windows holding `started_ms`."""
+        if replay_id in self._ended or replay_id in self._open:
+            return
+        if len(self._open) >= MAX_OPEN_REPLAYS:
+            del self._open[next(iter(self._open))]
+        self._open[replay_id] = started_ms
+
     def replays_in(
         self, start_ms: int, end_ms: int, segment: Segment, *, stopped: bool = False
     ) -> tuple[str, ...]:
@@ -87,22 +112,50 @@ class ReplayEnds:
             and (ending.stopped or not stopped)
         )
 
-    def floor(self, owned: frozenset[int]) -> int | None:
+    def floor(self, owned: frozenset[int], watermark_ms: int | None = None) -> int | None:
         """How far the watermark may move now: the end of the last window holding the start
-        of the newest replay whose marker every owned partition delivered (None: no such
-        replay). Those replays are forgotten: the watermark never moves back."""
+        of the newest replay whose marker every owned partition delivered, but never past
+        the first window holding the start of a replay still open (started, or ended on
+        some partitions only). None: no such replay, or an open one holds every window it
+        could close. Ended replays are forgotten here: the watermark never moves back.
+        `watermark_ms`: the watermark now; open replays whose windows it passed no longer
+        hold anything."""
         if not owned:
             return None
+        for replay_id in [r for r in self._open if r in self._endings]:
+            del self._open[replay_id]  # its end markers speak for it now
+        if watermark_ms is not None:
+            self._open = {
+                r: at for r, at in self._open.items() if not self.closed(at, watermark_ms)
+            }
+            self._endings = {
+                r: ending
+                for r, ending in self._endings.items()
+                if not self.closed(ending.started_ms, watermark_ms)
+            }
         over = [r for r, ending in self._endings.items() if owned <= ending.partitions]
-        if not over:
-            return None
         ended = [(r, self._endings.pop(r)) for r in over]
         for replay_id, ending in sorted(ended, key=lambda item: item[1].started_ms):
             if len(self._ended) >= MAX_OPEN_REPLAYS:
                 del self._ended[next(iter(self._ended))]
             self._ended[replay_id] = ending
-        started = max(ending.started_ms for _, ending in ended)
-        return self.spec.starts_of(started)[-1] + self.spec.size_ms
+        if ended:
+            started = max(ending.started_ms for _, ending in ended)
+            end = self.spec.starts_of(started)[-1] + self.spec.size_ms
+            self._reached = end if self._reached is None else max(self._reached, end)
+        if self._reached is None:
+            return None
+        floor = self._reached
+        holding = [*self._open.values(), *(e.started_ms for e in self._endings.values())]
+        if holding:
+            floor = min(floor, self.spec.starts_of(min(holding))[0])
+        else:
+            self._reached = None  # the watermark is there now: nothing more to hold
+        return floor
+
+    def closed(self, started_ms: int, watermark_ms: int) -> bool:
+        """Whether a replay starting at `started_ms` finds every window holding it closed."""
+        return self.spec.starts_of(started_ms)[-1] + self.spec.size_ms <= watermark_ms
 
     def __len__(self) -> int:
         return len(self._endings)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from monitor.checkpoint.share import WindowShare
+from monitor.checkpoint.share_reader import read_shares
 from monitor.cli import main
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker, free_port
@@ -28,6 +30,7 @@ from tests.end_to_end.test_replay_end_to_end import (
     wait_for_shares,
     wait_for_the_share,
 )
+from tests.support.bm25_ranker import Bm25Ranker, corpus
 from tests.support.hostile_ranker import HostileRanker
 from tests.support.realparts import monitor_thread, write_service_config
 from tests.support.recovery_support import wait_until
@@ -245,3 +248,60 @@ replay:
     assert len(report.rankings) == 20
     # A replay the topic does not hold: exit 1, one line.
     assert main([*args[:-1], "r-none", "--output", str(tmp_path / "none.run")]) == 1
+
+
+def test_two_rankers_replayed_on_one_schedule_each_fill_their_whole_window_none_late(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    # A real BM25 ranker (SQLite FTS5 over real text) as two releases on one cron tick,
+    # v2 slower. v1's end markers used to close the window for both: v2's records came
+    # after them and were late (its windows held 53-88 of 141 queries in the issue).
+    documents, texts, qrels = corpus()
+    topic = new_topic(3)
+    config = write_service_config(tmp_path, tansu, topic, qrels)
+    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    with (
+        Bm25Ranker(documents, v2_delay_s=0.03) as ranker,
+        monitor_thread(Monitor(load_config(config, environ={}))) as monitor,
+    ):
+        replayers, ports = [], []
+        for release in ("v1", "v2"):
+            port = free_port()
+            own = tmp_path / f"replay-{release}.yaml"
+            own.write_text(
+                config.read_text()
+                + f"""
+replay:
+  topics: {tmp_path / "topics.tsv"}
+  ranker: {{url: "{ranker.url(release)}", preset: json, timeout: 5s, concurrency: 1}}
+  segment: {{model: {release}}}
+  schedule: {{interval: 10s}}
+  metrics_port: {port}
+"""
+            )
+            replayers.append(scheduled_replayer(own))
+            ports.append(port)
+        try:
+            for port, replayer in zip(ports, replayers, strict=True):
+                wait_for_replays(port, replayer, replays=1)
+            wait_for_shares(tansu.bootstrap_servers, topic, 2)
+        finally:
+            for replayer in replayers:
+                replayer.send_signal(signal.SIGTERM)
+                replayer.communicate(timeout=30)
+        time.sleep(2.5)  # the monitor's tick after the last markers
+        outcomes = monitor.snapshot().outcomes
+    shares = [
+        record
+        for record in read_shares(
+            bootstrap_servers=tansu.bootstrap_servers, topic=f"{topic}.windows"
+        )
+        if isinstance(record, WindowShare)
+    ]
+    held = sorted(
+        (s.summary.segment[0][1], s.summary.queries, len(s.summary.replays)) for s in shares
+    )
+    print(f"\n(release, queries, replays) per window: {held}; asked: {dict(ranker.asked)}")
+    assert {release for release, _, _ in held} == {"v1", "v2"}
+    assert all(queries == len(texts) and replays == 1 for _, queries, replays in held)
+    assert outcomes.get("late") is None

@@ -129,9 +129,13 @@ class Published:
     def __init__(self) -> None:
         self.values: list[dict[str, Any]] = []
         self.marker: dict[str, Any] = {}
+        self.begun: dict[str, Any] = {}
 
     def send(self, key: bytes, value: bytes) -> None:
         self.values.append(orjson.loads(value))
+
+    def begin(self, marker: tuple[bytes, bytes]) -> None:
+        self.begun = orjson.loads(marker[1])["replay"]
 
     def end(self, marker: Callable[[int], tuple[bytes, bytes]]) -> None:
         self.marker = orjson.loads(marker(len(self.values))[1])["replay"]

@@ -214,7 +214,7 @@ def test_invalid_record_is_rejected_with_its_reason(value: bytes | None, reason:
 
 def test_every_reason_is_exercised_by_the_invalid_records() -> None:
     covered = {reason for _, reason in INVALID} | {Reason.TOO_LARGE}
-    notices = {Reason.FAILED_QUERY, Reason.END_OF_REPLAY}  # tested below
+    notices = {Reason.FAILED_QUERY, Reason.START_OF_REPLAY, Reason.END_OF_REPLAY}  # below
     assert covered == set(Reason) - notices
 
 
@@ -232,6 +232,13 @@ def test_a_replays_failed_query_and_end_are_notices_and_its_rankings_are_events(
     end = decode(orjson.dumps(marker))
     assert isinstance(end, Rejection)
     assert (end.outcome, end.reason) == (Outcome.REPLAY_NOTICE, Reason.END_OF_REPLAY)
+    begun = {"schema_version": 1, "replay": {"id": "r1", "start": True}}
+    unstarted = decode(orjson.dumps(begun))  # a start marker names its start too
+    assert isinstance(unstarted, Rejection) and unstarted.reason is Reason.BAD_EVENT_TIME
+    begun["replay"]["started"] = RECORD_MS - 1  # type: ignore[index]
+    start = decode(orjson.dumps(begun))
+    assert isinstance(start, Rejection)
+    assert (start.outcome, start.reason) == (Outcome.REPLAY_NOTICE, Reason.START_OF_REPLAY)
     ranked = decode(event(replay={"id": "r1"}))
     assert isinstance(ranked, RankingEvent)
     # Without the replay's id, or with neither an end nor an outcome, it is bad input.

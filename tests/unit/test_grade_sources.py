@@ -122,6 +122,9 @@ class NoPublisher:
     def send(self, key: bytes, value: bytes) -> None:
         raise AssertionError("nothing is replayed here")
 
+    def begin(self, marker: tuple[bytes, bytes]) -> None:
+        raise AssertionError("nothing is replayed here")
+
     def end(self, marker: Callable[[int], tuple[bytes, bytes]]) -> None:
         raise AssertionError("nothing is replayed here")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from monitor.config.loader import Config, load_config
-from monitor.replay.events import end_marker, query_event
+from monitor.replay.events import end_marker, query_event, start_marker
 from monitor.replay.ranker import Answer
 from monitor.replay.topics import Query
 from monitor.service import Monitor, MonitorIo
@@ -68,6 +68,12 @@ class Replays:
                 windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
             ),
         )
+
+    def begin(self, replay_id: str, started_ms: int, *, model: str = "v1") -> None:
+        """A replay's start markers, on both partitions."""
+        _, value = start_marker(replay_id, started_ms=started_ms, segment={"model": model})
+        for partition in (0, 1):
+            self.stream.append(partition, value, started_ms + 1)
 
     def replay(
         self,
@@ -270,3 +276,67 @@ def test_markers_of_replays_that_never_end_are_bounded() -> None:
     for n in range(MAX_OPEN_REPLAYS + 10):
         ends.add(f"r{n}", 0, n * 10_000)
     assert len(ends) == MAX_OPEN_REPLAYS
+
+
+def test_two_replayers_on_one_schedule_each_get_their_whole_window_whichever_ends_first(
+    replays: Replays,
+) -> None:
+    # One replayer's markers used to close the window for every segment: the slower
+    # replay's records came after and were late (53-88 of 141 queries kept in the issue).
+    replays.clock.advance(4_000)
+    replays.begin("r-v1", T0 + 3_000, model="v1")  # the same cron tick, two rankers
+    replays.begin("r-v2", T0 + 3_000, model="v2")
+    replays.replay("r-v1", T0 + 3_000, model="v1")  # v1 answers fast and ends
+    replays.run_for(3_000)
+    assert replays.published() == []  # v2 is still replaying into the window
+    replays.replay("r-v2", T0 + 3_000, model="v2")
+    replays.run_for(1_100)
+    shares = replays.producer.shares(f"{TOPIC}.windows")
+    whole = {s.summary.segment: (s.summary.queries, s.summary.replays) for s in shares}
+    assert whole == {
+        (("model", "v1"),): (len(QUERIES), ("r-v1",)),
+        (("model", "v2"),): (len(QUERIES), ("r-v2",)),
+    }
+    assert replays.monitor.snapshot().outcomes.get("late") is None
+
+
+def test_a_manual_replay_while_the_scheduled_one_runs_shares_its_window_and_nothing_is_late(
+    replays: Replays,
+) -> None:
+    replays.clock.advance(4_000)
+    replays.begin("scheduled", T0 + 3_000)
+    replays.begin("manual", T0 + 4_000, model="v2")
+    replays.replay("scheduled", T0 + 3_000)
+    replays.run_for(2_000)
+    replays.replay("manual", T0 + 4_000, model="v2")
+    replays.run_for(1_100)
+    assert sorted(q for _, q, _ in replays.published()) == [len(QUERIES)] * 2
+    assert replays.monitor.snapshot().outcomes.get("late") is None
+
+
+def test_a_replay_started_in_a_window_already_closed_is_named_in_a_warning_with_the_fix(
+    replays: Replays, caplog: pytest.LogCaptureFixture
+) -> None:
+    replays.clock.advance(4_000)
+    replays.begin("scheduled", T0 + 3_000)
+    replays.replay("scheduled", T0 + 3_000)
+    replays.run_for(1_100)  # its window closed at its end
+    replays.begin("manual", T0 + 6_000)
+    with caplog.at_level("WARNING", logger="monitor.ingest.handoff"):
+        replays.run_for(500)
+    [warning] = [r for r in caplog.records if "already closed" in r.getMessage()]
+    said = warning.__dict__["fields"]
+    assert said["replay"] == "manual" and "next window" in said["fix"]
+
+
+def test_an_open_replay_holds_the_floor_until_it_ends_or_the_watermark_passes_it() -> None:
+    ends = ReplayEnds(WindowSpec(size_ms=10_000, hop_ms=10_000, allowed_lateness_ms=0))
+    ends.started("slow", 13_000)
+    ends.add("fast", 0, 12_000)
+    assert ends.floor(frozenset({0})) == 10_000  # [10, 20) stays open for "slow"
+    ends.add("slow", 0, 13_000)
+    assert ends.floor(frozenset({0})) == 20_000
+    ends.started("killed", 23_000)
+    ends.add("next", 0, 24_000)
+    assert ends.floor(frozenset({0}), watermark_ms=25_000) == 20_000  # held by "killed"
+    assert ends.floor(frozenset({0}), watermark_ms=30_000) == 30_000  # its window passed
