@@ -19,7 +19,9 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import orjson
 import pytest
@@ -182,8 +184,10 @@ def scheduled_replayer(config: Path, **environ: str) -> subprocess.Popen[str]:
     )
 
 
-def wait_for_replays(port: int, process: subprocess.Popen[str], replays: int) -> str:
-    deadline = time.monotonic() + 60
+def wait_for_replays(
+    port: int, process: subprocess.Popen[str], replays: int, timeout_s: float = 60
+) -> str:
+    deadline = time.monotonic() + timeout_s
     text = ""
     while time.monotonic() < deadline:
         assert process.poll() is None, process.communicate()[1]
@@ -197,7 +201,7 @@ def wait_for_replays(port: int, process: subprocess.Popen[str], replays: int) ->
         if done and float(done[1]) >= replays:
             return text
         time.sleep(0.3)
-    raise AssertionError(f"fewer than {replays} replays in 60 s:\n{text}")
+    raise AssertionError(f"fewer than {replays} replays in {timeout_s:.0f} s:\n{text}")
 
 
 def test_a_misfired_replay_is_skipped_and_counted_and_the_schedule_goes_on(
@@ -272,3 +276,34 @@ def test_a_replayer_killed_mid_replay_leaves_a_window_the_idle_timeout_closes_wi
     whole = shares[-1].summary
     assert (whole.queries, whole.coverage, len(whole.replays)) == (30, 1.0, 1)
     assert whole.start_ms > half.summary.start_ms
+
+
+def test_a_cron_schedule_fires_at_its_minute_in_its_own_time_zone(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """Kathmandu is UTC+5:45: a cron read in UTC (or the host's zone) would fire hours off,
+    never within the wait. The replay's end marker says when it started."""
+    zone = ZoneInfo("Asia/Kathmandu")
+    now = datetime.now(zone)
+    due = (now + timedelta(minutes=1 if now.second < 50 else 2)).replace(second=0, microsecond=0)
+    topic = new_topic(2)
+    port = free_port()
+    with RankerServer(CORPUS, ModelVersion("v1", 0.8)) as ranker:
+        schedule = (
+            f'  schedule: {{cron: "{due.minute} {due.hour} * * *", timezone: Asia/Kathmandu, '
+            f"misfire_grace: 5s}}\n  metrics_port: {port}\n"
+        )
+        config = replay_config(tmp_path, tansu, topic, ranker.url, schedule)
+        with scheduled_replayer(config) as process:
+            wait_for_replays(port, process, replays=1, timeout_s=150)
+            process.send_signal(signal.SIGTERM)
+            _, errors = process.communicate(timeout=60)
+    assert process.returncode == 0, errors
+    [started] = {
+        orjson.loads(r.value)["replay"]["started"]
+        for r in read_topic(tansu.bootstrap_servers, topic)
+        if b'"end":true' in r.value
+    }
+    late_s = started / 1000 - due.timestamp()
+    print(f"\ndue {due.isoformat()}, started {late_s:+.2f} s after it")
+    assert 0 <= late_s < 5
