@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 import threading
 import time
 import uuid
@@ -13,6 +14,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import pytest
+from hypothesis import settings
+
+# In CI the property tests draw the same examples every run (each test's own seed): a
+# failure there is reproducible, not the luck of one draw. Locally they keep searching.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI") == "true":
+    settings.load_profile("ci")
 
 # kafka-python 3.0.12 loads its protocol schemas with importlib.resources.read_text/open_text,
 # deprecated since Python 3.11 (the legacy wrapper attributes the warning to importlib itself,

@@ -63,6 +63,7 @@ def test_the_t_interval_and_p_value_match_ttest_rel(data: tuple[list[float], lis
 @settings(max_examples=60, deadline=None)
 @given(pairs(2, 12))
 @example(([0.0, 0.0, 0.0], [0.0, 1.0, 1e-12]))  # a difference of 1e-12 is not a tie
+@example(([1.0, 1e-15], [0.5, 0.0]))  # one of 1e-15 beside 0.25 is (100 ulps, as scipy's)
 def test_the_exact_permutation_p_value_matches_scipy_enumeration(
     data: tuple[list[float], list[float]],
 ) -> None:
