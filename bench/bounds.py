@@ -1,11 +1,11 @@
-"""What the upper bound of nDCG@k costs the stream: scoring per ranking with and without it.
+"""What the bounds of nDCG@k cost the stream: scoring per ranking with and without them.
 
 The streaming monitor scores every event with `monitor_keys` (cutoffs 5, 10, 20; linear and
-exp gains). `ndcg_upper@k` is one of them since it was added, computed by its numpy function
-on the C path too (it has no kernel case). This scores the same rankings on the C path with
-the monitor's keys and with those keys less the upper bound, alternating, each side's best
-CPU time kept, and prints the cost per ranking and the ratio. Run it with the checkout's
-`.venv` on the installed package:
+exp gains), `ndcg_lower@k` and `ndcg_upper@k` among them: the least and the most nDCG@k over
+every grading of the unjudged documents (`monitor.scoring.bounds`, a kernel case each). This
+scores the same rankings on the C path with the monitor's keys and with those keys less the
+bounds, alternating, each side's best CPU time kept, and prints the cost per ranking and the
+ratio. Run it with the checkout's `.venv` on the installed package:
 
     .venv/bin/python bench/bounds.py [--rankings N] [--unjudged SHARE]
 """
@@ -71,12 +71,12 @@ def main() -> None:
         raise SystemExit("the C accelerators are not built: the stream's path is the C one")
     evaluation_set, queries, ranked = rankings(args.rankings, args.unjudged, args.seed)
     keys = monitor_keys((5, 10, 20), (LINEAR, EXP))
-    without = [key for key in keys if key.kind != "ndcg_upper"]
+    without = [key for key in keys if key.kind not in {"ndcg_upper", "ndcg_lower"}]
     sides = {
-        f"{len(without)} keys, no upper bound": coded(
-            Scorer(evaluation_set, without), queries, ranked
+        f"{len(without)} keys, no bounds": coded(Scorer(evaluation_set, without), queries, ranked),
+        f"{len(keys)} keys, with both bounds": coded(
+            Scorer(evaluation_set, keys), queries, ranked
         ),
-        f"{len(keys)} keys, with ndcg_upper": coded(Scorer(evaluation_set, keys), queries, ranked),
     }
     judged = Scorer(evaluation_set, [MeasureKey("judged", 10)]).score(queries, ranked)
     with_unjudged = float((judged[:, 0] < 1).mean())

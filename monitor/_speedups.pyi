@@ -151,10 +151,13 @@ def measure_codes(
     out: npt.NDArray[Any],
     tops: _Buffer = b"",
     top_depth: int = 0,
+    levels: _Buffer = b"",
+    n_levels: _Buffer = b"",
 ) -> None:
     """Fill `out` (rankings x columns, float64) with the measures of rankings given as grade
     codes (monitor/scoring/measure_kernel.h; the plan: monitor/scoring/plan.py). `tops`:
-    queries x gains x `top_depth` highest gains, for the upper bound of nDCG@k."""
+    queries x gains x `top_depth` highest gains, and `levels` (gains x 256, `n_levels` of
+    each row used: the scale's gains, highest first), for the bounds of nDCG@k."""
 
 def ideal_rows(
     offsets: _Buffer,

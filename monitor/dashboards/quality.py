@@ -85,15 +85,17 @@ def _bounds(spec: DashboardSpec) -> Panel:
         (
             Query(merged_mean("ndcg", common, own), f"{legend} nDCG (unjudged gain 0)"),
             Query(merged_mean("ndcg_condensed", common, own), f"{legend} condensed"),
+            Query(merged_mean("ndcg_lower", common, own), f"{legend} lower", bound=True),
             Query(merged_mean("ndcg_upper", common, own), f"{legend} upper", bound=True),
             *_corrected(spec, common, own, legend),
         ),
         description=(
-            "nDCG@k counts a document nobody judged as a miss: it is the lower bound. The "
-            "upper bound (dashed) judges every unjudged document of the top k as the query's "
-            "best one; the condensed list leaves them out. A drop that the upper bound and the "
-            "condensed list do not share comes from unjudged documents entering the top k: "
-            "judge them before calling it a regression. With the judging loop and a model "
+            "nDCG@k counts a document nobody judged as a miss. The bounds (dashed) are the "
+            "least and the most nDCG@k can be once the unjudged documents of the top k are "
+            "judged, whatever grades of the evaluation set they get; the condensed list leaves "
+            "them out. A drop that the upper bound and the condensed list do not share comes "
+            "from unjudged documents entering the top k: judge them before calling it a "
+            "regression. With the judging loop and a model "
             "judge, 'corrected by the audit' (drawn when judging.enabled) is nDCG@k corrected "
             "by the people's audit of the judge (PPI++; each instance's share of the queries, "
             "averaged)."

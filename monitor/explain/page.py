@@ -220,16 +220,16 @@ def _coverage_words(kept: KeptWindow, headline: str) -> str:
 def _bound_words(means: Mapping[str, float], headline: str) -> list[str]:
     """The headline nDCG between its bounds, when the window has them."""
     kind, at, rest = headline.partition("@")
-    upper, condensed = f"ndcg_upper@{rest}", f"ndcg_condensed@{rest}"
-    if kind != "ndcg" or not at or upper not in means or condensed not in means:
+    keys = [f"ndcg_lower@{rest}", f"ndcg_upper@{rest}", f"ndcg_condensed@{rest}"]
+    if kind != "ndcg" or not at or not all(key in means for key in keys):
         return []
-    low, high, middle = means[headline], means[upper], means[condensed]
-    if not all(math.isfinite(v) for v in (low, high, middle)) or high <= low:
+    value, (low, high, middle) = means[headline], (means[key] for key in keys)
+    if not all(math.isfinite(v) for v in (value, low, high, middle)) or high <= low:
         return []
     return [
-        f"{html.escape(headline)} is {low:.3f} with them as misses, {middle:.3f} without them "
-        f"(condensed), and at most {high:.3f} were each as good as its query's best judged "
-        "document: a drop inside that band may be documents nobody judged yet."
+        f"{html.escape(headline)} is {value:.3f} with them as misses, {middle:.3f} without "
+        f"them (condensed); judged, whatever grades they get, it would be between {low:.3f} "
+        f"and {high:.3f}: a drop inside that band may be documents nobody judged yet."
     ]
 
 

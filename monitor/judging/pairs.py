@@ -1,16 +1,15 @@
 """What most needs judging: the unjudged (query, document) pairs of finalized windows, by how
 much a grade would narrow the window's bounds, each asked for once, within a budget an hour.
 
-A window's mean nDCG@k lies between its lower bound (an unjudged document gains 0: the
-`ndcg@k` rankmon reports) and its upper bound (`ndcg_upper@k`: each unjudged document of the
-top k judged as its query's best). Query q's gap is `ndcg_upper@k(q) - ndcg@k(q)`; it is spread
+A window's nDCG@k counts an unjudged document as gaining 0; judged, it may rise as far as
+`ndcg_upper@k`, the most nDCG@k any grading of the unjudged documents of the top k gives
+(`monitor.scoring.bounds`). Query q's gap is `ndcg_upper@k(q) - ndcg@k(q)`: how much its
+unjudged documents could still add. It is spread
 over the unjudged documents of q's top k in proportion to their rank discount
 `1 / log2(rank + 1)`, the weight each has in the DCG, and divided by the window's queries. A
-pair's `priority` is that share: how far judging it would close the window's band, at most
-(a document judged the query's best closes nothing, one judged 0 closes all of its share).
+pair's `priority` is that share: how much judging it could move the window's mean, at most.
 It is the largest over the windows it was seen in. An unjudged document of a query whose gap
-is 0 (nothing relevant judged for it yet: its upper bound is 0 too) is asked for all the
-same, with priority 0, after every pair with a share: the priority orders, never excludes.
+is 0 is asked for all the same, with priority 0, after every pair with a share: the priority orders, never excludes.
 
 The ranking looked at is the window's sampled one per query (`monitor.windows.samples`: the
 first ranking of the query served in the window, per segment); `served` counts the windows

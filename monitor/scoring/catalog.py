@@ -8,7 +8,8 @@ summaries, alert rules and Prometheus labels:
 | `ndcg@10:linear` | `ndcg_cut_10`  | nDCG cut at 10 with the named gain           |
 | `ndcg:exp`       | `ndcg`         | nDCG without cutoff                          |
 | `ndcg_condensed@10:linear` | -    | nDCG@10 of the ranking without its unjudged documents |
-| `ndcg_upper@10:linear` | -        | its upper bound: unjudged documents at the top grade |
+| `ndcg_lower@10:linear` | -        | the least nDCG@10 any grading of its unjudged top 10 gives |
+| `ndcg_upper@10:linear` | -        | the most nDCG@10 any grading of its unjudged top 10 gives |
 | `dcg@10:linear`  | -              | DCG cut at 10                                |
 | `precision@5`    | `P_5`          | precision at 5                               |
 | `recall@10`      | `recall_10`    | recall at 10                                 |
@@ -44,6 +45,7 @@ from monitor.scoring.columns import (
     judged,
     ndcg,
     ndcg_condensed,
+    ndcg_lower,
     ndcg_upper,
     num_rel,
     num_rel_ret,
@@ -179,15 +181,21 @@ KIND_TABLE: Final = (
         ideal=True, full_ranking=True, past_cutoff=True, stream=True, quality=True,
         gauge=f"Condensed-list nDCG@k (unjudged documents removed, Sakai's nDCG') {_MEAN}",
     ),
-    # The upper bound of nDCG@k (nDCG@k itself, an unjudged document gaining 0, is the lower):
-    # every unjudged document of the top k given the query's highest grade, the ideal DCG
-    # recomputed with them. Lower, condensed and upper together say how much of a change
-    # the unjudged documents could explain.
+    # The bounds of nDCG@k: its least and its most over every grading of the unjudged
+    # documents of the top k with the evaluation set's grades (monitor.scoring.bounds).
+    # Lower, condensed and upper together say how much of a change the unjudged documents
+    # could explain.
     MeasureKind(
         "ndcg_upper", True, True, ndcg_upper, code=14, own_family="ndcg_upper", top=True,
         stream=True, quality=True,
-        gauge=f"Upper bound of nDCG@k (unjudged documents of the top k at the query's highest "
-        f"grade) {_MEAN}",
+        gauge=f"Upper bound of nDCG@k (the most any grading of the unjudged documents of the "
+        f"top k gives) {_MEAN}",
+    ),
+    MeasureKind(
+        "ndcg_lower", True, True, ndcg_lower, code=15, own_family="ndcg_lower", top=True,
+        stream=True, quality=True,
+        gauge=f"Lower bound of nDCG@k (the least any grading of the unjudged documents of the "
+        f"top k gives) {_MEAN}",
     ),
 )  # fmt: skip
 KINDS: Final[dict[str, MeasureKind]] = {kind.name: kind for kind in KIND_TABLE}

@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
+from monitor.scoring.bounds import Graded, ndcg_lower_of, ndcg_upper_of
 from monitor.scoring.gain import Gain
 
 __all__ = [
@@ -42,6 +43,7 @@ __all__ = [
     "judged",
     "ndcg",
     "ndcg_condensed",
+    "ndcg_lower",
     "ndcg_upper",
     "num_rel",
     "num_rel_ret",
@@ -52,6 +54,7 @@ __all__ = [
     "r_precision",
     "recall",
     "reciprocal_rank",
+    "scale_levels",
     "success",
     "top_gains",
 ]
@@ -90,16 +93,26 @@ class CodeTables:
     gains: dict[Gain, Floats]
     relevant: Flags
     judged: Flags
+    scale: Int64s  # the evaluation set's grades: what an unjudged document may get (bounds)
 
     @classmethod
-    def of(cls, grades: Int64s, gains: Sequence[Gain], relevance_level: int) -> CodeTables:
-        """Tables for the code -> grade array `grades` (NO_GRADE: not in the evaluation set)."""
+    def of(
+        cls,
+        grades: Int64s,
+        gains: Sequence[Gain],
+        relevance_level: int,
+        scale: Sequence[int] | None = None,
+    ) -> CodeTables:
+        """Tables for the code -> grade array `grades` (NO_GRADE: not in the evaluation set);
+        `scale`: the evaluation set's grades (default: those of `grades`)."""
+        judged = grades != NO_GRADE
         return cls(
             grades=grades,
             gains={gain: gain_values(gain, grades) for gain in gains},
             # max(.., 0): a negative grade is never relevant (docs/metric-conventions.md V1).
             relevant=grades >= max(relevance_level, 0),
-            judged=grades != NO_GRADE,
+            judged=judged,
+            scale=grades[judged] if scale is None else np.asarray(scale, dtype=np.int64),
         )
 
 
@@ -376,38 +389,58 @@ def ndcg_condensed(
     return _ratio(ranked.condensed_dcg(gain, cutoffs), ranked.ideal(gain, cutoffs), when_zero)
 
 
+def ndcg_lower(
+    ranked: RankedMatrix, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
+) -> Floats:
+    """The least nDCG@k over every grading of the unjudged documents of the top k with the
+    evaluation set's grades (`monitor.scoring.bounds`; docs/metrics.md, "Bounds")."""
+    return _bound(ranked, gain, cutoffs, idcg_zero, ndcg_lower_of)
+
+
 def ndcg_upper(
     ranked: RankedMatrix, gain: Gain, cutoffs: list[int | None], idcg_zero: IdcgZero
 ) -> Floats:
-    """The upper bound of nDCG@k: nDCG@k as if every unjudged document in the top k gained
-    what the query's best judged document gains (its highest grade's, for the linear and exp
-    gains), over the ideal DCG of the query's judgments plus those documents (docs/metrics.md,
-    "Bounds"). With every document of the top k judged it is nDCG@k."""
+    """The most nDCG@k over every grading of the unjudged documents of the top k with the
+    evaluation set's grades (`monitor.scoring.bounds`; docs/metrics.md, "Bounds")."""
+    return _bound(ranked, gain, cutoffs, idcg_zero, ndcg_upper_of)
+
+
+def scale_levels(tables: CodeTables, gain: Gain) -> list[float]:
+    """The gains an unjudged document may get once judged: those of the grades the
+    evaluation set uses and of grade 0, highest first, each once."""
+    grades = np.append(tables.scale, 0)
+    return sorted({float(g) for g in gain_values(gain, grades)}, reverse=True)
+
+
+def _bound(
+    ranked: RankedMatrix,
+    gain: Gain,
+    cutoffs: list[int | None],
+    idcg_zero: IdcgZero,
+    bound: Callable[[Graded], float],
+) -> Floats:
     if ranked.queries.top is None or gain not in ranked.queries.top:
-        raise ValueError("ndcg_upper needs the queries' highest gains (QueryIdeals.top)")
+        raise ValueError("nDCG's bounds need the queries' highest gains (QueryIdeals.top)")
     highest = ranked.queries.top[gain]
-    depth_kept = int(highest.shape[1])
-    when_zero = 0.0 if idcg_zero == "zero" else np.nan
-    codes = ranked.head_codes
-    head = int(codes.shape[1])
+    when_zero = 0.0 if idcg_zero == "zero" else math.nan
+    levels = scale_levels(ranked.tables, gain)
+    head = ranked.head
+    codes = ranked.head_codes.tolist()
+    gain_of = ranked.tables.gains[gain].tolist()
+    judged = ranked.tables.judged.tolist()
+    lengths = ranked.lengths.tolist()
     out = np.zeros((ranked.rows, len(cutoffs)), dtype=np.float64)
-    best = highest[:, :1] if depth_kept else np.zeros((ranked.rows, 1))
-    present = np.arange(head) < ranked.lengths[:, None]
-    unjudged = present & ~ranked.tables.judged[codes]
-    filled = np.where(unjudged, best, ranked.tables.gains[gain][codes])
-    # Summed in rank order, as nDCG's DCG and ideal DCG are (trec_eval's order).
-    dcg = ranked.at(np.cumsum(filled / discounts(head), axis=1), cutoffs)
-    added = ranked.at(np.cumsum(unjudged, axis=1), cutoffs)
     for column, k in enumerate(cutoffs):
-        depth = head if k is None else k
-        shifted = np.arange(depth)[None, :] - added[:, column : column + 1]
-        taken = np.zeros(shifted.shape)
-        if depth_kept:
-            inside = np.clip(shifted, 0, depth_kept - 1)
-            taken = np.where(shifted < depth_kept, np.take_along_axis(highest, inside, 1), 0.0)
-        ideal_gains = np.where(shifted < 0, best, taken)
-        ideal = np.cumsum(ideal_gains / discounts(depth), axis=1)[:, -1]
-        out[:, column] = _ratio(dcg[:, column], ideal, when_zero)
+        if k is None:
+            raise ValueError("nDCG's bounds need a cutoff")
+        rank_discounts = discounts(head).tolist()
+        ideal_discounts = discounts(k).tolist()
+        for row in range(ranked.rows):
+            end = min(k, lengths[row], head)
+            gains = [gain_of[code] if judged[code] else None for code in codes[row][:end]]
+            top = highest[row].tolist()
+            graded = Graded(gains, top, levels, k, rank_discounts, ideal_discounts, when_zero)
+            out[row, column] = bound(graded)
     return out
 
 

@@ -130,6 +130,16 @@ class EvaluationSet:
         return tuple(grades) if len(grades) <= MAX_CODES else None
 
     @cached_property
+    def grade_scale(self) -> tuple[int, ...]:
+        """Every distinct grade the set gives, ascending, however many: with grade 0, the
+        grades an unjudged document may get once judged (`monitor.scoring.bounds`)."""
+        grades = self.code_grades
+        if grades is None:
+            given = chain.from_iterable(docs.values() for docs in self._grades.values())
+            grades = tuple(sorted(set(given)))
+        return grades
+
+    @cached_property
     def grade_codes(self) -> dict[int, int] | None:
         """Grade -> its one-byte code (1..255), the inverse of `code_grades`; None with more
         than 255 grades."""

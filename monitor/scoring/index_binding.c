@@ -7,6 +7,8 @@
 #include "measure_kernel.h"
 #include "qrels_scan.h"
 
+#include <stdlib.h>
+
 static void index_dealloc(JudgmentIndex *self) {
     rm_judgments_free(&self->j);
     Py_XDECREF(self->query_objects);
@@ -684,19 +686,22 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
     static char *keywords[] = {"codes",     "taken",   "lengths", "rows",     "kinds",
                                "gain_of",   "cutoffs", "ideal_of", "gains",   "relevant",
                                "judged",    "discounts", "ideals", "n_ideals", "num_rel",
-                               "when_zero", "out",     "tops",    "top_depth", NULL};
+                               "when_zero", "out",     "tops",    "top_depth", "levels",
+                               "n_levels",  NULL};
     Py_buffer codes = {0}, taken = {0}, lengths = {0}, rows = {0}, kinds = {0}, gain_of = {0};
     Py_buffer cutoffs = {0}, ideal_of = {0}, gains = {0}, relevant = {0}, judged = {0};
     Py_buffer discounts = {0}, ideals = {0}, num_rel = {0}, out = {0}, tops = {0};
+    Py_buffer levels = {0}, n_levels = {0};
     Py_ssize_t n_ideals, top_depth = 0;
     double when_zero;
     PyObject *result = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs,
-                                     "y*y*y*y*y*y*y*y*y*y*y*y*y*ny*dw*|y*n:measure_codes", keywords,
+                                     "y*y*y*y*y*y*y*y*y*y*y*y*y*ny*dw*|y*ny*y*:measure_codes",
+                                     keywords,
                                      &codes, &taken,
                           &lengths, &rows, &kinds, &gain_of, &cutoffs, &ideal_of, &gains,
                           &relevant, &judged, &discounts, &ideals, &n_ideals, &num_rel,
-                          &when_zero, &out, &tops, &top_depth)) {
+                          &when_zero, &out, &tops, &top_depth, &levels, &n_levels)) {
         return NULL;
     }
     Py_ssize_t n = taken.len / 8, columns = kinds.len / 4, queries = num_rel.len / 8;
@@ -712,8 +717,17 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
         check_buffer(&num_rel, 8, queries, "num_rel") < 0 || n_ideals < 0 ||
         check_buffer(&ideals, 8, queries * n_ideals, "ideals") < 0 ||
         check_buffer(&out, 8, n * columns, "out") < 0 || top_depth < 0 ||
-        (top_depth && check_buffer(&tops, 8, queries * n_gains * top_depth, "tops") < 0)) {
+        (top_depth && check_buffer(&tops, 8, queries * n_gains * top_depth, "tops") < 0) ||
+        (top_depth && check_buffer(&levels, 8 * RM_CODES, n_gains, "levels") < 0) ||
+        (top_depth && check_buffer(&n_levels, 4, n_gains, "n_levels") < 0)) {
         goto done;
+    }
+    for (Py_ssize_t g = 0; top_depth && g < n_gains; g++) {
+        int32_t count = ((const int32_t *)n_levels.buf)[g];
+        if (count < 0 || count > RM_CODES) {
+            PyErr_Format(PyExc_ValueError, "n_levels: %d levels for gain %zd", (int)count, g);
+            goto done;
+        }
     }
     const int64_t *taken_of = taken.buf, *length_of = lengths.buf, *row_of = rows.buf;
     const int32_t *kind_of = kinds.buf, *gain_index = gain_of.buf, *ideal_index = ideal_of.buf;
@@ -723,9 +737,10 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
             PyErr_Format(PyExc_ValueError, "unknown measure kind %d", (int)kind_of[c]);
             goto done;
         }
-        int dcg = kind_of[c] == RM_NDCG || kind_of[c] == RM_DCG || kind_of[c] == RM_NDCG_UPPER;
+        int bound = kind_of[c] == RM_NDCG_UPPER || kind_of[c] == RM_NDCG_LOWER;
+        int dcg = kind_of[c] == RM_NDCG || kind_of[c] == RM_DCG || bound;
         if ((dcg && (gain_index[c] < 0 || gain_index[c] >= n_gains)) ||
-            (kind_of[c] == RM_NDCG_UPPER && (cutoff_of[c] < 1 || cutoff_of[c] > top_depth)) ||
+            (bound && (cutoff_of[c] < 1 || cutoff_of[c] > top_depth)) ||
             (kind_of[c] == RM_NDCG && (ideal_index[c] < 0 || ideal_index[c] >= n_ideals)) ||
             ((kind_of[c] == RM_PRECISION || kind_of[c] == RM_JUDGED) && cutoff_of[c] < 1)) {
             PyErr_Format(PyExc_ValueError, "column %zd: bad gain, ideal or cutoff", c);
@@ -763,6 +778,8 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
         .when_zero = when_zero,
         .tops = top_depth ? tops.buf : NULL,
         .top_depth = (size_t)top_depth,
+        .levels = top_depth ? levels.buf : NULL,
+        .n_levels = top_depth ? n_levels.buf : NULL,
     };
     size_t slots = (size_t)(head ? head : 1);
     rm_scratch scratch = {
@@ -770,7 +787,8 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
         .rel = PyMem_Malloc(sizeof(int64_t) * slots),
         .judged = PyMem_Malloc(sizeof(int64_t) * slots),
     };
-    if (scratch.dcg == NULL || scratch.rel == NULL || scratch.judged == NULL) {
+    if (scratch.dcg == NULL || scratch.rel == NULL || scratch.judged == NULL ||
+        rm_bounds_scratch(&scratch, &plan) < 0) {
         PyErr_NoMemory();
     } else {
         const uint8_t *at = codes.buf;
@@ -788,9 +806,12 @@ static PyObject *measure_codes(PyObject *module, PyObject *args, PyObject *kwarg
     PyMem_Free(scratch.dcg);
     PyMem_Free(scratch.rel);
     PyMem_Free(scratch.judged);
+    free(scratch.filled);
 done:
     PyBuffer_Release(&codes);
     PyBuffer_Release(&tops);
+    PyBuffer_Release(&levels);
+    PyBuffer_Release(&n_levels);
     PyBuffer_Release(&taken);
     PyBuffer_Release(&lengths);
     PyBuffer_Release(&rows);

@@ -47,7 +47,8 @@ enum {
     RM_MAP_CUT = 12,
     RM_NDCG_CONDENSED = 13,
     RM_NDCG_UPPER = 14,
-    RM_KINDS = 15
+    RM_NDCG_LOWER = 15,
+    RM_KINDS = 16
 };
 
 #define RM_CODES 256
@@ -69,7 +70,9 @@ typedef struct {
     const int64_t *num_rel; /* per query */
     double when_zero;       /* nDCG of a query whose IDCG is 0: 0 or NaN */
     const double *tops;     /* queries x n_gains x top_depth: highest gains, highest first */
-    size_t top_depth;       /* 0: no RM_NDCG_UPPER column */
+    size_t top_depth;       /* 0: no RM_NDCG_UPPER or RM_NDCG_LOWER column */
+    const double *levels;   /* n_gains x RM_CODES: the scale's gains, highest first */
+    const int32_t *n_levels; /* per gain rule: entries of its `levels` row */
 } rm_measure_plan;
 
 /* Scratch for one ranking: prefix sums over the head. */
@@ -77,7 +80,34 @@ typedef struct {
     double *dcg;     /* n_gains x head */
     int64_t *rel;    /* head */
     int64_t *judged; /* head */
+    /* The bounds of nDCG@k (k <= top_depth = K; tiers: the scale's gains and the query's
+       other judged gains, T <= RM_CODES + K of them); NULL without them. */
+    double *filled;   /* K */
+    double *extra;    /* K */
+    double *by_rank;  /* K + 1 */
+    double *after;    /* K + 1 */
+    double *here;     /* K + 1 */
+    double *tiers;    /* T */
+    size_t *unjudged; /* K */
+    size_t *chosen;   /* T x (K + 1) */
+    size_t *counts;   /* T */
+    size_t *best;     /* T */
+    size_t *above;    /* T */
+    size_t *at;       /* T */
+    uint8_t *assignable; /* T */
+    double *place;    /* K + 1: prefix sums of 1 / discount(i), the same for every ranking */
+    double *weights;  /* head: 1 / discounts[i] */
+    /* Both bounds of each (gain, k) once computed in the row: its lower and upper columns. */
+    size_t memos;
+    size_t *memo_g;      /* columns */
+    int64_t *memo_k;     /* columns */
+    double *memo_value;  /* 2 x columns: lower, upper */
 } rm_scratch;
+
+/* The scratch of the bounds for cutoffs up to `plan->top_depth` (0: none), in one allocation
+   (`malloc`; free `filled`), with the tables every ranking shares. Returns -1 when out of
+   memory. */
+int rm_bounds_scratch(rm_scratch *scratch, const rm_measure_plan *plan);
 
 /* One ranking's row of `plan->columns` values. `codes` has `taken` entries (the ranking's first
    documents, maybe fewer than `length`, its full length); `query` indexes ideals/num_rel. */

@@ -32,6 +32,7 @@ from monitor.scoring.columns import (
     RankedCodes,
     discounts,
     pad_codes,
+    scale_levels,
 )
 from monitor.scoring.engines import in_c, measure_matrix
 from monitor.scoring.gain import LINEAR, Gain
@@ -57,6 +58,8 @@ class KernelTables:
     spec_cutoff: Int64s  # per IDCG column: k, or -1 for the whole ideal ranking
     gain_order: npt.NDArray[np.uint8]  # (gains, 256): per gain, the codes by gain, highest first
     codes: int  # codes in use (the rest of each gain_order row is padding)
+    levels: Floats  # (gains, 256): per gain, the scale's gains, highest first (bounds of nDCG)
+    n_levels: npt.NDArray[np.int32]  # per gain: entries of its `levels` row
 
     @classmethod
     def of(cls, tables: CodeTables, specs: tuple[IdealSpec, ...]) -> KernelTables:
@@ -71,6 +74,12 @@ class KernelTables:
         relevant[:codes] = tables.relevant
         judged = np.zeros(_CODES, dtype=np.uint8)
         judged[:codes] = tables.judged
+        levels = np.zeros((len(gain_list), _CODES), dtype=np.float64)
+        n_levels = np.zeros(len(gain_list), dtype=np.int32)
+        for row, gain in enumerate(gain_list):
+            scale = scale_levels(tables, gain)
+            levels[row, : len(scale)] = scale
+            n_levels[row] = len(scale)
         return cls(
             gain_list=gain_list,
             gains=gains,
@@ -81,6 +90,8 @@ class KernelTables:
             spec_cutoff=np.array([-1 if k is None else k for _, k in specs], dtype=np.int64),
             gain_order=_gain_order(gains, codes),
             codes=codes,
+            levels=levels,
+            n_levels=n_levels,
         )
 
     def ideal_rows(
@@ -312,6 +323,8 @@ class MeasurePlan:
             out=out,
             tops=b"" if tops is None else tops,
             top_depth=0 if tops is None else int(tops.shape[2]),
+            levels=self.tables.levels,
+            n_levels=self.tables.n_levels,
         )
 
 

@@ -176,7 +176,8 @@ class Scorer:
 
     def _code_tables(self) -> CodeTables:
         table = np.array(self._code_grades, dtype=np.int64)
-        return CodeTables.of(table, self._gains, self.relevance_level)
+        scale = self.evaluation_set.grade_scale
+        return CodeTables.of(table, self._gains, self.relevance_level, scale)
 
     def score(
         self,
@@ -373,7 +374,8 @@ class Scorer:
             for grade in map(grades.get, r[:width], repeat(NO_GRADE))
         ]
         codes, table = RankedCodes.from_grades(flat, width, rankings)
-        tables = CodeTables.of(table, self._gains, self.relevance_level)
+        scale = self.evaluation_set.grade_scale
+        tables = CodeTables.of(table, self._gains, self.relevance_level, scale)
         return measure_matrix(self.keys, codes, tables, ideals, self.idcg_zero)
 
 

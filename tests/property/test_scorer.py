@@ -23,7 +23,8 @@ KEYS = [
     *(MeasureKey(kind, k, gain) for kind in ("ndcg", "dcg") for k in CUTOFFS
       for gain in (LINEAR, EXP, CUSTOM)),
     *(MeasureKey("ndcg_condensed", k, gain) for k in CUTOFFS for gain in (LINEAR, EXP, CUSTOM)),
-    *(MeasureKey("ndcg_upper", k, gain) for k in CUTOFFS for gain in (LINEAR, EXP, CUSTOM)),
+    *(MeasureKey(kind, k, gain) for kind in ("ndcg_lower", "ndcg_upper") for k in CUTOFFS
+      for gain in (LINEAR, EXP, CUSTOM)),
     *(MeasureKey(kind, None, gain) for kind in ("ndcg", "ndcg_condensed")
       for gain in (LINEAR, EXP, CUSTOM)),
     *(MeasureKey(kind, k) for kind in ("precision", "recall", "judged", "success", "map_cut")
@@ -36,15 +37,21 @@ DOCS = [f"d{i}" for i in range(14)]
 class Reference:
     """One ranking scored by the oracle, the way the batch engine must score it."""
 
-    def __init__(self, known: Mapping[str, int], extra: Mapping[str, int | None] | None) -> None:
+    def __init__(
+        self,
+        known: Mapping[str, int],
+        extra: Mapping[str, int | None] | None,
+        scale: Sequence[int] = (),
+    ) -> None:
         new = {d: g for d, g in (extra or {}).items() if g is not None and d not in known}
         self.judgments = {**new, **known}
+        self.scale = scale  # the evaluation set's grades
 
     def score(self, ranking: Sequence[str], key: MeasureKey, level: int, idcg_zero: str) -> float:
         grades = [self.judgments.get(doc) for doc in ranking]
         return oracle.value(
             key.kind, grades, self.judgments.values(), k=key.k, gain=key.gain, level=level,
-            idcg_zero=idcg_zero,  # type: ignore[arg-type]
+            idcg_zero=idcg_zero, scale=self.scale,  # type: ignore[arg-type]
         )  # fmt: skip
 
 
@@ -62,7 +69,11 @@ def assert_matches_reference(
     scores = scorer.score(query_ids, rankings, extras)
     assert scores.shape == (len(rankings), len(keys))
     for i, (qid, ranking) in enumerate(zip(query_ids, rankings, strict=True)):
-        reference = Reference(evaluation_set.grades(qid), None if extras is None else extras[i])
+        reference = Reference(
+            evaluation_set.grades(qid),
+            None if extras is None else extras[i],
+            evaluation_set.grade_scale,
+        )
         for j, key in enumerate(keys):
             expected = reference.score(ranking, key, level, idcg_zero)
             got = float(scores[i, j])

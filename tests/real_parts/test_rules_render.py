@@ -32,7 +32,7 @@ def alert_names(rules_file: Path) -> list[str]:
     return [rule["alert"] for rule in rules["groups"][1]["rules"]]
 
 
-@pytest.mark.parametrize(("options", "rules"), [((), 30), (("--ungated-drop",), 31)])
+@pytest.mark.parametrize(("options", "rules"), [((), 32), (("--ungated-drop",), 33)])
 def test_rendered_rules_pass_promtool_check(
     tmp_path: Path, promtool: Promtool, options: tuple[str, ...], rules: int
 ) -> None:

@@ -18,6 +18,7 @@ and by the vectorised engine in `monitor.scoring.scorer`, which must give the sa
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 
@@ -31,8 +32,8 @@ __all__ = [
     "ideal_dcg",
     "judged",
     "ndcg",
+    "ndcg_bounds",
     "ndcg_condensed",
-    "ndcg_upper",
     "precision",
     "r_precision",
     "recall",
@@ -187,23 +188,47 @@ def ndcg_condensed(
     return ndcg([g for g in grades if g is not None], ideal_grades, k, gain, idcg_zero)
 
 
-def ndcg_upper(
+def ndcg_bounds(
     grades: Grades,
     ideal_grades: Iterable[int],
+    scale: Iterable[int],
     k: int,
+    *,
     gain: Gain = LINEAR,
     idcg_zero: IdcgZero = "zero",
-) -> float:
-    """The upper bound of nDCG@k: nDCG@k with every unjudged document of the first k given
-    the grade of the query's best judged document (the highest gain; for linear and exp the
-    highest grade), over the ideal DCG of the query's grades plus one such grade per filled
-    document; what trec_eval's ndcg_cut_k gives on qrels filled that way."""
+    every_grading: bool = False,
+) -> tuple[float, float]:
+    """(least, most) nDCG@k over every grading of the unjudged documents of the first k with
+    the grades of `scale` and 0, each graded document entering the ideal too.
+
+    By default each multiset of grades is tried twice, highest grades at the best ranks and
+    at the worst (for a fixed multiset the ideal DCG is fixed, and the rearrangement
+    inequality puts the extremes of the DCG there); `every_grading` tries every assignment
+    ((grades + 1)^u of them, for small u). Undefined values (IDCG 0 under "exclude") are
+    left out; NaN if every one is."""
     ideal = list(ideal_grades)
-    best = max(ideal, key=gain.of, default=0)
     top = list(grades[:k])
-    filled = [best if g is None else g for g in top]
-    added = [best] * sum(g is None for g in top)
-    return ndcg(filled, ideal + added, k, gain, idcg_zero)
+    unjudged = [i for i, g in enumerate(top) if g is None]
+    by_gain: dict[float, int] = {}
+    for grade in sorted({*scale, 0}):
+        by_gain.setdefault(gain.of(grade), grade)  # one grade per gain
+    choices = sorted(by_gain.values(), key=gain.of, reverse=True)
+    if every_grading:
+        orders: Iterable[tuple[int, ...]] = itertools.product(choices, repeat=len(unjudged))
+    else:
+        orders = (
+            order
+            for chosen in itertools.combinations_with_replacement(choices, len(unjudged))
+            for order in (chosen, chosen[::-1])
+        )
+    values = []
+    for order in orders:
+        filled: list[int | None] = list(top)
+        for rank, grade in zip(unjudged, order, strict=True):
+            filled[rank] = grade
+        values.append(ndcg(filled, ideal + list(order), k, gain, idcg_zero))
+    defined = [v for v in values if not math.isnan(v)]
+    return (min(defined), max(defined)) if defined else (math.nan, math.nan)
 
 
 def value(
@@ -215,17 +240,25 @@ def value(
     gain: Gain | None,
     level: int,
     idcg_zero: IdcgZero,
+    scale: Iterable[int] | None = None,
 ) -> float:
     """The value of the measure `kind` (cutoff `k`, gain `gain`) for one ranking's `grades`,
-    given every grade its query has (`judgments`, retrieved or not)."""
+    given every grade its query has (`judgments`, retrieved or not); `scale`: the evaluation
+    set's grades, which the bounds of nDCG@k give unjudged documents (default: the query's)."""
     ideal = list(judgments)
+    grade_scale = ideal if scale is None else list(scale)
     num_rel = sum(g >= max(level, 0) for g in ideal)
     gain = gain or LINEAR
     cut = k or 0
     table: dict[str, Callable[[], float]] = {
         "ndcg": lambda: ndcg(grades, ideal, k, gain, idcg_zero),
         "ndcg_condensed": lambda: ndcg_condensed(grades, ideal, k, gain, idcg_zero),
-        "ndcg_upper": lambda: ndcg_upper(grades, ideal, cut, gain, idcg_zero),
+        "ndcg_lower": lambda: ndcg_bounds(
+            grades, ideal, grade_scale, cut, gain=gain, idcg_zero=idcg_zero
+        )[0],
+        "ndcg_upper": lambda: ndcg_bounds(
+            grades, ideal, grade_scale, cut, gain=gain, idcg_zero=idcg_zero
+        )[1],
         "dcg": lambda: dcg(grades, k, gain),
         "precision": lambda: precision(grades, cut, level),
         "recall": lambda: recall(grades, num_rel, cut, level),

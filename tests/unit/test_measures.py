@@ -215,6 +215,8 @@ def test_monitor_keys_cover_every_gain_and_cutoff() -> None:
         "ndcg_condensed@5:exp", "ndcg_condensed@10:exp",
         "ndcg_upper@5:linear", "ndcg_upper@10:linear",
         "ndcg_upper@5:exp", "ndcg_upper@10:exp",
+        "ndcg_lower@5:linear", "ndcg_lower@10:linear",
+        "ndcg_lower@5:exp", "ndcg_lower@10:exp",
         "mrr", "map", "rprec",
     ]  # fmt: skip
     assert MeasureKey("judged", 5).trec_name is None
