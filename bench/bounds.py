@@ -74,9 +74,7 @@ def main() -> None:
     without = [key for key in keys if key.kind not in {"ndcg_upper", "ndcg_lower"}]
     sides = {
         f"{len(without)} keys, no bounds": coded(Scorer(evaluation_set, without), queries, ranked),
-        f"{len(keys)} keys, with both bounds": coded(
-            Scorer(evaluation_set, keys), queries, ranked
-        ),
+        f"{len(keys)} keys, with both bounds": coded(Scorer(evaluation_set, keys), queries, ranked),
     }
     judged = Scorer(evaluation_set, [MeasureKey("judged", 10)]).score(queries, ranked)
     with_unjudged = float((judged[:, 0] < 1).mean())

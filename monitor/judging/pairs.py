@@ -4,12 +4,13 @@ much a grade would narrow the window's bounds, each asked for once, within a bud
 A window's nDCG@k counts an unjudged document as gaining 0; judged, it may rise as far as
 `ndcg_upper@k`, the most nDCG@k any grading of the unjudged documents of the top k gives
 (`monitor.scoring.bounds`). Query q's gap is `ndcg_upper@k(q) - ndcg@k(q)`: how much its
-unjudged documents could still add. It is spread
-over the unjudged documents of q's top k in proportion to their rank discount
-`1 / log2(rank + 1)`, the weight each has in the DCG, and divided by the window's queries. A
-pair's `priority` is that share: how much judging it could move the window's mean, at most.
+unjudged documents could still add. It is spread over the unjudged documents of q's top k
+in proportion to their rank discount `1 / log2(rank + 1)`, the weight each has in the DCG,
+and divided by the window's queries. A pair's `priority` is that share: how much judging it
+could move the window's mean, at most.
 It is the largest over the windows it was seen in. An unjudged document of a query whose gap
-is 0 is asked for all the same, with priority 0, after every pair with a share: the priority orders, never excludes.
+is 0 is asked for all the same, with priority 0, after every pair with a share: the priority
+orders, never excludes.
 
 The ranking looked at is the window's sampled one per query (`monitor.windows.samples`: the
 first ranking of the query served in the window, per segment); `served` counts the windows
