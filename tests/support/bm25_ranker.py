@@ -25,8 +25,10 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
+
+from tests.support.loopback import LoopbackServer
 
 MODULES = (
     "argparse", "base64", "bisect", "calendar", "codecs", "collections", "configparser",
@@ -64,7 +66,7 @@ def corpus() -> tuple[dict[str, str], dict[str, str], dict[str, dict[str, int]]]
     return documents, queries, qrels
 
 
-class Bm25Ranker:
+class Bm25Ranker(LoopbackServer):
     """The server (module docstring); a context manager that starts and stops it."""
 
     def __init__(self, documents: dict[str, str], *, v2_delay_s: float = 0.0) -> None:
@@ -74,13 +76,10 @@ class Bm25Ranker:
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
         self._db.execute("CREATE VIRTUAL TABLE docs USING fts5(id UNINDEXED, body)")
         self._db.executemany("INSERT INTO docs VALUES (?, ?)", documents.items())
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._handler())
 
     def url(self, release: str) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/{release}/search"
+        return self.address(f"/{release}/search")
 
     def search(self, text: str, size: int) -> list[tuple[str, float]]:
         """The top `size` documents for `text` (any of its words) by BM25, best first."""
@@ -95,18 +94,13 @@ class Bm25Ranker:
             ).fetchall()
         return [(str(doc), -float(score)) for doc, score in rows]
 
-    def __enter__(self) -> Bm25Ranker:
-        self._thread.start()
-        return self
-
     def __exit__(
         self,
         kind: type[BaseException] | None,
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        super().__exit__(kind, error, trace)
         self._db.close()
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

@@ -20,14 +20,15 @@ import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.loopback import LoopbackServer
 
 GIB = 1 << 30
 
 
-class HostileRanker:
+class HostileRanker(LoopbackServer):
     """The server (module docstring); a context manager that starts and stops it."""
 
     def __init__(
@@ -46,28 +47,11 @@ class HostileRanker:
         self._busy_seen: set[str] = set()
         self.streamed = 0  # bytes of the huge answers written before the client hung up
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(self._handler())
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/search"
-
-    def __enter__(self) -> HostileRanker:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self._server.shutdown()
-        self._thread.join(timeout=10)
-        self._server.server_close()
+        return self.address("/search")
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         ranker = self
