@@ -28,6 +28,7 @@ class ActiveAlert:
     verdict: Verdict | None = None
     window: tuple[int, int] | None = None
     fired_at_ms: int | None = None
+    held_windows: int = 0  # windows held in a row (a drop's `max_hold`)
 
     @property
     def status(self) -> Status:

@@ -33,7 +33,7 @@ back.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from monitor.alerting.active import ActiveAlert
 from monitor.alerting.annotations import alert_message
@@ -285,10 +285,45 @@ class AlertEngine:
             rule, summary.evaluation_set_version, self._rebase(alert, summary.segment)
         )
         level = self._drop_level() if rule.condition.shares_drop_budget else None
-        verdict = evaluate_window(rule, summary, alert.track, quick=quick, level=level)
+        verdict = self._hold_limit(
+            alert, evaluate_window(rule, summary, alert.track, quick=quick, level=level)
+        )
         if not verdict.held:
             alert.track.remember(rule, summary)
         return verdict
+
+    def _hold_limit(self, alert: ActiveAlert, verdict: Verdict) -> Verdict:
+        """A drop held past its rule's `max_hold` windows in a row pages; while a `judge`
+        rule fires, a window that no longer shows a held drop does not release it."""
+        limit = alert.rule.condition.hold_limit()
+        if limit is None:
+            return verdict
+        released = not verdict.held and verdict.evidence is Evidence.GOOD
+        if released and alert.held_windows and self._judge_firing():
+            note = (
+                "held: a judge rule fires (a model judge's grades moved from the people's), "
+                f"so a window its grades may have lifted does not release the held drop "
+                f"({verdict.note})"
+            )
+            verdict = replace(verdict, evidence=Evidence.UNKNOWN, note=note, held=True)
+        if not verdict.held:
+            alert.held_windows = 0
+            return verdict
+        alert.held_windows += 1
+        if alert.held_windows <= limit:
+            return verdict
+        note = (
+            f"held {alert.held_windows} windows in a row, past max_hold {limit}: paging on "
+            f"the measure ({verdict.note})"
+        )
+        return replace(verdict, evidence=Evidence.BAD, note=note)
+
+    def _judge_firing(self) -> bool:
+        """Whether a `judge` rule fires: a model judge stopped grading as the people do."""
+        return any(
+            alert.rule.condition.role is Role.JUDGE and alert.status is Status.FIRING
+            for alert in self._alerts.values()
+        )
 
     def _rebase(self, alert: ActiveAlert, segment: Segment) -> Rebase | None:
         """How `alert`'s baseline windows (of `segment`) are re-scored under a new version."""

@@ -6,15 +6,18 @@ default, pages on the measure alone."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
 
+from monitor.alerting import AlertEngine, Status
 from monitor.alerting.conditions import Discovery, Drop, WindowTrack, evaluate_window
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.state import Evidence
 from monitor.config.alerts import parse_alerting_config, render_alerts
 from monitor.errors import ConfigError
+from monitor.stats.judges import JudgeReading
 from monitor.windows.summary import WindowSummary
 from tests.unit.test_alert_conditions import NDCG, spread, window
 
@@ -101,3 +104,60 @@ def test_a_discovery_rule_is_info_by_default_watches_ndcg_only_and_drop_says_unj
             {"rules": [{"name": "p", "measure": "precision@10", "discovery": SETTINGS}]},
             cutoffs=(10,), gains=("linear",), segment_keys=(), window="5m",
         )  # fmt: skip
+
+
+def hold_engine(max_hold: int) -> AlertEngine:
+    drop = {"name": "drop", "measure": "ndcg@10", "drop": {**SETTINGS, "unjudged": "hold",
+            "max_hold": max_hold}}  # fmt: skip
+    judge_rule = {"name": "judge-drift", "judge": {"min_kappa": 0.4, "min_pairs": 10}}
+    rules = {"rules": [drop, judge_rule], "log": False}
+    alerts = parse_alerting_config(
+        rules, cutoffs=[10], gains=["linear"], segment_keys=["model"], window="5m", judging=True
+    )
+    return AlertEngine(alerts, start_ms=0)
+
+
+def statuses(engine: AlertEngine, summaries: list[WindowSummary]) -> list[Status]:
+    """The drop alert's status after each window."""
+    seen = []
+    for summary in summaries:
+        engine.observe([summary], summary.end_ms)
+        alert = engine.find("drop", summary.segment)
+        assert alert is not None
+        seen.append(alert.status)
+    return seen
+
+
+def test_a_drop_held_past_max_hold_windows_in_a_row_pages_on_the_next() -> None:
+    # Documents nobody judges stay in the top k: the drop stays a discovery for ever, and
+    # used to be held for ever, however real it was.
+    engine = hold_engine(max_hold=2)
+    low = [bounded(4 + n, spread(0.6), 0.72) for n in range(3)]
+    seen = statuses(engine, [*history(), *low])
+    assert seen[4:] == [Status.INACTIVE, Status.INACTIVE, Status.FIRING]
+    alert = engine.find("drop", low[0].segment)
+    assert alert is not None and alert.verdict is not None
+    assert "held 3 windows in a row, past max_hold 2: paging on the measure" in alert.verdict.note
+
+
+def test_while_a_judge_rule_fires_a_window_that_no_longer_shows_the_drop_does_not_release_it() -> (
+    None
+):
+    # The model judge's grades moved (kappa 0.1 against the people): once they score the
+    # held discovery, the drop may read as gone because they lifted it. Without the judge
+    # rule firing the same windows release the hold, and nothing pages.
+    held = [bounded(4 + n, spread(0.6), 0.72) for n in range(2)]
+    fixed = [bounded(6 + n, spread(0.7), 0.72) for n in range(3)]
+    released = statuses(hold_engine(max_hold=3), [*history(), *held, *fixed])
+    assert Status.FIRING not in released
+    engine = hold_engine(max_hold=3)
+    moved = JudgeReading("llm:judge@v1", 40, 40, 0.1, 1.0, 0, math.nan, math.nan, (),
+                         kappa_stderr=0.01)  # fmt: skip
+    engine.observe_judges([moved], 0)
+    judge_alert = engine.find("judge-drift", ())
+    assert judge_alert is not None and judge_alert.status is Status.FIRING
+    seen = statuses(engine, [*history(), *held, *fixed])
+    assert seen[4:] == [Status.INACTIVE] * 3 + [Status.FIRING] * 2  # the 4th held window
+    alert = engine.find("drop", held[0].segment)
+    assert alert is not None and alert.verdict is not None
+    assert "past max_hold 3" in alert.verdict.note and "a judge rule fires" in alert.verdict.note

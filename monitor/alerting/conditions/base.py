@@ -240,6 +240,11 @@ class Condition:
         rebuild its track and its pending and firing streaks (`streaks` windows)."""
         return streaks
 
+    def hold_limit(self) -> int | None:
+        """Windows in a row a window may be held before the rule pages on the measure
+        (`drop`'s `max_hold`); None: no limit."""
+        return None
+
     def hold(
         self,
         measure: str,

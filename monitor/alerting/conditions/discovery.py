@@ -49,6 +49,9 @@ class Discovery(Drop):
     def render_own(self) -> dict[str, Any]:
         return {}
 
+    def hold_limit(self) -> int | None:
+        return None  # a notification of what its drop rule holds
+
     def measure(self, rule: ConfigSection, context: RuleContext) -> str:
         measure = super().measure(rule, context)
         if not measure.startswith("ndcg@"):

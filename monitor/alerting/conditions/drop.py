@@ -17,6 +17,12 @@ was) and `page` without it: until those documents are judged, junk that pushed t
 down and good new documents look alike. A ranker that returns only documents nobody judged
 has an empty condensed list, which drops too: that pages either way.
 
+A drop held `max_hold` windows in a row (12) pages on the next held one: documents that stay
+unjudged cannot hold a regression back for ever. And while a `judge` rule fires (a model
+judge's grades moved from the people's), a held drop is not released by a window that no
+longer shows it: that window is held too, since it may be the model's grades that lifted
+it (the engine, `AlertEngine`), so max_hold then pages it.
+
 ```yaml
 - name: ndcg10-drop
   measure: ndcg@10
@@ -48,10 +54,13 @@ from monitor.sections import ConfigSection, as_choice, as_int, as_number
 from monitor.values import format_duration
 from monitor.windows.summary import Segment, WindowSummary
 
-__all__ = ["MIN_BASELINE_WINDOWS", "Drop", "discovery_words", "judged_part"]
+__all__ = ["DEFAULT_MAX_HOLD", "MIN_BASELINE_WINDOWS", "Drop", "discovery_words", "judged_part"]
 
 MIN_BASELINE_WINDOWS = 3
 _SHOWN_QUERIES = 5  # queries a discovery's note names
+# Held windows in a row before a drop pages anyway: a discovery whose documents stay unjudged
+# (or are judged only by a model whose grades moved) for an hour of 5-minute windows.
+DEFAULT_MAX_HOLD = 12
 
 
 def judged_part(summary: WindowSummary, measure: str, bound: str = "condensed") -> float:
@@ -74,8 +83,8 @@ def discovery_words(summary: WindowSummary, measure: str, condensed: float, floo
     upper = judged_part(summary, measure, "upper")
     return (
         f"a discovery, not a regression: {measure} fell under {floor:.4f} but its judged "
-        f"documents alone (condensed list {condensed:.4f}) did not; at most {upper:.4f} if "
-        f"every unjudged one were its query's best; about {documents} documents nobody judged "
+        f"documents alone (condensed list {condensed:.4f}) did not; at most {upper:.4f} "
+        f"whatever grades the unjudged ones get; about {documents} documents nobody judged "
         f"are in the top {k} of {len(judged)} queries ({shown})"
     )
 
@@ -99,6 +108,7 @@ class Drop(Condition):
     min_queries: int
     pinned: float | None
     unjudged: str = "page"  # page: pages on the measure; hold: a drop the judged part lacks is held
+    max_hold: int | None = None  # held windows in a row, then it pages (`unjudged: hold`)
 
     @classmethod
     def parse(cls, rule: ConfigSection, context: RuleContext) -> Self:
@@ -121,7 +131,10 @@ class Drop(Condition):
     @classmethod
     def own_settings(cls, section: ConfigSection, context: RuleContext) -> dict[str, Any]:
         """The keys of its entry beyond what a drop and a discovery share."""
-        return {"unjudged": section.get("unjudged", as_choice("page", "hold"), context.unjudged)}
+        return {
+            "unjudged": section.get("unjudged", as_choice("page", "hold"), context.unjudged),
+            "max_hold": section.get("max_hold", as_int(1), DEFAULT_MAX_HOLD),
+        }
 
     def render(self) -> dict[str, Any]:
         amount = "relative" if self.relative is not None else "absolute"
@@ -135,7 +148,10 @@ class Drop(Condition):
         }
 
     def render_own(self) -> dict[str, Any]:
-        return {"unjudged": self.unjudged}
+        return {"unjudged": self.unjudged, "max_hold": self.max_hold}
+
+    def hold_limit(self) -> int | None:
+        return self.max_hold
 
     def new_track(self) -> WindowTrack:
         return WindowTrack(history=SeriesHistory(self.baseline_windows, minimum=self.pinned))
