@@ -29,6 +29,7 @@ from monitor.errors import MeasureError
 from monitor.explain.change import Change, explain_change
 from monitor.explain.rankings import RankingChange, jaccard, ranking_change, rbo
 from monitor.explain.store import ExplainStore, KeptWindow, VersionBridge
+from monitor.explain.versions import VersionChange, version_changes
 from monitor.export.http import Response
 from monitor.scoring.catalog import MeasureKey, resolve_key
 from monitor.scoring.evalset import EvaluationSet
@@ -166,9 +167,12 @@ class ExplainApi:
             raise ApiError(
                 "404 Not Found", f"no window of segment {segment_label(segment)} is kept"
             )
+        changes = version_changes(segment, kept, self.store.measures, self.bridge)
         return {
             "segment": segment_label(segment),
-            "windows": [window_json(w) for w in reversed(kept[-limit:])],
+            "windows": [
+                window_json(w, changes.get(w.summary.start_ms)) for w in reversed(kept[-limit:])
+            ],
         }
 
     def explain(self, query: Mapping[str, list[str]]) -> Explanation:
@@ -375,7 +379,8 @@ class ExplainApi:
         return out
 
 
-def window_json(kept: KeptWindow) -> dict[str, Any]:
+def window_json(kept: KeptWindow, change: VersionChange | None = None) -> dict[str, Any]:
+    """A kept window as the API gives it; `change`: the evaluation set changed at it."""
     s = kept.summary
     measures = {}
     for key in kept.measures:
@@ -399,6 +404,7 @@ def window_json(kept: KeptWindow) -> dict[str, Any]:
         "stopped_replays": list(s.stopped_replays),
         "coverage": s.coverage,
         "measures": measures,
+        "version_change": None if change is None else change.to_json(),
     }
 
 

@@ -1,6 +1,7 @@
 """A measure's history as an inline SVG chart: the mean over queries per window, its 95 %
-interval as a band, the alert floors as dashed lines, value and time axes with ticks, and a
-gap where windows are missing (a window-less stretch is not drawn as a straight ramp).
+interval as a band, the alert floors as dashed lines, the evaluation set's changes as dotted
+vertical lines, value and time axes with ticks, and a gap where windows are missing (a
+window-less stretch is not drawn as a straight ramp).
 
 Server-rendered and script-free: the page's strict CSP loads nothing else. The chart scales
 to its container's width (`viewBox`), so it is legible at 1280 px and on a phone.
@@ -11,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from monitor.explain.store import KeptWindow
 
@@ -36,9 +37,14 @@ def runs_without_gaps(points: Sequence[Point], windows: Sequence[KeptWindow]) ->
 
 
 def chart_svg(
-    measure: str, windows: Sequence[KeptWindow], floors: Sequence[tuple[str, float]]
+    measure: str,
+    windows: Sequence[KeptWindow],
+    floors: Sequence[tuple[str, float]],
+    changes: Mapping[int, str] | None = None,
 ) -> str:
-    """The chart of `measure` over `windows` (oldest first), or "" when none has a value."""
+    """The chart of `measure` over `windows` (oldest first), or "" when none has a value;
+    `changes`: the starts of the windows where the evaluation set changed, with what to say
+    there (a dotted vertical line, titled)."""
     points: list[Point] = []
     for kept in windows:
         mean = kept.summary.means.get(measure, math.nan)
@@ -90,6 +96,13 @@ def chart_svg(
         for name, f in floors
         if low <= f <= high
     )
+    marks = "".join(
+        f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{_PAD_TOP}" y2="{HEIGHT - _PAD_BOTTOM}" '
+        f'stroke="#7a4fbf" stroke-dasharray="2,3"><title>{html.escape(said)}</title></line>'
+        f'<text x="{x(t) + 2:.1f}" y="{_PAD_TOP + 9}" font-size="9" fill="#7a4fbf">set</text>'
+        for t, said in sorted((changes or {}).items())
+        if first <= t <= last
+    )
     ticks = []
     for value in (low, (low + high) / 2, high):
         ticks.append(
@@ -109,7 +122,7 @@ def chart_svg(
     return (
         f'<svg viewBox="0 0 {WIDTH} {HEIGHT}" role="img" aria-label="{html.escape(label)}">'
         f'<rect x="{_PAD_LEFT}" y="{_PAD_TOP}" width="{inner_w}" height="{inner_h}" fill="#fafbfd" stroke="#e1e4ea"/>'
-        f"{''.join(shapes)}{dots}{rules}{''.join(ticks)}</svg>"
+        f"{''.join(shapes)}{dots}{rules}{marks}{''.join(ticks)}</svg>"
     )
 
 

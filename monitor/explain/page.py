@@ -34,6 +34,7 @@ from monitor.explain.api import ApiError, ExplainApi, Explanation
 from monitor.explain.charts import chart_svg, utc_time
 from monitor.explain.rankings import RankedDocument
 from monitor.explain.store import KeptWindow
+from monitor.explain.versions import VersionChange, version_changes
 from monitor.export.http import Response
 from monitor.windows.summary import Segment, segment_label
 
@@ -145,10 +146,12 @@ class ExplainPages:
     def _segment_html(self, segment: Segment, windows: list[KeptWindow], trouble: int) -> str:
         label = html.escape(segment_label(segment))
         state, css = (("FIRING", "bad"), ("pending", "warn"), ("ok", "good"))[trouble]
+        changes = version_changes(segment, windows, self.headline, self.api.bridge)
         charts = []
         for measure in self.headline:
             if windows and measure in windows[-1].measures:
-                svg = chart_svg(measure, windows, self._floors(measure, segment))
+                marks = {start: _change_words(c, measure) for start, c in changes.items()}
+                svg = chart_svg(measure, windows, self._floors(measure, segment), marks)
                 if svg:
                     charts.append(f'<div class="chart"><h3>{html.escape(measure)}</h3>{svg}</div>')
         rows = []
@@ -166,6 +169,10 @@ class ExplainPages:
                 f"{' (stopped)' if r in s.stopped_replays else ''}</span>"
                 for r in s.replays
             )
+            change = changes.get(s.start_ms)
+            if change is not None:
+                said = "; ".join(_change_words(change, m) for m in self.headline)
+                replays += f'<br><span class="muted">{html.escape(said)}</span>'
             rows.append(
                 f"<tr><td>{utc_time(s.start_ms)}{replays}</td><td class=num>{s.queries}</td>"
                 f"<td class=num>{s.events}</td><td class=num>{s.coverage:.0%}</td>"
@@ -215,6 +222,17 @@ def _coverage_words(kept: KeptWindow, headline: str) -> str:
     words += _bound_words(s.means, headline)
     words += _corrected_words(kept)
     return f'<p class="muted">{" ".join(words)}</p>'
+
+
+def _change_words(change: VersionChange, measure: str) -> str:
+    """What the page says where the evaluation set changed, for one measure."""
+    moved = change.judged.get(measure)
+    said = f"evaluation set {change.before} -> {change.after}"
+    if moved is None or not math.isfinite(moved):
+        return f"{said}: the move of {measure} cannot be split between judgments and ranker"
+    return (
+        f"{said}: the new judgments alone move {measure} by {moved:+.4f}, the rest is the ranker's"
+    )
 
 
 def _bound_words(means: Mapping[str, float], headline: str) -> list[str]:

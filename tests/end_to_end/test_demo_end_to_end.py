@@ -9,6 +9,7 @@ after it exits, none of them may be alive.
 from __future__ import annotations
 
 import html
+import json
 import re
 import signal
 import subprocess
@@ -18,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,9 +84,12 @@ def _command(pid: int) -> str:
         return ""
 
 
-def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str, list[str]]:
-    """Until the demo exits: its stdout lines, every descendant seen, one /metrics page, and
-    the explanations every `/explain` link of the page at `/` opened.
+def _watch(
+    demo: subprocess.Popen[str],
+) -> tuple[list[str], dict[int, str], str, list[str], list[dict[str, Any]]]:
+    """Until the demo exits: its stdout lines, every descendant seen, one /metrics page, the
+    explanations every `/explain` link of the page at `/` opened, and v2's kept windows as
+    the API gives them.
 
     They are fetched once the alert line has appeared, while the demo still serves them.
     """
@@ -96,6 +101,7 @@ def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str,
     started: dict[int, str] = {}
     metrics_page = ""
     explained: list[str] = []
+    kept: list[dict[str, Any]] = []
     while demo.poll() is None:
         for pid in _descendants(demo.pid) - set(started):
             started[pid] = _command(pid)
@@ -105,9 +111,12 @@ def _watch(demo: subprocess.Popen[str]) -> tuple[list[str], dict[int, str], str,
             with urllib.request.urlopen(metrics[0], timeout=5) as response:
                 metrics_page = response.read().decode()
             explained = _explanations(metrics[0].removesuffix("/metrics"))
+            api = metrics[0].removesuffix("/metrics") + "/api/v1/windows?segment=model%3Dv2"
+            with urllib.request.urlopen(api, timeout=10) as response:
+                kept = json.loads(response.read())["windows"]
         time.sleep(0.5)
     reader.join(10)
-    return lines, started, metrics_page, explained
+    return lines, started, metrics_page, explained, kept
 
 
 def _explanations(base: str) -> list[str]:
@@ -137,7 +146,7 @@ def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind()
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as demo:
-        lines, started, metrics_page, explained = _watch(demo)
+        lines, started, metrics_page, explained, kept = _watch(demo)
         stderr = demo.stderr.read() if demo.stderr else ""
     assert demo.returncode == 0, stderr
 
@@ -161,6 +170,12 @@ def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind()
     # "no kept window ... to form a baseline" before).
     failed = [page for page in explained if "Queries by contribution" not in page]
     assert explained and not failed, failed
+    # Where the loop's judgments changed the set, the API splits v2's move: the judgments'
+    # part, the window before re-scored with them (v2 did not change: the move is theirs;
+    # None where the loop's versions could not be bridged, as the API says).
+    changes = [w["version_change"] for w in kept if w["version_change"] is not None]
+    moved = [c["moved_by_judgments"]["ndcg@10:linear"] for c in changes]
+    assert any(isinstance(m, float) for m in moved), kept
     assert 'model="v1"' in metrics_page
     assert "rankmon_ndcg{" in metrics_page
     # The judging loop ran: its LLM judge was held to the people's audit, and v2's newest

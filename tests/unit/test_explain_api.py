@@ -22,11 +22,12 @@ import pytest
 
 from monitor.config.loader import Config, load_config
 from monitor.explain.api import ExplainApi, explanation_json
+from monitor.explain.page import ExplainPages
 from monitor.explain.store import ExplainStore
 from monitor.scoring.evalset import EvaluationSet
 from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
-from monitor.windows.summary import Segment, WindowSummary
+from monitor.windows.summary import Segment, WindowSummary, segment_label
 from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
 
 T0 = 1_767_225_600_000
@@ -339,3 +340,41 @@ def test_a_baseline_spans_the_judging_loops_versions_where_a_bridge_rescores_the
     assert before == {"q1": 0.4} and len(used) == 2
     assert store.has_baseline(SEG, newest, key, HalfBridge())
     assert not store.has_baseline(SEG, newest, "mrr", HalfBridge())  # it cannot re-score mrr
+
+
+def test_where_the_set_changed_the_api_and_the_page_split_the_move_into_judgments_and_ranker() -> (
+    None
+):
+    # The judging loop's new version moved v2's nDCG: the page said nothing, and the move
+    # read as the ranker's. The window before re-scored with the new judgments (halved by
+    # the bridge here: 0.8 -> 0.4) is the judgments' part, -0.4 of the window's -0.5.
+    key = "ndcg@10:linear"
+    store = ExplainStore([key], keep=5)
+    for index, (version, value) in enumerate((("v-old", 0.8), ("v-old", 0.8), ("v-new", 0.3))):
+        summary = WindowSummary(
+            window="10s", start_ms=T0 + index * 10_000, end_ms=T0 + (index + 1) * 10_000,
+            segment=SEG, evaluation_set_version=version, events=1, queries=1,
+            evaluation_set_queries=1, means={key: value}, sums={key: value},
+            event_means={key: value}, query_means={"q1": {key: value}},
+        )  # fmt: skip
+        store.add(summary)
+    sets = EvaluationSet.from_judgments({"q1": {"d": 1}})
+    bridged = ExplainApi(store, None, lambda: sets, default_measure=key, bridge=HalfBridge())
+    document = bridged.windows({"segment": [segment_label(SEG)]})
+    validate(document, "windows")
+    newest, *older = document["windows"]
+    assert newest["version_change"] == {
+        "from": "v-old", "to": "v-new", "moved_by_judgments": {key: pytest.approx(-0.4)},
+    }  # fmt: skip
+    assert all(window["version_change"] is None for window in older)
+    pages = ExplainPages(bridged, headline=[key], alerts=list, floors=lambda m, s: [])
+    text = html.unescape(pages.index({}, {}).body.decode())
+    assert (
+        "evaluation set v-old -> v-new: the new judgments alone move ndcg@10:linear by -0.4000"
+        in text
+    )
+    assert text.count('stroke="#7a4fbf"') == 1  # the chart marks where
+    # a person's reload the bridge cannot reach: the move is not split
+    plain = ExplainApi(store, None, lambda: sets, default_measure=key)
+    (unsplit, *_) = plain.windows({"segment": [segment_label(SEG)]})["windows"]
+    assert unsplit["version_change"]["moved_by_judgments"] == {key: None}
