@@ -17,11 +17,13 @@ topic sees.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
 import orjson
 
 from monitor.ingest.events import ReplayEnd
@@ -31,7 +33,7 @@ from monitor.kafka.consumer import SourceRecord
 from monitor.logs import fields
 from monitor.windows.engine import EventWindows, ScoredEvents
 from monitor.windows.samples import RankingSamples
-from monitor.windows.scored import Admission
+from monitor.windows.scored import Admission, int_list
 
 __all__ = ["Handoff", "OutcomeCounter", "RejectSink"]
 
@@ -80,40 +82,70 @@ class Handoff:
             self.windows.record_consumed(record.partition, record.offset)
         for _, started in taken.started:
             self._start(started)
+        replay_ends = self.windows.replay_ends
         for partition, ended in taken.ended:
             # Checked by the decoder: its id and labels within their byte limits, its start
             # no later than its record timestamp plus the clock skew.
-            self.windows.replay_ends.add(
-                ended.replay_id, partition, ended.started_ms, ended.segment, stopped=ended.stopped
+            replay_ends.add(
+                ended.replay_id,
+                partition,
+                replay_ends.start_of(ended.replay_id, ended.started_ms),
+                ended.segment,
+                stopped=ended.stopped,
             )
         if taken.scored is not None:
-            self._admit(taken.scored, taken.records)
+            self._admit(self._moved(taken.scored), taken.records)
         if taken.failed is not None:
             # A replay's failed queries: counted as notices above; the windows count them as
             # the replay's failures (a late or repeated one is dropped, it has no ranking).
-            self.windows.add_events(taken.failed)
+            self.windows.add_events(self._moved(taken.failed))
 
     def _start(self, started: ReplayEnd) -> None:
-        """A replay's start marker: it holds its windows open until it ends, unless they
-        closed before it started (its records will be late: say why, and the fix)."""
+        """A replay's start marker: it holds its windows open until it ends. One that starts
+        in a window already closed (a manual replay after the scheduled one of its window
+        ended) is moved to the first window still open, and the move is logged: its records
+        would all be late."""
         replay_ends, watermark = self.windows.replay_ends, self.windows.watermark_ms
-        if watermark is not None and replay_ends.closed(started.started_ms, watermark):
-            now = time.monotonic()
-            if now - self._warned_at >= _WARN_EVERY_S:  # a writer of markers cannot flood the log
-                self._warned_at = now
-                _log.warning(
-                    "a replay started in a window already closed: its records are late",
-                    extra=fields(
-                        replay=started.replay_id,
-                        started_ms=started.started_ms,
-                        watermark_ms=watermark,
-                        fix="start a manual replay while the scheduled one of its window "
-                        "runs, or in the next window (docs/operations.md, 'Several "
-                        "replayers')",
-                    ),
-                )
+        if started.replay_id in replay_ends.moved():
             return
-        replay_ends.started(started.replay_id, started.started_ms)
+        if watermark is None or not replay_ends.closed(started.started_ms, watermark):
+            replay_ends.started(started.replay_id, started.started_ms)
+            return
+        to_ms = self.windows.spec.first_open_start(watermark)
+        replay_ends.retime(started.replay_id, to_ms)
+        now = time.monotonic()
+        if now - self._warned_at >= _WARN_EVERY_S:  # a writer of markers cannot flood the log
+            self._warned_at = now
+            _log.warning(
+                "a replay started in a window already closed: counted in the next one",
+                extra=fields(
+                    replay=started.replay_id,
+                    started_ms=started.started_ms,
+                    counted_at_ms=to_ms,
+                    why="the window of its start closed when the replays in it ended; a "
+                    "replay started while they run shares their window "
+                    "(docs/operations.md, 'Several replayers')",
+                ),
+            )
+
+    def _moved(self, scored: ScoredEvents) -> ScoredEvents:
+        """The rows of replays moved out of a closed window, at the start they were moved to
+        (their event ids are `<replay_id>/<query_id>`)."""
+        moved = self.windows.replay_ends.moved()
+        if not moved:
+            return scored
+        prefixes = {f"{replay_id}/": to_ms for replay_id, to_ms in moved.items()}
+        times = list(int_list(scored.event_times_ms))
+        changed = False
+        for row, event_id in enumerate(scored.event_ids):
+            replay_id, slash, _ = event_id.partition("/")
+            to_ms = prefixes.get(replay_id + slash) if slash else None
+            if to_ms is not None:
+                times[row] = to_ms
+                changed = True
+        if not changed:
+            return scored
+        return dataclasses.replace(scored, event_times_ms=np.asarray(times, dtype=np.int64))
 
     def _admit(self, scored: ScoredEvents, records: Sequence[SourceRecord]) -> None:
         """Hand the scored events to the windows; send on and count what they turn away."""

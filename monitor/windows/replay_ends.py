@@ -24,8 +24,9 @@ to: they close when the last replay in them ended. An open replay whose end neve
     floor after A: none (B is open in [12:00, 12:10))  after B: 12:10:00
 
 A replay that starts in a window already closed (a manual `--once` after the scheduled
-replay of its window ended) is late there: `started` says so, and the service logs it with
-the fix.
+replay of its window ended) would be late there, every record. It is moved instead
+(`retime`): its records, failed queries and end markers count at the start of the first
+window still open, beside whatever else replays there, and the service logs the move.
 
 Without markers (live traffic, an older replayer) nothing changes: windows close on the
 watermark, or on processing time when the stream is quiet (`windows.idle_timeout`). A replay
@@ -66,6 +67,7 @@ class ReplayEnds:
     def __init__(self, spec: WindowSpec) -> None:
         self.spec = spec
         self._open: dict[str, int] = {}  # replays whose start marker came: their start
+        self._moved: dict[str, int] = {}  # replays moved out of a closed window: their start
         self._reached: int | None = None  # the floor the ended replays allow, if held back
         self._endings: dict[str, _Ending] = {}
         self._ended: dict[str, _Ending] = {}  # replays whose markers all came, oldest first
@@ -97,6 +99,21 @@ class ReplayEnds:
         if len(self._open) >= MAX_OPEN_REPLAYS:
             del self._open[next(iter(self._open))]
         self._open[replay_id] = started_ms
+
+    def retime(self, replay_id: str, to_ms: int) -> None:
+        """Count `replay_id` (started in a window already closed) as started at `to_ms`."""
+        if len(self._moved) >= MAX_OPEN_REPLAYS:
+            del self._moved[next(iter(self._moved))]
+        self._moved[replay_id] = to_ms
+        self.started(replay_id, to_ms)
+
+    def moved(self) -> Mapping[str, int]:
+        """The replays moved out of a closed window, and where to."""
+        return self._moved
+
+    def start_of(self, replay_id: str, started_ms: int) -> int:
+        """Where a replay's records count: its start, or where it was moved."""
+        return self._moved.get(replay_id, started_ms)
 
     def replays_in(
         self, start_ms: int, end_ms: int, segment: Segment, *, stopped: bool = False

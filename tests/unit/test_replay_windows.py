@@ -314,19 +314,29 @@ def test_a_manual_replay_while_the_scheduled_one_runs_shares_its_window_and_noth
     assert replays.monitor.snapshot().outcomes.get("late") is None
 
 
-def test_a_replay_started_in_a_window_already_closed_is_named_in_a_warning_with_the_fix(
+def test_a_replay_started_in_a_window_already_closed_counts_whole_in_the_next_none_late(
     replays: Replays, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # A manual --once after the scheduled replay of its window ended: every record was late
+    # (207 of 207 in the issue), and the monitor said nothing.
     replays.clock.advance(4_000)
     replays.begin("scheduled", T0 + 3_000)
     replays.replay("scheduled", T0 + 3_000)
     replays.run_for(1_100)  # its window closed at its end
-    replays.begin("manual", T0 + 6_000)
+    replays.clock.advance(2_000)
+    replays.begin("manual", T0 + 6_000, model="v2")
     with caplog.at_level("WARNING", logger="monitor.ingest.handoff"):
-        replays.run_for(500)
+        replays.replay("manual", T0 + 6_000, model="v2", failing=frozenset({"q3"}))
+        replays.run_for(1_100)
+    shares = replays.producer.shares(f"{TOPIC}.windows")
+    placed = {s.summary.replays: (s.summary.start_ms, s.summary.queries) for s in shares}
+    assert placed == {("scheduled",): (T0, 4), ("manual",): (T0 + 10_000, 3)}
+    manual = next(s.summary for s in shares if s.summary.replays == ("manual",))
+    assert manual.failed_queries == 1  # its failed query moved with it
+    assert replays.monitor.snapshot().outcomes.get("late") is None
     [warning] = [r for r in caplog.records if "already closed" in r.getMessage()]
     said = warning.__dict__["fields"]
-    assert said["replay"] == "manual" and "next window" in said["fix"]
+    assert said["replay"] == "manual" and said["counted_at_ms"] == T0 + 10_000
 
 
 def test_an_open_replay_holds_the_floor_until_it_ends_or_the_watermark_passes_it() -> None:
