@@ -305,3 +305,73 @@ replay:
     assert {release for release, _, _ in held} == {"v1", "v2"}
     assert all(queries == len(texts) and replays == 1 for _, queries, replays in held)
     assert outcomes.get("late") is None
+
+
+def test_a_manual_replay_beside_the_schedule_is_counted_whole_and_nothing_is_late(
+    tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    # `replay --once` by hand while the scheduled replayer runs, after the scheduled replay
+    # of its window ended: its window had closed, and all its records were late.
+    documents, texts, qrels = corpus()
+    topic = new_topic(2)
+    config = write_service_config(tmp_path, tansu, topic, qrels)
+    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    port = free_port()
+    with (
+        Bm25Ranker(documents) as ranker,
+        monitor_thread(Monitor(load_config(config, environ={}))) as monitor,
+    ):
+        config.write_text(
+            config.read_text()
+            + f"""
+replay:
+  topics: {tmp_path / "topics.tsv"}
+  ranker: {{url: "{ranker.url("v1")}", preset: json, timeout: 5s}}
+  segment: {{model: v1}}
+  schedule: {{interval: 10s}}
+  metrics_port: {port}
+"""
+        )
+        scheduled = scheduled_replayer(config)
+        try:
+            wait_for_replays(port, scheduled, replays=1)
+            # the scheduled replay's window is closed (published), and the manual one starts
+            # inside it: at least 3 s before its end, else after the next scheduled one
+            shares = wait_for_shares(tansu.bootstrap_servers, topic, 1)
+            if time.time() * 1000 > shares[0].summary.end_ms - 3_000:
+                shares = wait_for_shares(tansu.bootstrap_servers, topic, 2)
+            closed = shares[-1].summary
+            manual = subprocess.run(
+                [*RANKMON, "replay", "--config", str(config), "--once"],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+            replay_id = re.search(r"replay (\S+?): ", manual.stdout + manual.stderr)
+            assert manual.returncode == 0 and replay_id, manual.stderr
+            wait_until(
+                lambda: any(
+                    isinstance(share, WindowShare) and replay_id[1] in share.summary.replays
+                    for share in read_shares(
+                        bootstrap_servers=tansu.bootstrap_servers, topic=f"{topic}.windows"
+                    )
+                ),
+                30,
+                "the manual replay's window",
+            )
+        finally:
+            scheduled.send_signal(signal.SIGTERM)
+            scheduled.communicate(timeout=30)
+        outcomes = monitor.snapshot().outcomes
+    [counted] = [
+        share.summary
+        for share in read_shares(
+            bootstrap_servers=tansu.bootstrap_servers, topic=f"{topic}.windows"
+        )
+        if isinstance(share, WindowShare) and replay_id[1] in share.summary.replays
+    ]
+    print(f"\nthe manual replay counted in the window at {counted.start_ms}: {counted.replays}")
+    assert counted.start_ms == closed.end_ms  # the window after the closed one
+    assert counted.queries == len(texts)
+    assert outcomes.get("late") is None
