@@ -110,9 +110,9 @@ def test_a_replay_is_scored_exactly_as_rankmon_eval_scores_its_run_file(
         streamed = share.summary.query_means[query]
         assert streamed["ndcg@10:linear"] == values["ndcg_cut_10"], query
         assert streamed["precision@10"] == values["P_10"], query
-    # The two failed queries and the two partitions' end markers are notices, counted and
-    # never dead-lettered; the rest was accepted.
-    assert outcomes.get("replay_notice") == 4
+    # The two failed queries and the two partitions' start and end markers are notices,
+    # counted and never dead-lettered; the rest was accepted.
+    assert outcomes.get("replay_notice") == 6
     assert outcomes.get("accepted") == 28
     assert read_topic(tansu.bootstrap_servers, topic + ".dlq", timeout_s=2.0) == []
 
@@ -163,7 +163,7 @@ def test_scheduled_replays_repeat_export_their_metrics_and_stop_on_sigterm(
     events = Counter(
         orjson.loads(r.value)["replay"]["id"]
         for r in read_topic(tansu.bootstrap_servers, topic)
-        if b'"end":true' not in r.value
+        if b'"end":true' not in r.value and b'"start":true' not in r.value
     )
     replays = {m["id"] for m in markers}
     assert len(replays) >= 2
@@ -260,7 +260,11 @@ def test_a_replayer_killed_mid_replay_leaves_a_window_the_idle_timeout_closes_wi
                 assert time.monotonic() < deadline, "the replayer published nothing"
             replayer.send_signal(signal.SIGKILL)  # no end marker, most queries never asked
             replayer.wait(timeout=10)
-            published = read_topic(tansu.bootstrap_servers, topic, timeout_s=1.0)
+            published = [  # the queries it published (its start markers aside)
+                record
+                for record in read_topic(tansu.bootstrap_servers, topic, timeout_s=1.0)
+                if b'"start":true' not in record.value
+            ]
             half = wait_for_the_share(tansu.bootstrap_servers, topic)
             # The next replay is a window of its own, whole.
             again = subprocess.run(
