@@ -196,7 +196,7 @@ class Replayer:
         if schedule.run_at_start:
             # One replay at once; the schedule's own times stay where they are.
             scheduler.add_job(self._scheduled_once, "date", id="first replay")
-        scheduler.add_job(
+        job = scheduler.add_job(
             self._scheduled_once,
             trigger,
             id="replay",
@@ -205,7 +205,14 @@ class Replayer:
             misfire_grace_time=max(1, round(schedule.misfire_grace.seconds)),
         )
         scheduler.start()
-        _log.info("replay scheduled", extra=fields(trigger=str(trigger)))
+        upcoming = job.next_run_time
+        _log.info(
+            "replay scheduled",
+            extra=fields(
+                trigger=str(trigger),
+                next=None if upcoming is None else upcoming.isoformat(),
+            ),
+        )
         try:
             stop.wait()
         finally:

@@ -250,6 +250,7 @@ def test_the_example_configs_alerts_block_parses_and_shows_every_key_and_conditi
         "min_queries",
         "pinned",
         "unjudged",
+        "max_hold",
     }
     defaults = render_alerts(parse_example({}))
     assert set(raw["alertmanager"]) == set(defaults["alertmanager"])

@@ -286,6 +286,7 @@ def test_valid_alert_rules_pass_and_are_printed_with_every_default(
         "min_queries": 30,
         "pinned": None,
         "unjudged": "page",
+        "max_hold": 12,
     }
     assert alerts["log"] is True and alerts["delivery"]["resend_interval"] == "1m"
     assert alerts["alertmanager"]["min_firing"] == "1m"

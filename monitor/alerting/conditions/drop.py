@@ -108,7 +108,7 @@ class Drop(Condition):
     min_queries: int
     pinned: float | None
     unjudged: str = "page"  # page: pages on the measure; hold: a drop the judged part lacks is held
-    max_hold: int | None = None  # held windows in a row, then it pages (`unjudged: hold`)
+    max_hold: int = DEFAULT_MAX_HOLD  # held windows in a row, then it pages (`unjudged: hold`)
 
     @classmethod
     def parse(cls, rule: ConfigSection, context: RuleContext) -> Self:
