@@ -32,6 +32,7 @@ back.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -47,9 +48,12 @@ from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
 from monitor.alerting.state import AlertState, Evidence, Status, StatusChange
 from monitor.comparisons.record import ComparisonRecord
+from monitor.logs import fields
 from monitor.stats.judges import JudgeReading
 from monitor.windows.merge import merge_window_shares
 from monitor.windows.summary import Segment, WindowSummary
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["STOPPED_NOTE", "ActiveAlert", "AlertEngine", "AlertTransition", "Rescore"]
 
@@ -112,6 +116,13 @@ class AlertEngine:
         # Re-scores a baseline window under a new evaluation-set version (the judging loop's:
         # `monitor.judging.rescore`); None: every new version starts the baselines afresh.
         self.rescore: Rescore | None = None
+        outside = config.outside_budget()
+        if outside:
+            _log.warning(
+                "alerts.false_pages_per_day budgets the drop rules only: these rules may page "
+                "outside it, each at its own level",
+                extra=fields(rules=outside, budget=config.false_pages_per_day),
+            )
 
     def observe(
         self, summaries: Iterable[WindowSummary], now_ms: int, *, elapsed_ms: int | None = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from monitor.alerting.conditions.base import Role
 from monitor.alerting.rules import AlertRule
 from monitor.declare import secret, setting, subsection
 from monitor.sections import as_bool, as_int, as_positive_duration, as_positive_number, as_str
@@ -171,6 +172,20 @@ class AlertingConfig:
             return None
         looks = max(1, rule_segments) * self.windows_per_day
         return min(0.5, self.false_pages_per_day / looks)
+
+    def outside_budget(self) -> list[str]:
+        """With `false_pages_per_day`, the rules that may page (a severity other than info
+        or ticket) on the quality of windows, comparisons or judges but are not tested at
+        the budget's level: only drop rules are (each `rule (condition)`)."""
+        if self.false_pages_per_day is None:
+            return []
+        return [
+            f"{rule.name} ({rule.condition.key})"
+            for rule in self.rules
+            if rule.severity not in {"info", "ticket"}
+            and rule.condition.role in {Role.QUALITY, Role.COMPARISON, Role.JUDGE}
+            and not rule.condition.shares_drop_budget
+        ]
 
     def too_few_queries(self, queries: int, evaluation_set_queries: int) -> bool:
         """Whether a window of `queries` is too small to judge quality on: under

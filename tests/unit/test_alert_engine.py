@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from monitor.alerting import AlertEngine, Status
@@ -361,3 +362,26 @@ def test_a_below_rule_on_every_measure_an_alert_may_watch_can_fire() -> None:
     firing = {a.rule.measure for a in engine.active() if a.status is Status.FIRING}
     assert firing == set(keys), sorted(set(keys) - firing)
     assert {"ndcg_upper@10:linear", "ndcg_condensed@10:linear"} <= firing
+
+
+def test_with_a_false_page_budget_the_rules_outside_it_are_named_at_start(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The budget held the drop rules only; a trend rule beside them paged 5.7 times a day on
+    # stable streams, and nothing said it was not in the budget.
+    drop = {"name": "drop", "measure": "ndcg@10", "drop": {"relative": 0.05}}
+    trend = {"name": "slide", "measure": "ndcg@10", "severity": "critical",
+             "trend": {"min_windows": 6, "threshold": 0.05}}  # fmt: skip
+    note = {"name": "low", "measure": "ndcg@10", "severity": "info", "below": 0.5}
+    raw = {"rules": [drop, trend, note], "log": False, "false_pages_per_day": 0.5}
+    budgeted = parse_alerting_config(
+        raw, cutoffs=[10], gains=["linear"], segment_keys=["model"], window="5m"
+    )
+    with caplog.at_level("WARNING", logger="monitor.alerting.engine"):
+        AlertEngine(budgeted, start_ms=T0)
+    [warning] = [r for r in caplog.records if "false_pages_per_day" in r.getMessage()]
+    assert warning.__dict__["fields"]["rules"] == ["slide (trend)"]  # not the info one
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="monitor.alerting.engine"):
+        AlertEngine(config(drop, trend), start_ms=T0)  # no budget: nothing to say
+    assert not caplog.records
