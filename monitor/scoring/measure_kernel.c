@@ -299,27 +299,12 @@ static void tier_programme(const rm_tiers *tiers, double t, size_t *out) {
     }
 }
 
-/* bounds.py `ndcg_lower_of` and `_Tiers.least`: the worst m unjudged ranks at the highest
-   gain, the rest at the lowest, m = 0 .. u. */
-static double lower_ndcg(const rm_bound *bound, const rm_tiers *prepared) {
+/* bounds.py `ndcg_lower_of`: the grading `two_gain_gradings` chose (the worst `chosen`
+   unjudged ranks at the highest gain, the rest at the lowest), summed as nDCG@k is. */
+static double lower_ndcg(const rm_bound *bound, size_t chosen) {
     const rm_bound b = *bound;
-    const rm_measure_plan *plan = b.plan;
     rm_scratch *s = b.s;
-    rm_tiers tiers = *prepared;
-    size_t u = b.u, chosen = 0;
-    double high = s->tiers[tiers.highest], low = s->tiers[tiers.lowest], best = NAN;
-    for (size_t m = 0; m <= u; m++) {
-        double dcg, ideal;
-        tier_two(&tiers, m, s->counts);
-        tier_parts(&tiers, s->counts, &dcg, &ideal);
-        dcg = tiers.judged_dcg + low * (s->by_rank[u - m] - s->by_rank[0]);
-        dcg += high * (s->by_rank[u] - s->by_rank[u - m]);
-        double value = ideal > 0 ? dcg / ideal : plan->when_zero;
-        if (isnan(best) || value < best) {
-            best = value;
-            chosen = m;
-        }
-    }
+    size_t u = b.u;
     double *assigned = s->here, *extra = s->extra;
     for (size_t j = 0; j < u; j++) {
         assigned[j] = j < u - chosen ? b.levels[b.n - 1] : b.levels[0];
@@ -328,24 +313,45 @@ static double lower_ndcg(const rm_bound *bound, const rm_tiers *prepared) {
     return bound_value(&b, assigned, extra);
 }
 
+/* The u + 1 two-gain gradings both bounds start from, each scored once: the least nDCG@k
+   with the highest gain at the worst m ranks (`_Tiers.least`), and the largest with it at
+   the best m ranks (the start of `_Tiers.most`). Returns the lower's m; `upper_m` and `t`
+   the upper's (t: -inf when no grading has a positive ideal DCG). */
+static size_t two_gain_gradings(const rm_bound *b, const rm_tiers *tiers, size_t *upper_m,
+                                double *t) {
+    rm_scratch *s = b->s;
+    size_t u = b->u, chosen = 0;
+    double high = s->tiers[tiers->highest], low = s->tiers[tiers->lowest], best = NAN;
+    *upper_m = 0;
+    *t = -INFINITY;
+    for (size_t m = 0; m <= u; m++) {
+        double dcg, ideal;
+        tier_two(tiers, m, s->counts);
+        tier_parts(tiers, s->counts, &dcg, &ideal);
+        if (ideal > 0 && dcg / ideal > *t) {
+            *upper_m = m;
+            *t = dcg / ideal;
+        }
+        double least = tiers->judged_dcg + low * (s->by_rank[u - m] - s->by_rank[0]);
+        least += high * (s->by_rank[u] - s->by_rank[u - m]);
+        double value = ideal > 0 ? least / ideal : b->plan->when_zero;
+        if (isnan(best) || value < best) {
+            best = value;
+            chosen = m;
+        }
+    }
+    return chosen;
+}
+
 /* bounds.py `ndcg_upper_of` and `_Tiers.most`: from the best of the gradings of the best m
    ranks at the highest gain, Dinkelbach's steps over the tiers' programme. */
-static double upper_ndcg(const rm_bound *bound, const rm_tiers *prepared) {
+static double upper_ndcg(const rm_bound *bound, const rm_tiers *prepared, size_t start_m,
+                         double t) {
     const rm_bound b = *bound;
     rm_scratch *s = b.s;
     rm_tiers tiers = *prepared;
-    size_t u = b.u, n = tiers.n, *counts = s->counts, *best = s->best;
-    double t = -INFINITY;
-    tier_two(&tiers, 0, counts);
-    for (size_t m = 0; m <= u; m++) {
-        double dcg, ideal;
-        tier_two(&tiers, m, best);
-        tier_parts(&tiers, best, &dcg, &ideal);
-        if (ideal > 0 && dcg / ideal > t) {
-            tier_two(&tiers, m, counts);
-            t = dcg / ideal;
-        }
-    }
+    size_t n = tiers.n, *counts = s->counts, *best = s->best;
+    tier_two(&tiers, start_m, counts);
     for (int step = 0; step < (t > -INFINITY ? RM_BOUND_STEPS : 0); step++) {
         tier_programme(&tiers, t, best);
         double new_dcg, new_ideal;
@@ -385,8 +391,11 @@ static double bound_of(const rm_measure_plan *plan, rm_scratch *s, size_t g, con
     } else {
         rm_tiers tiers;
         tiers_setup(&tiers, &b);
-        lower = lower_ndcg(&b, &tiers);
-        most = upper_ndcg(&b, &tiers);
+        size_t upper_m;
+        double t;
+        size_t lower_m = two_gain_gradings(&b, &tiers, &upper_m, &t);
+        lower = lower_ndcg(&b, lower_m);
+        most = upper_ndcg(&b, &tiers, upper_m, t);
     }
     size_t i = s->memos++;
     s->memo_g[i] = g;
