@@ -217,7 +217,8 @@ def _coverage_words(kept: KeptWindow, headline: str) -> str:
         k = judged[0].split("@", 1)[1].split(":", 1)[0]
         words.append(
             f"{s.means[judged[0]]:.0%} of the top {k} documents are judged; unjudged ones count "
-            "as not relevant, so a low share makes every measure a lower bound."
+            "as not relevant, so with a low share the measures may move either way once they "
+            "are judged (a judged document enters the ideal ranking too)."
         )
     words += _bound_words(s.means, headline)
     words += _corrected_words(kept)
