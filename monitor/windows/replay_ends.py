@@ -107,6 +107,10 @@ class ReplayEnds:
         self._moved[replay_id] = to_ms
         self.started(replay_id, to_ms)
 
+    def holding(self) -> int:
+        """How many replays hold their windows open: started, not ended on every partition."""
+        return len(self._open.keys() | self._endings.keys())
+
     def moved(self) -> Mapping[str, int]:
         """The replays moved out of a closed window, and where to."""
         return self._moved

@@ -350,3 +350,15 @@ def test_an_open_replay_holds_the_floor_until_it_ends_or_the_watermark_passes_it
     ends.add("next", 0, 24_000)
     assert ends.floor(frozenset({0}), watermark_ms=25_000) == 20_000  # held by "killed"
     assert ends.floor(frozenset({0}), watermark_ms=30_000) == 30_000  # its window passed
+
+
+def test_start_markers_of_replays_that_never_end_are_bounded_and_hold_nothing_for_ever() -> None:
+    # A writer of the events topic may send start markers that no end follows: each holds
+    # its window open, at most MAX_OPEN_REPLAYS of them, until the watermark passes it.
+    ends = ReplayEnds(WindowSpec(size_ms=10_000, hop_ms=10_000, allowed_lateness_ms=0))
+    for n in range(MAX_OPEN_REPLAYS + 500):
+        ends.started(f"hostile-{n}", 12_000)
+    assert ends.holding() == MAX_OPEN_REPLAYS and not ends.moved()
+    ends.add("honest", 0, 13_000)
+    assert ends.floor(frozenset({0}), watermark_ms=5_000) == 10_000  # held by them
+    assert ends.floor(frozenset({0}), watermark_ms=20_000) == 20_000  # their window passed
