@@ -250,16 +250,25 @@ replay:
     assert main([*args[:-1], "r-none", "--output", str(tmp_path / "none.run")]) == 1
 
 
+def bm25_files(
+    directory: Path, broker: EmbeddedBroker, topic: str
+) -> tuple[Path, dict[str, str], dict[str, str]]:
+    """The service config and topics file of the BM25 corpus (tests/support/bm25_ranker.py):
+    the config, the documents and the query texts."""
+    documents, texts, qrels = corpus()
+    config = write_service_config(directory, broker, topic, qrels)
+    (directory / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    return config, documents, texts
+
+
 def test_two_rankers_replayed_on_one_schedule_each_fill_their_whole_window_none_late(
     tansu: EmbeddedBroker, new_topic: Callable[..., str], tmp_path: Path
 ) -> None:
     # A real BM25 ranker (SQLite FTS5 over real text) as two releases on one cron tick,
     # v2 slower. v1's end markers used to close the window for both: v2's records came
     # after them and were late (its windows held 53-88 of 141 queries in the issue).
-    documents, texts, qrels = corpus()
     topic = new_topic(3)
-    config = write_service_config(tmp_path, tansu, topic, qrels)
-    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    config, documents, texts = bm25_files(tmp_path, tansu, topic)
     with (
         Bm25Ranker(documents, v2_delay_s=0.03) as ranker,
         monitor_thread(Monitor(load_config(config, environ={}))) as monitor,
@@ -312,10 +321,8 @@ def test_a_manual_replay_beside_the_schedule_is_counted_whole_and_nothing_is_lat
 ) -> None:
     # `replay --once` by hand while the scheduled replayer runs, after the scheduled replay
     # of its window ended: its window had closed, and all its records were late.
-    documents, texts, qrels = corpus()
     topic = new_topic(2)
-    config = write_service_config(tmp_path, tansu, topic, qrels)
-    (tmp_path / "topics.tsv").write_text("".join(f"{q}\t{t}\n" for q, t in texts.items()))
+    config, documents, texts = bm25_files(tmp_path, tansu, topic)
     port = free_port()
     with (
         Bm25Ranker(documents) as ranker,
