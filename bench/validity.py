@@ -1,7 +1,7 @@
 """Do rankmon's statistical promises hold in the designs users run? Seeded simulations.
 
-    .venv/bin/python bench/validity.py            # every scenario (about 25 minutes on 2 cores)
-    .venv/bin/python bench/validity.py --quick    # fewer sets and days (about 5 minutes)
+    .venv/bin/python bench/validity.py            # every scenario (about 31 minutes on 2 cores)
+    .venv/bin/python bench/validity.py --quick    # fewer sets and days (about 6 minutes)
 
 Each line prints a guarantee's measured rate beside its bound: alpha plus two standard
 errors over the simulated sets or days (a false-alarm rate must stay under it), or the
@@ -41,6 +41,11 @@ part), centred so the population has no difference (or a known one); an evaluati
    (`monitor.group`: every member's shares in a `ShareLedger` with their progress records,
    whole windows merged, one `ComparisonEngine`) next to each instance deciding on its own
    third, as before; and the power for a true +0.014 both ways.
+8. Comparisons while the judging loop makes new evaluation-set versions: live traffic of 20
+   and 100 fresh queries a window, 288 windows a day, a new version every 12 windows, no
+   difference between the two sides; through `ComparisonEngine` (design live), the share
+   of days on which the population decision ever excludes 0, with the sequence carried on
+   across the loop's versions (`carries`) next to starting it again at each, as before.
 """
 
 from __future__ import annotations
@@ -446,6 +451,58 @@ def group(rng: np.random.Generator, sets: int) -> None:
     )
 
 
+LIVE = ComparisonConfig(
+    "v2-vs-v1", (("model", "v1"),), (("model", "v2"),), (NDCG,), draws=200, design="live"
+)
+
+
+def versions_day(rng: np.random.Generator, null: np.ndarray, size: int, *, carry: bool) -> bool:
+    """One day of live windows whose version changes every 12: whether the population
+    decision ever excluded 0."""
+    engine = ComparisonEngine([LIVE])
+    if carry:
+        engine.carries = lambda old, new: True  # every new version is the loop's
+    for window in range(288):
+        queries = rng.choice(UNIVERSE, size, replace=False)
+        baseline = rng.uniform(0.3, 0.9, size)
+        version = f"e{window // 12}"
+        sides = []
+        for model, values in (("v1", baseline), ("v2", baseline + null[queries])):
+            summary = replace(
+                _summary(window, values),
+                segment=(("model", model),),
+                evaluation_set_version=version,
+                query_means={
+                    f"q{q}": {NDCG: float(v)} for q, v in zip(queries, values, strict=True)
+                },
+            )
+            sides.append((summary, None))
+        records = engine.observe(sides)
+        lower, upper = records[-1].measures[0].decision("population")
+        if lower > 0.0 or upper < 0.0:
+            return True
+    return False
+
+
+def versions(rng: np.random.Generator, days: int) -> None:
+    print(
+        f"8. comparisons across the judging loop's versions (a new one every 12 windows), "
+        f"live traffic, 288 windows a day, {days} days each"
+    )
+    null = universe(rng)
+    limit = bound(ALPHA, days)
+    for size in (20, 100):
+        started = time.perf_counter()
+        carried = sum(versions_day(rng, null, size, carry=True) for _ in range(days)) / days
+        restarted = sum(versions_day(rng, null, size, carry=False) for _ in range(days)) / days
+        print(
+            f"   {size:3d} queries a window: false alarm on {carried:.2%} of days, the sequence "
+            f"carried across versions (bound {limit:.2%}: {verdict(carried, limit)}); started "
+            f"again at each version, as before: {restarted:.2%} ({verdict(restarted, limit)})"
+            f"  [{time.perf_counter() - started:.0f} s]"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer sets and days")
@@ -460,6 +517,7 @@ def main() -> None:
     pinned(streams=40 if quick else 160)
     gates(rng, candidates=1000 if quick else 4000)
     group(rng, sets=40 if quick else 200)
+    versions(np.random.default_rng(20_261_205), days=40 if quick else 200)  # a seed of its own
 
 
 if __name__ == "__main__":

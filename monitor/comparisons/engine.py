@@ -9,8 +9,13 @@ Per window (all the segments' summaries of it) and comparison, per measure:
    permutation p-value, effect size) and, for windows that do not overlap the last one
    taken and start at or after `since`, each unit's difference into its moments
    (`monitor.stats.query_units`) and one more step of the live-traffic sequence
-   (`MixtureSequence.add_window`); a new evaluation-set version or a changed definition
-   starts them again;
+   (`MixtureSequence.add_window`); a changed definition starts them again, and so does a new
+   evaluation-set version, unless it is the judging loop's next one (`carries`): then they
+   go on. Both sides of a window are scored with its one version, so with no difference
+   between them every window's differences have mean 0 whatever the version, and the
+   sequence's false-alarm bound holds over the versions; starting it again at each of the
+   loop's versions gave it a fresh chance each time (bench/validity.py, scenario 8). A
+   person's reload (another file) starts it again, and the log says so;
 4. the design of the window (`replay` when at least half its common units were compared in
    an earlier window, for `design: auto`) and the intervals: on these units (`set_*`) and
    in the population (`population_*`: the fixed-set interval in a replay, the sequence on
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
@@ -69,6 +74,9 @@ class ComparisonEngine:
         self.own_pools = own_pools
         self.family = max(1, sum(len(c.measures) for c in self.comparisons))
         self._tracks: dict[tuple[str, str], _Track] = {}
+        # Whether a new evaluation-set version is the judging loop's next one of the old
+        # (`JudgedRescore.lineage`): the sequences carry on across it. None: none does.
+        self.carries: Callable[[str, str], bool] | None = None
         self._newest: dict[str, int] = {}  # comparison -> newest window start seen
         self._fresh: list[ComparisonRecord] = []
 
@@ -202,6 +210,16 @@ class ComparisonEngine:
     def _track(self, comparison: ComparisonConfig, measure: str, version: str) -> _Track:
         fingerprint = comparison.fingerprint(measure)
         track = self._tracks.get((comparison.name, measure))
+        if track is not None and track.fingerprint == fingerprint and track.version != version:
+            if self.carries is not None and self.carries(track.version, version):
+                track.version = version  # the judging loop's next judgments: it goes on
+                return track
+            _log.info(
+                "a new evaluation set: the comparison's sequence starts again",
+                extra=fields(
+                    comparison=comparison.name, measure=measure, old=track.version, new=version
+                ),
+            )
         if track is None or track.fingerprint != fingerprint or track.version != version:
             track = _Track(fingerprint, version, SequenceState())
             self._tracks[(comparison.name, measure)] = track

@@ -93,6 +93,12 @@ class JudgedRescore:
             return None
         return BaselineWindow(window.start_ms, _mean(values), values)
 
+    def lineage(self, old: str, new: str) -> bool:
+        """Whether `new` is the loop's next judgments of `old`'s file (both its, from the
+        same file): a comparison's sequence carries on across them."""
+        before, after = self._sets.get(old), self._sets.get(new)
+        return before is not None and after is not None and before[1] == after[1]
+
     def bridges(self, old: str, new: str, measure: str) -> bool:
         """Whether windows of version `old` can be re-scored to `new` in `measure` (both the
         loop's, from the same file; a measure the sampled rankings score, or no query's

@@ -215,6 +215,7 @@ class Monitor:
             )
             self._rescore.made(current, current)
             self.alerts.rescore = self._rescore
+            self.comparisons.carries = self._rescore.lineage
         # One decision for the consumer group (`monitor.group`): this member's part in it.
         self.group = GroupPart(
             alerts=self.alerts,

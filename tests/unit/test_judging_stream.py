@@ -371,3 +371,17 @@ def test_judgments_make_one_new_version_a_window_however_fast_they_come(stream: 
     assert stream.monitor.snapshot().evaluation_set_version == first  # the window is still open
     finalize_all(stream.monitor, stream.clock)
     assert stream.monitor.snapshot().evaluation_set_version not in (before, first)
+
+
+def test_the_comparisons_carry_their_sequences_across_the_loops_versions_not_a_reload(
+    stream: Stream,
+) -> None:
+    stream.window(known)
+    before = stream.monitor.snapshot().evaluation_set_version
+    stream.judge([human(i, grade=2) for i in range(QUERIES)])
+    stream.window(known)
+    after = stream.monitor.snapshot().evaluation_set_version
+    carries = stream.monitor.comparisons.carries
+    assert before != after and carries is not None
+    assert carries(before, after)  # the loop's next judgments of the same file
+    assert not carries(before, "a-person-reloaded-another-file")
