@@ -134,12 +134,11 @@ class Handoff:
         moved = self.windows.replay_ends.moved()
         if not moved:
             return scored
-        prefixes = {f"{replay_id}/": to_ms for replay_id, to_ms in moved.items()}
         times = list(int_list(scored.event_times_ms))
         changed = False
         for row, event_id in enumerate(scored.event_ids):
             replay_id, slash, _ = event_id.partition("/")
-            to_ms = prefixes.get(replay_id + slash) if slash else None
+            to_ms = moved.get(replay_id) if slash else None
             if to_ms is not None:
                 times[row] = to_ms
                 changed = True

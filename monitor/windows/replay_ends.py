@@ -149,6 +149,11 @@ class ReplayEnds:
             self._open = {
                 r: at for r, at in self._open.items() if not self.closed(at, watermark_ms)
             }
+            # A moved replay's window closed: nothing of it counts any more, and the intake
+            # stops looking for its records (`moved` is read at every poll).
+            self._moved = {
+                r: at for r, at in self._moved.items() if not self.closed(at, watermark_ms)
+            }
             self._endings = {
                 r: ending
                 for r, ending in self._endings.items()
@@ -161,8 +166,7 @@ class ReplayEnds:
                 del self._ended[next(iter(self._ended))]
             self._ended[replay_id] = ending
         if ended:
-            started = max(ending.started_ms for _, ending in ended)
-            end = self.spec.starts_of(started)[-1] + self.spec.size_ms
+            end = self._end_of(max(ending.started_ms for _, ending in ended))
             self._reached = end if self._reached is None else max(self._reached, end)
         if self._reached is None:
             return None
@@ -176,7 +180,11 @@ class ReplayEnds:
 
     def closed(self, started_ms: int, watermark_ms: int) -> bool:
         """Whether a replay starting at `started_ms` finds every window holding it closed."""
-        return self.spec.starts_of(started_ms)[-1] + self.spec.size_ms <= watermark_ms
+        return self._end_of(started_ms) <= watermark_ms
+
+    def _end_of(self, started_ms: int) -> int:
+        """The end of the last window holding a replay's start."""
+        return self.spec.starts_of(started_ms)[-1] + self.spec.size_ms
 
     def __len__(self) -> int:
         return len(self._endings)
