@@ -430,10 +430,10 @@ def _bound(
     judged = ranked.tables.judged.tolist()
     lengths = ranked.lengths.tolist()
     out = np.zeros((ranked.rows, len(cutoffs)), dtype=np.float64)
+    rank_discounts = discounts(head).tolist()
     for column, k in enumerate(cutoffs):
         if k is None:
             raise ValueError("nDCG's bounds need a cutoff")
-        rank_discounts = discounts(head).tolist()
         ideal_discounts = discounts(k).tolist()
         for row in range(ranked.rows):
             end = min(k, lengths[row], head)

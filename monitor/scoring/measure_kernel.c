@@ -301,16 +301,15 @@ static void tier_programme(const rm_tiers *tiers, double t, size_t *out) {
 
 /* bounds.py `ndcg_lower_of`: the grading `two_gain_gradings` chose (the worst `chosen`
    unjudged ranks at the highest gain, the rest at the lowest), summed as nDCG@k is. */
-static double lower_ndcg(const rm_bound *bound, size_t chosen) {
-    const rm_bound b = *bound;
-    rm_scratch *s = b.s;
-    size_t u = b.u;
-    double *assigned = s->here, *extra = s->extra;
+static double lower_ndcg(const rm_bound *b, size_t chosen) {
+    size_t u = b->u;
+    double highest = b->levels[0], lowest = b->levels[b->n - 1];
+    double *assigned = b->s->here, *extra = b->s->extra;
     for (size_t j = 0; j < u; j++) {
-        assigned[j] = j < u - chosen ? b.levels[b.n - 1] : b.levels[0];
-        extra[j] = j < chosen ? b.levels[0] : b.levels[b.n - 1];
+        assigned[j] = j < u - chosen ? lowest : highest;
+        extra[j] = j < chosen ? highest : lowest;
     }
-    return bound_value(&b, assigned, extra);
+    return bound_value(b, assigned, extra);
 }
 
 /* The u + 1 two-gain gradings both bounds start from, each scored once: the least nDCG@k
@@ -345,17 +344,14 @@ static size_t two_gain_gradings(const rm_bound *b, const rm_tiers *tiers, size_t
 
 /* bounds.py `ndcg_upper_of` and `_Tiers.most`: from the best of the gradings of the best m
    ranks at the highest gain, Dinkelbach's steps over the tiers' programme. */
-static double upper_ndcg(const rm_bound *bound, const rm_tiers *prepared, size_t start_m,
-                         double t) {
-    const rm_bound b = *bound;
-    rm_scratch *s = b.s;
-    rm_tiers tiers = *prepared;
-    size_t n = tiers.n, *counts = s->counts, *best = s->best;
-    tier_two(&tiers, start_m, counts);
+static double upper_ndcg(const rm_bound *b, const rm_tiers *tiers, size_t start_m, double t) {
+    rm_scratch *s = b->s;
+    size_t n = tiers->n, *counts = s->counts, *best = s->best;
+    tier_two(tiers, start_m, counts);
     for (int step = 0; step < (t > -INFINITY ? RM_BOUND_STEPS : 0); step++) {
-        tier_programme(&tiers, t, best);
+        tier_programme(tiers, t, best);
         double new_dcg, new_ideal;
-        tier_parts(&tiers, best, &new_dcg, &new_ideal);
+        tier_parts(tiers, best, &new_dcg, &new_ideal);
         if (new_ideal <= 0 || new_dcg / new_ideal <= t) {
             break;
         }
@@ -372,7 +368,7 @@ static double upper_ndcg(const rm_bound *bound, const rm_tiers *prepared, size_t
             extra[j] = s->tiers[tier];
         }
     }
-    return bound_value(&b, assigned, extra);
+    return bound_value(b, assigned, extra);
 }
 
 /* Both bounds of nDCG@k of gain rule `g` (one setup for the two), remembered for the row:
