@@ -21,12 +21,11 @@ from kafka import KafkaProducer
 from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
 from monitor.group.decider import DECIDES
-from monitor.replay.replayer import Replayer
 from monitor.service import Monitor
 from tests.end_to_end.test_group_decisions_end_to_end import Threads, wait_for
 from tests.end_to_end.test_replay_end_to_end import wait_for_the_share
 from tests.support.hostile_ranker import HostileRanker
-from tests.support.realparts import monitor_thread, write_service_config
+from tests.support.realparts import monitor_thread, replay_once, write_service_config
 from tests.support.recovery_support import read_topic, wait_until
 
 pytestmark = [pytest.mark.broker]
@@ -312,13 +311,7 @@ replay:
   ranker: {{url: "{ranker.url}", timeout: 1s, retries: 0, max_response_bytes: 1048576}}
   segment: {{model: v1}}
 """)  # fmt: skip
-        settings = load_config(config, environ={})
-        assert settings.replay is not None
-        replayer = Replayer(settings.replay, settings.kafka, settings.evaluation_set.path)
-        try:
-            report = replayer.once()
-        finally:
-            replayer.close()
+        report = replay_once(config)
         share = wait_for_the_share(tansu.bootstrap_servers, topic)
         outcomes = monitor.snapshot().outcomes
     assert report.reasons == {"too_large": 1, "timeout": 1, "id_too_long": 1}

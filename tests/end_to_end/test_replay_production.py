@@ -32,7 +32,7 @@ from tests.end_to_end.test_replay_end_to_end import (
 )
 from tests.support.bm25_ranker import Bm25Ranker, corpus
 from tests.support.hostile_ranker import HostileRanker
-from tests.support.realparts import monitor_thread, write_service_config
+from tests.support.realparts import monitor_thread, replay_once, write_service_config
 from tests.support.recovery_support import wait_until
 
 pytestmark = [pytest.mark.broker]
@@ -233,13 +233,7 @@ replay:
   archive: {{directory: kept}}
 """
         )
-        settings = load_config(config, environ={})
-        assert settings.replay is not None
-        replayer = Replayer(settings.replay, settings.kafka, settings.evaluation_set.path)
-        try:
-            report = replayer.once()
-        finally:
-            replayer.close()
+        report = replay_once(config)
     rebuilt = tmp_path / "rebuilt.run"
     args = ["replay", "export", "--config", str(config), "--replay", report.replay_id]
     assert main([*args, "--output", str(rebuilt)]) == 0

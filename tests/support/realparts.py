@@ -57,7 +57,10 @@ import pytest
 import yaml
 from kafka import KafkaProducer
 
+from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker, free_port
+from monitor.replay.replayer import Replayer
+from monitor.replay.runner import ReplayReport
 from monitor.service import Monitor
 
 READY_TIMEOUT_S = 20.0
@@ -377,6 +380,18 @@ def produce_records(bootstrap: str, topic: str, records: Sequence[tuple[bytes, b
         producer.send(topic, key=key, value=value)
     producer.flush()
     producer.close()
+
+
+def replay_once(config: Path) -> ReplayReport:
+    """One replay by the `replay:` section of the service config `config`, published to its
+    events topic (as `rankmon replay --once`, in this process)."""
+    settings = load_config(config, environ={})
+    assert settings.replay is not None
+    replayer = Replayer(settings.replay, settings.kafka, settings.evaluation_set.path)
+    try:
+        return replayer.once()
+    finally:
+        replayer.close()
 
 
 def write_service_config(
