@@ -34,6 +34,7 @@ reach the history: the engine does not offer them.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -95,6 +96,12 @@ class SeriesHistory:
         if not self._windows:
             return float("nan")
         return statistics.median(window.value for window in self._windows)
+
+    def mean_value(self) -> float:
+        """The mean of the headline values (NaN with no history)."""
+        if not self._windows:
+            return math.nan
+        return math.fsum(window.value for window in self._windows) / len(self._windows)
 
     def queries(self) -> set[str]:
         """The queries of any window of the history."""

@@ -233,13 +233,18 @@ class Drop(Condition):
 
     def _reference(self, history: SeriesHistory) -> dict[str, float]:
         """Each query's baseline value: its mean over the history; for a pinned rule moved
-        so that their mean is the pinned level (the history holds only windows at or above
-        it, its upper windows on a stable stream: moved down, the reference does not lean
-        up)."""
+        by how far the history's windows are above the pinned level (it holds only windows
+        at or above it, its upper windows on a stable stream: moved down, the reference does
+        not lean up). The move is the windows' mean headline against the pin, not their
+        queries' mean: where each window draws other queries (live traffic), the windows
+        at or above the pin lean up by the queries they drew, which the queries' own means
+        do not show, and a reference moved by those would put every paired difference of a
+        deterministic ranker on one side of 0, a "significant" drop on any window under the
+        floor (bench/validity.py scenario 9)."""
         means = history.query_means()
         if self.pinned is None or not means:
             return means
-        shift = self.pinned - math.fsum(means.values()) / len(means)
+        shift = self.pinned - history.mean_value()
         return {query: value + shift for query, value in means.items()}
 
     def summary(self, measure: str) -> str:
