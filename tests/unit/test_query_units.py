@@ -179,3 +179,33 @@ def test_the_comparison_alert_says_its_population_family_and_what_the_queries_ca
     assert "300 queries can show differences of 0.0" in verdict.note
     on_set = Comparison("a", "worse", 0.0, scope="set").judge(measure)
     assert "on the queries compared" in on_set.note
+
+
+def test_the_live_sequence_pools_the_third_moment_of_its_differences_exactly() -> None:
+    rng = np.random.default_rng(11)
+    windows = [rng.exponential(0.1, int(n)) - 0.05 for n in rng.integers(1, 30, 40)]
+    state = SequenceState()
+    for index, window in enumerate(windows):
+        state = MixtureSequence(0.05).add_window(state, window, start_ms=index, end_ms=index + 1)
+    every = np.concatenate(windows)
+    assert state.pooled_count == every.size
+    assert state.pooled_m3 == pytest.approx(float(((every - every.mean()) ** 3).sum()), rel=1e-9)
+    skew = float(((every - every.mean()) ** 3).mean() / every.var() ** 1.5)
+    assert state.pooled_skewness == pytest.approx(skew, rel=1e-9)
+
+
+def test_live_differences_from_a_skewed_population_wait_until_their_sum_is_near_normal() -> None:
+    # Most queries gain a little, 6 % lose a lot: skewness about -3.5. A sum of n of them has
+    # skewness -3.5 / sqrt(n); the sequence takes no window before it is 0.15 (~540).
+    rng = np.random.default_rng(5)
+    low = rng.random(3_000) < 0.06
+    values = np.where(low, rng.uniform(-1.0, -0.6, 3_000), rng.normal(0.05, 0.03, 3_000))
+    state, sequence, first = SequenceState(), MixtureSequence(0.05), None
+    for index in range(200):
+        d = values[rng.integers(0, 3_000, 10)]
+        state = sequence.add_window(state, d, start_ms=index, end_ms=index + 1)
+        if first is None and state.windows:
+            first = state.pooled_count
+    assert first is not None
+    assert first >= (abs(state.pooled_skewness) / 0.15) ** 2 * 0.8  # its estimate moves
+    assert first > 10 * 50  # far past the plain burn-in of 50
