@@ -33,6 +33,7 @@ back.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -64,6 +65,10 @@ STOPPED_NOTE = "its replay was stopped before every query was asked: a part of t
 # A baseline window of a segment and measure re-scored from one evaluation-set version to
 # another (None: it cannot be).
 Rescore = Callable[[BaselineWindow, Segment, str, str, str], BaselineWindow | None]
+
+# A window's headline corrected by the people's audit, by segment and window start (None: no
+# model judge graded a pair of it).
+Corrected = Callable[[Segment, int], Mapping[str, float | str] | None]
 
 
 @dataclass(frozen=True)
@@ -110,17 +115,25 @@ class AlertEngine:
         self.metrics = metrics
         self._alerts: dict[tuple[int, Segment], ActiveAlert] = {}
         self._latest_start: dict[Segment, int] = {}
-        self._drop_pairs: int | None = None  # (drop rule, segment) pairs; None: count again
+        # (budgeted rule, segment) pairs sharing the false-page budget; None: count again
+        self._budget_pairs: int | None = None
+        # per judge rule: (the UTC day, looks judged in it), for the budget's spending
+        self._judge_looks: dict[int, tuple[int, int]] = {}
         self._arrivals: dict[Segment, int] = {}
         self._start_ms = start_ms
         # Re-scores a baseline window under a new evaluation-set version (the judging loop's:
         # `monitor.judging.rescore`); None: every new version starts the baselines afresh.
         self.rescore: Rescore | None = None
+        # A window's headline corrected by the judging loop's audit of its model judges
+        # (`monitor.judging.correction`), by segment and window start: "measure", "estimate",
+        # "lower", "upper", "audited"; None (or no callable): no model graded a pair. A held
+        # drop is released on it, not on the model's grades (`_release`).
+        self.corrected: Corrected | None = None
         outside = config.outside_budget()
         if outside:
             _log.warning(
-                "alerts.false_pages_per_day budgets the drop rules only: these rules may page "
-                "outside it, each at its own level",
+                "alerts.false_pages_per_day cannot hold these rules: they may page outside "
+                "it, each at its own level",
                 extra=fields(rules=outside, budget=config.false_pages_per_day),
             )
 
@@ -146,7 +159,8 @@ class AlertEngine:
         rules = [r for r in self.config.rules if r.condition.role is Role.COMPARISON]
         for record in sorted(records, key=lambda r: (r.end_ms, r.name)):
             for rule in rules:
-                verdict = rule.condition.on_comparison(rule.measure, record)
+                level = self._share() if rule.in_budget else None
+                verdict = rule.condition.on_comparison(rule.measure, record, level=level)
                 if verdict is None:
                     continue
                 alert = self._alert(rule, rule.segment or ())
@@ -171,7 +185,9 @@ class AlertEngine:
             if rule.condition.role is Role.JUDGE:
                 alert = self._alert(rule, ())
                 touched.append(alert)
-                self._apply(alert, rule.condition.on_judges(readings), now_ms, None, transitions)
+                level = self._judge_level(rule, now_ms) if rule.in_budget else None
+                verdict = rule.condition.on_judges(readings, level=level)
+                self._apply(alert, verdict, now_ms, None, transitions)
         self._publish(transitions, touched)
         return transitions
 
@@ -213,7 +229,7 @@ class AlertEngine:
         silence from, should this instance decide again."""
         self._alerts.clear()
         self._latest_start.clear()
-        self._drop_pairs = None
+        self._budget_pairs = None
         self._arrivals.clear()
         self._start_ms = start_ms
 
@@ -223,7 +239,7 @@ class AlertEngine:
             if alert.segment == segment and alert.status is not Status.FIRING:
                 del self._alerts[key]
         self._latest_start.pop(segment, None)
-        self._drop_pairs = None
+        self._budget_pairs = None
         self._arrivals.pop(segment, None)
 
     def active(self) -> list[ActiveAlert]:
@@ -260,7 +276,7 @@ class AlertEngine:
         if self._latest_start.get(summary.segment, -1) >= summary.start_ms:
             return []
         if summary.segment not in self._latest_start:
-            self._drop_pairs = None  # a new segment shares the false-page budget
+            self._budget_pairs = None  # a new segment shares the false-page budget
         self._latest_start[summary.segment] = summary.start_ms
         rules = [r for r in self.config.rules if _applies(r, summary.segment)]
         window = (summary.start_ms, summary.end_ms)
@@ -295,28 +311,23 @@ class AlertEngine:
         alert.track.follow_version(
             rule, summary.evaluation_set_version, self._rebase(alert, summary.segment)
         )
-        level = self._drop_level() if rule.condition.shares_drop_budget else None
+        level = self._window_level() if rule.in_budget else None
         verdict = self._hold_limit(
-            alert, evaluate_window(rule, summary, alert.track, quick=quick, level=level)
+            alert, summary, evaluate_window(rule, summary, alert.track, quick=quick, level=level)
         )
         if not verdict.held:
             alert.track.remember(rule, summary)
         return verdict
 
-    def _hold_limit(self, alert: ActiveAlert, verdict: Verdict) -> Verdict:
-        """A drop held past its rule's `max_hold` windows in a row pages; while a `judge`
-        rule fires, a window that no longer shows a held drop does not release it."""
+    def _hold_limit(self, alert: ActiveAlert, summary: WindowSummary, verdict: Verdict) -> Verdict:
+        """A drop held past its rule's `max_hold` windows in a row pages; a window that no
+        longer shows a held drop releases it only as `_release` allows."""
         limit = alert.rule.condition.hold_limit()
         if limit is None:
             return verdict
         released = not verdict.held and verdict.evidence is Evidence.GOOD
-        if released and alert.held_windows and self._judge_firing():
-            note = (
-                "held: a judge rule fires (a model judge's grades moved from the people's), "
-                f"so a window its grades may have lifted does not release the held drop "
-                f"({verdict.note})"
-            )
-            verdict = replace(verdict, evidence=Evidence.UNKNOWN, note=note, held=True)
+        if released and alert.held_windows:
+            verdict = self._release(alert, summary, verdict)
         if not verdict.held:
             alert.held_windows = 0
             return verdict
@@ -328,6 +339,48 @@ class AlertEngine:
             f"the measure ({verdict.note})"
         )
         return replace(verdict, evidence=Evidence.BAD, note=note)
+
+    def _release(self, alert: ActiveAlert, summary: WindowSummary, verdict: Verdict) -> Verdict:
+        """Whether a window that no longer shows a held drop releases it. A model judge's
+        grades may have lifted it (a judge grading junk one grade up halves a real drop), so
+        where a model graded pairs of the window the audit-corrected value decides: under
+        the drop's floor it pages, with too few audited queries the drop stays held; and
+        while a `judge` rule fires (its grades moved from the people's) nothing releases it.
+        Without a model judge the grades are the people's: the window releases it."""
+        if self._judge_firing():
+            note = (
+                "held: a judge rule fires (a model judge's grades moved from the people's), "
+                f"so a window its grades may have lifted does not release the held drop "
+                f"({verdict.note})"
+            )
+            return replace(verdict, evidence=Evidence.UNKNOWN, note=note, held=True)
+        corrected = (
+            None if self.corrected is None else self.corrected(summary.segment, summary.start_ms)
+        )
+        floor = alert.rule.condition.release_floor(verdict)
+        if corrected is None or floor is None or corrected.get("measure") != alert.rule.measure:
+            return verdict
+        estimate = float(corrected.get("estimate", math.nan))
+        audited = int(float(corrected.get("audited", 0)))
+        if math.isnan(estimate):
+            note = (
+                f"held: a model judge graded this window's documents and only {audited} "
+                "queries are audited by people, too few for the audit-corrected value a held "
+                f"drop is released on ({verdict.note})"
+            )
+            return replace(verdict, evidence=Evidence.UNKNOWN, note=note, held=True)
+        interval = (
+            f"audit-corrected {alert.rule.measure} {estimate:.4f} (95 % "
+            f"{float(corrected.get('lower', math.nan)):.4f} to "
+            f"{float(corrected.get('upper', math.nan)):.4f}, {audited} queries audited)"
+        )
+        if estimate < floor:
+            note = (
+                f"the {interval} is under the drop's floor {floor:.4f}: the model judge's "
+                f"grades lifted the measure, the people's do not ({verdict.note})"
+            )
+            return replace(verdict, evidence=Evidence.BAD, note=note)
+        return replace(verdict, note=f"released on the {interval} ({verdict.note})")
 
     def _judge_firing(self) -> bool:
         """Whether a `judge` rule fires: a model judge stopped grading as the people do."""
@@ -348,21 +401,46 @@ class AlertEngine:
 
         return rebase
 
-    def _drop_level(self) -> float | None:
-        """Each drop rule-segment's level under `alerts.false_pages_per_day` (None: no
-        budget), shared by every drop rule on every segment it applies to that has had a
-        window; counted again only when a segment comes or goes."""
-        if self.config.false_pages_per_day is None:
-            return None
-        if self._drop_pairs is None:
-            self._drop_pairs = sum(
+    def _pairs(self) -> int:
+        """The (budgeted rule, segment) pairs sharing `alerts.false_pages_per_day`: every
+        budgeted window rule on every segment it applies to that has had a window, and each
+        budgeted comparison and judge rule once; counted again when a segment comes or goes."""
+        if self._budget_pairs is None:
+            windows = sum(
                 1
                 for rule in self.config.rules
-                if rule.condition.shares_drop_budget
+                if rule.in_budget and rule.condition.role is Role.QUALITY
                 for segment in self._latest_start
                 if _applies(rule, segment)
             )
-        return self.config.drop_level(self._drop_pairs)
+            others = sum(
+                1
+                for rule in self.config.rules
+                if rule.in_budget and rule.condition.role in {Role.COMPARISON, Role.JUDGE}
+            )
+            self._budget_pairs = windows + others
+        return self._budget_pairs
+
+    def _share(self) -> float | None:
+        """Each budgeted rule-segment's false pages a day (None: no budget)."""
+        return self.config.share(self._pairs())
+
+    def _window_level(self) -> float | None:
+        """Each budgeted window rule-segment's level a window (None: no budget)."""
+        return self.config.window_level(self._pairs())
+
+    def _judge_level(self, rule: AlertRule, now_ms: int) -> float | None:
+        """The level of a judge rule's next look: its share of a day spent over the day's
+        looks, share x 6 / (pi^2 j^2) for the j-th (their sum stays under the share however
+        often the audit changes)."""
+        share = self._share()
+        if share is None:
+            return None
+        day = now_ms // 86_400_000
+        seen_day, looks = self._judge_looks.get(rule.index, (day, 0))
+        looks = looks + 1 if seen_day == day else 1
+        self._judge_looks[rule.index] = (day, looks)
+        return share * 6.0 / (math.pi**2 * looks**2)
 
     def _apply(
         self,

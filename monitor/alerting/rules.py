@@ -25,6 +25,7 @@ from monitor.windows.summary import Segment
 
 __all__ = ["RULE_KEYS", "SEVERITIES", "AlertRule", "RuleContext", "read_rule", "render_rule"]
 
+NOTIFY_ONLY = frozenset({"info", "ticket"})  # severities that notify, not page
 RULE_KEYS: tuple[str, ...] = ("name", "measure", "gain", "segment", "severity", "for")
 RULE_KEYS += ("keep_firing_for", "runbook_url")
 SEVERITIES = ("critical", "warning", "info", "page", "ticket")
@@ -49,6 +50,17 @@ class AlertRule:
         """How many of a segment's newest windows a restart replays into this rule: enough
         to rebuild its baseline or detector and its pending and firing streaks."""
         return self.condition.restore_windows(self.for_windows + self.keep_firing_for)
+
+    @property
+    def pages(self) -> bool:
+        """Whether its firing pages someone (a severity other than info or ticket)."""
+        return self.severity not in NOTIFY_ONLY
+
+    @property
+    def in_budget(self) -> bool:
+        """Whether `alerts.false_pages_per_day` sets its level: a paging rule whose
+        condition can be budgeted (`Condition.in_budget`)."""
+        return self.pages and self.condition.in_budget()
 
     @property
     def is_quality(self) -> bool:

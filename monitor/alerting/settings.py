@@ -128,10 +128,12 @@ class AlertingConfig:
         read=as_int(1),
         doc="a window with fewer queries is not judged on its mean",
     )
-    # The drop rules' false-page budget: each (drop rule, segment) tests at
-    # budget / (rule-segments x windows a day) instead of its `significance`. None: off.
+    # The deployment's false-page budget, shared by every paging rule whose condition can be
+    # budgeted (`AlertRule.in_budget`) on every segment it judges. None: each rule at its own.
     false_pages_per_day: float | None = setting(
-        None, read=as_positive_number, doc="the drop rules' false-page budget (null: off)"
+        None,
+        read=as_positive_number,
+        doc="the false-page budget every paging rule shares (null: off)",
     )
     alertmanager: AlertmanagerSettings = subsection(
         AlertmanagerSettings, doc="Alertmanager's API v2"
@@ -165,26 +167,30 @@ class AlertingConfig:
         """How many windows (looks) a segment has in a day."""
         return 86_400_000 / (self.hop_ms or self.window_ms)
 
-    def drop_level(self, rule_segments: int) -> float | None:
-        """Each drop rule-segment's level under the budget (None: no budget, each rule's
-        own `significance`)."""
+    def share(self, rule_segments: int) -> float | None:
+        """Each budgeted rule-segment's false pages a day under the budget (None: no
+        budget): the budget split evenly over `rule_segments`."""
         if self.false_pages_per_day is None:
             return None
-        looks = max(1, rule_segments) * self.windows_per_day
-        return min(0.5, self.false_pages_per_day / looks)
+        return self.false_pages_per_day / max(1, rule_segments)
+
+    def window_level(self, rule_segments: int) -> float | None:
+        """Each budgeted rule-segment's level a window: its share over the windows of a
+        day (None: no budget, each rule its own)."""
+        share = self.share(rule_segments)
+        return None if share is None else min(0.5, share / self.windows_per_day)
 
     def outside_budget(self) -> list[str]:
-        """With `false_pages_per_day`, the rules that may page (a severity other than info
-        or ticket) on the quality of windows, comparisons or judges but are not tested at
-        the budget's level: only drop rules are (each `rule (condition)`)."""
+        """With `false_pages_per_day`, the paging rules on the quality of windows,
+        comparisons or judges that the budget cannot hold, each `rule (condition: why)`."""
         if self.false_pages_per_day is None:
             return []
         return [
-            f"{rule.name} ({rule.condition.key})"
+            f"{rule.name} ({rule.condition.key}: {rule.condition.out_of_budget()})"
             for rule in self.rules
-            if rule.severity not in {"info", "ticket"}
+            if rule.pages
             and rule.condition.role in {Role.QUALITY, Role.COMPARISON, Role.JUDGE}
-            and not rule.condition.shares_drop_budget
+            and not rule.in_budget
         ]
 
     def too_few_queries(self, queries: int, evaluation_set_queries: int) -> bool:

@@ -82,17 +82,23 @@ class MeasureComparison:
         family's level (what the alert text says)."""
         return self.family_intervals.min_detectable
 
-    def decision(self, scope: str) -> tuple[float, float]:
-        """The `scope` interval at the family's level alpha / family: what alerts act on."""
+    def decision_level(self, level: float | None = None) -> float:
+        """The level alerts act at: the family's alpha / family, or `level` (a rule's share
+        of the false-page budget) where that is stricter."""
+        family = self.alpha / max(1, self.family)
+        return family if level is None else min(family, level)
+
+    def decision(self, scope: str, level: float | None = None) -> tuple[float, float]:
+        """The `scope` interval at `decision_level(level)`: what alerts act on."""
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}: one of {', '.join(SCOPES)}")
+        at = self.decision_level(level)
         if scope == "population" and self.design == "live":
             if not self.sequence.windows:
                 return -math.inf, math.inf
-            return MixtureSequence(self.alpha / max(1, self.family), self.tau).interval(
-                self.sequence
-            )
-        intervals = self.family_intervals
+            return MixtureSequence(at, self.tau).interval(self.sequence)
+        family = self.alpha / max(1, self.family)
+        intervals = self.family_intervals if at == family else fixed_set_intervals(self.units, at)
         if scope == "set":
             return intervals.set_lower, intervals.set_upper
         return intervals.population_lower, intervals.population_upper

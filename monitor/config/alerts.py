@@ -65,7 +65,13 @@ def read_alerts(
     runbook = read_setting(AlertingConfig, "runbook_url", section)
     named = {c.name: (c.candidate, c.measures) for c in comparisons}
     context = RuleContext(
-        tuple(cutoffs), tuple(gains), tuple(segment_keys), runbook, named, judging
+        tuple(cutoffs),
+        tuple(gains),
+        tuple(segment_keys),
+        runbook,
+        named,
+        judging,
+        windows_per_day=86_400_000 / (hop or window).ms,
     )
     rules = tuple(
         read_rule(rule, index, context) for index, rule in section.indexed_sections("rules")

@@ -40,7 +40,7 @@ def test_a_budget_sets_each_rule_segments_level_from_the_windows_a_day() -> None
         window="5m",
     )
     assert config.windows_per_day == 288
-    assert config.drop_level(2 * 10) == pytest.approx(0.1 / (20 * 288))
+    assert config.window_level(2 * 10) == pytest.approx(0.1 / (20 * 288))
     unbudgeted = parse_alerting_config(
         {"rules": [rule], "log": False},
         cutoffs=[10],
@@ -48,7 +48,7 @@ def test_a_budget_sets_each_rule_segments_level_from_the_windows_a_day() -> None
         segment_keys=["model"],
         window="5m",
     )
-    assert unbudgeted.drop_level(20) is None
+    assert unbudgeted.window_level(20) is None
 
 
 def _false_pages_per_day(level: float | None, days: int, streams: int) -> float:

@@ -38,10 +38,19 @@ def config(*rules: dict[str, Any]) -> Any:
 
 
 def window(
-    index: int, value: float, *, segment: Segment = V42, queries: int = 50, judged: float = 1.0
+    index: int,
+    value: float,
+    *,
+    segment: Segment = V42,
+    queries: int = 50,
+    judged: float = 1.0,
+    spread: float = 0.0,
 ) -> WindowSummary:
-    """Window `index` of a segment whose every query scores `value`."""
-    query_means = {f"q{i}": {NDCG: value, "judged@10": judged} for i in range(queries)}
+    """Window `index` of a segment whose queries score `value`, every one of them, or
+    `value` +- `spread` alternately (a mean of `value` with a standard error)."""
+    query_means = {
+        f"q{i}": {NDCG: value + spread * (-1) ** i, "judged@10": judged} for i in range(queries)
+    }
     return WindowSummary(
         window="5m",
         start_ms=T0 + index * WINDOW_MS,
@@ -316,35 +325,46 @@ def test_a_slow_slide_fires_the_trend_rule_and_settling_resolves_it() -> None:
     trend = {
         "name": "slide",
         "measure": "ndcg@10",
-        "trend": {"delta": 0.001, "threshold": 0.05, "min_windows": 5},
-        # While the slide goes on, Page-Hinkley re-detects every ~sqrt(4 x 0.05 / 0.005)
-        # + a few windows (here 8): keep firing through that gap.
-        "keep_firing_for": 8,
+        "trend": {"min_windows": 5},
+        # While the slide goes on, Page-Hinkley re-detects every ~sqrt(4 h / s) + a few
+        # windows (h 7.2 and s a third of a standard error: 13): keep firing through that.
+        "keep_firing_for": 16,
     }
     engine = AlertEngine(config(trend), start_ms=T0)
-    # Flat, then 0.005 lower per window for 20 windows, then flat at the new level.
-    values = [0.6] * 10 + [0.6 - 0.005 * i for i in range(1, 21)] + [0.5] * 30
+    # Queries 0.1 either side of the mean (standard error 0.014): flat, then 0.005 (a third
+    # of a standard error) lower per window for 20 windows, then flat at the new level.
+    values = [0.6] * 10 + [0.6 - 0.005 * i for i in range(1, 21)] + [0.5] * 40
     changes = [
         (index, t.change.after)
         for index, value in enumerate(values)
-        for t in engine.observe([window(index, value)], T0 + (index + 1) * WINDOW_MS)
+        for t in engine.observe([window(index, value, spread=0.1)], T0 + (index + 1) * WINDOW_MS)
     ]
     assert [after for _, after in changes] == [Status.FIRING, Status.INACTIVE]
     fired, resolved = changes[0][0], changes[1][0]
-    # Detected 5 windows into the slide; resolved 9 windows after the last detection (30).
-    assert (fired, resolved) == (14, 39)
+    assert 10 < fired < 30  # during the slide
+    assert resolved >= 30  # once the series settled
 
 
 def test_a_flat_series_never_fires_the_trend_rule() -> None:
-    trend = {"name": "slide", "measure": "ndcg@10", "trend": {"delta": 0.001, "threshold": 0.05}}
+    trend = {"name": "slide", "measure": "ndcg@10", "trend": {}}
     engine = AlertEngine(config(trend), start_ms=T0)
     values = [0.6, 0.61, 0.59, 0.6] * 15
     transitions = [
         t
         for index, value in enumerate(values)
-        for t in engine.observe([window(index, value)], T0 + (index + 1) * WINDOW_MS)
+        for t in engine.observe([window(index, value, spread=0.1)], T0 + (index + 1) * WINDOW_MS)
     ]
     assert transitions == []
+
+
+def test_a_trend_rule_without_a_standard_error_says_so_and_does_not_fire() -> None:
+    trend = {"name": "slide", "measure": "ndcg@10", "trend": {"min_windows": 2}}
+    engine = AlertEngine(config(trend), start_ms=T0)
+    for index, value in enumerate([0.6, 0.6, 0.3, 0.3]):
+        assert engine.observe([window(index, value, queries=20)], T0 + index * WINDOW_MS) == []
+    alert = engine.find("slide", V42)
+    assert alert is not None and alert.verdict is not None
+    assert "no standard error" in alert.verdict.note
 
 
 def test_a_below_rule_on_every_measure_an_alert_may_watch_can_fire() -> None:
@@ -368,10 +388,11 @@ def test_with_a_false_page_budget_the_rules_outside_it_are_named_at_start(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     # The budget held the drop rules only; a trend rule beside them paged 5.7 times a day on
-    # stable streams, and nothing said it was not in the budget.
+    # stable streams, and nothing said it was not in the budget. Now only a rule whose
+    # threshold is set by hand stays outside it.
     drop = {"name": "drop", "measure": "ndcg@10", "drop": {"relative": 0.05}}
     trend = {"name": "slide", "measure": "ndcg@10", "severity": "critical",
-             "trend": {"min_windows": 6, "threshold": 0.05}}  # fmt: skip
+             "trend": {"min_windows": 6, "threshold": 8}}  # fmt: skip
     note = {"name": "low", "measure": "ndcg@10", "severity": "info", "below": 0.5}
     raw = {"rules": [drop, trend, note], "log": False, "false_pages_per_day": 0.5}
     budgeted = parse_alerting_config(
@@ -380,7 +401,9 @@ def test_with_a_false_page_budget_the_rules_outside_it_are_named_at_start(
     with caplog.at_level("WARNING", logger="monitor.alerting.engine"):
         AlertEngine(budgeted, start_ms=T0)
     [warning] = [r for r in caplog.records if "false_pages_per_day" in r.getMessage()]
-    assert warning.__dict__["fields"]["rules"] == ["slide (trend)"]  # not the info one
+    assert warning.__dict__["fields"]["rules"] == [
+        "slide (trend: its threshold 8 is set by hand (null derives it from the budget))"
+    ]  # not the info one
     caplog.clear()
     with caplog.at_level("WARNING", logger="monitor.alerting.engine"):
         AlertEngine(config(drop, trend), start_ms=T0)  # no budget: nothing to say

@@ -35,6 +35,8 @@ from monitor.explain.alert_table import explain_path
 from monitor.scoring.catalog import KIND_TABLE, KINDS
 from monitor.sections import ConfigSection, as_number, as_str, describe
 from monitor.stats.judges import JudgeReading
+from monitor.stats.spread import SpreadMoments, cornish_fisher
+from monitor.stats.student_t import t_ppf
 from monitor.windows.segment_filter import read_segment_filter
 from monitor.windows.summary import Segment, WindowSummary
 
@@ -55,6 +57,7 @@ __all__ = [
     "refuse_measure",
     "share",
     "threshold_verdict",
+    "under_by",
 ]
 
 RANKED_MEASURES = tuple(
@@ -88,6 +91,8 @@ class RuleContext:
     # nDCG drop rule then holds a drop its condensed list lacks by default (`unjudged: hold`:
     # the loop gets its documents judged) instead of paging it.
     judging: bool = False
+    # Windows (looks) a segment has in a day: `trend` sets its default threshold from it.
+    windows_per_day: float = 288.0
 
     @property
     def unjudged(self) -> str:
@@ -129,6 +134,7 @@ class WindowTrack:
     history: SeriesHistory | None = None
     detector: PageHinkley | None = None
     version: str | None = None
+    spread: SpreadMoments | None = None  # `stderr` under the budget: the pooled kurtosis
 
     @classmethod
     def for_rule(cls, rule: RuleLike) -> WindowTrack:
@@ -149,6 +155,7 @@ class WindowTrack:
             )
             self.history = history if kept else fresh.history
             self.detector = fresh.detector
+            self.spread = fresh.spread
         self.version = version
 
     def remember(self, rule: RuleLike, summary: WindowSummary) -> None:
@@ -193,8 +200,8 @@ class Condition:
     whether `for` and `keep_firing_for` apply; `reads_segment`, whether the rule's `segment`
     is its own (not derived by `segment`); `holds_small_windows`, whether
     `alerts.min_queries` holds it on a window with too few queries (every rule on a mean
-    over the window's queries); `shares_drop_budget`, whether `alerts.false_pages_per_day`
-    sets its significance level; `default_severity`, a rule's severity when it sets none;
+    over the window's queries); `budgeted`, whether `alerts.false_pages_per_day` sets its
+    level (`in_budget`); `default_severity`, a rule's severity when it sets none;
     `explains_a_window`, whether its alerts link to the explanation of their window's measure
     (else to the page's top).
     """
@@ -207,7 +214,7 @@ class Condition:
     default_severity: ClassVar[str] = "warning"  # a rule's severity when it names none
     reads_segment: ClassVar[bool] = True
     holds_small_windows: ClassVar[bool] = True
-    shares_drop_budget: ClassVar[bool] = False
+    budgeted: ClassVar[bool] = False
 
     # -- the config ------------------------------------------------------------------------
 
@@ -239,6 +246,20 @@ class Condition:
         """How many of a segment's newest windows a restart replays into the rule: enough to
         rebuild its track and its pending and firing streaks (`streaks` windows)."""
         return streaks
+
+    def in_budget(self) -> bool:
+        """Whether `alerts.false_pages_per_day` sets the rule's level (its evaluation gets
+        `level`); the rules outside it are named at start (`out_of_budget`)."""
+        return self.budgeted
+
+    def out_of_budget(self) -> str:
+        """Why a rule that may page is outside `alerts.false_pages_per_day`."""
+        return "its condition has no false-alarm rate to budget"
+
+    def release_floor(self, verdict: Verdict) -> float | None:
+        """The level under which the window that would release a held drop (`verdict`)
+        still shows it: what the audit-corrected value is held to (None: no hold)."""
+        return None
 
     def hold_limit(self) -> int | None:
         """Windows in a row a window may be held before the rule pages on the measure
@@ -276,20 +297,25 @@ class Condition:
     ) -> Verdict:
         """The verdict on one finalized window. `quick`: a restore replays the window, so
         a costly test may be skipped where the value alone decides; `level`: the rule's
-        significance level under the false-page budget (`shares_drop_budget` only)."""
+        per-window level under the false-page budget (`in_budget` rules only): its share of
+        `alerts.false_pages_per_day` over the windows of a day."""
         raise NotImplementedError
 
     def on_tick(self, silent_ms: int) -> Verdict:
         """The verdict of a `CLOCK` condition after `silent_ms` without a finalized window."""
         raise NotImplementedError(f"{self.key} is not judged on ticks")
 
-    def on_comparison(self, measure: str, record: ComparisonRecord) -> Verdict | None:
+    def on_comparison(
+        self, measure: str, record: ComparisonRecord, *, level: float | None = None
+    ) -> Verdict | None:
         """The verdict of a `COMPARISON` condition on a comparison record (None: the record
-        is not about this rule)."""
+        is not about this rule); `level`: the rule's share of the false-page budget, the
+        most its decision may spend."""
         raise NotImplementedError(f"{self.key} is not judged on comparisons")
 
-    def on_judges(self, readings: Sequence[JudgeReading]) -> Verdict:
-        """The verdict of a `JUDGE` condition on the model judges' readings."""
+    def on_judges(self, readings: Sequence[JudgeReading], *, level: float | None = None) -> Verdict:
+        """The verdict of a `JUDGE` condition on the model judges' readings; `level`: this
+        look's part of the rule's share of the false-page budget."""
         raise NotImplementedError(f"{self.key} is not judged on judges")
 
     def alert_segment(self, rule_segment: Segment | None, segment: Segment) -> Segment:
@@ -360,6 +386,33 @@ def threshold_verdict(value: float, minimum: float, what: str) -> Verdict:
         return Verdict(Evidence.UNKNOWN, value, note=f"no {what} value in this window")
     evidence = Evidence.BAD if value < minimum else Evidence.GOOD
     return Verdict(evidence, value, baseline=minimum)
+
+
+def under_by(
+    summary: WindowSummary, measure: str, floor: float, level: float, spread: SpreadMoments
+) -> Verdict:
+    """Bad when the window's mean of `measure` is under `floor` by more than the one-sided
+    Student t quantile at `level` times its standard error, from the between-query variance
+    `spread` pools over the segment's windows (this one among them), read through their
+    skewness (`monitor.stats.spread.cornish_fisher`). Not the window's own variance: a window
+    of few queries mostly at 0 has a low mean and a low spread at once, and would pass for a
+    breach far past its noise. Unknown before the pool has a variance."""
+    value = measure_value(summary, measure)
+    queries = summary.defined_queries(measure)
+    variance = spread.variance
+    if not (queries and math.isfinite(variance) and variance > 0):
+        note = "no spread of the queries' values yet: nothing to test the floor on"
+        return Verdict(Evidence.UNKNOWN, value, floor, note=note)
+    error = math.sqrt(variance / queries)
+    critical = t_ppf(1.0 - level, spread.freedom)
+    distance = -cornish_fisher((value - floor) / error, spread.skewness, queries)
+    bad = distance > critical
+    note = (
+        f"{measure} {value:.4f} is under {floor:g} by {distance:.1f} standard errors over "
+        f"{queries} queries ({'more' if bad else 'not more'} than the {critical:.1f} its share "
+        f"of alerts.false_pages_per_day, level {level:.2g} a window, needs)"
+    )
+    return Verdict(Evidence.BAD if bad else Evidence.GOOD, value, floor, note=note)
 
 
 def anything(value: Any) -> Any:

@@ -5,10 +5,19 @@
   measure: ndcg@10
   below: 0.55
 ```
+
+Under `alerts.false_pages_per_day` the rule is a one-sided test at its share of the budget a
+window (`level`): bad when the window's value is under the floor by more than the Student t
+quantile of 1 - level times its standard error over the window's queries, the between-query
+variance and skewness pooled over the segment's windows (`conditions.base.under_by`: a
+window's own spread makes a window of few queries mostly at 0 look like a breach). The floor
+is then about the population of queries the window drew from; a value under it by less than
+its noise is good.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Self
 
@@ -19,10 +28,13 @@ from monitor.alerting.conditions.base import (
     Verdict,
     WindowTrack,
     measure_value,
+    query_values,
     threshold_verdict,
+    under_by,
 )
 from monitor.alerting.promql import PromqlContext, enough_queries, measure_series
 from monitor.sections import ConfigSection, as_number
+from monitor.stats.spread import SpreadMoments
 from monitor.windows.summary import Segment, WindowSummary
 
 __all__ = ["Below"]
@@ -36,6 +48,7 @@ class Below(Condition):
     role = Role.QUALITY
 
     threshold: float
+    budgeted = True
 
     @classmethod
     def parse(cls, rule: ConfigSection, context: RuleContext) -> Self:
@@ -53,7 +66,18 @@ class Below(Condition):
         quick: bool = False,
         level: float | None = None,
     ) -> Verdict:
-        return threshold_verdict(measure_value(summary, measure), self.threshold, "")
+        value = measure_value(summary, measure)
+        if level is None:
+            return threshold_verdict(value, self.threshold, "")
+        # under the budget every window adds to the segment's pooled skewness
+        spread = track.spread if track.spread is not None else SpreadMoments()
+        spread.add([v for v in query_values(summary, measure).values() if math.isfinite(v)])
+        if math.isnan(value) or value >= self.threshold:
+            return threshold_verdict(value, self.threshold, "")
+        return under_by(summary, measure, self.threshold, level, spread)
+
+    def new_track(self) -> WindowTrack:
+        return WindowTrack(spread=SpreadMoments())
 
     def summary(self, measure: str) -> str:
         return f"{measure} under the floor {self.threshold:g}"

@@ -44,6 +44,7 @@ class Comparison(Condition):
     from) or `set` (on the queries compared)."""
 
     key = "comparison"
+    budgeted = True
     role = Role.COMPARISON
     reads_segment = False  # the comparison's candidate
 
@@ -109,16 +110,19 @@ class Comparison(Condition):
     ) -> Verdict:
         raise NotImplementedError("comparison rules are judged on comparison records")
 
-    def on_comparison(self, measure: str, record: ComparisonRecord) -> Verdict | None:
+    def on_comparison(
+        self, measure: str, record: ComparisonRecord, *, level: float | None = None
+    ) -> Verdict | None:
         if record.name != self.comparison:
             return None
         found = next((m for m in record.measures if m.measure == measure), None)
-        return None if found is None else self.judge(found)
+        return None if found is None else self.judge(found, level)
 
-    def judge(self, measure: MeasureComparison) -> Verdict:
-        """Bad when the rule's interval, at the family's level, lies wholly past the margin
-        in the rule's direction; unknown until the interval is finite."""
-        lower, upper = measure.decision(self.scope)
+    def judge(self, measure: MeasureComparison, level: float | None = None) -> Verdict:
+        """Bad when the rule's interval, at the family's level (or the rule's share of the
+        false-page budget, where stricter), lies wholly past the margin in the rule's
+        direction; unknown until the interval is finite."""
+        lower, upper = measure.decision(self.scope, level)
         if not (math.isfinite(lower) and math.isfinite(upper)):
             note = measure.note or "no verdict yet (too few windows or queries)"
             return Verdict(Evidence.UNKNOWN, measure.result.delta, note=note)
@@ -138,6 +142,9 @@ class Comparison(Condition):
             if measure.family > 1
             else f"level {measure.alpha:g}"
         )
+        at = measure.decision_level(level)
+        if at < measure.decision_level():
+            family = f"level {at:.2g} (its share of the false-page budget)"
         note = (
             f"{measure.measure}: candidate - baseline {estimate:+.4f} {about} "
             f"({measure.design} design), always-valid interval [{lower:+.4f}, {upper:+.4f}] "

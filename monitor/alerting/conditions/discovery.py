@@ -38,7 +38,7 @@ class Discovery(Drop):
     """Bad when a drop of nDCG@k is not shown by its condensed list (judged documents alone)."""
 
     key = "discovery"
-    shares_drop_budget = False  # a notification, not a page: its own significance
+    budgeted = False  # a notification, not a page: its own significance
     default_severity: ClassVar[str] = "info"
     draws_floor: ClassVar[bool] = False  # its drop rule's floor is drawn already
 

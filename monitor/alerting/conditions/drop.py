@@ -98,7 +98,7 @@ class Drop(Condition):
 
     key = "drop"
     role = Role.QUALITY
-    shares_drop_budget = True
+    budgeted = True
     draws_floor: ClassVar[bool] = True  # the dashboards draw its moving floor
 
     relative: float | None
@@ -152,6 +152,11 @@ class Drop(Condition):
 
     def hold_limit(self) -> int | None:
         return self.max_hold
+
+    def release_floor(self, verdict: Verdict) -> float | None:
+        if verdict.baseline is None or math.isnan(verdict.baseline):
+            return None
+        return self.floor_under(verdict.baseline)
 
     def new_track(self) -> WindowTrack:
         return WindowTrack(history=SeriesHistory(self.baseline_windows, minimum=self.pinned))

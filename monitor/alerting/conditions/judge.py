@@ -55,6 +55,7 @@ class Judge(Condition):
     `max_shift` grades at level `significance` (module docstring)."""
 
     key = "judge"
+    budgeted = True
     role = Role.JUDGE
     has_measure = False
     explains_a_window = False
@@ -100,14 +101,19 @@ class Judge(Condition):
     def restore_windows(self, streaks: int) -> int:
         return 0
 
-    def on_judges(self, readings: Sequence[JudgeReading]) -> Verdict:
-        """The verdict on every model source's newest reading."""
+    def on_judges(self, readings: Sequence[JudgeReading], *, level: float | None = None) -> Verdict:
+        """The verdict on every model source's newest reading; under the false-page budget
+        each of its two tests per source runs at `level` / (2 x sources) where that is
+        stricter than `significance`."""
         judged = [r for r in readings if r.pairs >= self.min_pairs]
         if not judged:
             most = max((r.pairs for r in readings), default=0)
             note = f"no model judge has {self.min_pairs} audit pairs yet (most: {most})"
             return Verdict(Evidence.UNKNOWN, math.nan, note=note)
-        problems = [problem for r in judged if (problem := self._problem(r))]
+        at = self.significance
+        if level is not None:
+            at = min(at, level / (2 * len(judged)))
+        problems = [problem for r in judged if (problem := self._problem(r, at))]
         worst = min(judged, key=lambda r: (math.isnan(r.kappa), r.kappa))
         fine = "; ".join(
             f"{r.source}: kappa {r.kappa:.3f}, bias {r.bias:+.3f} over {r.pairs} pairs"
@@ -120,25 +126,20 @@ class Judge(Condition):
             note="; ".join(problems) if problems else fine,
         )
 
-    @property
-    def _z(self) -> float:
-        """The one-sided normal quantile of `significance`."""
-        return NormalDist().inv_cdf(1.0 - self.significance)
-
-    def _problem(self, reading: JudgeReading) -> str:
-        """What is wrong with one source's reading ("" if nothing)."""
+    def _problem(self, reading: JudgeReading, significance: float) -> str:
+        """What is wrong with one source's reading at `significance` ("" if nothing)."""
         said = []
-        upper = reading.kappa + self._z * reading.kappa_stderr
+        upper = reading.kappa + NormalDist().inv_cdf(1.0 - significance) * reading.kappa_stderr
         if upper < self.min_kappa:
             said.append(
                 f"kappa {reading.kappa:.3f} (at most {upper:.3f} at level "
-                f"{self.significance:g}) < {self.min_kappa:g} over its newest "
+                f"{significance:.2g}) < {self.min_kappa:g} over its newest "
                 f"{reading.pairs} audit pairs"
             )
         if (
             reading.before >= self.min_pairs
             and abs(reading.shift) > self.max_shift
-            and reading.shift_p < self.significance
+            and reading.shift_p < significance
         ):
             said.append(
                 f"bias moved {reading.shift:+.3f} grades ({reading.previous_bias:+.3f} -> "

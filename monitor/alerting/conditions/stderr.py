@@ -10,6 +10,13 @@ the others, on a window a trust rule (coverage, judged) found bad, and holds no 
   measure: ndcg@10
   stderr: {max: 0.02}
 ```
+
+Under `alerts.false_pages_per_day` the rule is a one-sided test at its share of the budget a
+window (`level`): bad when the between-query variance s^2 is surely above n x max^2, the
+variance a standard error of `max` allows at the window's n queries
+(`monitor.stats.spread.variance_limit`: a Gamma reading of s^2 with the kurtosis pooled over
+the segment's windows, no Normal assumption on nDCG's lumpy values). Unknown under
+`MIN_TESTED` queries.
 """
 
 from __future__ import annotations
@@ -25,13 +32,17 @@ from monitor.alerting.conditions.base import (
     Verdict,
     WindowTrack,
     measure_value,
+    query_values,
 )
 from monitor.alerting.promql import PromqlContext, enough_queries, measure_series
 from monitor.alerting.state import Evidence
 from monitor.sections import ConfigSection, as_number
+from monitor.stats.spread import SpreadMoments, variance_limit
 from monitor.windows.summary import Segment, WindowSummary
 
-__all__ = ["Stderr"]
+__all__ = ["MIN_TESTED", "Stderr"]
+
+MIN_TESTED = 20  # queries under which the budget's variance test is not made
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,7 @@ class Stderr(Condition):
     role = Role.QUALITY
 
     maximum: float
+    budgeted = True
 
     @classmethod
     def parse(cls, rule: ConfigSection, context: RuleContext) -> Self:
@@ -73,8 +85,34 @@ class Stderr(Condition):
             f"{measure} is {mean:.4f} with a standard error of {error:.4f} over "
             f"{summary.defined_queries(measure)} queries (about +-{1.96 * error:.4f} at 95 %)"
         )
-        evidence = Evidence.BAD if error > self.maximum else Evidence.GOOD
-        return Verdict(evidence, error, self.maximum, note=note)
+        if level is None:
+            evidence = Evidence.BAD if error > self.maximum else Evidence.GOOD
+            return Verdict(evidence, error, self.maximum, note=note)
+        # under the budget every window adds to the segment's pooled kurtosis
+        values = [v for v in query_values(summary, measure).values() if math.isfinite(v)]
+        spread = track.spread if track.spread is not None else SpreadMoments()
+        spread.add(values)
+        if error <= self.maximum:
+            return Verdict(Evidence.GOOD, error, self.maximum, note=note)
+        return self.test(len(values), error, spread.kurtosis, level, note)
+
+    def new_track(self) -> WindowTrack:
+        return WindowTrack(spread=SpreadMoments())
+
+    def test(self, n: int, error: float, kurtosis: float, level: float, note: str) -> Verdict:
+        """Whether the variance of `n` values whose mean has standard error `error` is
+        surely above what `maximum` allows, at `level`, for values of this `kurtosis`."""
+        if n < MIN_TESTED:
+            held = f"{note}; under {MIN_TESTED} queries the budget's test is not made"
+            return Verdict(Evidence.UNKNOWN, error, self.maximum, note=held)
+        limit = variance_limit(n * self.maximum**2, n, kurtosis, level)
+        bad = error * error * n > limit
+        said = (
+            f"{note}; {'over' if bad else 'not surely over'} {self.maximum:g} at level "
+            f"{level:.2g} a window, its share of alerts.false_pages_per_day (a standard "
+            f"error over {math.sqrt(limit / n):.4f} is)"
+        )
+        return Verdict(Evidence.BAD if bad else Evidence.GOOD, error, self.maximum, note=said)
 
     def summary(self, measure: str) -> str:
         return f"standard error of {measure} over {self.maximum:g}: too uncertain to act on"
