@@ -33,6 +33,17 @@ documents only the judge graded (the rest judged by people), people auditing who
 at random (`--audited` of them); over `--windows` windows, how often the 95 % interval covers
 the window's nDCG@10 under the people's grades, its width, and the uncorrected bias.
 
+And a held discovery released (`AlertEngine`, the example config's drop rule with
+`unjudged: hold`): a replayed set of 400 queries, people-judged, 12 baseline windows; then
+a release puts 4 documents nobody judged into the top 10 of 60 % of its queries. In the
+regression they are junk (grade 0); the demo's LLM judge grades each one grade up. The
+window before their judgments is held (its condensed list shows no drop); the next is
+scored with the judge's grades and audited by people on whole queries (`--audit-share`, the
+demo's 20 %). Over `--replays` replays: how often the drop pages, with the hold released on
+the model's grades (as before) and on the audit-corrected value; and on replays where the
+new documents are as good as those whose places they take (a change under the rule's 5 %
+gate), how often it pages falsely.
+
 Run it with the checkout's `.venv` on the installed package:
 
     .venv/bin/python bench/judges.py [--simulations 1000] [--seed 20261203] [--days 200]
@@ -47,8 +58,10 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from monitor.alerting import AlertEngine, Status
 from monitor.alerting.conditions import Judge
 from monitor.alerting.state import Evidence
+from monitor.config.alerts import parse_alerting_config
 from monitor.judging.correction import JudgeViews, correct_window
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
@@ -251,6 +264,144 @@ def _scoring(
     return score
 
 
+DISCOVERY_QUERIES, NEW_DOCS, AFFECTED = 400, 2, 0.5
+BASELINE_WINDOWS = 12
+HOLD_RULE = {
+    "name": "ndcg10-drop",
+    "measure": "ndcg@10",
+    "drop": {"relative": 0.05, "baseline_windows": BASELINE_WINDOWS, "significance": 0.01,
+             "min_queries": 30, "unjudged": "hold", "max_hold": 12},
+}  # fmt: skip
+
+
+def _people_grades(rng: np.random.Generator, size: int) -> Ints:
+    ranks = np.arange(size)
+    relevant = rng.random(size) < relevant_share(ranks % RANKS)
+    grades = np.where(relevant, rng.choice([1, 2, 3], size, p=RELEVANT_GRADES), 0)
+    return np.asarray(grades, dtype=np.int64)
+
+
+def _window_of(index: int, queries: Sequence[str], scores: Floats) -> WindowSummary:
+    """A window of one replay of the set: each query's measures (rows of `KEYS`)."""
+    names = [str(k) for k in KEYS]
+    query_means = {
+        q: {name: float(v) for name, v in zip(names, row, strict=True)}
+        for q, row in zip(queries, scores.tolist(), strict=True)
+    }
+    means = {name: float(np.mean(scores[:, i])) for i, name in enumerate(names)}
+    return WindowSummary(
+        window="5m", start_ms=index * 300_000, end_ms=(index + 1) * 300_000, segment=(),
+        evaluation_set_version="e1", events=len(queries), queries=len(queries),
+        evaluation_set_queries=len(queries), means=means,
+        sums={name: mean * len(queries) for name, mean in means.items()},
+        event_means=means, query_means=query_means,
+    )  # fmt: skip
+
+
+def held_replay(
+    rng: np.random.Generator, *, regression: bool, audit_share: float, audited: bool
+) -> tuple[bool, float, float]:
+    """One replay: whether the drop paged, and the true and model-read relative change."""
+    queries = [f"q{i}" for i in range(DISCOVERY_QUERIES)]
+    base = [[f"{q}-d{r}" for r in range(RANKS)] for q in queries]
+    people = {
+        q: dict(zip(ranking, _people_grades(rng, RANKS).tolist(), strict=True))
+        for q, ranking in zip(queries, base, strict=True)
+    }
+    candidate, new_people, new_model = [], {}, {}
+    for q, ranking in zip(queries, base, strict=True):
+        if rng.random() >= AFFECTED:
+            candidate.append(ranking)
+            continue
+        fresh = [f"{q}-n{j}" for j in range(NEW_DOCS)]
+        slots = sorted(rng.choice(RANKS, NEW_DOCS, replace=False).tolist())
+        merged = list(ranking)
+        for slot, doc in zip(slots, fresh, strict=True):
+            merged.insert(slot, doc)
+        candidate.append(merged)
+        grades = np.zeros(NEW_DOCS, dtype=np.int64)
+        if not regression:  # as good as the documents whose places they take
+            grades = np.asarray([people[q][ranking[s]] for s in slots], dtype=np.int64)
+        for doc, grade in zip(fresh, grades.tolist(), strict=True):
+            new_people[(q, doc)] = grade
+            new_model[(q, doc)] = min(3, grade + 1)  # the demo's judge: one grade up
+    audit = set(rng.choice(DISCOVERY_QUERIES, int(audit_share * DISCOVERY_QUERIES), replace=False))
+    audited_pairs = frozenset(p for p in new_model if int(p[0][1:]) in audit)
+    model_view = {q: dict(g) for q, g in people.items()}
+    people_view = {q: dict(g) for q, g in people.items()}
+    truth = {q: dict(g) for q, g in people.items()}
+    for (q, doc), grade in new_model.items():
+        model_view[q][doc] = grade
+        truth[q][doc] = new_people[(q, doc)]
+        if (q, doc) in audited_pairs:
+            people_view[q][doc] = new_people[(q, doc)]
+    views = JudgeViews(
+        EvaluationSet(model_view, None), EvaluationSet(people_view, None),
+        frozenset(new_model), audited_pairs,
+    )  # fmt: skip
+    before = Scorer(EvaluationSet(people, None), KEYS)
+    judged = Scorer(views.model, KEYS)
+    windows = [_window_of(i, queries, before.score(queries, base)) for i in range(BASELINE_WINDOWS)]
+    windows.append(_window_of(BASELINE_WINDOWS, queries, before.score(queries, candidate)))
+    lifted = _window_of(BASELINE_WINDOWS + 1, queries, judged.score(queries, candidate))
+    windows.append(lifted)
+    config = parse_alerting_config(
+        {"rules": [HOLD_RULE], "log": False}, cutoffs=[10], gains=["linear"], segment_keys=[],
+        window="5m", judging=True,
+    )  # fmt: skip
+    engine = AlertEngine(config, start_ms=0)
+    if audited:
+        score = _scoring({id(s): Scorer(s, KEYS) for s in (views.model, views.people)})
+        correction = correct_window(lifted, dict(zip(queries, candidate, strict=True)).get,
+                                    views, score, RANKS)  # fmt: skip
+        interval = correction.interval
+        values = {
+            "measure": "ndcg@10:linear",
+            "estimate": math.nan if interval is None else interval.estimate,
+            "lower": math.nan if interval is None else interval.lower,
+            "upper": math.nan if interval is None else interval.upper,
+            "audited": float(correction.audited),
+        }
+        engine.corrected = lambda segment, start_ms: values if start_ms == lifted.start_ms else None
+    paged = False
+    for summary in windows:
+        engine.observe([summary], summary.end_ms)
+        alert = engine.find("ndcg10-drop", ())
+        paged = paged or (alert is not None and alert.status is Status.FIRING)
+    start = windows[0].means["ndcg@10:linear"]
+    true_after = float(
+        Scorer(EvaluationSet(truth, None), KEYS).score(queries, candidate)[:, NDCG].mean()
+    )
+    return paged, true_after / start - 1.0, lifted.means["ndcg@10:linear"] / start - 1.0
+
+
+def held_discoveries(rng: np.random.Generator, replays: int, audit_share: float) -> None:
+    """The held discovery's release, on the model's grades and on the audit."""
+    print(
+        f"held discovery, {replays} replays of {DISCOVERY_QUERIES} queries, {NEW_DOCS} unjudged "
+        f"documents in {AFFECTED:.0%} of their top 10, a +1-grade judge, "
+        f"{audit_share:.0%} of queries audited:"
+    )
+    for regression in (True, False):
+        pages = {False: 0, True: 0}
+        changes: list[tuple[float, float]] = []
+        for _ in range(replays):
+            for audited in (False, True):
+                paged, true_change, read = held_replay(
+                    rng, regression=regression, audit_share=audit_share, audited=audited
+                )
+                pages[audited] += paged
+                changes.append((true_change, read))
+        true_change = float(np.mean([c[0] for c in changes]))
+        read = float(np.mean([c[1] for c in changes]))
+        what = "a regression" if regression else "new documents as good as those they displace"
+        print(
+            f"  {what}: true change {true_change:+.1%}, read on the judge's grades {read:+.1%}; "
+            f"pages with the hold released on the model's grades {rate(pages[False], replays)}, "
+            f"on the audit-corrected value {rate(pages[True], replays)}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--simulations", type=int, default=1_000)
@@ -261,13 +412,20 @@ def main() -> None:
     parser.add_argument("--windows", type=int, default=1_000)
     parser.add_argument("--audited", type=int, default=40)
     parser.add_argument("--only-alert", action="store_true", help="skip the PPI++ parts")
+    parser.add_argument("--replays", type=int, default=400)
+    parser.add_argument("--audit-share", type=float, default=0.2)
+    parser.add_argument("--only-held", action="store_true", help="the held discovery alone")
     args = parser.parse_args()
+    if args.only_held:
+        held_discoveries(np.random.default_rng(args.seed), args.replays, args.audit_share)
+        return
     rng = np.random.default_rng(args.seed)
     if not args.only_alert:
         coverage(rng, args.simulations)
         window_coverage(rng, args.windows, args.audited)
     stable_days(rng, args.days, args.audit_per_window)
     delays(rng, args.changes, args.audit_per_window)
+    held_discoveries(rng, args.replays, args.audit_share)
 
 
 def coverage(rng: np.random.Generator, simulations: int) -> None:

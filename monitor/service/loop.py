@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry
 
@@ -216,6 +216,8 @@ class Monitor:
             self._rescore.made(current, current)
             self.alerts.rescore = self._rescore
             self.comparisons.carries = self._rescore.lineage
+            # A held drop is released on the audit-corrected headline, not the model's grades.
+            self.alerts.corrected = self._corrected
         # One decision for the consumer group (`monitor.group`): this member's part in it.
         self.group = GroupPart(
             alerts=self.alerts,
@@ -460,6 +462,11 @@ class Monitor:
                 measure = self.judging.queue.lower_key
                 self.exporter.record_correction(summary, measure, corrected)
                 self.explain_store.correct(summary.segment, summary.start_ms, measure, corrected)
+
+    def _corrected(self, segment: Segment, start_ms: int) -> Mapping[str, float | str] | None:
+        """The kept window's headline corrected by the judging loop's audit (None: none)."""
+        kept = self.explain_store.find(segment, start_ms)
+        return None if kept is None or not kept.corrected else dict(kept.corrected)
 
     def _replay_noise(self, summary: WindowSummary) -> dict[str, float]:
         """Each measure's replay noise: the window against the segment's previous kept one

@@ -161,3 +161,56 @@ def test_while_a_judge_rule_fires_a_window_that_no_longer_shows_the_drop_does_no
     alert = engine.find("drop", held[0].segment)
     assert alert is not None and alert.verdict is not None
     assert "past max_hold 3" in alert.verdict.note and "a judge rule fires" in alert.verdict.note
+
+
+def corrected_engine(estimate: float, audited: int) -> AlertEngine:
+    """`hold_engine` whose windows have a corrected headline: model judges graded them."""
+    engine = hold_engine(max_hold=3)
+
+    def corrected(segment: object, start_ms: int) -> dict[str, float | str]:
+        return {"measure": NDCG, "estimate": estimate, "lower": estimate - 0.02,
+                "upper": estimate + 0.02, "audited": float(audited)}  # fmt: skip
+
+    engine.corrected = corrected
+    return engine
+
+
+@pytest.mark.parametrize(
+    ("estimate", "audited", "after"),
+    [
+        (0.6, 60, [Status.FIRING]),  # the people's grades still show the drop: it pages
+        (0.7, 60, [Status.INACTIVE]),  # they do not: released
+        # too few audited: still held, until max_hold (3) pages it
+        (math.nan, 12, [Status.INACTIVE, Status.FIRING]),
+    ],
+)
+def test_a_held_drop_is_released_on_the_audit_corrected_value_not_the_model_judges_grades(
+    estimate: float, audited: int, after: list[Status]
+) -> None:
+    # The demo's LLM judge grades junk one grade up: once its grades score the held
+    # discovery the measure reads half the drop, under the gate, and released the hold; a
+    # true -6.7 % regression never paged.
+    held = [bounded(4 + n, spread(0.6), 0.72) for n in range(2)]
+    lifted = [bounded(6 + n, spread(0.7), 0.72) for n in range(len(after))]
+    engine = corrected_engine(estimate, audited)
+    seen = statuses(engine, [*history(), *held, *lifted])
+    assert seen[6:] == after
+    alert = engine.find("drop", held[0].segment)
+    assert alert is not None and alert.verdict is not None
+    said = alert.verdict.note
+    if after == [Status.FIRING]:
+        assert "audit-corrected ndcg@10:linear 0.6000" in said and "under the drop's floor" in said
+    elif after == [Status.INACTIVE]:
+        assert said.startswith("released on the audit-corrected ndcg@10:linear 0.7000")
+    else:
+        assert "past max_hold 3" in said and "only 12 queries are audited" in said
+
+
+def test_without_a_model_judge_the_peoples_grades_release_a_held_drop() -> None:
+    held = [bounded(4 + n, spread(0.6), 0.72) for n in range(2)]
+    fixed = [bounded(6, spread(0.7), 0.72)]
+    engine = hold_engine(max_hold=3)
+    engine.corrected = lambda segment, start_ms: None  # no model graded a pair
+    assert statuses(engine, [*history(), *held, *fixed])[6:] == [Status.INACTIVE]
+    alert = engine.find("drop", held[0].segment)
+    assert alert is not None and alert.held_windows == 0
