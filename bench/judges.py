@@ -355,7 +355,7 @@ def held_replay(
         correction = correct_window(lifted, dict(zip(queries, candidate, strict=True)).get,
                                     views, score, RANKS)  # fmt: skip
         interval = correction.interval
-        values = {
+        values: dict[str, float | str] = {
             "measure": "ndcg@10:linear",
             "estimate": math.nan if interval is None else interval.estimate,
             "lower": math.nan if interval is None else interval.lower,

@@ -68,6 +68,7 @@ import argparse
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -715,15 +716,17 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(20_261_202)
     quick = args.quick
-    scenarios = {
+
+    def live_traffic() -> None:
+        live(rng, days=100 if quick else 400, windows=288)
+        live_weeks(rng, weeks=3 if quick else 12)
+        # seeds of their own: the scenarios above keep their figures
+        live_skewed(np.random.default_rng(20_261_207), days=100 if quick else 400)
+        live_estimand(np.random.default_rng(20_261_208), days=20 if quick else 100)
+
+    scenarios: dict[int, Callable[[], None]] = {
         1: lambda: fixed_set(rng, sets=100 if quick else 400, looks=48 if quick else 288),
-        2: lambda: (
-            live(rng, days=100 if quick else 400, windows=288),
-            live_weeks(rng, weeks=3 if quick else 12),
-            # seeds of their own: the scenarios above keep their figures
-            live_skewed(np.random.default_rng(20_261_207), days=100 if quick else 400),
-            live_estimand(np.random.default_rng(20_261_208), days=20 if quick else 100),
-        ),
+        2: live_traffic,
         3: lambda: family(rng, days=40 if quick else 100),
         4: lambda: drop_budget(days=10 if quick else 40),
         5: lambda: pinned(streams=40 if quick else 160),

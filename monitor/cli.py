@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "monitor.commands.compare",
     "monitor.commands.explain",
     "monitor.commands.judgments",
+    "monitor.commands.judge",
 )
 
 # The subcommand each module registers: its name with `-` for `_` (check_config: check-config).

@@ -28,6 +28,7 @@ from monitor.errors import ConfigError, ConfigKeysError
 from monitor.explain.settings import ExplainConfig, external_url
 from monitor.export.settings import ExportConfig
 from monitor.ingest.settings import EventsConfig, JudgmentsConfig, SegmentsConfig
+from monitor.judge.settings import JudgeConfig
 from monitor.judging.settings import JudgingConfig
 from monitor.kafka.settings import KafkaConfig, deployment_prefix
 from monitor.limits import RecordLimits
@@ -91,6 +92,7 @@ class Config:
     alerts: AlertingConfig = field(default_factory=_no_alerts)
     comparisons: tuple[ComparisonConfig, ...] = ()
     replay: ReplayConfig | None = None  # only `rankmon replay` needs it
+    judge: JudgeConfig | None = None  # only `rankmon judge` needs it
     notices: tuple[str, ...] = ()  # what the file should change, printed at start (moved keys)
 
     @property
@@ -227,6 +229,9 @@ def config_from_tree(
             raise replay.section("ranker").error("headers_env", str(error)) from None
         settings = dataclasses.replace(settings, ranker=ranker)
         config = dataclasses.replace(config, replay=settings)
+    if root.has("judge"):
+        judge = read_settings(JudgeConfig, root.section("judge"), environ=environ)
+        config = dataclasses.replace(config, judge=judge)
     root.finish()
     return config
 

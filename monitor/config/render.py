@@ -41,4 +41,6 @@ def render_config(config: Config) -> dict[str, Any]:
     }
     if config.replay is not None:  # only `rankmon replay` needs it
         rendered["replay"] = write_settings(config.replay)
+    if config.judge is not None:  # only `rankmon judge` needs it
+        rendered["judge"] = write_settings(config.judge)
     return rendered

@@ -31,6 +31,7 @@ from monitor.errors import ConfigError, InputError
 from monitor.explain.settings import ExplainConfig
 from monitor.export.settings import ExportConfig
 from monitor.ingest.settings import JudgmentsConfig, SegmentsConfig
+from monitor.judge.settings import JudgeConfig
 from monitor.judging.settings import JudgingConfig
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import JsonLinesFormatter, LoggingConfig, TextFormatter, fields
@@ -491,7 +492,7 @@ def test_the_example_alerts_section_writes_each_declared_key_with_its_declared_d
 
 def test_the_example_replay_section_writes_each_declared_key_with_its_declared_default() -> None:
     text = EXAMPLE.read_text(encoding="utf-8")
-    block = text.split("\n# replay:\n", 1)[1]
+    block = text.split("\n# replay:\n", 1)[1].split("\n\n", 1)[0]
     written = yaml.safe_load(
         "\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))
     )
@@ -591,3 +592,32 @@ def test_each_replay_mistake_names_its_key(
     with pytest.raises(ConfigError, match=problem) as caught:
         load(tmp_path, {**MINIMAL, "replay": replay})
     assert caught.value.key == key
+
+
+def test_the_example_judge_section_writes_each_declared_key_with_its_declared_default() -> None:
+    text = EXAMPLE.read_text(encoding="utf-8")
+    block = text.split("\n# judge:\n", 1)[1].split("\n\n", 1)[0]
+    written = yaml.safe_load(
+        "\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))
+    )
+    declared = declared_keys(JudgeConfig)
+    for declared_key in declared:
+        value = dig(written, declared_key.key)
+        if declared_key.default is REQUIRED:
+            assert value is not None, declared_key.key
+        else:
+            assert value == declared_key.default, declared_key.key
+        assert declared_key.doc and "\n" not in declared_key.doc, declared_key.key
+    assert leaf_keys(written) == {d.key for d in declared}
+
+
+def test_a_judge_section_is_read_and_rendered_back_without_its_key(tmp_path: Path) -> None:
+    (tmp_path / "documents.jsonl").write_text('{"doc_id": "d1", "text": "t"}\n')
+    judge = {"url": "http://llm:8000/v1/chat/completions", "model": "m",
+             "documents": "documents.jsonl", "key_env": "JUDGE_KEY"}  # fmt: skip
+    config = load(tmp_path, {**MINIMAL, "judge": judge}, {"JUDGE_KEY": "sk-secret"})
+    assert config.judge is not None and config.judge.key is not None
+    assert config.judge.key.reveal() == "sk-secret"
+    assert config.judge.documents == tmp_path.resolve() / "documents.jsonl"
+    rendered = render_config(config)["judge"]
+    assert rendered["key_env"] == "JUDGE_KEY" and "sk-secret" not in str(rendered)
