@@ -44,6 +44,11 @@ the model's grades (as before) and on the audit-corrected value; and on replays 
 new documents are as good as those whose places they take (a change under the rule's 5 %
 gate), how often it pages falsely.
 
+And the judge worker's speed (`rankmon judge`'s `JudgeWorker` with its `ChatClient`): pairs
+a second through a local chat-completions server that answers each request after a set
+latency (`--latency`, 50 ms), at concurrency 1, 4 and 16, beside that endpoint's own limit
+(concurrency / latency): what the worker's own work costs.
+
 Run it with the checkout's `.venv` on the installed package:
 
     .venv/bin/python bench/judges.py [--simulations 1000] [--seed 20261203] [--days 200]
@@ -53,15 +58,23 @@ from __future__ import annotations
 
 import argparse
 import math
+import socket
+import threading
+import time
 from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from monitor.alerting import AlertEngine, Status
 from monitor.alerting.conditions import Judge
 from monitor.alerting.state import Evidence
 from monitor.config.alerts import parse_alerting_config
+from monitor.judge.chat import ChatClient
+from monitor.judge.prompt import DEFAULT_TEMPLATE, Prompt
+from monitor.judge.worker import Document, HourlyBudget, JudgeReport, JudgeWorker
 from monitor.judging.correction import JudgeViews, correct_window
 from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
@@ -402,6 +415,68 @@ def held_discoveries(rng: np.random.Generator, replays: int, audit_share: float)
         )
 
 
+class _SlowChat(BaseHTTPRequestHandler):
+    """A chat-completions endpoint answering `Grade: 2` after `latency` seconds."""
+
+    latency = 0.05
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body go out in two writes: without this, Nagle holds the second back
+        # for the client's delayed ACK (40 ms), the server's cost, not the worker's
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        time.sleep(self.latency)
+        body = orjson.dumps({
+            "choices": [{"message": {"role": "assistant", "content": "Fits.\nGrade: 2"}}],
+            "usage": {"total_tokens": 120},
+        })  # fmt: skip
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def worker_speed(pairs: int, latency: float) -> None:
+    """Pairs a second through the worker against an endpoint of a set latency."""
+    _SlowChat.latency = latency
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SlowChat)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1/chat/completions"
+    documents = {f"d{i}": Document("Title", f"text of document {i} " * 40) for i in range(pairs)}
+    print(f"judge worker, {pairs} pairs, endpoint latency {latency * 1000:.0f} ms:")
+    for concurrency in (1, 4, 16):
+        chat = ChatClient(url, model="m", key=None, temperature=0.0, max_tokens=50,
+                          timeout_s=10.0, retries=0, backoff_s=0.1)  # fmt: skip
+        worker = JudgeWorker(
+            chat, Prompt.of(DEFAULT_TEMPLATE), source="llm:m@p", model="m", temperature=0.0,
+            queries={"q": "what is it"}, documents=documents, grades=GRADES,
+            concurrency=concurrency, budget=HourlyBudget(0, 0),
+        )  # fmt: skip
+        report = JudgeReport()
+        todo = [{"query_id": "q", "doc_id": d} for d in documents]
+        started = time.perf_counter()
+        worker.judge(todo, lambda key, value: None, report, stop=threading.Event(), wait=True)
+        elapsed = time.perf_counter() - started
+        chat.close()
+        assert report.outcomes["graded"] == pairs, report.line()
+        limit = concurrency / latency
+        print(
+            f"  concurrency {concurrency:2d}: {pairs / elapsed:7.1f} pairs/s, the endpoint's "
+            f"limit {limit:.1f}: {pairs / elapsed / limit:.2f} of it"
+        )
+    server.shutdown()
+    server.server_close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--simulations", type=int, default=1_000)
@@ -415,7 +490,13 @@ def main() -> None:
     parser.add_argument("--replays", type=int, default=400)
     parser.add_argument("--audit-share", type=float, default=0.2)
     parser.add_argument("--only-held", action="store_true", help="the held discovery alone")
+    parser.add_argument("--pairs", type=int, default=400, help="pairs through the worker")
+    parser.add_argument("--latency", type=float, default=0.05, help="the endpoint's, seconds")
+    parser.add_argument("--only-worker", action="store_true", help="the worker's speed alone")
     args = parser.parse_args()
+    if args.only_worker:
+        worker_speed(args.pairs, args.latency)
+        return
     if args.only_held:
         held_discoveries(np.random.default_rng(args.seed), args.replays, args.audit_share)
         return
@@ -426,6 +507,7 @@ def main() -> None:
     stable_days(rng, args.days, args.audit_per_window)
     delays(rng, args.changes, args.audit_per_window)
     held_discoveries(rng, args.replays, args.audit_share)
+    worker_speed(args.pairs, args.latency)
 
 
 def coverage(rng: np.random.Generator, simulations: int) -> None:

@@ -15,6 +15,7 @@ import sys
 import threading
 
 from monitor.config.loader import load_config
+from monitor.errors import ConfigError
 from monitor.logs import configure_logging
 
 __all__ = ["register", "run"]
@@ -47,11 +48,17 @@ def run(args: argparse.Namespace) -> int:
     from monitor.judge.run import run_judge
     from monitor.kafka.bootstrap import KafkaUnavailableError
     from monitor.replay.publish import PublishError
+    from monitor.service.wiring import query_texts
 
+    if config.judge is None:
+        raise ConfigError("judge", "is required by rankmon judge (see rankmon.example.yaml)")
     stop = threading.Event()
     with _stopped_by_signals(stop):
         try:
-            report = run_judge(config, once=args.once, stop=stop, progress=True)
+            report = run_judge(
+                config.judge, config.kafka, config.judging, query_texts(config),
+                once=args.once, stop=stop, progress=True,
+            )  # fmt: skip
         except (KafkaUnavailableError, PublishError) as error:
             print(f"rankmon judge: {error}", file=sys.stderr)
             return EXIT_KAFKA

@@ -4,9 +4,12 @@ the queries.
 Both answer the pairs the monitor asks for on the to-judge topic (docs/judging.md) with
 judgments on the judgments topic. The LLM judge (source `llm:synthetic@v1`) grades every pair
 one grade above what a careful person would (`SyntheticCorpus.true_grade`), at most 3: a known
-upward bias. People (source `human`) grade every pair of a random `audit_share` of the
-queries (drawn from the seed), exactly: whole queries audited, the sample the corrected
-headline stands on (`monitor.judging.correction`) and the judge is held to.
+upward bias. The demo runs it as `rankmon judge`'s worker against a stand-in chat endpoint
+(`monitor.demo.chat`) and this stage as the people alone (`llm=False`); with `llm` on, this
+stage grades as the LLM judge too, without the worker. People (source `human`) grade every
+pair of a random `audit_share` of the queries (drawn from the seed), exactly: whole queries
+audited, the sample the corrected headline stands on (`monitor.judging.correction`) and the
+judge is held to.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class DemoJudges:
         judgments_topic: str,
         seed: int,
         audit_share: float = 0.05,
+        llm: bool = True,
     ) -> None:
         self._corpus = corpus
         self._bootstrap = bootstrap_servers
@@ -48,6 +52,7 @@ class DemoJudges:
         queries = list(corpus.query_ids)
         count = max(2, round(audit_share * len(queries)))
         self.audited = frozenset(random.Random(seed).sample(queries, count))
+        self.llm = llm
         self.graded = 0  # pairs the LLM judge graded
         self.checked = 0  # pairs people graded
 
@@ -86,11 +91,11 @@ class DemoJudges:
         query, doc = pair.get("query_id"), pair.get("doc_id")
         if not isinstance(query, str) or not isinstance(doc, str):
             return
-        answers = [(LLM_SOURCE, self.grade_of_llm(query, doc))]
+        answers = [(LLM_SOURCE, self.grade_of_llm(query, doc))] if self.llm else []
         if query in self.audited:  # after the model's: the person's grade takes its place
             answers.append(("human", self._corpus.true_grade(query, doc)))
         for source, grade in answers:
             judgment = {"query_id": query, "doc_id": doc, "grade": grade, "source": source}
             producer.send(self._judgments, key=key, value=orjson.dumps(judgment))
-        self.graded += 1
+        self.graded += self.llm
         self.checked += query in self.audited

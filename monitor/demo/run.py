@@ -21,24 +21,32 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from monitor.clock import Clock, SystemClock
+from monitor.config.loader import Config
 from monitor.declare import read_settings
 from monitor.demo.broker import EmbeddedBroker, free_port
+from monitor.demo.chat import DEMO_PROMPT, StandInJudge
 from monitor.demo.http_ranker import RankerServer, write_topics
-from monitor.demo.judges import DemoJudges
+from monitor.demo.judges import LLM_SOURCE, DemoJudges
 from monitor.demo.live_view import DemoState, LiveView
 from monitor.demo.scenario import ALERT_FLOOR, ALERT_NAME, MEASURE, TOPIC, Scenario
 from monitor.demo.snapshot_view import demo_state
-from monitor.demo.synthetic import generate_corpus
+from monitor.demo.synthetic import SyntheticCorpus, generate_corpus
 from monitor.demo.transcript import Transcript
 from monitor.errors import RankmonError
+from monitor.judge.run import run_judge
+from monitor.judge.worker import JudgeReport
 from monitor.logs import fields
 from monitor.replay.replayer import Replayer
 from monitor.replay.runner import ReplayReport
 from monitor.replay.settings import ReplayConfig
 from monitor.sections import ConfigSection
 from monitor.service import Monitor, MonitorIo
+from monitor.service.wiring import query_texts
 
 __all__ = ["DemoError", "DemoOptions", "DemoOutcome", "run_demo"]
 
@@ -106,7 +114,11 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         topics = write_topics(corpus, workdir / "topics.tsv")
         broker = stack.enter_context(_broker(scenario))
         port = options.metrics_port or free_port()
-        config = scenario.config(broker.bootstrap_servers, qrels, port)
+        judge = None
+        if scenario.judges:
+            chat = stack.enter_context(StandInJudge(corpus))
+            judge = demo_judge(corpus, workdir, chat.url)
+        config = scenario.config(broker.bootstrap_servers, qrels, port, judge)
         # The monitor writes rejects and window summaries, and the judging loop its pairs and
         # judgments, to the deployment's own topics; Tansu does not create them on first use.
         own = [config.kafka.dead_letter_topic, config.kafka.windows_topic]
@@ -117,7 +129,10 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         monitor = Monitor(config, io=MonitorIo(clock=clock))
         stages = [stack.enter_context(_Stage("monitor", monitor.run))]
         judges = None
+        worker = _Worker(config)
         if config.judging.enabled:
+            # the LLM judge: rankmon judge's own worker against the stand-in endpoint
+            stages.append(stack.enter_context(_Stage("LLM judge", worker.run)))
             judges = DemoJudges(
                 corpus,
                 broker.bootstrap_servers,
@@ -125,8 +140,9 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
                 judgments_topic=config.judging.judgments_topic,
                 seed=options.seed,
                 audit_share=scenario.audit_share,
+                llm=False,
             )
-            stages.append(stack.enter_context(_Stage("judges", judges.run)))
+            stages.append(stack.enter_context(_Stage("people", judges.run)))
         start_ms = clock.now_ms()
         transcript.started_ms = start_ms
         versions = scenario.versions(start_ms)
@@ -164,7 +180,7 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
             return demo_state(monitor.snapshot(), MEASURE, monitor.metrics_url, elapsed)
 
         last = _watch(state, transcript, options, clock, stages=stages, intro=intro, write=write)
-        judged = None if judges is None else _judged(judges, monitor)
+        judged = None if judges is None else _judged(judges, worker, monitor)
     # After the stack closed: the replayers have stopped, so their reports are final.
     degrade_at_ms = versions[0].degrade_at_ms or start_ms
     reports = {name: list(replayer.reports) for name, replayer in replayers.items()}
@@ -173,10 +189,55 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
     return DemoOutcome(last, transcript, start_ms, degrade_at_ms, sent, reports, judged)
 
 
-def _judged(judges: DemoJudges, monitor: Monitor) -> str:
+class _Worker:
+    """`rankmon judge`'s worker as a stage; `graded`: the pairs it graded so far."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.report = JudgeReport()
+
+    def run(self, stop: threading.Event) -> None:
+        config = self.config
+        assert config.judge is not None  # the demo writes its judge section
+        texts = query_texts(config)
+        run_judge(config.judge, config.kafka, config.judging, texts, once=False, stop=stop,
+                  report=self.report)  # fmt: skip
+
+    @property
+    def graded(self) -> int:
+        return self.report.outcomes["graded"]
+
+
+def demo_judge(corpus: SyntheticCorpus, workdir: Path, url: str) -> dict[str, Any]:
+    """The demo's `judge:` section: the stand-in endpoint at `url`, the corpus's documents
+    (a line of text each) and the demo's prompt, written to `workdir`."""
+    documents = workdir / "documents.jsonl"
+    documents.write_bytes(
+        b"".join(
+            orjson.dumps({"doc_id": doc, "title": f"Document {doc}",
+                          "text": f"A synthetic document, {doc}, of query {query}."}) + b"\n"
+            for query in corpus.query_ids
+            for doc in corpus.candidates(query)
+        )
+    )  # fmt: skip
+    prompt = workdir / "prompt.txt"
+    prompt.write_text(DEMO_PROMPT, encoding="utf-8")
+    return {
+        "url": url,
+        "model": "synthetic",
+        "source": LLM_SOURCE,
+        "documents": str(documents),
+        "prompt_file": str(prompt),
+        "concurrency": 8,
+        "retries": 2,
+        "backoff": "100ms",
+    }
+
+
+def _judged(judges: DemoJudges, worker: _Worker, monitor: Monitor) -> str:
     """What the judges did, and v2's newest window: raw, corrected and between its bounds."""
     said = (
-        f"judging: the LLM judge graded {judges.graded} pairs, people {judges.checked} of "
+        f"judging: the LLM judge graded {worker.graded} pairs, people {judges.checked} of "
         f"them ({len(judges.audited)} queries audited in full)"
     )
     windows = monitor.explain_store.windows((("model", "v2"),))

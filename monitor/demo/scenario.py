@@ -16,6 +16,7 @@ t = 20-30s  v1's first replay after the drop starts on the next 10 s boundary; i
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,11 +70,20 @@ class Scenario:
             "schedule": {"interval": self.replay_every, "run_at_start": True},
         }
 
-    def config(self, bootstrap_servers: str, qrels: Path, metrics_port: int) -> Config:
-        """The monitor's config: short windows, the demo's topic and one alert rule."""
-        return config_from_tree(
-            self.config_tree(bootstrap_servers, qrels, metrics_port), {}, {}, qrels.parent
-        )
+    def config(
+        self,
+        bootstrap_servers: str,
+        qrels: Path,
+        metrics_port: int,
+        judge: Mapping[str, Any] | None = None,
+    ) -> Config:
+        """The monitor's config: short windows, the demo's topic and one alert rule; `judge`:
+        the `judge:` section of `rankmon judge`'s worker (with the judging loop on)."""
+        tree = self.config_tree(bootstrap_servers, qrels, metrics_port)
+        if judge is not None:
+            tree["judge"] = dict(judge)
+            tree["evaluation_set"]["topics"] = str(qrels.parent / "topics.tsv")
+        return config_from_tree(tree, {}, {}, qrels.parent)
 
     def config_tree(self, bootstrap_servers: str, qrels: Path, metrics_port: int) -> dict[str, Any]:
         """The config as the YAML a user would write (environment overrides do not apply)."""

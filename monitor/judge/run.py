@@ -5,15 +5,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from typing import Final
 
 from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
-from monitor.config.loader import Config
-from monitor.errors import ConfigError
 from monitor.judge.chat import ChatClient
 from monitor.judge.prompt import Prompt
+from monitor.judge.settings import JudgeConfig
 from monitor.judge.worker import (
     BATCH,
     HourlyBudget,
@@ -24,11 +24,12 @@ from monitor.judge.worker import (
     progress_bar,
     read_documents,
 )
+from monitor.judging.settings import JudgingConfig
 from monitor.judging.topics import TopicFeed
 from monitor.kafka.options import producer_options
+from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
 from monitor.replay.publish import PublishError
-from monitor.service.wiring import query_texts
 
 __all__ = ["DEFAULT_GRADES", "run_judge"]
 
@@ -39,12 +40,19 @@ _IDLE_S: Final = 1.0
 
 
 def run_judge(
-    config: Config, *, once: bool, stop: threading.Event, progress: bool = False
+    settings: JudgeConfig,
+    kafka: KafkaConfig,
+    judging: JudgingConfig,
+    queries: Mapping[str, str],
+    *,
+    once: bool,
+    stop: threading.Event,
+    progress: bool = False,
+    report: JudgeReport | None = None,
 ) -> JudgeReport:
-    """Grade the pairs of the to-judge topic until `stop` (or, `once`, those there now)."""
-    settings = config.judge
-    if settings is None:
-        raise ConfigError("judge", "rankmon judge needs a judge section (docs/judging.md)")
+    """Grade the pairs of `judging`'s to-judge topic until `stop` (or, `once`, those there
+    now), `queries` their texts by id; `report`: the one to count into (a caller reading it
+    while the worker runs)."""
     prompt = Prompt.read(settings.prompt_file)
     chat = ChatClient(
         settings.url.reveal(),
@@ -62,17 +70,16 @@ def run_judge(
         source=settings.source or default_source(settings.model, prompt),
         model=settings.model,
         temperature=settings.temperature,
-        queries=query_texts(config),
+        queries=queries,
         documents=read_documents(settings.documents, settings.max_document_bytes),
-        grades=config.judging.grades or DEFAULT_GRADES,
+        grades=judging.grades or DEFAULT_GRADES,
         concurrency=settings.concurrency,
         budget=HourlyBudget(settings.requests_per_hour, settings.tokens_per_hour),
     )
-    judging = config.judging
-    judgments = TopicFeed(config.kafka, judging.judgments_topic, "judge-judgments")
-    tojudge = TopicFeed(config.kafka, judging.tojudge_topic, "judge-tojudge")
-    producer = KafkaProducer(**producer_options(config.kafka))
-    report = JudgeReport()
+    judgments = TopicFeed(kafka, judging.judgments_topic, "judge-judgments")
+    tojudge = TopicFeed(kafka, judging.tojudge_topic, "judge-tojudge")
+    producer = KafkaProducer(**producer_options(kafka))
+    report = JudgeReport() if report is None else report
     try:
         judgments.catch_up(worker.learn)
         backlog: list[object] = []

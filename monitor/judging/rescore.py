@@ -65,6 +65,12 @@ class JudgedRescore:
             self._scores.forget(gone)
             self._changed = {k: v for k, v in self._changed.items() if gone not in k}
 
+    def forget(self, version: str) -> None:
+        """Drop a version no window was scored with (the loop replaced it before any)."""
+        if self._sets.pop(version, None) is not None:
+            self._scores.forget(version)
+            self._changed = {k: v for k, v in self._changed.items() if version not in k}
+
     def __call__(
         self, window: BaselineWindow, segment: Segment, measure: str, old: str, new: str
     ) -> BaselineWindow | None:

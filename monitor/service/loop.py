@@ -151,6 +151,8 @@ class Monitor:
         # The set events are scored with from now on: the file's, and with the judging loop
         # the judgments it read (`_take_effect` changes it, from a window boundary on).
         self._in_use = current
+        self._loop_made: str | None = None  # the version the judgments made last, if in use
+        self._scored_since = 0  # windows finalized with the version in use since it took effect
         self.judging = build_judging(
             config,
             current,
@@ -388,6 +390,8 @@ class Monitor:
         quiet = self.clock.now_ms() if self._stream_quiet() else None
         floor = self.windows.replay_ends.floor(self._owned, self.windows.watermark_ms)
         summaries = self.checkpoint.finalize(quiet, floor)
+        in_use = self._in_use.version
+        self._scored_since += sum(s.evaluation_set_version == in_use for s in summaries)
         now, elapsed = self.clock.now_ms(), self._elapsed_ms()
         if self.judging is not None:
             self._ask_for_judgments(summaries, now)
@@ -529,13 +533,26 @@ class Monitor:
     def _take_effect(self, evaluation_set: EvaluationSet, why: str) -> None:
         """Score with `evaluation_set` from the next window boundary: windows open now finish
         with the version they started with (`EventWindows.begin_version`)."""
+        previous = self._in_use.version
+        # No window was scored with the version this one replaces: none finalized since it
+        # took effect, none open with it.
+        unused = self._scored_since == 0 and not self.windows.scoring_with(previous)
+        self._scored_since = 0
         self._in_use = evaluation_set
         version = evaluation_set.version
-        if self._rescore is not None:
-            self._rescore.made(evaluation_set, self.evaluation.current)
         if version not in self._scorers:
             self._scorers[version] = self._new_scorer(evaluation_set)
         boundary = self.windows.begin_version(version, len(evaluation_set))
+        if self._rescore is not None:
+            if unused and why == "judgments" and previous == self._loop_made:
+                # No window was scored with the version this one replaces: it leaves the
+                # re-scorer too (the windows forget its epoch as well). A judge
+                # whose grades trickle in (rankmon judge, batch by batch) made a version at
+                # every tick between two replays, none of them used, and pushed the versions
+                # the kept windows were scored with out of the re-scorer.
+                self._rescore.forget(previous)
+            self._rescore.made(evaluation_set, self.evaluation.current)
+        self._loop_made = version if why == "judgments" else None
         self.exporter.set_evaluation_set(version, len(evaluation_set))
         _log.info(
             "evaluation set takes effect",

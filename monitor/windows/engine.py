@@ -178,6 +178,11 @@ class EventWindows:
             self._epochs.append(Epoch(boundary, spec, version, set_queries))
         return boundary
 
+    def scoring_with(self, version: str) -> bool:
+        """Whether an open window is scored with `version`."""
+        epochs = {epoch.from_ms for epoch in self._epochs if epoch.version == version}
+        return any(epoch in epochs for epoch, _ in self._windows)
+
     def live_versions(self) -> set[str]:
         """The evaluation-set versions some epoch still scores with."""
         return {epoch.version for epoch in self._epochs}

@@ -385,3 +385,28 @@ def test_the_comparisons_carry_their_sequences_across_the_loops_versions_not_a_r
     assert before != after and carries is not None
     assert carries(before, after)  # the loop's next judgments of the same file
     assert not carries(before, "a-person-reloaded-another-file")
+
+
+def test_judgments_that_trickle_in_between_windows_keep_the_baselines_bridged(
+    stream: Stream,
+) -> None:
+    # rankmon judge sends its grades batch by batch: between two replays each tick made a
+    # version no window used, and the re-scorer, which keeps the newest 4, lost the version
+    # the baselines were scored with; the drop rule then started its baseline afresh.
+    for _ in range(4):
+        stream.window(known)
+    for i in range(6):  # six batches, each at its own tick, no event between them
+        stream.judge([human(i)])
+        for _ in range(15):
+            stream.monitor.step()
+            stream.clock.advance(100)
+    stream.window(known)
+    alert = stream.monitor.alerts.find("ndcg-drop", ())
+    assert alert is not None and alert.track.history is not None
+    assert len(alert.track.history) == 3  # re-scored across the versions, not started again
+    [kept_before, kept_after] = stream.monitor.explain_store.windows(())[-2:]
+    old = kept_before.summary.evaluation_set_version
+    new = kept_after.summary.evaluation_set_version
+    assert old != new
+    assert stream.monitor._rescore is not None
+    assert stream.monitor._rescore.bridges(old, new, "ndcg@10:linear")

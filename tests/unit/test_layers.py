@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("group",),
     ("judging",),
     ("replay",),
+    ("judge",),
     ("config",),
     ("dashboards", "trec"),
     ("service",),
