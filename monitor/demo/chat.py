@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import re
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, ClassVar, Final, Self
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar, Final
 
 import orjson
 
+from monitor.demo.serving import Served
 from monitor.demo.synthetic import SyntheticCorpus
 from monitor.judge.prompt import DEFAULT_TEMPLATE
 
@@ -64,30 +63,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class StandInJudge:
-    """The endpoint on a free loopback port, from `__enter__` until `__exit__`."""
+class StandInJudge(Served):
+    """The endpoint on a free loopback port, from `start` (or `with`) until `stop`."""
 
     def __init__(self, corpus: SyntheticCorpus) -> None:
-        handler = type("Handler", (_Handler,), {"corpus": corpus})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__(type("Handler", (_Handler,), {"corpus": corpus}), "stand-in-llm",
+                         "127.0.0.1", 0)  # fmt: skip
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1/chat/completions"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self._server.shutdown()
-        self._thread.join(timeout=10)
-        self._server.server_close()
+        return self.address("/v1/chat/completions")

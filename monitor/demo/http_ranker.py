@@ -19,12 +19,12 @@ import json
 import threading
 import time
 from collections.abc import Collection
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from monitor.demo.ranker import ModelVersion, SyntheticRanker
+from monitor.demo.serving import Served
 from monitor.demo.synthetic import SyntheticCorpus
 
 __all__ = ["RankerServer", "topic_text", "write_topics"]
@@ -41,12 +41,7 @@ def write_topics(corpus: SyntheticCorpus, path: Path) -> Path:
     return path
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 256  # a replay at concurrency 64 connects 64 sockets at once
-
-
-class RankerServer:
+class RankerServer(Served):
     """A threaded HTTP server of one model version's rankings, on a free loopback port."""
 
     def __init__(
@@ -68,38 +63,11 @@ class RankerServer:
         self._by_text = {topic_text(q): q for q in corpus.query_ids}
         self.requests = 0
         self.last_headers: dict[str, str] = {}  # of the last request, for tests
-        self._server = _Server((host, port), self._handler())
-        self._thread: threading.Thread | None = None
+        super().__init__(self._handler(), "ranker-http", host, port)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/search"
-
-    def start(self) -> RankerServer:
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="ranker-http", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=10)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> RankerServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
+        return self.address("/search")
 
     def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """(status, body) for one request body."""
