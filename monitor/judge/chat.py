@@ -3,7 +3,9 @@ all answer it: POST `{"model", "messages", "temperature", "max_tokens"}`, read
 `choices[0].message.content` and `usage.total_tokens`.
 
 An answer is input like any other: its body is read up to `max_response_bytes` and each
-attempt up to `timeout`. A 429 or 503 waits what its `Retry-After` says (seconds or an HTTP
+attempt, connecting, sending, the headers and the body, within one `timeout`
+(`monitor.replay.deadline`, as the replayer's: an answer dripped a byte at a time still
+times out). A 429 or 503 waits what its `Retry-After` says (seconds or an HTTP
 date, at most `MAX_RETRY_AFTER_S`), other server errors, timeouts and lost connections wait
 `backoff`, doubling; after `retries` retries the pair's outcome is `error` with the reason
 (`http_429`, `timeout`, ...). A 4xx other than 429 is not retried.
@@ -21,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 import orjson
+
+from monitor.replay.deadline import DeadlineHTTPConnection, DeadlineHTTPSConnection
 
 __all__ = ["ChatAnswer", "ChatClient", "ChatFailure"]
 
@@ -80,7 +84,7 @@ class ChatClient:
         self.max_response_bytes = max_response_bytes
         self._sleep = sleep
         self._local = threading.local()
-        self._open: set[http.client.HTTPConnection] = set()  # every thread's, for `close`
+        self._open: set[DeadlineHTTPConnection | DeadlineHTTPSConnection] = set()  # for `close`
         self._lock = threading.Lock()
 
     def ask(self, messages: list[dict[str, str]]) -> ChatAnswer | ChatFailure:
@@ -111,6 +115,7 @@ class ChatClient:
         retry; 0: the backoff's)."""
         try:
             connection = self._connection()
+            connection.deadline = time.monotonic() + self.timeout_s
             connection.request("POST", self._path, body=body, headers=self._headers)
             response = connection.getresponse()
             data = response.read(self.max_response_bytes + 1)
@@ -132,15 +137,16 @@ class ChatClient:
             return ChatFailure("too_large", attempt), None
         return _read_answer(data, attempt), None
 
-    def _connection(self) -> http.client.HTTPConnection:
-        connection: http.client.HTTPConnection | None = getattr(self._local, "connection", None)
+    def _connection(self) -> DeadlineHTTPConnection | DeadlineHTTPSConnection:
+        connection: DeadlineHTTPConnection | DeadlineHTTPSConnection | None = getattr(
+            self._local, "connection", None
+        )
         if connection is None:
-            kind = (
-                http.client.HTTPSConnection
-                if self._parts.scheme == "https"
-                else http.client.HTTPConnection
-            )
-            connection = kind(self._parts.hostname or "", self._parts.port, timeout=self.timeout_s)
+            host, port = self._parts.hostname or "", self._parts.port
+            if self._parts.scheme == "https":
+                connection = DeadlineHTTPSConnection(host, port, timeout=self.timeout_s)
+            else:
+                connection = DeadlineHTTPConnection(host, port, timeout=self.timeout_s)
             self._local.connection = connection
             with self._lock:
                 self._open.add(connection)

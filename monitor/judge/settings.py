@@ -56,7 +56,9 @@ class JudgeConfig:
         4096, read=as_int(64, 1 << 20), doc="a document's text sent at most (UTF-8 bytes)"
     )
     timeout: Duration = setting(
-        parse_duration("60s"), read=as_positive_duration, doc="each read of an answer at most"
+        parse_duration("60s"),
+        read=as_positive_duration,
+        doc="each attempt at most, the whole answer read",
     )
     retries: int = setting(3, read=as_int(0, 20), doc="retries of a failed request")
     backoff: Duration = setting(

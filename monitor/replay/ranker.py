@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import http.client
-import io
 import json
 import re
 import socket
@@ -42,6 +41,7 @@ import orjson
 from monitor import __version__
 from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_VALUE_BYTES
 from monitor.limits import longer_than
+from monitor.replay.deadline import DeadlineHTTPConnection, DeadlineHTTPSConnection
 from monitor.replay.settings import Preset, RankerSettings
 from monitor.replay.topics import Query
 
@@ -155,7 +155,7 @@ class RankerClient:
         headers.update((name, secret.reveal()) for name, secret in settings.secret_headers)
         self._headers = headers
         self._local = threading.local()
-        self._connections: list[_HTTPConnection | _HTTPSConnection] = []
+        self._connections: list[DeadlineHTTPConnection | DeadlineHTTPSConnection] = []
         self._lock = threading.Lock()
 
     def ask(self, query: Query, pace: Callable[[], bool] | None = None) -> Answer:
@@ -215,19 +215,19 @@ class RankerClient:
         body = orjson.dumps(fill(self._body or {}, query, self.depth))
         return "POST", target, body
 
-    def _connection(self) -> _HTTPConnection | _HTTPSConnection:
-        connection: _HTTPConnection | _HTTPSConnection | None = getattr(
+    def _connection(self) -> DeadlineHTTPConnection | DeadlineHTTPSConnection:
+        connection: DeadlineHTTPConnection | DeadlineHTTPSConnection | None = getattr(
             self._local, "connection", None
         )
         if connection is None:
             timeout = self.settings.timeout.seconds
             if self._https:
                 context = ssl.create_default_context()
-                connection = _HTTPSConnection(
+                connection = DeadlineHTTPSConnection(
                     self._host, self._port, timeout=timeout, context=context
                 )
             else:
-                connection = _HTTPConnection(self._host, self._port, timeout=timeout)
+                connection = DeadlineHTTPConnection(self._host, self._port, timeout=timeout)
             self._local.connection = connection
             with self._lock:
                 self._connections.append(connection)
@@ -321,88 +321,3 @@ def _sample(data: bytes) -> str:
     """The start of an answer, on one line, for the log line that names the fix."""
     text = data[:300].decode("utf-8", "replace")
     return " ".join(text.split()) + (" ..." if len(data) > 300 else "")
-
-
-class _DeadlineSocket:
-    """A connected socket whose reads and writes each get only what is left of the
-    attempt's deadline: a ranker that drips its answer a byte at a time still times out
-    when the attempt's `timeout` is spent (a socket's own timeout bounds one read only).
-
-    As a socket's own, a response's reader keeps the socket open after the connection was
-    closed: `http.client` closes the connection as soon as the headers say it will not be
-    reused (HTTP/1.0, `Connection: close`) and reads the body after."""
-
-    def __init__(self, sock: socket.socket, deadline: Callable[[], float]) -> None:
-        self._sock = sock
-        self._deadline = deadline
-        self._readers = 0
-        self._closing = False
-
-    def _left(self) -> None:
-        left = self._deadline() - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("the ranker's answer took longer than replay.ranker.timeout")
-        self._sock.settimeout(left)
-
-    def sendall(self, data: Any) -> None:
-        self._left()
-        self._sock.sendall(data)
-
-    def recv_into(self, buffer: Any, size: int = 0) -> int:
-        self._left()
-        return self._sock.recv_into(buffer, size)
-
-    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
-        self._readers += 1
-        return io.BufferedReader(_DeadlineReader(self))
-
-    def reader_closed(self) -> None:
-        self._readers -= 1
-        if self._closing and self._readers <= 0:
-            self._sock.close()
-
-    def close(self) -> None:
-        self._closing = True
-        if self._readers <= 0:
-            self._sock.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._sock, name)
-
-
-class _DeadlineReader(io.RawIOBase):
-    """The raw stream `http.client` reads a response from, through a `_DeadlineSocket`."""
-
-    def __init__(self, sock: _DeadlineSocket) -> None:
-        self._sock = sock
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        return self._sock.recv_into(buffer)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._sock.reader_closed()
-        super().close()
-
-
-class _HTTPConnection(http.client.HTTPConnection):
-    """A connection whose attempt ends at `deadline` (monotonic seconds), set per request."""
-
-    deadline = 0.0
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock = _DeadlineSocket(self.sock, lambda: self.deadline)
-
-
-class _HTTPSConnection(http.client.HTTPSConnection):
-    """`_HTTPConnection` over TLS."""
-
-    deadline = 0.0
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock = _DeadlineSocket(self.sock, lambda: self.deadline)

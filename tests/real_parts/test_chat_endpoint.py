@@ -4,6 +4,7 @@ with Retry-After waited out, timeouts and refusals as outcomes, grades with prov
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import orjson
@@ -55,6 +56,18 @@ def test_an_answer_slower_than_the_timeout_is_a_timeout_after_the_retries(
     answer = ask(client(server.url, waits, timeout_s=0.3, retries=1), "SLOW=1 GRADE=1")
     assert answer == ChatFailure("timeout", 2)
     assert waits == [0.01]
+
+
+def test_an_answer_dripped_a_byte_at_a_time_times_out_within_one_attempts_timeout(
+    server: ChatServer,
+) -> None:
+    # Each read comes well within the timeout (a byte every 20 ms), the whole would take
+    # over 4 s: a socket's own timeout bounds one read and never fired.
+    server.state["busy"] = 0
+    started = time.monotonic()
+    answer = ask(client(server.url, [], timeout_s=0.5, retries=0), "DRIP=0.02 GRADE=1")
+    assert answer == ChatFailure("timeout", 1)
+    assert time.monotonic() - started < 2.0
 
 
 def test_a_server_that_stays_busy_fails_the_pair_with_its_status() -> None:

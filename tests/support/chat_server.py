@@ -3,7 +3,8 @@ each request from what the prompt says, so tests know the grade it gives.
 
 The user message decides the answer: a document text holding `GRADE=N` is graded N (a reason,
 then `Grade: N`); one holding `REFUSE` is declined; one holding `BABBLE` gets an answer with no
-grade; one holding `SLOW=S` is answered after S seconds. `busy` first requests are answered
+grade; one holding `SLOW=S` is answered after S seconds; one holding `DRIP=S` gets its answer a
+byte every S seconds (each read fast, the whole slow). `busy` first requests are answered
 429 with `Retry-After: 1`. Every request is counted, by its (query, document) prompt.
 """
 
@@ -23,6 +24,7 @@ __all__ = ["ChatServer"]
 
 _GRADE = re.compile(r"GRADE=(\d+)")
 _SLOW = re.compile(r"SLOW=([\d.]+)")
+_DRIP = re.compile(r"DRIP=([\d.]+)")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -66,12 +68,27 @@ class _Handler(BaseHTTPRequestHandler):
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 90, "completion_tokens": 10, "total_tokens": 100},
         }  # fmt: skip
-        self._send(200, json.dumps(body).encode())
+        data = json.dumps(body).encode()
+        if (drip := _DRIP.search(user)) is not None:
+            self._send(200, data[:1], length=len(data))
+            for byte in range(1, len(data)):
+                time.sleep(float(drip.group(1)))
+                self.wfile.write(data[byte : byte + 1])
+                self.wfile.flush()
+            return
+        self._send(200, data)
 
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        *,
+        length: int | None = None,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(len(body) if length is None else length))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
         self.end_headers()
