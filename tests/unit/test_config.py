@@ -490,13 +490,15 @@ def test_the_example_alerts_section_writes_each_declared_key_with_its_declared_d
     }
 
 
-def test_the_example_replay_section_writes_each_declared_key_with_its_declared_default() -> None:
+def check_commented_section(name: str, settings: type[Any]) -> None:
+    """The example's commented-out `# name:` block writes each key `settings` declares,
+    with its declared default (a value for the required ones), and nothing else."""
     text = EXAMPLE.read_text(encoding="utf-8")
-    block = text.split("\n# replay:\n", 1)[1].split("\n\n", 1)[0]
+    block = text.split(f"\n# {name}:\n", 1)[1].split("\n\n", 1)[0]
     written = yaml.safe_load(
         "\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))
     )
-    declared = declared_keys(ReplayConfig)
+    declared = declared_keys(settings)
     for declared_key in declared:
         value = dig(written, declared_key.key)
         if declared_key.default is REQUIRED:
@@ -505,6 +507,10 @@ def test_the_example_replay_section_writes_each_declared_key_with_its_declared_d
             assert value == declared_key.default, declared_key.key
         assert declared_key.doc and "\n" not in declared_key.doc, declared_key.key
     assert leaf_keys(written) == {d.key for d in declared}
+
+
+def test_the_example_replay_section_writes_each_declared_key_with_its_declared_default() -> None:
+    check_commented_section("replay", ReplayConfig)
 
 
 def test_a_replay_section_is_read_checked_and_rendered_back(tmp_path: Path) -> None:
@@ -595,20 +601,7 @@ def test_each_replay_mistake_names_its_key(
 
 
 def test_the_example_judge_section_writes_each_declared_key_with_its_declared_default() -> None:
-    text = EXAMPLE.read_text(encoding="utf-8")
-    block = text.split("\n# judge:\n", 1)[1].split("\n\n", 1)[0]
-    written = yaml.safe_load(
-        "\n".join(line[2:] for line in block.splitlines() if line.startswith("# "))
-    )
-    declared = declared_keys(JudgeConfig)
-    for declared_key in declared:
-        value = dig(written, declared_key.key)
-        if declared_key.default is REQUIRED:
-            assert value is not None, declared_key.key
-        else:
-            assert value == declared_key.default, declared_key.key
-        assert declared_key.doc and "\n" not in declared_key.doc, declared_key.key
-    assert leaf_keys(written) == {d.key for d in declared}
+    check_commented_section("judge", JudgeConfig)
 
 
 def test_a_judge_section_is_read_and_rendered_back_without_its_key(tmp_path: Path) -> None:

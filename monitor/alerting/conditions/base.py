@@ -158,6 +158,14 @@ class WindowTrack:
             self.spread = fresh.spread
         self.version = version
 
+    def pool_spread(self, summary: WindowSummary, measure: str) -> tuple[SpreadMoments, int]:
+        """Add the window's query values of `measure` to the segment's pooled spread (a fresh
+        one on a track without): the pool, and how many values the window had."""
+        values = [v for v in query_values(summary, measure).values() if math.isfinite(v)]
+        spread = self.spread if self.spread is not None else SpreadMoments()
+        spread.add(values)
+        return spread, len(values)
+
     def remember(self, rule: RuleLike, summary: WindowSummary) -> None:
         """Offer a trusted window to the baseline history, once `rule` has judged it (a
         pinned drop rule takes only windows at or above its level: `SeriesHistory.admit`)."""

@@ -28,7 +28,6 @@ from monitor.alerting.conditions.base import (
     Verdict,
     WindowTrack,
     measure_value,
-    query_values,
     threshold_verdict,
     under_by,
 )
@@ -70,8 +69,7 @@ class Below(Condition):
         if level is None:
             return threshold_verdict(value, self.threshold, "")
         # under the budget every window adds to the segment's pooled skewness
-        spread = track.spread if track.spread is not None else SpreadMoments()
-        spread.add([v for v in query_values(summary, measure).values() if math.isfinite(v)])
+        spread, _ = track.pool_spread(summary, measure)
         if math.isnan(value) or value >= self.threshold:
             return threshold_verdict(value, self.threshold, "")
         return under_by(summary, measure, self.threshold, level, spread)

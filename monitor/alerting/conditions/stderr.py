@@ -32,7 +32,6 @@ from monitor.alerting.conditions.base import (
     Verdict,
     WindowTrack,
     measure_value,
-    query_values,
 )
 from monitor.alerting.promql import PromqlContext, enough_queries, measure_series
 from monitor.alerting.state import Evidence
@@ -89,12 +88,10 @@ class Stderr(Condition):
             evidence = Evidence.BAD if error > self.maximum else Evidence.GOOD
             return Verdict(evidence, error, self.maximum, note=note)
         # under the budget every window adds to the segment's pooled kurtosis
-        values = [v for v in query_values(summary, measure).values() if math.isfinite(v)]
-        spread = track.spread if track.spread is not None else SpreadMoments()
-        spread.add(values)
+        spread, queries = track.pool_spread(summary, measure)
         if error <= self.maximum:
             return Verdict(Evidence.GOOD, error, self.maximum, note=note)
-        return self.test(len(values), error, spread.kurtosis, level, note)
+        return self.test(queries, error, spread.kurtosis, level, note)
 
     def new_track(self) -> WindowTrack:
         return WindowTrack(spread=SpreadMoments())
