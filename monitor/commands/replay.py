@@ -114,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             keep=judged.sources,
             max_id_bytes=config.events.max_id_bytes,
             max_value_bytes=config.segments.max_value_bytes,
+            max_document_bytes=config.events.max_document_bytes,
         )
     except PublishError as error:
         print(f"rankmon replay: {error}", file=sys.stderr)

@@ -1,7 +1,9 @@
 """The demo's synthetic ranker served over real HTTP, for `rankmon replay` to replay through.
 
-`POST /search` with `{"query": TEXT, "size": N}` answers `{"hits": [{"id", "score"}...],
-"model": VERSION}` (rankmon replay's `json` preset) and the header `X-Model-Version`; the text
+`POST /search` with `{"query": TEXT, "size": N}` answers
+`{"hits": [{"id", "score", "title", "snippet"}...], "model": VERSION}` (rankmon replay's `json`
+preset, whose `fields` carry the title and snippet to the judges) and the header
+`X-Model-Version`; the text
 of query `q0001` is `topic_text("q0001")`. The ranking is `SyntheticRanker.rank` at the
 model's quality at the moment of the request (so a degrading version degrades for replays
 too). Faults can be planted per query, as a production ranker has them: `slow` queries
@@ -85,7 +87,11 @@ class RankerServer(Served):
         quality = self.version.quality_at(time.time_ns() // 1_000_000)
         with self._lock:
             ranking = self._ranker.rank(query_id, quality)[:size]
-        hits = [{"id": doc, "score": len(ranking) - i} for i, doc in enumerate(ranking)]
+        hits = [
+            {"id": doc, "score": len(ranking) - i, "title": f"Document {doc}",
+             "snippet": f"A synthetic document, {doc}, of query {query_id}."}
+            for i, doc in enumerate(ranking)
+        ]  # fmt: skip
         return 200, {"hits": hits, "model": self.version.name}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:

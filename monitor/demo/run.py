@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from monitor.clock import Clock, SystemClock
 from monitor.config.loader import Config
 from monitor.declare import read_settings
@@ -35,7 +33,7 @@ from monitor.demo.judges import LLM_SOURCE, DemoJudges
 from monitor.demo.live_view import DemoState, LiveView
 from monitor.demo.scenario import ALERT_FLOOR, ALERT_NAME, MEASURE, TOPIC, Scenario
 from monitor.demo.snapshot_view import demo_state
-from monitor.demo.synthetic import SyntheticCorpus, generate_corpus
+from monitor.demo.synthetic import generate_corpus
 from monitor.demo.transcript import Transcript
 from monitor.errors import RankmonError
 from monitor.judge.run import run_judge
@@ -117,7 +115,7 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         judge = None
         if scenario.judges:
             chat = stack.enter_context(StandInJudge(corpus))
-            judge = demo_judge(corpus, workdir, chat.url)
+            judge = demo_judge(workdir, chat.url)
         config = scenario.config(broker.bootstrap_servers, qrels, port, judge)
         # The monitor writes rejects and window summaries, and the judging loop its pairs and
         # judgments, to the deployment's own topics; Tansu does not create them on first use.
@@ -159,6 +157,7 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
                 qrels,
                 max_id_bytes=config.events.max_id_bytes,
                 max_value_bytes=config.segments.max_value_bytes,
+                max_document_bytes=config.events.max_document_bytes,
             )
             stack.callback(replayer.close)
             replayers[version.name] = replayer
@@ -208,25 +207,16 @@ class _Worker:
         return self.report.outcomes["graded"]
 
 
-def demo_judge(corpus: SyntheticCorpus, workdir: Path, url: str) -> dict[str, Any]:
-    """The demo's `judge:` section: the stand-in endpoint at `url`, the corpus's documents
-    (a line of text each) and the demo's prompt, written to `workdir`."""
-    documents = workdir / "documents.jsonl"
-    documents.write_bytes(
-        b"".join(
-            orjson.dumps({"doc_id": doc, "title": f"Document {doc}",
-                          "text": f"A synthetic document, {doc}, of query {query}."}) + b"\n"
-            for query in corpus.query_ids
-            for doc in corpus.candidates(query)
-        )
-    )  # fmt: skip
+def demo_judge(workdir: Path, url: str) -> dict[str, Any]:
+    """The demo's `judge:` section: the stand-in endpoint at `url` and the demo's prompt,
+    written to `workdir`. No documents file: the rankers answer each document's title and
+    snippet, which the replays carry to the monitor and its to-judge records to the worker."""
     prompt = workdir / "prompt.txt"
     prompt.write_text(DEMO_PROMPT, encoding="utf-8")
     return {
         "url": url,
         "model": "synthetic",
         "source": LLM_SOURCE,
-        "documents": str(documents),
         "prompt_file": str(prompt),
         "concurrency": 8,
         "retries": 2,

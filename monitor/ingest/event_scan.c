@@ -536,6 +536,7 @@ enum {
     K_JUDGMENTS = 1 << 5,
     K_SEGMENT = 1 << 6,
     K_REPLAY = 1 << 7,
+    K_DOCUMENTS = 1 << 8,
 };
 
 static inline int known_key(const u8 *k, size_t n)
@@ -549,7 +550,7 @@ static inline int known_key(const u8 *k, size_t n)
     case 8:
         return KEY_IS("event_id") ? K_EVENT_ID : KEY_IS("query_id") ? K_QUERY_ID : 0;
     case 9:
-        return KEY_IS("judgments") ? K_JUDGMENTS : 0;
+        return KEY_IS("judgments") ? K_JUDGMENTS : KEY_IS("documents") ? K_DOCUMENTS : 0;
     case 10:
         return KEY_IS("event_time") ? K_EVENT_TIME : 0;
     case 14:
@@ -632,6 +633,10 @@ int rm_scan_event(const char *buf, size_t len, uint32_t max_docs, rm_span *docs,
         case K_SEGMENT:
             p = scan_segment(p, end, base, out);
             break;
+        case K_DOCUMENTS:
+            /* What a judge reads of the ranked documents (events.py `_documents`): checked
+             * and kept by the Python decoder alone. */
+            return RM_SCAN_PUNT;
         case K_REPLAY:
             /* `rankmon replay`'s object: not scored (events.py reads it only on a record
              * without a ranking, which punts); anything but an object punts. */

@@ -10,8 +10,8 @@ Schema version 1 (its one definition is `monitor.ingest.schema`; README.md docum
 `ranking` (1 to max_depth distinct non-empty document ids, rank 1 first), `event_time` (RFC 3339
 with an offset, or epoch milliseconds from `MIN_EPOCH_MS` on; default: the record timestamp),
 `judgments` (doc id -> integer grade 0..1000), `segment` (string -> string),
-`schema_version` (1). Unknown fields are ignored, so producers can add some before rankmon
-reads them.
+`documents` (doc id -> {title, snippet, url}: what a judge reads), `schema_version` (1).
+Unknown fields are ignored, so producers can add some before rankmon reads them.
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ import orjson
 
 from monitor.ingest.schema import (
     DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_DOCUMENT_BYTES,
     DEFAULT_MAX_ID_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
+    DOCUMENT_FIELDS,
     EVENT_SCHEMA_VERSION,
     MAX_GRADE,
     MIN_EPOCH_MS,
@@ -38,6 +40,7 @@ from monitor.ingest.schema import (
 from monitor.limits import RecordLimits, longer_than
 
 __all__ = [
+    "DocumentFields",
     "EventDecoder",
     "RankingEvent",
     "Rejection",
@@ -50,6 +53,8 @@ _RFC3339: Final = re.compile(RFC3339_PATTERN)
 _EMPTY: Final[Mapping[str, str]] = {}
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 NO_SKEW_BOUND: Final = 1 << 62  # a decoder given no clock skew bounds a notice by the future only
+# What a judge reads of one document: (name, text) pairs of `DOCUMENT_FIELDS`, in that order.
+DocumentFields = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +62,8 @@ class RankingEvent:
     """One valid ranking as served: `ranking[0]` is rank 1.
 
     `judgments` is None when the event carries none; `segment` holds every string pair the
-    event carried, or only the allowed keys when `decode_event` was given them.
+    event carried, or only the allowed keys when `decode_event` was given them; `documents`
+    what the event says a judge reads of its ranked documents (None: nothing).
     """
 
     event_id: str
@@ -66,6 +72,7 @@ class RankingEvent:
     event_time_ms: int
     judgments: Mapping[str, int] | None
     segment: Mapping[str, str]
+    documents: Mapping[str, DocumentFields] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +125,7 @@ def decode_event(
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     max_clock_skew_ms: int | None = None,
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
 ) -> RankingEvent | Rejection:
     """Decode and validate one record value; never raises.
 
@@ -125,14 +133,17 @@ def decode_event(
     none, or when `use_event_time` is false); an event time more than `max_future_ms` past
     `now_ms` is rejected. `segment_keys`, if given, keeps only those segment keys.
     An id, doc id or inline judgment's doc id longer than `max_id_bytes`, or a kept segment
-    value longer than `max_value_bytes` (UTF-8), is rejected (STRING_TOO_LONG).
+    value longer than `max_value_bytes` (UTF-8), is rejected (STRING_TOO_LONG), as is a ranked
+    document whose `documents` strings (those kept: `DOCUMENT_FIELDS`) pass
+    `max_document_bytes` together.
     A replay's notice (a failed query, an end marker) is held to the same limits, and its
     time (a failed query's event time, a marker's `replay.started`) also to the record
     timestamp plus `max_clock_skew_ms`: a replay sends both after the time they name.
     Config: max_depth = events.max_depth, max_bytes = kafka.max_record_bytes,
     max_future_ms = events.max_future.ms, segment_keys = segments.keys,
     use_event_time = events.time_source == "event", max_id_bytes = events.max_id_bytes,
-    max_value_bytes = segments.max_value_bytes, max_clock_skew_ms = windows.max_clock_skew.
+    max_value_bytes = segments.max_value_bytes, max_clock_skew_ms = windows.max_clock_skew,
+    max_document_bytes = events.max_document_bytes.
     """
     try:
         raw = _parse(value, max_bytes)
@@ -155,6 +166,7 @@ def decode_event(
         judgments = _judgments(raw.get("judgments"))
         if judgments is not None:
             _within(judgments, max_id_bytes, "a judgment's document id")
+        documents = _documents(raw.get("documents"), ranking, max_document_bytes)
         segment, event_time_ms = _placed(
             raw, record_timestamp_ms, segment_keys, max_value_bytes, use_event_time
         )
@@ -162,7 +174,7 @@ def decode_event(
         return invalid.rejection
     if event_time_ms > now_ms + max_future_ms:
         return Rejection(Reason.TOO_FAR_IN_FUTURE, "event_time is past the allowed future")
-    return RankingEvent(event_id, query_id, ranking, event_time_ms, judgments, segment)
+    return RankingEvent(event_id, query_id, ranking, event_time_ms, judgments, segment, documents)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +189,7 @@ class EventDecoder:
     max_id_bytes: int = DEFAULT_MAX_ID_BYTES
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES
     max_clock_skew_ms: int | None = None
+    max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES
 
     def __call__(
         self, value: bytes | None, record_timestamp_ms: int, now_ms: int
@@ -194,6 +207,7 @@ class EventDecoder:
             max_id_bytes=self.max_id_bytes,
             max_value_bytes=self.max_value_bytes,
             max_clock_skew_ms=self.max_clock_skew_ms,
+            max_document_bytes=self.max_document_bytes,
         )
 
     def replay_end(
@@ -396,6 +410,35 @@ def _judgments(value: Any) -> dict[str, int] | None:
         if type(grade) is not int or not 0 <= grade <= MAX_GRADE:
             raise _RejectedError(Reason.BAD_GRADE, f"a grade is not an integer 0..{MAX_GRADE}")
     return value or None
+
+
+def _documents(
+    value: Any, ranking: tuple[str, ...], max_bytes: int
+) -> dict[str, DocumentFields] | None:
+    """What a judge reads of each ranked document: only the documents of the ranking and the
+    names of `DOCUMENT_FIELDS` are kept, each document's kept strings within `max_bytes`."""
+    if value is None:
+        return None
+    if type(value) is not dict:
+        raise _RejectedError(Reason.WRONG_TYPE, "documents is not an object")
+    ranked = set(ranking)
+    kept: dict[str, DocumentFields] = {}
+    for doc, entry in value.items():
+        if type(entry) is not dict:
+            raise _RejectedError(Reason.WRONG_TYPE, "a document's entry is not an object")
+        if doc not in ranked:
+            continue
+        texts = tuple((name, entry[name]) for name in DOCUMENT_FIELDS if name in entry)
+        if any(type(text) is not str for _, text in texts):
+            raise _RejectedError(Reason.WRONG_TYPE, "a document's title, snippet or url: no string")
+        if sum(len(text.encode("utf-8", "surrogatepass")) for _, text in texts) > max_bytes:
+            raise _RejectedError(
+                Reason.STRING_TOO_LONG,
+                f"a document's title, snippet and url pass events.max_document_bytes ({max_bytes})",
+            )
+        if texts:
+            kept[doc] = texts
+    return kept or None
 
 
 def _segment(value: Any, keys: frozenset[str] | None) -> Mapping[str, str]:

@@ -10,9 +10,10 @@ dead-lettered: it is no bad input; a failed query's notice is then also handed t
 windows, which count it as the replay's failure (`WindowSummary.failed_queries`), and an end
 marker's replay is noted in the windows' `ReplayEnds`. A notice past its limits (a replay id
 past `events.max_id_bytes`, a time past `events.max_future` or its record timestamp plus
-`windows.max_clock_skew`) is `invalid` like an event, and dead-lettered. Rejections
-go first, in record order, then the windows' verdicts, in row order: the order the dead-letter
-topic sees.
+`windows.max_clock_skew`) is `invalid` like an event, and dead-lettered. What accepted events
+say a judge reads of their documents goes to `documents` (the judging loop's shelf), if any.
+Rejections go first, in record order, then the windows' verdicts, in row order: the order the
+dead-letter topic sees.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
 import orjson
 
-from monitor.ingest.events import ReplayEnd
+from monitor.ingest.events import DocumentFields, ReplayEnd
 from monitor.ingest.intake import Taken
 from monitor.ingest.schema import Outcome
 from monitor.kafka.consumer import SourceRecord
@@ -35,7 +36,7 @@ from monitor.windows.engine import EventWindows, ScoredEvents
 from monitor.windows.samples import RankingSamples
 from monitor.windows.scored import Admission, int_list
 
-__all__ = ["Handoff", "OutcomeCounter", "RejectSink"]
+__all__ = ["DocumentKeeper", "Handoff", "OutcomeCounter", "RejectSink"]
 
 _log = logging.getLogger(__name__)
 
@@ -56,6 +57,12 @@ class OutcomeCounter(Protocol):
     def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None: ...
 
 
+class DocumentKeeper(Protocol):
+    """Where what events say of their documents goes (`monitor.judging.documents`)."""
+
+    def keep(self, query_id: str, documents: Mapping[str, DocumentFields]) -> None: ...
+
+
 class Handoff:
     """Hands each poll's `Taken` on: dead letters, counts, windows, samples."""
 
@@ -65,11 +72,13 @@ class Handoff:
         rejects: RejectSink,
         counter: OutcomeCounter,
         samples: RankingSamples | None = None,
+        documents: DocumentKeeper | None = None,
     ) -> None:
         self.windows = windows
         self.rejects = rejects
         self.counter = counter
         self.samples = samples  # one ranking per query, segment and pane (explanations)
+        self.documents = documents
         self._warned_at = -_WARN_EVERY_S  # when a late replay was last logged (monotonic s)
 
     def deliver(self, taken: Taken) -> None:
@@ -93,6 +102,9 @@ class Handoff:
                 ended.segment,
                 stopped=ended.stopped,
             )
+        if self.documents is not None:
+            for query_id, documents in taken.documents:
+                self.documents.keep(query_id, documents)
         if taken.scored is not None:
             self._admit(self._moved(taken.scored), taken.records)
         if taken.failed is not None:

@@ -31,7 +31,13 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from monitor.ingest.events import EventDecoder, RankingEvent, Rejection, ReplayEnd
+from monitor.ingest.events import (
+    DocumentFields,
+    EventDecoder,
+    RankingEvent,
+    Rejection,
+    ReplayEnd,
+)
 from monitor.ingest.schema import Outcome, Reason
 from monitor.kafka.consumer import SourceRecord
 from monitor.native import DecodedEvents, speedups
@@ -67,6 +73,8 @@ class Taken:
     ended: list[tuple[int, ReplayEnd]] = field(default_factory=list)
     # The start-of-replay markers among `rejected`, checked, likewise.
     started: list[tuple[int, ReplayEnd]] = field(default_factory=list)
+    # What accepted events say a judge reads of their documents: (query id, documents).
+    documents: list[tuple[str, Mapping[str, DocumentFields]]] = field(default_factory=list)
 
 
 class Intake:
@@ -183,6 +191,8 @@ class Intake:
                 continue
             accepted.append((record, result))
             chosen.append(scorer)
+            if result.documents:
+                taken.documents.append((result.query_id, result.documents))
         if accepted:
             self._window(accepted, chosen, taken)
 
@@ -210,6 +220,8 @@ class Intake:
         if result.query_id not in scorer.evaluation_set:
             taken.rejected.append(Rejected(record, Outcome.UNKNOWN_QUERY))
             return None
+        if result.documents:
+            taken.documents.append((result.query_id, result.documents))
         return result
 
     def _process_scanned(

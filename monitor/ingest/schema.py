@@ -18,8 +18,10 @@ from monitor.scoring.settings import MAX_GRADE
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_DOCUMENT_BYTES",
     "DEFAULT_MAX_ID_BYTES",
     "DEFAULT_MAX_VALUE_BYTES",
+    "DOCUMENT_FIELDS",
     "EVENT_FIELDS",
     "EVENT_SCHEMA_VERSION",
     "MAX_GRADE",
@@ -40,6 +42,9 @@ EVENT_FIELDS: Final = {
     "judgments": "document id -> integer grade 0..MAX_GRADE (inline judgments)",
     "segment": "string -> string (the configured keys become labels)",
     "schema_version": "EVENT_SCHEMA_VERSION; absent means it",
+    "documents": "document id -> {title, snippet, url} strings: what a judge reads of a ranked "
+    "document (optional; other names and documents not in the ranking are ignored; each "
+    "document's kept strings at most events.max_document_bytes)",
     "replay": "object set by rankmon replay: id (the replay_id); a failed query's record has "
     "no ranking and says outcome and reason; the end-of-replay marker says end: true",
 }
@@ -56,6 +61,10 @@ MIN_EPOCH_MS: Final = 100_000_000_000
 # at most `segments.max_value_bytes` (a Prometheus label value). Past them: STRING_TOO_LONG.
 DEFAULT_MAX_ID_BYTES: Final = 512
 DEFAULT_MAX_VALUE_BYTES: Final = 128
+# What a judge reads of a ranked document, by these names (`documents`), and how much of it
+# one document may carry (UTF-8 bytes, the kept strings together). Past it: STRING_TOO_LONG.
+DOCUMENT_FIELDS: Final = ("title", "snippet", "url")
+DEFAULT_MAX_DOCUMENT_BYTES: Final = 2048
 
 
 class Outcome(Enum):
@@ -161,6 +170,15 @@ def json_schema() -> dict[str, Any]:
                 "additionalProperties": {"type": "string"},
                 "description": f"{EVENT_FIELDS['segment']}; a configured key's value at most "
                 f"segments.max_value_bytes ({DEFAULT_MAX_VALUE_BYTES}) bytes of UTF-8",
+            },
+            "documents": {
+                "type": "object",
+                "additionalProperties": {
+                    "type": "object",
+                    "properties": {name: {"type": "string"} for name in DOCUMENT_FIELDS},
+                },
+                "description": f"{EVENT_FIELDS['documents']} "
+                f"({DEFAULT_MAX_DOCUMENT_BYTES} by default)",
             },
             "schema_version": {
                 "const": EVENT_SCHEMA_VERSION,

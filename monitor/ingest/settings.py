@@ -8,7 +8,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from monitor.declare import setting
-from monitor.ingest.schema import DEFAULT_MAX_DEPTH, DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_VALUE_BYTES
+from monitor.ingest.schema import (
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_DOCUMENT_BYTES,
+    DEFAULT_MAX_ID_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+)
 from monitor.sections import as_choice, as_duration, as_int, as_positive_duration, as_str_list
 from monitor.values import Duration, parse_duration
 from monitor.windows.segments import label_name_problem
@@ -37,6 +42,11 @@ class EventsConfig:
         DEFAULT_MAX_ID_BYTES,
         read=as_int(1, 1 << 20),
         doc="an event's ids and doc ids at most (UTF-8 bytes)",
+    )
+    max_document_bytes: int = setting(
+        DEFAULT_MAX_DOCUMENT_BYTES,
+        read=as_int(16, 1 << 20),
+        doc="a ranked document's title, snippet and url together at most (UTF-8 bytes)",
     )
     max_future: Duration = setting(
         parse_duration("5m"), read=as_duration, doc="events further ahead of the clock are rejected"

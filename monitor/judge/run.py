@@ -71,10 +71,13 @@ def run_judge(
         model=settings.model,
         temperature=settings.temperature,
         queries=queries,
-        documents=read_documents(settings.documents, settings.max_document_bytes),
+        documents={}
+        if settings.documents is None
+        else read_documents(settings.documents, settings.max_document_bytes),
         grades=judging.grades or DEFAULT_GRADES,
         concurrency=settings.concurrency,
         budget=HourlyBudget(settings.requests_per_hour, settings.tokens_per_hour),
+        max_document_bytes=settings.max_document_bytes,
     )
     judgments = TopicFeed(kafka, judging.judgments_topic, "judge-judgments")
     tojudge = TopicFeed(kafka, judging.tojudge_topic, "judge-tojudge")

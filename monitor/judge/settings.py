@@ -35,10 +35,11 @@ class JudgeConfig:
         doc="the chat-completions URL, e.g. http://localhost:8000/v1/chat/completions",
     )
     model: str = setting(read=as_str, doc="the model name the endpoint serves")
-    documents: Path = setting(
-        read=as_path,
+    documents: Path | None = setting(
+        None,
+        read=_optional_path,
         path="file",
-        doc="the documents' text, JSON lines of doc_id, title and text",
+        doc="the documents' text, JSON lines of doc_id, title and text (null: the records')",
     )
     key: Secret | None = secret(doc="the API key, sent as a bearer token (key_env or key_file)")
     source: str = setting(

@@ -16,10 +16,13 @@ order (the monitor publishes the most useful first), within `requests_per_hour` 
   the record): counted and logged, never a grade. Such a pair is asked again on the next
   start.
 
-A to-judge record may carry the texts itself (`query_text`, `title`, `text`): they are used
-first. One log line per batch of `BATCH` pairs, the records flushed (acks=all) before the
-next batch; a progress bar on a terminal. With `once`, it stops after the pairs there were at
-start (or when the hourly budget is spent); without, it follows the topic until `stop`.
+A to-judge record carries what the monitor knows a judge reads (`query_text`, `title`,
+`snippet`, from the events' `documents`): the record's query text and title are used first;
+the document's text is the record's `text`, else the `documents` file's, else the record's
+`snippet` cut at `max_document_bytes`. One log line per batch of `BATCH` pairs, the records
+flushed (acks=all) before the next batch; a progress bar on a terminal. With `once`, it stops
+after the pairs there were at start (or when the hourly budget is spent); without, it follows
+the topic until `stop`.
 Run one worker per source: two with the same source read the same pairs.
 """
 
@@ -171,8 +174,10 @@ class JudgeWorker:
         concurrency: int,
         budget: HourlyBudget,
         now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        max_document_bytes: int = 4096,
     ) -> None:
         self.chat, self.prompt = chat, prompt
+        self.max_document_bytes = max_document_bytes
         self.source, self.model, self.temperature = source, model, temperature
         self.queries, self.documents, self.grades = queries, documents, grades
         self.concurrency = concurrency
@@ -257,7 +262,11 @@ class JudgeWorker:
         if not query:
             return "unknown_query", "", None
         known = self.documents.get(doc_id)
-        text = _text(pair.get("text")) or (known.text if known else "")
+        text = (
+            _text(pair.get("text"))
+            or (known.text if known else "")
+            or _cut(_text(pair.get("snippet")), self.max_document_bytes)
+        )
         if not text:
             return "unknown_document", "", None
         title = _text(pair.get("title")) or (known.title if known else "")

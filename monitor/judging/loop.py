@@ -26,6 +26,8 @@ import orjson
 
 from monitor.ingest.handoff import RejectSink
 from monitor.judging.correction import JudgeViews, correct_window
+from monitor.judging.desk import JudgingDesk
+from monitor.judging.documents import DocumentShelf, document_url
 from monitor.judging.judgments import (
     Judgment,
     JudgmentBook,
@@ -84,9 +86,14 @@ class JudgingLoop:
         now_ms: Callable[[], int],
         new_scorer: Callable[[EvaluationSet], Scorer],
         keep: Collection[str] = (),
+        texts: Mapping[str, str] | None = None,
+        shelf: DocumentShelf | None = None,
+        desk: JudgingDesk | None = None,
     ) -> None:
         """`keep`: the sources whose grades score (`evaluation_set.sources`; none: all);
-        `limits` and `now_ms`: what the records of both topics are held to."""
+        `limits` and `now_ms`: what the records of both topics are held to; `texts` (each
+        query's text) and `shelf` (what events said of their documents): what the to-judge
+        records carry for their judges; `desk`: the judging page's work, if it is served."""
         self.config = config
         self.book = JudgmentBook.for_config(config, base, keep)
         self.queue = PairQueue(config.cutoff, gain, config.budget_per_hour, config.max_pending)
@@ -102,6 +109,9 @@ class JudgingLoop:
         self._audited = 0  # audit pairs read when the judges were last read
         self._views: tuple[str, JudgeViews | None] | None = None  # of the merged version
         self._view_scores = SetScores(new_scorer)
+        self._texts = texts or {}
+        self.shelf = shelf
+        self.desk = desk
 
     def current(self) -> EvaluationSet:
         """The evaluation set to score with: the file's judgments and the accepted ones."""
@@ -117,6 +127,8 @@ class JudgingLoop:
         self._asked.catch_up(lambda record: self._asked_record(record, dead_letter))
         self._judgments.catch_up(lambda record: self._judgment_record(record, dead_letter))
         self.caught_up = True
+        if self.desk is not None:
+            self.desk.refresh(self.book)
         _log.info(
             "judging topics read",
             extra=fields(
@@ -133,6 +145,8 @@ class JudgingLoop:
             self._asked_record(record, dead_letter)
         for record in self._judgments.poll():
             self._judgment_record(record, dead_letter)
+        if self.desk is not None:
+            self.desk.refresh(self.book)
 
     def note_window(
         self,
@@ -158,8 +172,9 @@ class JudgingLoop:
         """Send the pairs due now to the to-judge topic; return how many."""
         due = self.queue.due(now_ms)
         for pair in due:
+            value = pair.to_json(self.readable(pair.query_id, pair.doc_id))
             self._producer.send(
-                self.config.tojudge_topic, pair_key(pair.query_id, pair.doc_id), pair.to_json(), []
+                self.config.tojudge_topic, pair_key(pair.query_id, pair.doc_id), value, []
             )
         if due:
             self._counter.count_pairs("asked", len(due))
@@ -168,6 +183,19 @@ class JudgingLoop:
             self._counter.count_pairs("dropped", dropped)
         self._counter.set_pairs_pending(len(self.queue.pending))
         return len(due)
+
+    def readable(self, query_id: str, doc_id: str) -> dict[str, str]:
+        """What a judge reads of a pair, where known: the query's text, the document's
+        title, snippet and url as the events said, and its link (`judging.document_url`)."""
+        readable: dict[str, str] = {}
+        text = self._texts.get(query_id)
+        if text:
+            readable["query_text"] = text
+        if self.shelf is not None:
+            readable.update(self.shelf.get(query_id, doc_id))
+        if self.config.document_url:
+            readable["document_url"] = document_url(self.config.document_url, doc_id)
+        return readable
 
     def readings(self) -> list[JudgeReading] | None:
         """Each model judge against the people, over its newest `judging.audit_pairs` audit
@@ -261,6 +289,8 @@ class JudgingLoop:
             refusal = "too_far_in_future"
         if refusal is None:
             self.queue.was_asked((key[0], key[1]), record.timestamp_ms)
+            if self.desk is not None:
+                self.desk.asked((key[0], key[1]), _object(record.value))
             return
         self._counter.count_refused("tojudge", refusal)
         if dead_letter:
@@ -278,3 +308,14 @@ class JudgingLoop:
         assert isinstance(decoded, Judgment)
         self._counter.count_judgment(outcome)
         self.queue.judged((decoded.query_id, decoded.doc_id))
+        if self.desk is not None:
+            self.desk.graded((decoded.query_id, decoded.doc_id), decoded.source)
+
+
+def _object(value: bytes | None) -> dict[str, object]:
+    """A record value's JSON object (empty: none)."""
+    try:
+        parsed = orjson.loads(value or b"")
+    except orjson.JSONDecodeError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}

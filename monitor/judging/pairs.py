@@ -67,8 +67,9 @@ class Pair:
     rank: int  # the best (lowest) rank it was seen at, 1 first
     version: str  # the evaluation-set version it was unjudged in
 
-    def to_json(self) -> bytes:
-        """The to-judge topic's record value."""
+    def to_json(self, readable: Mapping[str, str] | None = None) -> bytes:
+        """The to-judge topic's record value; `readable`: what a judge reads of the pair
+        (`query_text`, `title`, `snippet`, `url`, `document_url`), where known."""
         return orjson.dumps(
             {
                 "query_id": self.query_id,
@@ -78,6 +79,7 @@ class Pair:
                 "served": self.served,
                 "rank": self.rank,
                 "evaluation_set_version": self.version,
+                **(readable or {}),
             }
         )
 

@@ -2,8 +2,9 @@
 
 - A ranked query: a ranking event (schema version 1) whose `event_id` is
   `<replay_id>/<query_id>` (a replay re-sent after a crash is deduplicated, never counted
-  twice), whose `event_time` is the replay's start (every record of a replay is in the same
-  windows, however long it takes) and whose `replay` object holds `id`.
+  twice), whose `documents` hold what the ranker said of each document for its judges
+  (`replay.ranker.fields`), whose `event_time` is the replay's start (every record of a
+  replay is in the same windows, however long it takes) and whose `replay` object holds `id`.
 - A failed query: the same `event_id`, `query_id` and `segment`, no `ranking`, and `replay`
   holding `id`, `outcome` (`error` or `timeout`) and `reason`.
 - The start of a replay: on every partition of the topic, before its first query, `replay`
@@ -54,6 +55,13 @@ def query_event(
     if answer.outcome == "ranked":
         event["ranking"] = list(answer.ids)
         event["replay"] = {"id": replay_id}
+        documents = {
+            doc: dict(fields)
+            for doc, fields in zip(answer.ids, answer.documents, strict=False)
+            if fields
+        }
+        if documents:
+            event["documents"] = documents
     else:
         event["replay"] = {"id": replay_id, "outcome": answer.outcome, "reason": answer.reason}
     return query.query_id.encode(), orjson.dumps(event)

@@ -4,7 +4,8 @@
 thread's persistent connection, retries a refused connection, a timeout, a 429 or a 5xx
 answer (waiting `backoff`, doubling), and returns an `Answer`:
 
-- `ranked`: the document ids (and scores) found at the answer's `ids` path, cut at the depth;
+- `ranked`: the document ids (and scores) found at the answer's `ids` path, cut at the depth,
+  and what a judge reads of each (title, snippet, url at the `fields` paths, where present);
 - `timeout`: the last attempt took longer than `timeout`;
 - `error` with a reason: `connection` (refused, reset), `http_<status>`, `bad_json`,
   `no_ids` (the path is not in the answer), `bad_ids` (not strings or numbers),
@@ -39,13 +40,19 @@ from typing import Any, Final
 import orjson
 
 from monitor import __version__
-from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_VALUE_BYTES
+from monitor.ingest.events import DocumentFields
+from monitor.ingest.schema import (
+    DEFAULT_MAX_DOCUMENT_BYTES,
+    DEFAULT_MAX_ID_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+    DOCUMENT_FIELDS,
+)
 from monitor.limits import longer_than
 from monitor.replay.deadline import DeadlineHTTPConnection, DeadlineHTTPSConnection
 from monitor.replay.settings import Preset, RankerSettings
 from monitor.replay.topics import Query
 
-__all__ = ["OUTCOMES", "Answer", "RankerClient", "fill", "walk"]
+__all__ = ["OUTCOMES", "Answer", "RankerClient", "fill", "fit_document", "walk"]
 
 OUTCOMES: Final = ("ranked", "error", "timeout")
 _RETRIED_STATUS: Final = frozenset({429, 500, 502, 503, 504})
@@ -63,6 +70,8 @@ class Answer:
     attempts: int = 1
     latency_s: float = 0.0  # of the last attempt
     sample: str = ""  # an answer whose ids were not found: its start, for the log line
+    # What a judge reads of each document (title, snippet, url), aligned with `ids`.
+    documents: tuple[DocumentFields, ...] = ()
 
 
 class _FailedError(Exception):
@@ -129,12 +138,15 @@ class RankerClient:
         sleep: Callable[[float], None] = time.sleep,
         max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     ) -> None:
         """`max_id_bytes` and `max_value_bytes`: the monitor's `events.max_id_bytes` and
-        `segments.max_value_bytes`, which an answer's ids and labels are held to."""
+        `segments.max_value_bytes`, which an answer's ids and labels are held to;
+        `max_document_bytes` (`events.max_document_bytes`) what a document's fields are cut to."""
         self.settings = settings
         self.max_id_bytes = max_id_bytes
         self.max_value_bytes = max_value_bytes
+        self.max_document_bytes = max_document_bytes
         self.preset: Preset = settings.preset_of
         self.depth = depth
         self.segment_from = segment_from
@@ -295,6 +307,27 @@ class RankerClient:
             labels,
             attempts=attempts,
             latency_s=latency,
+            documents=self._documents(parsed, len(found), len(ids)),
+        )
+
+    def _documents(self, parsed: Any, count: int, kept: int) -> tuple[DocumentFields, ...]:
+        """Each document's title, snippet and url where the answer has them (strings, at the
+        paths of `fields`, one per document), within `max_document_bytes` together."""
+        if not self.preset.fields:
+            return ()
+        columns = []
+        for name, path in self.preset.fields:
+            found = walk(parsed, path)
+            if found is not None and len(found) == count:
+                columns.append((name, found[:kept]))
+        if not columns:
+            return ()
+        return tuple(
+            fit_document(
+                [(name, values[row]) for name, values in columns if isinstance(values[row], str)],
+                self.max_document_bytes,
+            )
+            for row in range(kept)
         )
 
     def _scores(self, parsed: Any, count: int) -> tuple[float, ...] | None:
@@ -315,6 +348,22 @@ class RankerClient:
             if value is not None and not isinstance(value, dict | list):
                 labels.append((label, str(value)))
         return tuple(labels)
+
+
+def fit_document(fields: list[tuple[str, str]], max_bytes: int) -> DocumentFields:
+    """A document's fields within `max_bytes` of UTF-8 together: the title and url whole if
+    they fit (a cut link is a wrong one), the snippet cut to what is left, in `DOCUMENT_FIELDS`
+    order."""
+    room = max_bytes
+    kept: dict[str, str] = {}
+    for name, text in sorted(fields, key=lambda f: f[0] == "snippet"):  # the snippet last
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size <= room:
+            kept[name], room = text, room - size
+        elif name == "snippet" and room > 0:
+            cut = text.encode("utf-8", "surrogatepass")[:room].decode("utf-8", "ignore")
+            kept[name], room = cut, room - len(cut.encode("utf-8", "surrogatepass"))
+    return tuple((name, kept[name]) for name in DOCUMENT_FIELDS if kept.get(name))
 
 
 def _sample(data: bytes) -> str:

@@ -42,7 +42,11 @@ from prometheus_client import CollectorRegistry, start_http_server
 from rich.progress import Progress
 
 from monitor.errors import ConfigError, RankmonError
-from monitor.ingest.schema import DEFAULT_MAX_ID_BYTES, DEFAULT_MAX_VALUE_BYTES
+from monitor.ingest.schema import (
+    DEFAULT_MAX_DOCUMENT_BYTES,
+    DEFAULT_MAX_ID_BYTES,
+    DEFAULT_MAX_VALUE_BYTES,
+)
 from monitor.kafka.options import producer_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
@@ -90,13 +94,15 @@ class Replayer:
         keep: Collection[str] = (),
         max_id_bytes: int = DEFAULT_MAX_ID_BYTES,
         max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+        max_document_bytes: int = DEFAULT_MAX_DOCUMENT_BYTES,
     ) -> None:
         """`settings` (the `replay:` section) against the evaluation set at
         `evaluation_set_path`, publishing to `kafka.topic` (or to `publisher`). `source` and
         `keep` are `evaluation_set.source` and `.sources`: the topics file names the file's
         queries, and only those with a grade of a kept source are replayed (the monitor
         scores no other). `max_id_bytes` and `max_value_bytes`: the monitor's
-        `events.max_id_bytes` and `segments.max_value_bytes`, which the answers are held to."""
+        `events.max_id_bytes` and `segments.max_value_bytes`, which the answers are held to;
+        `max_document_bytes` (`events.max_document_bytes`) what a document's fields are cut to."""
         self.settings = settings
         evaluation_set = load_evaluation_set(evaluation_set_path, source=source)
         topics = read_topics(self.settings.topics)
@@ -110,6 +116,7 @@ class Replayer:
             self.settings.segment_from,
             max_id_bytes=max_id_bytes,
             max_value_bytes=max_value_bytes,
+            max_document_bytes=max_document_bytes,
         )
         if publisher is None:
             try:

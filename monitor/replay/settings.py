@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from apscheduler.triggers.cron import CronTrigger
 
 from monitor.declare import secret, setting, subsection
+from monitor.ingest.schema import DOCUMENT_FIELDS
 from monitor.sections import (
     as_bool,
     as_choice,
@@ -64,11 +65,19 @@ class Preset:
     params: tuple[tuple[str, str], ...]
     ids: str
     scores: str | None
+    # What a judge reads of each document: (title|snippet|url, path in the answer).
+    fields: tuple[tuple[str, str], ...] = ()
 
 
+_JSON_FIELDS: Final = tuple((name, f"hits[].{name}") for name in DOCUMENT_FIELDS)
 PRESETS: Final = {
     "json": Preset(
-        "POST", json.dumps({"query": "{query}", "size": "{depth}"}), (), "hits[].id", "hits[].score"
+        "POST",
+        json.dumps({"query": "{query}", "size": "{depth}"}),
+        (),
+        "hits[].id",
+        "hits[].score",
+        _JSON_FIELDS,
     ),
     "elasticsearch": Preset(
         "POST",
@@ -128,6 +137,17 @@ def as_answer_path(value: Any) -> str:
     return text
 
 
+def as_document_fields(value: Any) -> tuple[tuple[str, str], ...]:
+    """title, snippet and url, each a path into the answer walking the ids' list
+    (`hits.hits[]._source.title`)."""
+    fields = as_str_map(value)
+    for name, path in fields:
+        if name not in DOCUMENT_FIELDS:
+            raise ValueError(f"{name!r} is not one of {', '.join(DOCUMENT_FIELDS)}")
+        as_answer_path(path)
+    return tuple((name, as_answer_path(path)) for name, path in fields)
+
+
 def _url(value: str, variable: str | None, file: Path | None) -> SecretUrl:
     if not value.startswith(("http://", "https://")):
         raise ValueError("the ranker's url must start with http:// or https://")
@@ -173,6 +193,12 @@ class RankerSettings:
     )
     scores: str | None = setting(
         None, read=as_answer_path, doc="where their scores are (null: the preset's)"
+    )
+    fields: tuple[tuple[str, str], ...] | None = setting(
+        None,
+        read=as_document_fields,
+        write=lambda pairs: None if pairs is None else dict(pairs),
+        doc="what a judge reads: title, snippet, url -> path in the answer (null: the preset's)",
     )
     timeout: Duration = setting(
         parse_duration("5s"),
@@ -241,6 +267,7 @@ class RankerSettings:
             self.params or preset.params,
             self.ids or preset.ids,
             self.scores if self.scores is not None else preset.scores,
+            self.fields if self.fields is not None else preset.fields,
         )
 
 

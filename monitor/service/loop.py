@@ -153,6 +153,7 @@ class Monitor:
         self._in_use = current
         self._loop_made: str | None = None  # the version the judgments made last, if in use
         self._scored_since = 0  # windows finalized with the version in use since it took effect
+        texts = query_texts(config)
         self.judging = build_judging(
             config,
             current,
@@ -161,10 +162,16 @@ class Monitor:
             io.judging_feeds,
             new_scorer=self._new_scorer,
             now_ms=self.clock.now_ms,
+            texts=texts,
         )
         self.explain_store, self.samples = explain_state(config, [str(k) for k in self.keys])
         self.intake, self.handoff = build_intake(
-            config, self.windows, self._producer, self._tally, self.samples
+            config,
+            self.windows,
+            self._producer,
+            self._tally,
+            self.samples,
+            documents=None if self.judging is None else self.judging.shelf,
         )
         self.source = io.source or EventSource(
             topic=config.kafka.topic,
@@ -205,7 +212,6 @@ class Monitor:
             step=step_hook,
             comparisons=self._comparison_records,
         )
-        texts = query_texts(config)
         self._delivery, self.alerts, self._restore_windows, self._restore_measures = build_alerts(
             config, self.clock, self.exporter, texts
         )

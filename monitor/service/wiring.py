@@ -26,9 +26,11 @@ from monitor.export.exporter import Exporter
 from monitor.export.http import HttpEndpoint, MetricsServer, Route
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
-from monitor.ingest.handoff import Handoff
+from monitor.ingest.handoff import DocumentKeeper, Handoff
 from monitor.ingest.intake import Intake
 from monitor.ingest.settings import INLINE_SOURCE
+from monitor.judging.desk import JudgingDesk
+from monitor.judging.documents import DocumentShelf
 from monitor.judging.loop import JudgingLoop
 from monitor.judging.topics import RecordFeed, TopicFeed
 from monitor.kafka.consumer import EventStream
@@ -135,6 +137,7 @@ def event_decoder(config: Config) -> EventDecoder:
         max_id_bytes=events.max_id_bytes,
         max_value_bytes=segments.max_value_bytes,
         max_clock_skew_ms=config.windows.max_clock_skew.ms,
+        max_document_bytes=events.max_document_bytes,
     )
 
 
@@ -169,12 +172,25 @@ def build_judging(
     *,
     new_scorer: Callable[[EvaluationSet], Scorer],
     now_ms: Callable[[], int],
+    texts: Mapping[str, str] | None = None,
 ) -> JudgingLoop | None:
     """The judging loop, when `judging.enabled` (its topics read with the events' options;
-    `new_scorer` scores the sampled rankings again under the judges' views)."""
+    `new_scorer` scores the sampled rankings again under the judges' views; `texts` each
+    query's text). It keeps what events say of their documents (its `shelf`, filled by the
+    handoff) and, with `judging.page`, the page's work (its `desk`)."""
     judging = config.judging
     if not judging.enabled:
         return None
+    shelf = DocumentShelf(judging.max_documents_bytes) if judging.max_documents_bytes else None
+    desk = None
+    if judging.page:
+        desk = JudgingDesk(
+            judging.audit_rate,
+            judging.max_pending,
+            config.events.max_document_bytes,
+            texts,
+            None if shelf is None else shelf.get,
+        )
     asked, judgments = feeds or (
         TopicFeed(config.kafka, judging.tojudge_topic, "tojudge"),
         TopicFeed(config.kafka, judging.judgments_topic, "judgments"),
@@ -194,6 +210,9 @@ def build_judging(
         now_ms=now_ms,
         new_scorer=new_scorer,
         keep=config.evaluation_set.sources,
+        texts=texts,
+        shelf=shelf,
+        desk=desk,
     )
 
 
@@ -203,6 +222,8 @@ def build_intake(
     producer: RecordSink,
     counter: Tally,
     samples: RankingSamples | None,
+    *,
+    documents: DocumentKeeper | None = None,
 ) -> tuple[Intake, Handoff]:
     """What decodes and scores each poll, and what hands the result on (dead letters,
     outcome counts, windows, ranking samples)."""
@@ -216,7 +237,7 @@ def build_intake(
         windows,
         inline_judgments=inline_fills(config),
     )
-    return intake, Handoff(windows, dead_letters, counter, samples)
+    return intake, Handoff(windows, dead_letters, counter, samples, documents)
 
 
 def query_texts(config: Config) -> dict[str, str]:

@@ -25,6 +25,7 @@ from monitor import native
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.handoff import Handoff
 from monitor.ingest.intake import Intake
+from monitor.judging.documents import DocumentShelf
 from monitor.kafka.consumer import SourceRecord
 from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
@@ -340,6 +341,32 @@ def test_events_with_inline_judgments_are_scored_in_c_with_the_reference_numbers
     # Only grade 7 had no code at first: its event went to events.py once; then it had one.
     assert statuses.counts[native.speedups.SCAN_PUNTED] == 1
     assert statuses.counts[native.speedups.SCAN_ACCEPTED] == 9
+
+
+def test_what_events_say_of_their_documents_reaches_the_shelf_on_both_paths() -> None:
+    when = T0 + 1_000
+    told = {"a": {"title": "Alpha", "snippet": "about a"}, "z": {"title": "not ranked"}}
+    with_documents = orjson.loads(event("w1", "q1", ["a", "c"], event_time=when))
+    with_documents["documents"] = told
+    plain = event("w2", "q2", ["x"], event_time=when)
+    unknown = orjson.loads(event("w3", "nope", ["a"], event_time=when))
+    unknown["documents"] = {"a": {"title": "an unknown query's"}}
+    values = [orjson.dumps(with_documents), plain, orjson.dumps(unknown)]
+    flush = [(p, T0, event(f"flush-{p}", event_time=T0 + 900_000)) for p in (0, 1)]
+    polls = polls_of([[(0, when, value) for value in values], flush])
+    reference = pipeline(KEY_SETS["full ranking (mrr, map)"], speedups=False, inline=False)
+    fast = pipeline(KEY_SETS["full ranking (mrr, map)"], speedups=True, inline=False)
+    shelves = [DocumentShelf(1 << 20), DocumentShelf(1 << 20)]
+    for run, shelf in zip((reference, fast), shelves, strict=True):
+        run.handoff.documents = shelf
+        for poll in polls:
+            run.feed(poll)
+    assert fast.state() == reference.state()
+    for shelf in shelves:
+        assert shelf.get("q1", "a") == {"title": "Alpha", "snippet": "about a"}
+        assert shelf.get("q1", "z") == {}  # not in the ranking: not kept
+        assert shelf.get("nope", "a") == {}  # an unknown query's event keeps nothing
+        assert len(shelf) == 1
 
 
 def test_a_decoder_keeping_fewer_segment_keys_than_the_labeler_labels_the_same_on_both_paths() -> (

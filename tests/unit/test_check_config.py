@@ -223,6 +223,7 @@ def test_a_key_that_moved_to_events_is_still_read_from_its_old_place_with_a_noti
     assert effective["events"] == {
         "max_depth": 50,
         "max_id_bytes": 64,
+        "max_document_bytes": 2048,
         "max_future": "1m",
         "time_source": "record",
     }

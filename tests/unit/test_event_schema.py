@@ -94,6 +94,10 @@ AGREEMENT = [
     {**GOOD, "segment": {"model": 2}},
     {**GOOD, "schema_version": 2},
     {**GOOD, "event_id": "x" * 513},
+    {**GOOD, "documents": {"d1": {"title": "T", "snippet": "S", "url": "u"}, "d9": {"x": 1}}},
+    {**GOOD, "documents": {"d1": {"title": 5}}},
+    {**GOOD, "documents": {"d1": "a text"}},
+    {**GOOD, "documents": ["d1"]},
 ]
 # What JSON Schema cannot say, and the schema's descriptions do: an integer written as a
 # float (JSON Schema's integers include 1.5e12), a length in UTF-8 bytes (maxLength counts

@@ -8,108 +8,21 @@ from __future__ import annotations
 import math
 import statistics
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
-from prometheus_client import CollectorRegistry
 
-from monitor.config.loader import load_config
-from monitor.service import Monitor, MonitorIo
-from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeFeed, FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
-
-T0 = 1_767_225_600_000
-QUERIES = 40
-CONFIG = """
-kafka: {bootstrap_servers: ["127.0.0.1:1"], topic: events}
-evaluation_set: {path: qrels.txt, reload: {watch: false}}
-metrics: {cutoffs: [10]}
-windows: {size: 10s, allowed_lateness: 1s, idle_timeout: 5s}
-schedule: {interval: 1s}
-export: {host: 127.0.0.1, port: 0}
-logging: {level: WARNING}
-judging: {enabled: true, budget_per_hour: BUDGET, audit_pairs: 20, grades: [0, 1, 2, 3],
-          min_audited_queries: 10}
-alerts:
-  log: false
-  rules:
-    - {name: ndcg-drop, measure: ndcg@10, severity: critical,
-       drop: {relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10}}
-    - {name: ndcg-discovery, measure: ndcg@10,
-       discovery: {relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10}}
-    - {name: judge, severity: warning, judge: {min_kappa: 0.6, min_pairs: 20}}
-"""
-Ranker = Callable[[int], list[str]]
-
-
-def fillers(i: int) -> list[str]:
-    return [f"f{i}.{j}" for j in range(8)]
-
-
-def known(i: int) -> list[str]:
-    return [f"best{i}", f"good{i}", *fillers(i)]
-
-
-def discovered(i: int) -> list[str]:
-    return [f"new{i}", *known(i)[:9]]
-
-
-class Stream:
-    """A monitor on fakes with the judging loop; `window(ranker)` sends one window."""
-
-    def __init__(self, tmp_path: Path, producer: FakeProducer, budget: int = 1000) -> None:
-        lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
-        lines += [f"q{i} 0 {doc} 0\n" for i in range(QUERIES) for doc in fillers(i)]
-        (tmp_path / "qrels.txt").write_text("".join(lines))
-        (tmp_path / "rankmon.yaml").write_text(CONFIG.replace("BUDGET", str(budget)))
-        self.clock, self.stream, self.producer = FakeClock(T0), FakeStream("events"), producer
-        self.registry = CollectorRegistry()
-        self.feeds = (
-            FakeFeed(producer, "events.tojudge", self.clock),
-            FakeFeed(producer, "events.judgments", self.clock),
-        )
-        self.monitor = Monitor(
-            load_config(tmp_path / "rankmon.yaml", environ={}),
-            io=MonitorIo(
-                clock=self.clock,
-                registry=self.registry,
-                source=self.stream,
-                producer=producer,
-                windows_topic=FakeWindowsTopic(producer, "events.windows"),
-                judging_feeds=self.feeds,
-            ),
-        )
-        self.sent = 0
-
-    def window(self, ranker: Ranker) -> None:
-        start = -(-self.clock.now_ms() // 10_000) * 10_000
-        for i in range(QUERIES):
-            event = {"event_id": f"e{self.sent}", "query_id": f"q{i}", "ranking": ranker(i),
-                     "event_time": start + 100 + i}  # fmt: skip
-            self.sent += 1
-            self.stream.append(0, orjson.dumps(event), start + 100 + i)
-        finalize_all(self.monitor, self.clock)
-
-    def firing(self) -> dict[str, str]:
-        alerts = self.monitor.snapshot().alerts
-        return {a.rule.name: a.rule.severity for a in alerts if a.status.value == "firing"}
-
-    def asked(self) -> list[dict[str, object]]:
-        return [orjson.loads(v) for _, v, _ in self.producer.sent.get("events.tojudge", [])]
-
-    def judge(self, judgments: list[dict[str, object]]) -> None:
-        for judgment in judgments:
-            key = orjson.dumps([judgment["query_id"], judgment["doc_id"]])
-            self.producer.send("events.judgments", key, orjson.dumps(judgment), [])
-
-    def newest(self, measure: str) -> float:
-        summary = self.monitor.explain_store.windows(())[-1].summary
-        return summary.means[measure]
-
-    def sample(self, name: str, **labels: str) -> float | None:
-        return self.registry.get_sample_value(name, labels)
+from tests.support.fakes import FakeProducer, finalize_all
+from tests.support.judging_monitor import (
+    QUERIES,
+    T0,
+    Stream,
+    discovered,
+    fillers,
+    known,
+)
 
 
 @pytest.fixture
