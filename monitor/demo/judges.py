@@ -7,21 +7,22 @@ one grade above what a careful person would (`SyntheticCorpus.true_grade`), at m
 upward bias. The demo runs it as `rankmon judge`'s worker against a stand-in chat endpoint
 (`monitor.demo.chat`) and this stage as the people alone (`llm=False`); with `llm` on, this
 stage grades as the LLM judge too, without the worker. People (source `human`) grade every
-pair of a random `audit_share` of the queries (drawn from the seed), exactly: whole queries
-audited, the sample the corrected headline stands on (`monitor.judging.correction`) and the
-judge is held to.
+pair of the queries the judging page draws for the audit at `audit_share`
+(`monitor.judging.desk.audit_draw`, the same draw as `judging.audit_rate`), exactly: whole
+queries audited, the sample the corrected headline stands on (`monitor.judging.correction`)
+and the judge is held to; a person at the demo's /judge page gets the same audit work.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 
 import orjson
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from monitor.demo.synthetic import SyntheticCorpus
+from monitor.judging.desk import audit_draw
 from monitor.logs import fields
 
 __all__ = ["LLM_SOURCE", "DemoJudges"]
@@ -41,7 +42,6 @@ class DemoJudges:
         *,
         tojudge_topic: str,
         judgments_topic: str,
-        seed: int,
         audit_share: float = 0.05,
         llm: bool = True,
     ) -> None:
@@ -50,8 +50,7 @@ class DemoJudges:
         self._tojudge = tojudge_topic
         self._judgments = judgments_topic
         queries = list(corpus.query_ids)
-        count = max(2, round(audit_share * len(queries)))
-        self.audited = frozenset(random.Random(seed).sample(queries, count))
+        self.audited = frozenset(q for q in queries if audit_draw(q) < audit_share)
         self.llm = llm
         self.graded = 0  # pairs the LLM judge graded
         self.checked = 0  # pairs people graded

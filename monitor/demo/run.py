@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import math
+import secrets
 import socket
 import tempfile
 import threading
@@ -112,11 +113,14 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
         topics = write_topics(corpus, workdir / "topics.tsv")
         broker = stack.enter_context(_broker(scenario))
         port = options.metrics_port or free_port()
-        judge = None
+        judge = people = None
+        token = secrets.token_hex(16)
         if scenario.judges:
             chat = stack.enter_context(StandInJudge(corpus))
             judge = demo_judge(workdir, chat.url)
-        config = scenario.config(broker.bootstrap_servers, qrels, port, judge)
+            people = workdir / "people.txt"
+            people.write_text(f"you {token}\n", encoding="utf-8")
+        config = scenario.config(broker.bootstrap_servers, qrels, port, judge, people)
         # The monitor writes rejects and window summaries, and the judging loop its pairs and
         # judgments, to the deployment's own topics; Tansu does not create them on first use.
         own = [config.kafka.dead_letter_topic, config.kafka.windows_topic]
@@ -136,7 +140,6 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
                 broker.bootstrap_servers,
                 tojudge_topic=config.judging.tojudge_topic,
                 judgments_topic=config.judging.judgments_topic,
-                seed=options.seed,
                 audit_share=scenario.audit_share,
                 llm=False,
             )
@@ -168,6 +171,14 @@ def run_demo(options: DemoOptions, write: Callable[[str], None] = print) -> Demo
             f"broker at {broker.bootstrap_servers} (Tansu), topic {TOPIC}",
             f"metrics at {monitor.metrics_url}",
             f"page at {monitor.metrics_url.removesuffix('/metrics')}/ (why each window changed)",
+            *(
+                [
+                    f"judge pairs yourself at {monitor.metrics_url.removesuffix('/metrics')}"
+                    f"/judge#token={token} (the audit first; keys 0-3, s skip, u undo)"
+                ]
+                if people is not None
+                else []
+            ),
             f"rankers v1 and v2 over HTTP; rankmon replay sends them the {len(corpus.query_ids)} "
             f"queries every {scenario.replay_every}",
             f"v1 degrades {scenario.degrade_after_s:g}s after start; alert {ALERT_NAME} fires "

@@ -76,13 +76,17 @@ class Scenario:
         qrels: Path,
         metrics_port: int,
         judge: Mapping[str, Any] | None = None,
+        people_tokens: Path | None = None,
     ) -> Config:
         """The monitor's config: short windows, the demo's topic and one alert rule; `judge`:
-        the `judge:` section of `rankmon judge`'s worker (with the judging loop on)."""
+        the `judge:` section of `rankmon judge`'s worker (with the judging loop on);
+        `people_tokens`: the judging page's people (the page is served with it)."""
         tree = self.config_tree(bootstrap_servers, qrels, metrics_port)
         if judge is not None:
             tree["judge"] = dict(judge)
             tree["evaluation_set"]["topics"] = str(qrels.parent / "topics.tsv")
+        if people_tokens is not None:
+            tree["judging"].update(page=True, people_header="", people_tokens=str(people_tokens))
         return config_from_tree(tree, {}, {}, qrels.parent)
 
     def config_tree(self, bootstrap_servers: str, qrels: Path, metrics_port: int) -> dict[str, Any]:
@@ -112,6 +116,7 @@ class Scenario:
                 # every unjudged document of a window's top 10 at once: the demo is short
                 "budget_per_hour": 1_000_000,
                 "audit_pairs": 50,
+                "audit_rate": self.audit_share,
             },
             "alerts": {
                 # The demo shows alerts itself; log lines would run through the live view.

@@ -6,16 +6,19 @@
 - `GET /healthz`: 200 `ok` while the service makes progress; 503 with the reason when the
   `stalled` check says it does not (the poll loop stuck: `monitor.export.exporter.Liveness`).
 - `GET /readyz`: 200 `ready`, or 503 with the conditions not met, one per line.
-- other routes a caller registers (`routes`), and 404 for the rest.
+- other routes a caller registers (`routes`), and 404 for the rest;
+- `POST` to the routes a caller registers for it (`posts`, the judging page's grades): the body
+  at most `MAX_BODY_BYTES`, its length given (`Content-Length`, no chunks), read within the
+  request's deadline like the headers.
 
 The network is hostile: the server is one asyncio event loop in a thread of its own, so a
 client that connects and drips one byte at a time holds a few hundred bytes, not a thread.
 What one client can hold is bounded: a request (line and headers) must arrive within
 `REQUEST_DEADLINE_S` whole, not per read; a request line over `MAX_LINE_BYTES` is refused
-(414), headers over `MAX_HEADER_BYTES` or `MAX_HEADERS` (431), a body or a method other than
-GET and HEAD (413, 405), a target that is no URL (400); each connection serves one request
-and closes. With `certfile` and `keyfile` the listener speaks TLS only, the handshake bounded
-by the same deadline.
+(414), headers over `MAX_HEADER_BYTES` or `MAX_HEADERS` (431), a body past `MAX_BODY_BYTES` or
+on a GET (413), a method other than GET and HEAD, or POST but to a route that takes one (405),
+a target that is no URL (400); each connection serves one request and closes. With `certfile`
+and `keyfile` the listener speaks TLS only, the handshake bounded by the same deadline.
 
 Probes stay fast under load. `/healthz` and `/readyz` are answered on the event loop itself;
 every other route runs in a worker thread, one for `/metrics` and one for the page and the
@@ -52,12 +55,14 @@ from prometheus_client.exposition import choose_encoder
 from monitor.export.settings import ExportConfig
 
 __all__ = [
+    "MAX_BODY_BYTES",
     "MAX_CONNECTIONS",
     "MAX_PENDING_BYTES",
     "MAX_WAITING",
     "REQUEST_DEADLINE_S",
     "HttpEndpoint",
     "MetricsServer",
+    "PostRoute",
     "Response",
     "Route",
 ]
@@ -70,6 +75,7 @@ MAX_CONNECTIONS: Final = 1024
 MAX_LINE_BYTES: Final = 8192
 MAX_HEADER_BYTES: Final = 16_384
 MAX_HEADERS: Final = 64
+MAX_BODY_BYTES: Final = 8192
 WRITE_DEADLINE_S: Final = 30.0
 MAX_WAITING: Final = 64
 MAX_PENDING_BYTES: Final = 64 * 1024 * 1024
@@ -91,6 +97,8 @@ class Response:
 
 # A route gets the query parameters (name -> values) and the request headers (lower case).
 Route = Callable[[Mapping[str, list[str]], Mapping[str, str]], Response]
+# A POST route gets the body and the request headers (lower case).
+PostRoute = Callable[[bytes, Mapping[str, str]], Response]
 
 
 def _plain(status: str, text: str) -> Response:
@@ -126,6 +134,7 @@ class MetricsServer:
         *,
         stalled: StallCheck | None = None,
         routes: Mapping[str, Route] | None = None,
+        posts: Mapping[str, PostRoute] | None = None,
     ) -> MetricsServer:
         """The server the `export` section describes (`monitor.export.settings`)."""
         return cls(
@@ -138,6 +147,7 @@ class MetricsServer:
             keyfile=None if settings.tls_keyfile is None else str(settings.tls_keyfile),
             stalled=stalled,
             routes=routes,
+            posts=posts,
         )
 
     def __init__(
@@ -152,6 +162,7 @@ class MetricsServer:
         stalled: StallCheck | None = None,
         routes: Mapping[str, Route] | None = None,
         max_connections: int | None = None,
+        posts: Mapping[str, PostRoute] | None = None,
     ) -> None:
         if (certfile is None) != (keyfile is None):
             raise ValueError("TLS needs both certfile and keyfile")
@@ -168,6 +179,7 @@ class MetricsServer:
             "/readyz": self._readyz,
             **(routes or {}),
         }
+        self._posts: dict[str, PostRoute] = dict(posts or {})
         self._tls: ssl.SSLContext | None = None
         if certfile is not None and keyfile is not None:
             self._tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -279,9 +291,9 @@ class MetricsServer:
         try:
             try:
                 async with asyncio.timeout(REQUEST_DEADLINE_S):
-                    method, target, headers = await self._read_request(reader)
+                    method, target, headers, body = await self._read_request(reader)
                 self._reading.pop(key, None)
-                response = await self._answer(method, target, headers)
+                response = await self._answer(method, target, headers, body)
                 head_only = method == "HEAD"
             except _RequestError as error:
                 response, head_only = error.response, False
@@ -314,7 +326,9 @@ class MetricsServer:
         self.evicted += 1
         return True
 
-    async def _read_request(self, reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str]]:
+    async def _read_request(
+        self, reader: asyncio.StreamReader
+    ) -> tuple[str, str, dict[str, str], bytes]:
         line = await _read_line(reader, "414 URI Too Long", "request line too long")
         parts = line.split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
@@ -336,31 +350,42 @@ class MetricsServer:
             if not colon or not name or name != name.strip():
                 raise _RequestError("400 Bad Request", "malformed header")
             headers[name.lower()] = value.strip()
+        if method == "POST" and _path(target) in self._posts:
+            return method, target, headers, await _read_body(reader, headers)
         if method not in ("GET", "HEAD"):
             raise _RequestError("405 Method Not Allowed", "only GET and HEAD")
         if headers.get("content-length", "0") != "0" or "transfer-encoding" in headers:
             raise _RequestError("413 Content Too Large", "requests take no body")
-        return method, target, headers
+        return method, target, headers, b""
 
-    async def _answer(self, method: str, target: str, headers: Mapping[str, str]) -> Response:
+    async def _answer(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> Response:
         try:
             parsed = urllib.parse.urlsplit(target)
             query = urllib.parse.parse_qs(parsed.query, keep_blank_values=True)
         except ValueError as error:  # "http://[::1/": an invalid IPv6 URL, and the like
             raise _RequestError("400 Bad Request", "the request target is not a URL") from error
+        if method == "POST":
+            post = self._posts[parsed.path]
+            return await self._pooled(lambda: post(body, headers), parsed.path)
         route = self._routes.get(parsed.path)
         if route is None:
             known = ", ".join(sorted(self._routes))
             return _plain("404 Not Found", f"rankmon serves {known}\n")
         if parsed.path in _PROBES:
             return self._call(parsed.path, route, query, headers)
+        return await self._pooled(lambda: route(query, headers), parsed.path)
+
+    async def _pooled(self, answer: Callable[[], Response], path: str) -> Response:
+        """`answer()` on the path's worker thread, within `MAX_WAITING` and the bytes unsent."""
         if self._waiting >= MAX_WAITING or self._pending_bytes >= MAX_PENDING_BYTES:
             return self._busy()
-        pool = self._workers["metrics" if parsed.path == "/metrics" else "pages"]
+        pool = self._workers["metrics" if path == "/metrics" else "pages"]
         self._waiting += 1
         try:
             loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(pool, self._call, parsed.path, route, query, headers)
+            return await loop.run_in_executor(pool, self._called, path, answer)
         finally:
             self._waiting -= 1
 
@@ -382,8 +407,12 @@ class MetricsServer:
     def _call(
         path: str, route: Route, query: Mapping[str, list[str]], headers: Mapping[str, str]
     ) -> Response:
+        return MetricsServer._called(path, lambda: route(query, headers))
+
+    @staticmethod
+    def _called(path: str, answer: Callable[[], Response]) -> Response:
         try:
-            return route(query, headers)
+            return answer()
         except Exception:
             _log.exception("HTTP route %s failed", path)
             return _plain("500 Internal Server Error", "internal error\n")
@@ -429,6 +458,25 @@ class MetricsServer:
             text = "".join(f"not ready: {name}\n" for name in missing)
             return _plain("503 Service Unavailable", text)
         return _plain("200 OK", "ready\n")
+
+
+def _path(target: str) -> str:
+    try:
+        return urllib.parse.urlsplit(target).path
+    except ValueError:
+        return ""
+
+
+async def _read_body(reader: asyncio.StreamReader, headers: Mapping[str, str]) -> bytes:
+    """A POST's body: its length given, at most `MAX_BODY_BYTES`, no chunks."""
+    if "transfer-encoding" in headers:
+        raise _RequestError("411 Length Required", "send the body with a Content-Length")
+    length = headers.get("content-length", "")
+    if not (length.isascii() and length.isdigit()):
+        raise _RequestError("411 Length Required", "send the body with a Content-Length")
+    if int(length) > MAX_BODY_BYTES:
+        raise _RequestError("413 Content Too Large", f"a body takes {MAX_BODY_BYTES} bytes at most")
+    return await reader.readexactly(int(length))
 
 
 async def _read_line(reader: asyncio.StreamReader, status: str, problem: str) -> str:

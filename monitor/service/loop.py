@@ -87,6 +87,7 @@ from monitor.service.wiring import (
     build_judging,
     explain_state,
     inline_fills,
+    judging_page,
     labeler,
     metrics_server,
     query_texts,
@@ -255,7 +256,12 @@ class Monitor:
             texts=texts,
             bridge=self._rescore,
         )
-        self.server = io.server or metrics_server(config, self.registry, self.exporter, routes)
+        page = judging_page(config, self.judging, self._producer, self.clock.now_ms)
+        if page is not None:
+            routes = {**routes, **page.routes()}
+        self.server = io.server or metrics_server(
+            config, self.registry, self.exporter, routes, None if page is None else page.posts()
+        )
         self._schedule = TickSchedule(config.schedule.interval.seconds, self.clock)
         self._errors_counted: dict[str, int] = {}
         self._reachability = Reachability(config.kafka.bootstrap_servers, self.clock)

@@ -23,7 +23,7 @@ from monitor.config.loader import Config
 from monitor.errors import ConfigError
 from monitor.explain.store import ExplainStore
 from monitor.export.exporter import Exporter
-from monitor.export.http import HttpEndpoint, MetricsServer, Route
+from monitor.export.http import HttpEndpoint, MetricsServer, PostRoute, Route
 from monitor.ingest.deadletter import DeadLetterSink
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.handoff import DocumentKeeper, Handoff
@@ -32,6 +32,8 @@ from monitor.ingest.settings import INLINE_SOURCE
 from monitor.judging.desk import JudgingDesk
 from monitor.judging.documents import DocumentShelf
 from monitor.judging.loop import JudgingLoop
+from monitor.judging.page import JudgingPage
+from monitor.judging.people import People, read_tokens
 from monitor.judging.topics import RecordFeed, TopicFeed
 from monitor.kafka.consumer import EventStream
 from monitor.kafka.producer import RecordSink
@@ -267,7 +269,11 @@ def build_alerts(
 
 
 def metrics_server(
-    config: Config, registry: CollectorRegistry, exporter: Exporter, routes: Mapping[str, Route]
+    config: Config,
+    registry: CollectorRegistry,
+    exporter: Exporter,
+    routes: Mapping[str, Route],
+    posts: Mapping[str, PostRoute] | None = None,
 ) -> MetricsServer:
     liveness = exporter.liveness
     return MetricsServer.from_settings(
@@ -275,5 +281,28 @@ def metrics_server(
         registry,
         exporter.readiness.missing,
         routes=routes,
+        posts=posts,
         stalled=None if liveness is None else liveness.stalled,
+    )
+
+
+def judging_page(
+    config: Config, judging: JudgingLoop | None, producer: RecordSink, now_ms: Callable[[], int]
+) -> JudgingPage | None:
+    """The judging page for people, with `judging.page` (its people's tokens read now: an
+    unreadable file is an `InputError` at start)."""
+    if judging is None or judging.desk is None:
+        return None
+    settings = config.judging
+    tokens = None if settings.people_tokens is None else read_tokens(settings.people_tokens)
+    book = judging.book
+    return JudgingPage(
+        judging.desk,
+        People(settings.people_header, tokens),
+        producer,
+        settings.judgments_topic,
+        grades=lambda: book.grades,
+        known_query=lambda query: query in book.base,
+        max_id_bytes=config.events.max_id_bytes,
+        now_ms=now_ms,
     )

@@ -86,10 +86,10 @@ def _command(pid: int) -> str:
 
 def _watch(
     demo: subprocess.Popen[str],
-) -> tuple[list[str], dict[int, str], str, list[str], list[dict[str, Any]]]:
+) -> tuple[list[str], dict[int, str], str, list[str], list[dict[str, Any]], dict[str, Any]]:
     """Until the demo exits: its stdout lines, every descendant seen, one /metrics page, the
-    explanations every `/explain` link of the page at `/` opened, and v2's kept windows as
-    the API gives them.
+    explanations every `/explain` link of the page at `/` opened, v2's kept windows as the API
+    gives them, and the work /judge gives the person whose token the demo printed.
 
     They are fetched once the alert line has appeared, while the demo still serves them.
     """
@@ -102,6 +102,7 @@ def _watch(
     metrics_page = ""
     explained: list[str] = []
     kept: list[dict[str, Any]] = []
+    queue: dict[str, Any] = {}
     while demo.poll() is None:
         for pid in _descendants(demo.pid) - set(started):
             started[pid] = _command(pid)
@@ -114,9 +115,20 @@ def _watch(
             api = metrics[0].removesuffix("/metrics") + "/api/v1/windows?segment=model%3Dv2"
             with urllib.request.urlopen(api, timeout=10) as response:
                 kept = json.loads(response.read())["windows"]
+            queue = _judging_queue(lines)
         time.sleep(0.5)
     reader.join(10)
-    return lines, started, metrics_page, explained, kept
+    return lines, started, metrics_page, explained, kept, queue
+
+
+def _judging_queue(lines: list[str]) -> dict[str, Any]:
+    """The work the demo's /judge page gives the person whose token the demo printed."""
+    url = next(line.split()[4] for line in lines if line.startswith("judge pairs yourself at"))
+    page, _, token = url.partition("#token=")
+    request = urllib.request.Request(page + "/queue", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        queue: dict[str, Any] = json.loads(response.read())
+    return queue
 
 
 def _explanations(base: str) -> list[str]:
@@ -146,7 +158,7 @@ def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind()
     with subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as demo:
-        lines, started, metrics_page, explained, kept = _watch(demo)
+        lines, started, metrics_page, explained, kept, queue = _watch(demo)
         stderr = demo.stderr.read() if demo.stderr else ""
     assert demo.returncode == 0, stderr
 
@@ -183,6 +195,11 @@ def test_demo_fires_the_injected_drop_for_v1_only_and_leaves_no_process_behind()
     assert 'rankmon_judge_kappa{source="llm:synthetic@v1"}' in metrics_page
     judging = next(line for line in lines if line.startswith("judging: "))
     assert "queries audited in full" in judging and ", corrected " in judging, judging
+    # A person at the printed /judge address gets work to read: the ranker's title and
+    # snippet came through the replays' events to the to-judge records and the page.
+    assert queue["person"] == "you" and queue["pairs"], queue
+    first = queue["pairs"][0]
+    assert first["query_text"] and first["title"] == f"Document {first['doc_id']}", first
 
     assert any("tansu" in command for command in started.values()), started
     left = {pid: command for pid, command in started.items() if _alive(pid)}

@@ -22,7 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ from monitor.config.loader import load_config
 from monitor.errors import ConfigError, InputError
 from monitor.export import http
 from monitor.export.exporter import Exporter
-from monitor.export.http import MetricsServer
+from monitor.export.http import MetricsServer, Response
 from monitor.ingest.events import EventDecoder
 from monitor.ingest.handoff import Handoff
 from monitor.ingest.intake import Intake
@@ -356,7 +356,13 @@ def test_a_segment_value_with_a_newline_stays_on_its_log_line() -> None:
 def server() -> Any:
     registry = CollectorRegistry()
     exporter = Exporter(registry, process_metrics=False)
-    with MetricsServer(registry, exporter.readiness.missing, host="127.0.0.1", port=0) as served:
+
+    def echo(body: bytes, headers: Mapping[str, str]) -> Response:
+        return Response("200 OK", "text/plain", b"took " + str(len(body)).encode())
+
+    with MetricsServer(
+        registry, exporter.readiness.missing, host="127.0.0.1", port=0, posts={"/post": echo}
+    ) as served:
         yield served
 
 
@@ -421,6 +427,13 @@ def test_a_client_that_drips_its_request_is_cut_off_at_the_whole_request_deadlin
         (b"GET /metrics HTTP/1.1\r\nContent-Length: 9\r\n\r\n123456789", b"413"),
         (b"\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03\r\n\r\n", b"400"),  # TLS on plain HTTP
         (b"GET /nope HTTP/1.1\r\n\r\n", b"404"),
+        # POST to a route that takes it: the body's length given, within MAX_BODY_BYTES
+        (b"POST /post HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", b"200"),
+        (b"POST /post HTTP/1.1\r\nContent-Length: 9000\r\n\r\n", b"413"),
+        (b"POST /post HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc", b"411"),
+        (b"POST /post HTTP/1.1\r\nContent-Length: \xb2\r\n\r\nabc", b"411"),
+        (b"POST /post HTTP/1.1\r\n\r\n", b"411"),
+        (b"PUT /post HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc", b"405"),
     ],
 )
 def test_oversized_and_odd_requests_are_refused_with_their_status(
