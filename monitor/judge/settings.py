@@ -72,3 +72,9 @@ class JudgeConfig:
     tokens_per_hour: int = setting(
         0, read=as_int(0, 10_000_000_000), doc="tokens an hour at most (0: no limit)"
     )
+    group_id: str = setting(
+        "",
+        read=as_str,
+        doc="the workers sharing the to-judge topic (empty: rankmon-judge-<source>)",
+    )
+    metrics_port: int = setting(0, read=as_int(0, 65535), doc="the worker's own /metrics (0: off)")

@@ -23,7 +23,8 @@ the document's text is the record's `text`, else the `documents` file's, else th
 flushed (acks=all) before the next batch; a progress bar on a terminal. With `once`, it stops
 after the pairs there were at start (or when the hourly budget is spent); without, it follows
 the topic until `stop`.
-Run one worker per source: two with the same source read the same pairs.
+Workers of one source share the to-judge topic as a consumer group (`monitor.judge.shared`):
+each pair is asked by one of them.
 """
 
 from __future__ import annotations
@@ -150,6 +151,9 @@ class JudgeReport:
     tokens: int = 0
     requests: int = 0
     budget_spent: bool = False
+    pending: int = 0  # pairs read and not yet asked about
+    partitions: int = 0  # of the to-judge topic, the group gave this worker
+    last_batch_s: float = 0.0  # when the last batch's judgments were written (Unix seconds)
 
     def line(self) -> str:
         done = ", ".join(f"{n} {k}" for k, n in sorted(self.outcomes.items())) or "nothing"
