@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor.errors import InputError
+from monitor.config.loader import load_config
+from monitor.errors import ConfigError, InputError
 from monitor.judging.desk import JudgingDesk, audit_draw
 from monitor.judging.judgments import Judgment, JudgmentBook
 from monitor.judging.people import People, read_tokens
@@ -128,3 +129,17 @@ def test_a_bad_token_file_names_its_line(tmp_path: Path, text: str, problem: str
     with pytest.raises(InputError, match=problem) as raised:
         read_tokens(path)
     assert str(path) in str(raised.value)
+
+
+def test_a_judging_page_that_would_take_anonymous_grades_is_refused_at_start(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "qrels.txt").write_text("q1 0 d1 1\n")
+    (tmp_path / "rankmon.yaml").write_text(
+        "kafka: {bootstrap_servers: ['127.0.0.1:1'], topic: events}\n"
+        "evaluation_set: {path: qrels.txt}\n"
+        "judging: {enabled: true, page: true, people_header: ''}\n"
+    )
+    with pytest.raises(ConfigError, match="no anonymous judgments") as raised:
+        load_config(tmp_path / "rankmon.yaml", environ={})
+    assert "judging.page" in str(raised.value)
