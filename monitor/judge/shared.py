@@ -24,8 +24,7 @@ from typing import Any, Final
 from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
-from monitor.checkpoint.share_reader import at_end
-from monitor.judging.topics import POLL_MAX_RECORDS
+from monitor.judging.topics import POLL_MAX_RECORDS, read_to_end
 from monitor.kafka.bootstrap import KafkaUnavailableError, bootstrap_reachable
 from monitor.kafka.consumer import SourceRecord, source_records
 from monitor.kafka.options import consumer_options
@@ -103,17 +102,8 @@ class SharedPairs:
                     )
                 for record in self._records(self.consumer.poll(timeout_ms=200)):
                     take(record)
-            deadline = time.monotonic() + self._timeout_s
-            while not at_end(self.consumer, sorted(self.consumer.assignment())):
-                if time.monotonic() > deadline:
-                    raise KafkaUnavailableError(
-                        f"{self.topic}: nothing read for {self._timeout_s:g}s before its end"
-                    )
-                records = self._records(self.consumer.poll(timeout_ms=200))
-                for record in records:
-                    take(record)
-                if records:
-                    deadline = time.monotonic() + self._timeout_s
+            assigned = sorted(self.consumer.assignment(), key=lambda tp: tp.partition)
+            read_to_end(self.consumer, assigned, take, self.topic, self._timeout_s)
         except KafkaError as error:
             self.close()
             raise KafkaUnavailableError(f"cannot read {self.topic}: {error}") from error

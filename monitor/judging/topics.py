@@ -24,7 +24,7 @@ from monitor.kafka.options import reader_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
 
-__all__ = ["RecordFeed", "TopicFeed"]
+__all__ = ["RecordFeed", "TopicFeed", "read_to_end"]
 
 _log = logging.getLogger(__name__)
 
@@ -66,7 +66,6 @@ class TopicFeed:
             self._options,
         )
         self._consumer = consumer
-        deadline = time.monotonic() + self._timeout_s
         try:
             partitions = [
                 TopicPartition(self.topic, p)
@@ -76,16 +75,7 @@ class TopicFeed:
                 raise KafkaUnavailableError(f"the topic {self.topic} does not exist (create it)")
             consumer.assign(partitions)
             consumer.seek_to_beginning(*partitions)
-            while not at_end(consumer, partitions):
-                if time.monotonic() > deadline:
-                    raise KafkaUnavailableError(
-                        f"{self.topic}: nothing read for {self._timeout_s:g}s before its end"
-                    )
-                records = _records(consumer.poll(timeout_ms=200))
-                for record in records:
-                    take(record)
-                if records:  # a long topic takes long: only a stall is an error
-                    deadline = time.monotonic() + self._timeout_s
+            read_to_end(consumer, partitions, take, self.topic, self._timeout_s)
         except KafkaError as error:
             self.close()
             raise KafkaUnavailableError(f"cannot read {self.topic}: {error}") from error
@@ -108,6 +98,27 @@ class TopicFeed:
         if self._consumer is not None:
             self._consumer.close(autocommit=False)
             self._consumer = None
+
+
+def read_to_end(
+    consumer: Any,
+    partitions: list[TopicPartition],
+    take: Callable[[SourceRecord], None],
+    topic: str,
+    timeout_s: float,
+) -> None:
+    """Hand `take` what `consumer` reads of `partitions` until it is at their ends now;
+    `KafkaUnavailableError` when nothing comes for `timeout_s` before (a long topic takes
+    long: only a stall is an error)."""
+    deadline = time.monotonic() + timeout_s
+    while not at_end(consumer, partitions):
+        if time.monotonic() > deadline:
+            raise KafkaUnavailableError(f"{topic}: nothing read for {timeout_s:g}s before its end")
+        records = _records(consumer.poll(timeout_ms=200))
+        for record in records:
+            take(record)
+        if records:
+            deadline = time.monotonic() + timeout_s
 
 
 def _records(fetched: Mapping[Any, Any]) -> list[SourceRecord]:

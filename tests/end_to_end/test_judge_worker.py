@@ -24,8 +24,9 @@ from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
 from monitor.judge.prompt import DEFAULT_TEMPLATE, Prompt
 from monitor.service import Monitor
-from tests.end_to_end.test_judging_end_to_end import EXTRA, QRELS, QUERIES, Run, discovered, known
+from tests.end_to_end.test_judging_end_to_end import EXTRA, QRELS, QUERIES, Run
 from tests.support.chat_server import ChatServer
+from tests.support.judging_monitor import discovered, known
 from tests.support.realparts import monitor_thread, write_service_config
 from tests.support.recovery_support import read_topic, wait_until
 

@@ -26,6 +26,7 @@ from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker
 from monitor.explain.store import KeptWindow
 from monitor.service import Monitor
+from tests.support.judging_monitor import discovered, fillers, known
 from tests.support.realparts import monitor_thread, produce_records, write_service_config
 from tests.support.recovery_support import read_topic, wait_until
 
@@ -44,18 +45,6 @@ alerts:
     - {{name: ndcg-discovery, measure: ndcg@10, segment: {{model: v1}},
        discovery: {{relative: 0.05, baseline_windows: 3, significance: 0.05, min_queries: 10}}}}
 """
-
-
-def fillers(i: int) -> list[str]:
-    return [f"f{i}.{j}" for j in range(8)]
-
-
-def known(i: int) -> list[str]:
-    return [f"best{i}", f"good{i}", *fillers(i)]
-
-
-def discovered(i: int) -> list[str]:
-    return [f"new{i}", *known(i)[:9]]
 
 
 def regressed(i: int) -> list[str]:
