@@ -11,8 +11,9 @@ of its own (so its work does not share this process's interpreter), answering ea
    each with its kept-alive `http.client` connection, sending the same POST bodies and reading
    the answers, nothing more;
 2. rankmon: `run_replay` with `RankerClient` (request templates, answer parsing, outcome per
-   query, retries armed) publishing every record and the end markers to a Tansu topic through
-   `KafkaPublisher` (acks=all).
+   query, retries armed, each document's title and snippet kept unless `--no-fields`)
+   publishing every record and the end markers to a Tansu topic through `KafkaPublisher`
+   (acks=all, lz4 as `replay.compression`'s default).
 
 It prints both medians in queries/s and their ratio (rankmon / baseline): what rankmon's own
 work costs a replay, at the concurrency a team would use. The machine has 2 cores: the ranker
@@ -87,19 +88,26 @@ def baseline(url: str, texts: list[str], concurrency: int) -> float:
 
 
 def rankmon(
-    url: str, queries: list[Query], concurrency: int, broker: EmbeddedBroker, topic: str
+    url: str,
+    queries: list[Query],
+    concurrency: int,
+    broker: EmbeddedBroker,
+    topic: str,
+    *,
+    fields: bool = True,
 ) -> float:
-    """Queries/s of a whole replay, published to the broker."""
-    settings = read_settings(
-        RankerSettings,
-        ConfigSection({"url": url, "concurrency": concurrency, "timeout": "30s"}, "r", {}),
-    )
+    """Queries/s of a whole replay, published to the broker; `fields`: with what a judge
+    reads of each document (the preset's title and snippet) in the records."""
+    tree: dict[str, object] = {"url": url, "concurrency": concurrency, "timeout": "30s"}
+    if not fields:
+        tree["fields"] = {}
+    settings = read_settings(RankerSettings, ConfigSection(tree, "r", {}))
     client = RankerClient(settings, DEPTH)
     producer = KafkaProducer(
         bootstrap_servers=broker.bootstrap_servers,
         acks="all",
         linger_ms=20,
-        compression_type="gzip",
+        compression_type="lz4",  # replay.compression's default
     )
     publisher = KafkaPublisher(producer, topic)
     started = time.perf_counter()
@@ -118,6 +126,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16, 64])
+    parser.add_argument(
+        "--no-fields",
+        action="store_true",
+        help="leave out what a judge reads (the answers' titles and snippets) from the records",
+    )
     args = parser.parse_args()
     ours, theirs = multiprocessing.Pipe(duplex=False)
     ranker = multiprocessing.Process(target=serve, args=(args.queries, theirs), daemon=True)
@@ -135,7 +148,9 @@ def main() -> None:
                 topic = f"replay-{concurrency}-{round_}"
                 broker.create_topic(topic, 3)
                 plain.append(baseline(url, texts, concurrency))
-                replayed.append(rankmon(url, queries, concurrency, broker, topic))
+                replayed.append(
+                    rankmon(url, queries, concurrency, broker, topic, fields=not args.no_fields)
+                )
             base, ours_rate = statistics.median(plain), statistics.median(replayed)
             print(f"{concurrency:>11} {base:>13,.0f} {ours_rate:>12,.0f} {ours_rate / base:>6.2f}")
     ranker.kill()

@@ -25,6 +25,7 @@ Only the standard library's `http.client`: a connection per worker thread, kept 
 from __future__ import annotations
 
 import contextlib
+import functools
 import http.client
 import json
 import re
@@ -104,25 +105,43 @@ def fill(template: Any, query: Query, depth: int) -> Any:
 def walk(answer: Any, path: str) -> list[Any] | None:
     """The values at `path` (`hits.hits[]._id`) in the parsed answer; None when a key on the
     way is missing or the `[]` step is not a list."""
-    before, _, after = path.partition("[]")
-    node = _step(answer, before)
+    before, after = _keys(path)
+    node = _walk_keys(answer, before)
     if not isinstance(node, list):
         return None
+    if not after:
+        return list(node)
+    if len(after) == 1:  # `hits[].id`: one key a document
+        key = after[0]
+        found = [item.get(key) if type(item) is dict else None for item in node]
+        return None if None in found else found
     values = []
     for item in node:
-        value = _step(item, after)
+        value = _walk_keys(item, after)
         if value is None:
             return None
         values.append(value)
     return values
 
 
-def _step(node: Any, dotted: str) -> Any:
-    for key in filter(None, dotted.split(".")):
+@functools.lru_cache(maxsize=256)
+def _keys(path: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A path's keys before and after its `[]`, split once (a replay walks each path per
+    answer and, after the `[]`, per document)."""
+    before, _, after = path.partition("[]")
+    return tuple(filter(None, before.split("."))), tuple(filter(None, after.split(".")))
+
+
+def _walk_keys(node: Any, keys: tuple[str, ...]) -> Any:
+    for key in keys:
         if not isinstance(node, dict) or key not in node:
             return None
         node = node[key]
     return node
+
+
+def _step(node: Any, dotted: str) -> Any:
+    return _walk_keys(node, tuple(filter(None, dotted.split("."))))
 
 
 class RankerClient:
@@ -148,6 +167,7 @@ class RankerClient:
         self.max_value_bytes = max_value_bytes
         self.max_document_bytes = max_document_bytes
         self.preset: Preset = settings.preset_of
+        self._fields = sorted(self.preset.fields, key=lambda f: DOCUMENT_FIELDS.index(f[0]))
         self.depth = depth
         self.segment_from = segment_from
         self._sleep = sleep
@@ -313,22 +333,30 @@ class RankerClient:
     def _documents(self, parsed: Any, count: int, kept: int) -> tuple[DocumentFields, ...]:
         """Each document's title, snippet and url where the answer has them (strings, at the
         paths of `fields`, one per document), within `max_document_bytes` together."""
-        if not self.preset.fields:
-            return ()
-        columns = []
-        for name, path in self.preset.fields:
+        names: list[str] = []
+        columns: list[list[Any]] = []
+        for name, path in self._fields:  # in DOCUMENT_FIELDS order
             found = walk(parsed, path)
             if found is not None and len(found) == count:
-                columns.append((name, found[:kept]))
+                names.append(name)
+                columns.append(found)
         if not columns:
             return ()
-        return tuple(
-            fit_document(
-                [(name, values[row]) for name, values in columns if isinstance(values[row], str)],
-                self.max_document_bytes,
-            )
-            for row in range(kept)
-        )
+        # Per document, a string of at most a quarter of the limit in characters fits however
+        # it encodes: only a longer one is measured and cut (`fit_document`).
+        short = self.max_document_bytes // 4
+        documents = []
+        for row in range(kept):
+            texts = [
+                (name, column[row])
+                for name, column in zip(names, columns, strict=True)
+                if type(column[row]) is str and column[row]
+            ]
+            if sum(len(text) for _, text in texts) <= short:
+                documents.append(tuple(texts))
+            else:
+                documents.append(fit_document(texts, self.max_document_bytes))
+        return tuple(documents)
 
     def _scores(self, parsed: Any, count: int) -> tuple[float, ...] | None:
         if self.preset.scores is None:
@@ -354,6 +382,9 @@ def fit_document(fields: list[tuple[str, str]], max_bytes: int) -> DocumentField
     """A document's fields within `max_bytes` of UTF-8 together: the title and url whole if
     they fit (a cut link is a wrong one), the snippet cut to what is left, in `DOCUMENT_FIELDS`
     order."""
+    if sum(len(text) for _, text in fields) * 4 <= max_bytes:  # fits however it encodes
+        order = {name: text for name, text in fields}
+        return tuple((name, order[name]) for name in DOCUMENT_FIELDS if order.get(name))
     room = max_bytes
     kept: dict[str, str] = {}
     for name, text in sorted(fields, key=lambda f: f[0] == "snippet"):  # the snippet last

@@ -120,9 +120,12 @@ class Replayer:
         )
         if publisher is None:
             try:
-                producer = KafkaProducer(
-                    **producer_options(kafka), linger_ms=20, bootstrap_timeout_ms=10_000
-                )
+                compression = self.settings.compression
+                options = {
+                    **producer_options(kafka),
+                    "compression_type": None if compression == "none" else compression,
+                }
+                producer = KafkaProducer(**options, linger_ms=20, bootstrap_timeout_ms=10_000)
             except KafkaError as error:
                 servers = ", ".join(kafka.bootstrap_servers)
                 raise PublishError(f"cannot reach Kafka at {servers}: {error}") from None

@@ -351,6 +351,11 @@ class ReplayConfig:
     metrics_port: int = setting(
         0, read=as_int(0, 65535), doc="the replayer's own /metrics while scheduled (0: off)"
     )
+    compression: str = setting(
+        "lz4",
+        read=as_choice("lz4", "gzip", "zstd", "snappy", "none"),
+        doc="how the replay's records are compressed on the topic (lz4: a fifth of gzip's CPU)",
+    )
 
     def problem(self) -> tuple[str, str] | None:
         for label, source in self.segment_from:
