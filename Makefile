@@ -51,6 +51,11 @@ dashboards: $(STAMP)
 	$(BIN)/rankmon dashboards render --config dashboards/rankmon.yaml --out dashboards --force
 	$(BIN)/rankmon dashboards render --config deploy/rankmon/config.yaml --out deploy/grafana/dashboards --force
 
+# The checked-in Prometheus rules, from the deployed config's alert rules and measures
+# (tests/real_parts/test_deploy.py checks they are up to date): never edited by hand.
+rules: $(STAMP)
+	$(BIN)/rankmon rules render --config deploy/rankmon/config.yaml --output deploy/prometheus/rules/rankmon.yml
+
 bench: $(STAMP)
 	$(BIN)/python bench/metrics.py
 

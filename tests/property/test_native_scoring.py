@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from monitor import native
 from monitor.scoring import plan
-from monitor.scoring.catalog import MeasureKey, monitor_keys
+from monitor.scoring.catalog import KIND_TABLE, MeasureKey, monitor_keys
 from monitor.scoring.columns import CHUNK_ROWS
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR, Gain
@@ -195,10 +195,13 @@ def test_a_kind_without_a_c_case_is_computed_by_its_numpy_function_on_the_c_path
     rankings = [rng.sample(ALL_DOCS, rng.choice([0, 1, 3, 7, 25, 45])) for _ in range(700)]
     keys = monitor_keys([1, 5, 20], ["linear", "exp"])
     expected = Scorer(evaluation_set, keys).score(query_ids, rankings)
-    numpy_only = ("ndcg_condensed", "ndcg_upper", "map")
+    # Every third kind of the table with a C case computed by numpy alone.
+    numpy_only = {kind.name for kind in KIND_TABLE if kind.code is not None}
+    numpy_only = set(sorted(numpy_only)[::3])
     monkeypatch.setattr(plan, "in_c", lambda key: key.kind not in numpy_only)
     mixed = Scorer(evaluation_set, keys)
-    assert mixed._plan is not None and len(mixed._plan.in_numpy) == 13
+    assert mixed._plan is not None
+    assert len(mixed._plan.in_numpy) == sum(key.kind in numpy_only for key in keys) > 0
     assert np.array_equal(mixed.score(query_ids, rankings), expected)
     assert np.array_equal(coded_scores(mixed, query_ids, rankings), expected)
 

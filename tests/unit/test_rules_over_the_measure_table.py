@@ -1,0 +1,79 @@
+"""Every measure an alert rule may watch, read off the table (`KIND_TABLE`'s `quality` kinds
+the stream computes), gets a floor rule that fires on a monitor whose windows fall under it:
+a new kind needs no new test here, and a rule on any of them (`ndcg_upper@10`,
+`ndcg_condensed@10`, `rprec`, ...) can page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from monitor.config.loader import load_config
+from monitor.scoring.catalog import KIND_TABLE, MeasureKind
+from monitor.service import Monitor, MonitorIo
+from monitor.testing.clock import FakeClock
+from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
+
+T0 = 1_767_225_600_000
+QUERIES = 60
+WATCHED = [kind for kind in KIND_TABLE if kind.quality and kind.stream]
+CONFIG = """
+kafka: {{bootstrap_servers: ["127.0.0.1:1"], topic: events}}
+evaluation_set: {{path: qrels.txt, reload: {{watch: false}}}}
+metrics: {{cutoffs: [10]}}
+windows: {{size: 10s, allowed_lateness: 1s, idle_timeout: 5s}}
+schedule: {{interval: 1s}}
+export: {{host: 127.0.0.1, port: 0}}
+logging: {{level: WARNING}}
+alerts:
+  log: false
+  rules:
+    - {{name: floor, measure: "{measure}", below: 0.5, severity: critical}}
+"""
+
+
+def measure_of(kind: MeasureKind) -> str:
+    """The rule's `measure`, as a user writes it: at the cutoff when the kind takes one."""
+    return kind.name if kind.cutoff is False else f"{kind.name}@10"
+
+
+def ranking(i: int) -> list[str]:
+    """Every fifth query ranked well, the rest with judged non-relevant documents only: each
+    measure's mean near 0.2, spread over the queries."""
+    fillers = [f"f{i}.{j}" for j in range(10)]
+    return [f"best{i}", f"good{i}", *fillers[:8]] if i % 5 == 0 else fillers
+
+
+@pytest.mark.parametrize("kind", WATCHED, ids=[kind.name for kind in WATCHED])
+def test_a_floor_rule_on_every_watched_measure_fires_when_its_windows_fall_under_it(
+    kind: MeasureKind, tmp_path: Path
+) -> None:
+    lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
+    lines += [f"q{i} 0 f{i}.{j} 0\n" for i in range(QUERIES) for j in range(10)]
+    (tmp_path / "qrels.txt").write_text("".join(lines))
+    (tmp_path / "rankmon.yaml").write_text(CONFIG.format(measure=measure_of(kind)))
+    producer, clock, stream = FakeProducer(), FakeClock(T0), FakeStream("events")
+    monitor = Monitor(
+        load_config(tmp_path / "rankmon.yaml", environ={}),
+        io=MonitorIo(
+            clock=clock,
+            source=stream,
+            producer=producer,
+            windows_topic=FakeWindowsTopic(producer, "events.windows"),
+        ),
+    )
+    try:
+        for window in range(3):
+            start = T0 + window * 10_000
+            for i in range(QUERIES):
+                event = {"event_id": f"{window}-{i}", "query_id": f"q{i}",
+                         "ranking": ranking(i), "event_time": start + 100 + i}  # fmt: skip
+                stream.append(0, orjson.dumps(event), start + 100 + i)
+        finalize_all(monitor, clock)
+        firing = [a for a in monitor.snapshot().alerts if a.status.value == "firing"]
+        assert [a.rule.name for a in firing] == ["floor"], kind.name
+        assert firing[0].rule.measure.startswith(kind.name)
+    finally:
+        monitor.close()
