@@ -10,9 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from monitor.export.series import MEASURE_LABEL_NAMES, label_values
+from monitor.scoring.catalog import MeasureKey
 from monitor.windows.summary import Segment
 
-__all__ = ["PromqlContext", "enough_queries", "measure_series", "selector", "window_queries"]
+# A window series carries no measure label: matching one ignores every measure's.
+IGNORING_MEASURE = f"ignoring({', '.join(MEASURE_LABEL_NAMES)})"
+
+__all__ = [
+    "IGNORING_MEASURE",
+    "PromqlContext",
+    "enough_queries",
+    "measure_series",
+    "selector",
+    "window_queries",
+]
 
 
 @dataclass(frozen=True)
@@ -35,12 +47,8 @@ def selector(metric: str, matchers: Mapping[str, str], segment: Segment | None) 
 def measure_series(measure: str, segment: Segment | None, statistic: str = "mean") -> str:
     """A recorded global statistic (`mean` or `stderr`) of a measure key: `ndcg@10:linear` ->
     `job:rankmon_ndcg:mean{k="10",gain="linear",...}`."""
-    name, _, gain = measure.partition(":")
-    kind, _, k = name.partition("@")
-    matchers = {"k": k} if k else {}
-    if gain:
-        matchers["gain"] = gain
-    return selector(f"job:rankmon_{kind}:{statistic}", matchers, segment)
+    key = MeasureKey.parse(measure)
+    return selector(f"job:rankmon_{key.kind}:{statistic}", label_values(key), segment)
 
 
 def window_queries(segment: Segment | None) -> str:
@@ -53,4 +61,4 @@ def enough_queries(segment: Segment | None, context: PromqlContext) -> str:
     query of a smaller evaluation set."""
     size = f'max(rankmon_evaluation_set_queries{{job="{context.job}"}})'
     needed = f"scalar(clamp_max({size}, {context.min_queries}))"
-    return f" and ignoring(k, gain) ({window_queries(segment)} >= {needed})"
+    return f" and {IGNORING_MEASURE} ({window_queries(segment)} >= {needed})"

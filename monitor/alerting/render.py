@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 
 from monitor.alerting.annotations import alert_labels
-from monitor.alerting.promql import PromqlContext
+from monitor.alerting.promql import IGNORING_MEASURE, PromqlContext
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
 from monitor.export.series import measure_series, window_series
@@ -92,7 +92,7 @@ def _recording_rules(job: str) -> list[dict[str, str]]:
         {
             "record": f"job:rankmon_{kind}:mean",
             "expr": f"sum {_BY_INSTANCE} ({measure_series(kind, 'sum')}{{{job}}})"
-            f" / ignoring(k, gain) group_left {queries}",
+            f" / {IGNORING_MEASURE} group_left {queries}",
         }
         for kind in MEASURE_KINDS
     ]
@@ -117,9 +117,9 @@ def _stderr_rule(kind: str, queries: str, job: str) -> dict[str, str]:
     """The exact merged standard error: sqrt(((sum sq) - (sum s)^2 / n) / (n - 1) / n)."""
     sums = f"sum {_BY_INSTANCE} ({measure_series(kind, 'sum')}{{{job}}})"
     squares = f"sum {_BY_INSTANCE} ({measure_series(kind, 'squares')}{{{job}}})"
-    n = f"ignoring(k, gain) group_left {queries}"
+    n = f"{IGNORING_MEASURE} group_left {queries}"
     # `group_left (` would read the parenthesis as group_left's label list: `group_left ()`
-    less_one = f"ignoring(k, gain) group_left () ({queries} - 1)"
+    less_one = f"{IGNORING_MEASURE} group_left () ({queries} - 1)"
     variance = f"({squares} - {sums} ^ 2 / {n}) / {less_one}"
     return {
         "record": f"job:rankmon_{kind}:stderr",

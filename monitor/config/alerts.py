@@ -58,10 +58,11 @@ def read_alerts(
     external_url: str | None = None,
     hop: Duration | None = None,
     judging: bool = False,
+    measures: Sequence[str] = (),
 ) -> AlertingConfig:
     """Read and check the `alerts:` section against what the monitor computes: its rules
     here, every other key as `AlertingConfig` declares it. `judging`: whether the judging loop
-    runs (`RuleContext.judging`)."""
+    runs (`RuleContext.judging`); `measures`: the streamed ones `metrics.measures` adds."""
     runbook = read_setting(AlertingConfig, "runbook_url", section)
     named = {c.name: (c.candidate, c.measures) for c in comparisons}
     context = RuleContext(
@@ -72,6 +73,7 @@ def read_alerts(
         named,
         judging,
         windows_per_day=86_400_000 / (hop or window).ms,
+        measures=tuple(measures),
     )
     rules = tuple(
         read_rule(rule, index, context) for index, rule in section.indexed_sections("rules")

@@ -34,7 +34,6 @@ from monitor.kafka.settings import KafkaConfig, deployment_prefix
 from monitor.limits import RecordLimits
 from monitor.logs import LoggingConfig
 from monitor.replay.settings import ReplayConfig
-from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.reload import EvaluationSetConfig
 from monitor.scoring.settings import MetricsConfig
 from monitor.sections import (
@@ -187,7 +186,7 @@ def config_from_tree(
     export, explain = _read_export(root.section("export"))
     comparisons = read_comparisons(
         root,
-        measures=monitor_keys(metrics.cutoffs, metrics.gains),
+        measures=metrics.keys(),
         segment_keys=segments.keys,
     )
     kafka = read_settings(KafkaConfig, root.section("kafka"), environ=environ)
@@ -212,6 +211,7 @@ def config_from_tree(
             external_url=explain.external_url,
             cutoffs=metrics.cutoffs,
             gains=metrics.gain_names,
+            measures=tuple(str(key) for key in metrics.measures),
             segment_keys=segments.keys,
             window=windows.size,
             hop=windows.hop,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from monitor.export.series import measure_labels
 from monitor.scoring.catalog import EXPORTED_KINDS
 
 __all__ = [
@@ -36,10 +37,9 @@ __all__ = [
 INSTANCE_LABELS: Final = "instance, pod"
 
 # The labels each quality family carries beyond `window` and the segment keys, from its row
-# of the measure table: `k` when it takes a cutoff, `gain` when it takes a gain.
+# of the measure table (`monitor.export.series.measure_labels`): `k`, `gain`, parameters.
 MEASURE_LABELS: Final[Mapping[str, tuple[str, ...]]] = {
-    kind.name: (("k",) if kind.cutoff is not False else ()) + (("gain",) if kind.gain else ())
-    for kind in EXPORTED_KINDS
+    kind.name: measure_labels(kind) for kind in EXPORTED_KINDS
 }
 
 

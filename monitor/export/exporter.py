@@ -49,7 +49,7 @@ from monitor.export.series import (
     SEGMENT,
     WINDOW_SERIES,
     Series,
-    measure_labels,
+    label_values,
 )
 from monitor.scoring.catalog import KINDS, MeasureKey
 from monitor.stats.judges import JudgeReading
@@ -489,8 +489,8 @@ class Exporter:
 
 
 def _exported_labels(key_text: str) -> tuple[str, LabelValues] | None:
-    """The kind and the `k`/`gain` label values of an exported measure key; None for a key
-    that is not exported (nDCG without cutoff stays in the summaries)."""
+    """The kind and the measure label values (`k`, `gain`, parameters) of an exported key;
+    None for a key that is not exported (nDCG without cutoff stays in the summaries)."""
     try:
         key = MeasureKey.parse(key_text)
     except MeasureError:
@@ -498,8 +498,7 @@ def _exported_labels(key_text: str) -> tuple[str, LabelValues] | None:
     kind = KINDS[key.kind]
     if kind.gauge is None or (kind.cutoff is not False and key.k is None):
         return None
-    values = {"k": str(key.k), "gain": str(key.gain)}
-    return key.kind, tuple(values[label] for label in measure_labels(kind))
+    return key.kind, tuple(label_values(key).values())
 
 
 _TABLE: Final = {series.name: series for series in PROCESS_SERIES}

@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from monitor.scoring.catalog import EXPORTED_KINDS, MeasureKind
+from monitor.scoring.catalog import EXPORTED_KINDS, KIND_TABLE, KINDS, MeasureKey, MeasureKind
 
 __all__ = [
     "COMPARISON_LABELS",
     "COMPARISON_SERIES",
     "CORRECTION_SERIES",
     "JUDGED_SOURCE_SERIES",
+    "MEASURE_LABEL_NAMES",
     "MEASURE_SERIES",
     "PROCESS_SERIES",
     "SEGMENT",
@@ -27,6 +28,7 @@ __all__ = [
     "WINDOW_LABELS",
     "WINDOW_SERIES",
     "Series",
+    "label_values",
     "measure_labels",
     "measure_series",
     "window_series",
@@ -58,8 +60,20 @@ class Series:
 
 
 def measure_labels(kind: MeasureKind) -> tuple[str, ...]:
-    """The labels in front of the window labels of a measure's series."""
-    return ("k",) * (kind.cutoff is not False) + ("gain",) * kind.gain
+    """The labels in front of the window labels of a measure's series: `k` when it takes a
+    cutoff, `gain` when it takes a gain, and each of its parameters (`p`)."""
+    return (
+        ("k",) * (kind.cutoff is not False)
+        + ("gain",) * kind.gain
+        + tuple(param.name for param in kind.params)
+    )
+
+
+def label_values(key: MeasureKey) -> dict[str, str]:
+    """The values of a key's measure labels (`rbp@10:p=0.8` -> k="10", p="0.8")."""
+    values = {"k": str(key.k), "gain": str(key.gain)}
+    values.update((name, f"{value:g}") for name, value in key.params)
+    return {label: values[label] for label in measure_labels(KINDS[key.kind])}
 
 
 def _measure_series(kind: MeasureKind) -> tuple[Series, ...]:
@@ -102,6 +116,10 @@ def _measure_series(kind: MeasureKind) -> tuple[Series, ...]:
 
 # measure kind -> its five series (mean, sums, squares, stderr, replay stderr)
 MEASURE_SERIES: Final = {kind.name: _measure_series(kind) for kind in EXPORTED_KINDS}
+# Every measure label of any kind: what a query across measures ignores (`ignoring(...)`).
+MEASURE_LABEL_NAMES: Final = tuple(
+    dict.fromkeys(label for kind in KIND_TABLE for label in measure_labels(kind))
+)
 
 WINDOW_SERIES: Final = (
     Series(

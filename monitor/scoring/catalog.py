@@ -29,7 +29,7 @@ each trec_eval family.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -62,19 +62,45 @@ __all__ = [
     "EXPORTED_KINDS",
     "KINDS",
     "KIND_TABLE",
+    "MEASURE_NAMES",
     "OWN_FAMILY_KINDS",
     "TREC_DEFAULT_CUTOFFS",
     "TREC_FAMILY_KINDS",
     "IdcgZero",
     "MeasureKey",
     "MeasureKind",
+    "Param",
     "head_depth",
     "ideal_specs",
+    "kind_named",
     "lookup_depth",
+    "measure_names",
     "monitor_keys",
     "resolve_key",
     "top_spec",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A parameter a measure kind declares besides its cutoff and gain (RBP's persistence
+    `p`): its default, the closed range it must lie in, and what it means. A key carries every
+    parameter of its kind, the default where none was written; its name prints each
+    (`rbp@10:p=0.8`) and its series carries each as a label."""
+
+    name: str
+    default: float
+    low: float
+    high: float
+    doc: str
+
+    def check(self, value: float, kind: str) -> float:
+        if not self.low <= value <= self.high:
+            raise MeasureError(
+                f"measure {kind!r}: {self.name} must be in [{self.low:g}, {self.high:g}] "
+                f"({self.doc}), got {value:g}"
+            )
+        return float(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +145,16 @@ class MeasureKind:
     gauge: str | None = None
     quality: bool = False
     headline: bool = False
+    params: tuple[Param, ...] = ()
+    # For a kind with `params`: the numpy module's function making its columns for given
+    # values (`columns` is what it makes of the defaults).
+    make_columns: Callable[[Mapping[str, float]], Columns] | None = None
+
+    def columns_for(self, params: Mapping[str, float]) -> Columns:
+        """The numpy function computing this kind with `params` (the key's)."""
+        if self.make_columns is None or not params:
+            return self.columns
+        return self.make_columns(params)
 
 
 _MEAN = "of the latest finalized window (mean of per-query means)."
@@ -198,6 +234,26 @@ KIND_TABLE: Final = (
         f"top k gives) {_MEAN}",
     ),
 )  # fmt: skip
+
+
+def measure_names(table: Sequence[MeasureKind]) -> dict[str, str]:
+    """Every name a measure goes by (its kind's, trec_eval's family or whole-list name,
+    rankmon eval's own family) -> its kind; a `MeasureError` when one name is given to two
+    kinds (a new kind whose `own_family` was an existing family silently took its place)."""
+    names: dict[str, str] = {}
+    for kind in table:
+        for name in dict.fromkeys(
+            n for n in (kind.name, kind.trec_family, kind.trec_whole, kind.own_family) if n
+        ):
+            if names.setdefault(name, kind.name) != kind.name:
+                raise MeasureError(
+                    f"the measure name {name!r} is given to two kinds, {names[name]!r} and "
+                    f"{kind.name!r}"
+                )
+    return names
+
+
+MEASURE_NAMES: Final = measure_names(KIND_TABLE)  # at import: no name given twice
 KINDS: Final[dict[str, MeasureKind]] = {kind.name: kind for kind in KIND_TABLE}
 EXPORTED_KINDS: Final = tuple(kind for kind in KIND_TABLE if kind.gauge is not None)
 
@@ -216,16 +272,31 @@ OWN_FAMILY_KINDS: Final = {
     kind.own_family: kind.name for kind in KIND_TABLE if kind.own_family is not None
 }
 
-_KEY = re.compile(r"(?P<kind>[a-z_]+)(?:@(?P<k>[0-9]+))?(?::(?P<gain>.+))?")
+# One measure's name: rankmon's (`ndcg@10`, `precision@5`, `rbp@10`) or trec_eval's
+# (`ndcg_cut_10`, `P_5`, `P@5`, `recall_100`, `recip_rank`), then `:`-separated parts: a gain
+# (`exp`) and parameters (`p=0.8`).
+_NAME = re.compile(r"(?P<name>[A-Za-z_]+?)(?:(?:@|_)(?P<k>[0-9]+))?")
+_PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def kind_named(name: str) -> str | None:
+    """The kind a measure name stands for: its own, trec_eval's family or whole-list name,
+    or rankmon eval's name of its own families; None: no kind."""
+    if name in KINDS:
+        return name
+    return TREC_FAMILY_KINDS.get(name) or OWN_FAMILY_KINDS.get(name)
 
 
 @dataclass(frozen=True)
 class MeasureKey:
-    """One measure: its kind, its cutoff (None: none) and its gain (nDCG and DCG only)."""
+    """One measure: its kind, its cutoff (None: none), its gain (nDCG and DCG only) and the
+    values of its kind's other parameters (`params`: every one, in the kind's order, the
+    default where none was given)."""
 
     kind: str
     k: int | None = None
     gain: Gain | None = None
+    params: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -241,23 +312,58 @@ class MeasureKey:
             object.__setattr__(self, "gain", LINEAR)
         if not takes_gain and self.gain is not None:
             raise MeasureError(f"measure {self.kind!r} takes no gain")
+        declared = KINDS[self.kind].params
+        given = dict(self.params)
+        for name in given:
+            if name not in {param.name for param in declared}:
+                takes = ", ".join(param.name for param in declared) or "none"
+                raise MeasureError(
+                    f"measure {self.kind!r} takes no parameter {name!r} (its parameters: {takes})"
+                )
+        values = tuple(
+            (param.name, param.check(given.get(param.name, param.default), self.kind))
+            for param in declared
+        )
+        object.__setattr__(self, "params", values)
 
     def __str__(self) -> str:
         text = self.kind if self.k is None else f"{self.kind}@{self.k}"
-        return text if self.gain is None else f"{text}:{self.gain}"
+        if self.gain is not None:
+            text = f"{text}:{self.gain}"
+        return text + "".join(f":{name}={value:g}" for name, value in self.params)
 
     @classmethod
     def parse(cls, text: str) -> MeasureKey:
-        """Parse `ndcg@10:linear`, `ndcg@10` (linear gain), `precision@5`, `mrr`, ..."""
-        match = _KEY.fullmatch(text.strip())
-        if match is None:
-            raise MeasureError(f"cannot parse measure key {text!r}: expected e.g. ndcg@10:exp")
+        """Parse a measure's name: `ndcg@10:exp`, `ndcg@10` (linear gain), `ndcg_cut_10`,
+        `precision@5`, `P_5`, `P@5`, `recall_100`, `mrr`, `recip_rank`, `rbp@10:p=0.8`, ...
+        every form naming one key, whose `str()` is its one canonical name."""
+        head, *parts = text.strip().split(":")
+        match = _NAME.fullmatch(head)
+        kind = None if match is None else kind_named(match["name"])
+        if match is None or kind is None:
+            raise MeasureError(
+                f"cannot parse measure {text!r}: expected e.g. ndcg@10:exp, P_5, rbp@10:p=0.8"
+            )
+        gain: Gain | None = None
+        params: list[tuple[str, float]] = []
+        for part in parts:
+            name, equals, value = part.partition("=")
+            if equals and _PARAM.fullmatch(name.strip()):  # `p=0.8`; a gain map is `1=1,2=3`
+                try:
+                    params.append((name.strip(), float(value)))
+                except ValueError:
+                    raise MeasureError(
+                        f"measure {text!r}: {name.strip()} must be a number, got {value!r}"
+                    ) from None
+                continue
+            if gain is not None:
+                raise MeasureError(f"measure {text!r}: two gains")
+            try:
+                gain = Gain.parse(part)
+            except ValueError as error:
+                raise MeasureError(f"measure key {text!r}: {error}") from None
         k = match["k"]
-        try:
-            gain = None if match["gain"] is None else Gain.parse(match["gain"])
-        except ValueError as error:
-            raise MeasureError(f"measure key {text!r}: {error}") from None
-        return cls(match["kind"], None if k is None else int(k), gain)
+        return cls(kind, None if k is None else int(k), gain, tuple(params))
 
     @property
     def trec_name(self) -> str | None:
@@ -303,9 +409,10 @@ def ideal_specs(keys: Iterable[MeasureKey]) -> tuple[IdealSpec, ...]:
 def top_spec(keys: Iterable[MeasureKey]) -> TopSpec:
     """Which of each query's highest gains the keys read (`QueryIdeals.top`): their gains,
     and how many (depth 0: none)."""
-    tops = [k for k in keys if KINDS[k.kind].top and k.gain is not None]
-    gains = tuple(dict.fromkeys(k.gain for k in tops if k.gain is not None))
-    return gains, max((k.k or 0 for k in tops), default=0)
+    tops = [k for k in keys if KINDS[k.kind].top]
+    # A kind without a gain (RBP) reads each query's highest grade: the linear gain's first.
+    gains = tuple(dict.fromkeys(k.gain or LINEAR for k in tops))
+    return gains, max(((k.k or 0) if k.gain is not None else 1 for k in tops), default=0)
 
 
 def monitor_keys(cutoffs: Sequence[int], gains: Sequence[Gain | str]) -> list[MeasureKey]:

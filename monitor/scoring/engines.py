@@ -36,13 +36,14 @@ def measure_matrix(
     idcg_zero: IdcgZero,
 ) -> Floats:
     """The numpy engine: one row per ranking of `codes`, one column per key; `queries` has
-    the same rows. The keys of one kind and gain are computed together."""
+    the same rows. The keys of one kind, gain and parameters are computed together."""
     ranked = RankedMatrix(codes, tables, queries, head_depth(keys))
-    groups: dict[tuple[str, Gain], list[int]] = {}
+    groups: dict[tuple[str, Gain, tuple[tuple[str, float], ...]], list[int]] = {}
     for column, key in enumerate(keys):
-        groups.setdefault((key.kind, key.gain or LINEAR), []).append(column)
+        groups.setdefault((key.kind, key.gain or LINEAR, key.params), []).append(column)
     out = np.empty((len(codes.lengths), len(keys)), dtype=np.float64)
-    for (kind, gain), columns in groups.items():
+    for (kind, gain, params), columns in groups.items():
         cutoffs = [keys[column].k for column in columns]
-        out[:, columns] = KINDS[kind].columns(ranked, gain, cutoffs, idcg_zero)
+        compute = KINDS[kind].columns_for(dict(params))
+        out[:, columns] = compute(ranked, gain, cutoffs, idcg_zero)
     return out

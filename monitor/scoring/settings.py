@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from monitor.declare import setting
+from monitor.errors import MeasureError
+from monitor.scoring.catalog import MeasureKey, monitor_keys
 from monitor.scoring.columns import IdcgZero
 from monitor.scoring.gain import EXP, LINEAR, Gain
-from monitor.sections import as_choice, as_int, as_int_list
+from monitor.sections import as_choice, as_int, as_int_list, as_str_list
 
 __all__ = ["MAX_GRADE", "MetricsConfig"]
 
@@ -54,6 +56,19 @@ def _gain(item: Any) -> Gain:
 
 def _gain_names(gains: tuple[Gain, ...]) -> list[str]:
     return [gain.name for gain in gains]
+
+
+def _measures(value: Any) -> tuple[MeasureKey, ...]:
+    """Measure names, each parsed (`MeasureKey.parse`): a list, or one name."""
+    if value in (None, "", []):
+        return ()
+    keys = []
+    for name in as_str_list(value):
+        try:
+            keys.append(MeasureKey.parse(name))
+        except MeasureError as error:
+            raise ValueError(str(error)) from None
+    return tuple(keys)
 
 
 def _idcg_zero(value: object) -> IdcgZero:
@@ -91,7 +106,24 @@ class MetricsConfig:
     min_queries: int = setting(
         1, read=as_int(1, 10_000_000), doc="a window with fewer queries reports no mean"
     )
+    measures: tuple[MeasureKey, ...] = setting(
+        (),
+        read=_measures,
+        write=lambda keys: [str(key) for key in keys],
+        doc="more measures to stream, exported and alerted on: rbp@10:p=0.8, map_cut@10, ...",
+    )
     gain_names: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "gain_names", tuple(gain.name for gain in self.gains))
+
+    def keys(self) -> list[MeasureKey]:
+        """Every measure the stream computes: the table's stream kinds at the cutoffs and
+        gains (`monitor_keys`), then `measures` not among them, in the order written."""
+        keys = monitor_keys(self.cutoffs, self.gains)
+        named = {str(key) for key in keys}
+        for key in self.measures:
+            if str(key) not in named:
+                named.add(str(key))
+                keys.append(key)
+        return keys

@@ -72,7 +72,6 @@ from monitor.kafka.options import consumer_options, producer_options
 from monitor.kafka.producer import RecordProducer
 from monitor.kafka.reachability import Reachability
 from monitor.logs import fields
-from monitor.scoring.catalog import monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.reload import EvaluationSetSource
 from monitor.scoring.scorer import Scorer
@@ -134,7 +133,7 @@ class Monitor:
             liveness=self.liveness,
         )
         self.evaluation = EvaluationSetSource(config.evaluation_set, self.clock)
-        self.keys = monitor_keys(config.metrics.cutoffs, config.metrics.gains)
+        self.keys = config.metrics.keys()
         self._window_log = WindowLog(self.keys, config.metrics.min_queries, self.clock)
         current = self.evaluation.current
         self._scorers = {current.version: self._new_scorer(current)}

@@ -44,6 +44,7 @@ __all__ = [
     "Params",
     "Requested",
     "TrecMeasure",
+    "check_own_names",
     "is_integer_name",
     "rankmon_names",
     "request_measures",
@@ -152,6 +153,24 @@ TABLE: Final[tuple[TrecMeasure, ...]] = (
     *(_cut(name, (5, 10, 20)) for name in OWN_FAMILY_KINDS),
 )
 _BY_NAME: Final = {measure.name: measure for measure in TABLE}
+
+
+def check_own_names(rows: Sequence[TrecMeasure]) -> None:
+    """A `MeasureError` when two rows of the table share a name: a kind's own family
+    (rankmon eval's name of a measure trec_eval lacks, appended to trec_eval's rows) that is
+    a trec_eval measure's name would take that measure's place unseen (a contributor's `rbp`
+    kind once shadowed trec_eval's rbp family, found only by four conformance failures)."""
+    seen: set[str] = set()
+    for row in rows:
+        if row.name in seen:
+            raise MeasureError(
+                f"the measure {row.name!r} is named twice: a kind's own family is trec_eval's "
+                f"measure of that name; give the kind's another"
+            )
+        seen.add(row.name)
+
+
+check_own_names(TABLE)  # at import
 _POSITION: Final = {measure.name: position for position, measure in enumerate(TABLE)}
 
 # Every group starts with these (the order within a group does not matter: printing follows

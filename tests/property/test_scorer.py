@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from monitor.scoring.catalog import MeasureKey, monitor_keys
+from monitor.scoring.catalog import KIND_TABLE, MeasureKey, monitor_keys
 from monitor.scoring.evalset import EvaluationSet
 from monitor.scoring.gain import EXP, LINEAR, Gain
 from monitor.scoring.scorer import Scorer
@@ -19,18 +19,27 @@ from tests.support import oracle
 
 CUSTOM = Gain.parse({0: 0.5, 1: 1, 2: 10, 3: 5})
 CUTOFFS = (1, 3, 5, 20)
-KEYS = [
-    *(MeasureKey(kind, k, gain) for kind in ("ndcg", "dcg") for k in CUTOFFS
-      for gain in (LINEAR, EXP, CUSTOM)),
-    *(MeasureKey("ndcg_condensed", k, gain) for k in CUTOFFS for gain in (LINEAR, EXP, CUSTOM)),
-    *(MeasureKey(kind, k, gain) for kind in ("ndcg_lower", "ndcg_upper") for k in CUTOFFS
-      for gain in (LINEAR, EXP, CUSTOM)),
-    *(MeasureKey(kind, None, gain) for kind in ("ndcg", "ndcg_condensed")
-      for gain in (LINEAR, EXP, CUSTOM)),
-    *(MeasureKey(kind, k) for kind in ("precision", "recall", "judged", "success", "map_cut")
-      for k in CUTOFFS),
-    *(MeasureKey(kind) for kind in ("mrr", "map", "rprec", "num_ret", "num_rel", "num_rel_ret")),
-]  # fmt: skip
+
+
+def _every_key() -> list[MeasureKey]:
+    """Every kind of the table, at each cutoff it takes (and without one, when it may go
+    without), each gain where it takes one, and its parameters at their defaults and at 0.5:
+    a new kind is checked against the oracle without a line here."""
+    keys = []
+    for kind in KIND_TABLE:
+        cuts: list[int | None] = [] if kind.cutoff is False else list(CUTOFFS)
+        if kind.cutoff is not True:
+            cuts.append(None)
+        for k in cuts:
+            for gain in (LINEAR, EXP, CUSTOM) if kind.gain else (None,):
+                keys.append(MeasureKey(kind.name, k, gain))
+                if kind.params:
+                    halves = tuple((param.name, 0.5) for param in kind.params)
+                    keys.append(MeasureKey(kind.name, k, gain, halves))
+    return keys
+
+
+KEYS = _every_key()
 DOCS = [f"d{i}" for i in range(14)]
 
 
@@ -51,7 +60,7 @@ class Reference:
         grades = [self.judgments.get(doc) for doc in ranking]
         return oracle.value(
             key.kind, grades, self.judgments.values(), k=key.k, gain=key.gain, level=level,
-            idcg_zero=idcg_zero, scale=self.scale,  # type: ignore[arg-type]
+            idcg_zero=idcg_zero, scale=self.scale, params=dict(key.params),  # type: ignore[arg-type]
         )  # fmt: skip
 
 

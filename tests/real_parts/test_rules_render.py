@@ -12,6 +12,7 @@ import yaml
 
 from monitor.cli import main
 from monitor.dashboards.series import EXPORTED_SERIES, series_names
+from monitor.scoring.catalog import EXPORTED_KINDS
 from tests.support.realparts import Promtool
 
 pytestmark = pytest.mark.prometheus
@@ -32,13 +33,18 @@ def alert_names(rules_file: Path) -> list[str]:
     return [rule["alert"] for rule in rules["groups"][1]["rules"]]
 
 
-@pytest.mark.parametrize(("options", "rules"), [((), 32), (("--ungated-drop",), 33)])
+@pytest.mark.parametrize(("options", "alerts"), [((), 7), (("--ungated-drop",), 8)])
 def test_rendered_rules_pass_promtool_check(
-    tmp_path: Path, promtool: Promtool, options: tuple[str, ...], rules: int
+    tmp_path: Path, promtool: Promtool, options: tuple[str, ...], alerts: int
 ) -> None:
-    result = promtool.check_rules(render(tmp_path, CONFIG, *options))
+    rendered = render(tmp_path, CONFIG, *options)
+    result = promtool.check_rules(rendered)
     assert result.ok, result.output
-    assert f"SUCCESS: {rules} rules found" in result.output
+    # A mean and a standard error recorded per exported kind of the measure table, the
+    # window's queries, coverage and failed queries; then the alerts.
+    recorded = 2 * len(EXPORTED_KINDS) + 3
+    assert len(alert_names(rendered)) == alerts
+    assert f"SUCCESS: {recorded + alerts} rules found" in result.output
 
 
 def test_rendered_rules_fire_and_resolve_in_promtool_unit_tests(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from monitor.scoring.columns import IdcgZero
 from monitor.scoring.gain import LINEAR, Gain
@@ -241,10 +241,13 @@ def value(
     level: int,
     idcg_zero: IdcgZero,
     scale: Iterable[int] | None = None,
+    params: Mapping[str, float] | None = None,
 ) -> float:
-    """The value of the measure `kind` (cutoff `k`, gain `gain`) for one ranking's `grades`,
-    given every grade its query has (`judgments`, retrieved or not); `scale`: the evaluation
-    set's grades, which the bounds of nDCG@k give unjudged documents (default: the query's)."""
+    """The value of the measure `kind` (cutoff `k`, gain `gain`, its other parameters
+    `params`, default p 0.8) for one ranking's `grades`, given every grade its query has
+    (`judgments`, retrieved or not); `scale`: the evaluation set's grades, which the bounds of
+    nDCG@k give unjudged documents (default: the query's)."""
+    del params  # no kind of the table takes a parameter yet
     ideal = list(judgments)
     grade_scale = ideal if scale is None else list(scale)
     num_rel = sum(g >= max(level, 0) for g in ideal)

@@ -7,15 +7,29 @@ those is read here against the table, so a kind added to one and not the others 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
+
+import pytest
 
 from monitor.alerting.conditions.base import RANKED_MEASURES, UNRANKED_MEASURES
 from monitor.alerting.render import MEASURE_KINDS
 from monitor.dashboards.series import EXPORTED_SERIES, QUALITY_MEASURES
+from monitor.errors import MeasureError
 from monitor.export.window_log import HEADLINE_KINDS
 from monitor.scoring import columns
-from monitor.scoring.catalog import EXPORTED_KINDS, KIND_TABLE, KINDS, MeasureKey
+from monitor.scoring.catalog import (
+    EXPORTED_KINDS,
+    KIND_TABLE,
+    KINDS,
+    MEASURE_NAMES,
+    OWN_FAMILY_KINDS,
+    TREC_FAMILY_KINDS,
+    MeasureKey,
+    measure_names,
+)
+from monitor.trec.table import TABLE, TrecMeasure, check_own_names
 from tests.support import oracle
 
 KERNEL_HEADER = Path(__file__).resolve().parents[2] / "monitor/scoring/measure_kernel.h"
@@ -36,8 +50,11 @@ def test_the_c_kernel_numbers_each_kind_with_a_c_case_as_the_table_does() -> Non
 
 def test_every_kind_names_a_numpy_function_of_the_columns_module() -> None:
     for kind in KIND_TABLE:
-        assert getattr(columns, kind.columns.__name__) is kind.columns, kind.name
-        assert kind.columns.__name__ in columns.__all__
+        # a kind with parameters names the function that makes its columns for their values
+        function = kind.columns if kind.make_columns is None else kind.make_columns
+        assert getattr(columns, function.__name__) is function, kind.name
+        assert function.__name__ in columns.__all__
+        assert bool(kind.params) == (kind.make_columns is not None), kind.name
 
 
 def test_the_oracle_defines_every_kind() -> None:
@@ -75,3 +92,16 @@ def test_every_kind_parses_from_its_own_key_text() -> None:
     for kind in KIND_TABLE:
         key = MeasureKey(kind.name, 10 if kind.cutoff else None)
         assert MeasureKey.parse(str(key)) == key
+
+
+def test_a_name_given_to_two_kinds_is_an_error_at_import() -> None:
+    assert set(MEASURE_NAMES) >= set(KINDS) | set(TREC_FAMILY_KINDS) | set(OWN_FAMILY_KINDS)
+    ndcg = KINDS["ndcg"]
+    shadow = dataclasses.replace(KINDS["dcg"], own_family="ndcg_cut")  # nDCG's trec family
+    with pytest.raises(MeasureError, match="'ndcg_cut' is given to two kinds"):
+        measure_names([ndcg, shadow])
+    # rankmon eval's own name of a kind may not be one of trec_eval's measures either
+    shadowing = [*TABLE, TrecMeasure("rbp", "cutoffs", (10.0,))]  # an own family `rbp`
+    with pytest.raises(MeasureError, match="'rbp' is named twice"):
+        check_own_names(shadowing)
+    check_own_names(TABLE)  # the table as it is: no name taken twice

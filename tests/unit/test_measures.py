@@ -147,7 +147,9 @@ def test_ndcg_key_without_gain_means_linear_gain() -> None:
     assert str(MeasureKey("ndcg", 10)) == "ndcg@10:linear"
 
 
-@pytest.mark.parametrize("text", ["ndcg@0", "precision", "mrr@10", "map:exp", "bleu@4", "P@5"])
+@pytest.mark.parametrize(
+    "text", ["ndcg@0", "precision", "mrr@10", "map:exp", "bleu@4", "P", "ndcg@10:q=1"]
+)
 def test_malformed_measure_keys_raise_measure_error(text: str) -> None:
     with pytest.raises(MeasureError):
         MeasureKey.parse(text)
@@ -197,6 +199,27 @@ def test_a_misspelt_measure_name_is_answered_with_the_closest_one() -> None:
     with pytest.raises(MeasureError) as caught:
         select_measures(["precison@5"])
     assert "did you mean 'precision'?" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("names", "canonical"),
+    [
+        (["ndcg@10", "ndcg@10:linear", "ndcg_cut_10", "ndcg_cut@10"], "ndcg@10:linear"),
+        (["precision@5", "P@5", "P_5"], "precision@5"),
+        (["recall@100", "recall_100"], "recall@100"),
+        (["mrr", "recip_rank"], "mrr"),
+        (["rprec", "Rprec"], "rprec"),
+        (["ndcg@10:1=1,2=3"], "ndcg@10:1=1,2=3"),
+    ],
+)
+def test_every_way_of_naming_a_measure_parses_into_one_key_with_one_name(
+    names: list[str], canonical: str
+) -> None:
+    keys = {MeasureKey.parse(name) for name in names}
+    assert len(keys) == 1
+    (key,) = keys
+    assert str(key) == canonical
+    assert MeasureKey.parse(str(key)) == key
 
 
 def test_counts_are_marked_for_summing_and_have_no_gain() -> None:

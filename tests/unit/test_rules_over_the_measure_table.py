@@ -1,7 +1,7 @@
-"""Every measure an alert rule may watch, read off the table (`KIND_TABLE`'s `quality` kinds
-the stream computes), gets a floor rule that fires on a monitor whose windows fall under it:
-a new kind needs no new test here, and a rule on any of them (`ndcg_upper@10`,
-`ndcg_condensed@10`, `rprec`, ...) can page."""
+"""Every measure an alert rule may watch, read off the table (`KIND_TABLE`'s `quality`
+kinds: streamed by default, or named in `metrics.measures` as RBP is), gets a floor rule that
+fires on a monitor whose windows fall under it: a new kind needs no new test here, and a rule
+on any of them (`ndcg_upper@10`, `ndcg_condensed@10`, `rprec`, `rbp@10`, ...) can page."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, fina
 
 T0 = 1_767_225_600_000
 QUERIES = 60
-WATCHED = [kind for kind in KIND_TABLE if kind.quality and kind.stream]
+WATCHED = [kind for kind in KIND_TABLE if kind.quality]
 CONFIG = """
 kafka: {{bootstrap_servers: ["127.0.0.1:1"], topic: events}}
 evaluation_set: {{path: qrels.txt, reload: {{watch: false}}}}
-metrics: {{cutoffs: [10]}}
+metrics: {{cutoffs: [10], measures: [{streamed}]}}
 windows: {{size: 10s, allowed_lateness: 1s, idle_timeout: 5s}}
 schedule: {{interval: 1s}}
 export: {{host: 127.0.0.1, port: 0}}
@@ -53,7 +53,10 @@ def test_a_floor_rule_on_every_watched_measure_fires_when_its_windows_fall_under
     lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
     lines += [f"q{i} 0 f{i}.{j} 0\n" for i in range(QUERIES) for j in range(10)]
     (tmp_path / "qrels.txt").write_text("".join(lines))
-    (tmp_path / "rankmon.yaml").write_text(CONFIG.format(measure=measure_of(kind)))
+    streamed = "" if kind.stream else measure_of(kind)  # not by default: named to stream
+    (tmp_path / "rankmon.yaml").write_text(
+        CONFIG.format(measure=measure_of(kind), streamed=streamed)
+    )
     producer, clock, stream = FakeProducer(), FakeClock(T0), FakeStream("events")
     monitor = Monitor(
         load_config(tmp_path / "rankmon.yaml", environ={}),

@@ -31,8 +31,9 @@ from monitor.alerting.drift import PageHinkley
 from monitor.alerting.promql import PromqlContext
 from monitor.alerting.state import Evidence
 from monitor.comparisons.record import ComparisonRecord
+from monitor.errors import MeasureError
 from monitor.explain.alert_table import explain_path
-from monitor.scoring.catalog import KIND_TABLE, KINDS
+from monitor.scoring.catalog import KIND_TABLE, KINDS, MeasureKey
 from monitor.sections import ConfigSection, as_number, as_str, describe
 from monitor.stats.judges import JudgeReading
 from monitor.stats.spread import SpreadMoments, cornish_fisher
@@ -93,6 +94,8 @@ class RuleContext:
     judging: bool = False
     # Windows (looks) a segment has in a day: `trend` sets its default threshold from it.
     windows_per_day: float = 288.0
+    # The measures `metrics.measures` adds to the stream (canonical names: `rbp@10:p=0.8`).
+    measures: tuple[str, ...] = ()
 
     @property
     def unjudged(self) -> str:
@@ -448,6 +451,23 @@ def share(what: str) -> Callable[[Any], float]:
     return parse
 
 
+def _added_measure(measure: str, rule: ConfigSection, context: RuleContext) -> str | None:
+    """The key of a measure `metrics.measures` adds (`rbp@10`, `rbp@10:p=0.8`), if it names
+    one an alert rule may watch; None when it names none."""
+    try:
+        key = MeasureKey.parse(measure)
+    except MeasureError:
+        return None
+    if str(key) not in context.measures:
+        return None
+    if not KINDS[key.kind].quality:
+        raise rule.error("measure", f"{key} is streamed, but no rule watches a {key.kind}")
+    if rule.has("gain"):
+        raise rule.error("gain", f"write the gain in the measure's name ({key})")
+    rule.get("gain", anything, None)
+    return str(key)
+
+
 def refuse_measure(rule: ConfigSection, kinds: str) -> None:
     """For conditions on no measure: a `measure` or `gain` is an error naming `kinds`."""
     if rule.has("measure") or rule.has("gain"):
@@ -462,6 +482,14 @@ def read_measure(rule: ConfigSection, context: RuleContext) -> str:
     if measure is None:
         raise rule.error("measure", "is required: one of ndcg@k, precision@k, recall@k, mrr, map")
     name, _, cutoff = measure.partition("@")
+    if name in KINDS and not KINDS[name].stream:  # streamed only when metrics.measures says
+        added = _added_measure(measure, rule, context)
+        if added is None:
+            raise rule.error(
+                "measure",
+                f"{describe(measure)} is not streamed: name it in metrics.measures first",
+            )
+        return added
     if name in UNRANKED_MEASURES and not cutoff:
         key = name
     elif name in RANKED_MEASURES and cutoff:
@@ -473,6 +501,9 @@ def read_measure(rule: ConfigSection, context: RuleContext) -> str:
             )
         key = f"{name}@{int(cutoff)}"
     else:
+        added = _added_measure(measure, rule, context)
+        if added is not None:
+            return added
         raise rule.error(
             "measure", f"unknown measure {describe(measure)} (ndcg@k, precision@k, ...)"
         )

@@ -48,7 +48,12 @@ from monitor.alerting.conditions.base import (
     query_values,
 )
 from monitor.alerting.paired_test import paired_drop_test
-from monitor.alerting.promql import PromqlContext, measure_series, window_queries
+from monitor.alerting.promql import (
+    IGNORING_MEASURE,
+    PromqlContext,
+    measure_series,
+    window_queries,
+)
 from monitor.alerting.state import Evidence
 from monitor.sections import ConfigSection, as_choice, as_int, as_number
 from monitor.values import format_duration
@@ -284,7 +289,7 @@ class Drop(Condition):
         else:
             floor = f"{baseline} - {self.absolute:g}"
         queries = window_queries(segment)
-        return f"({value} < {floor}) and ignoring(k, gain) ({queries} >= {self.min_queries})"
+        return f"({value} < {floor}) and {IGNORING_MEASURE} ({queries} >= {self.min_queries})"
 
     def promql_summary(self, measure: str) -> str:
         return f"{self.what(measure)}; ungated approximation, no paired test"
