@@ -52,6 +52,8 @@ from monitor.scoring.columns import (
     num_ret,
     precision,
     r_precision,
+    rank_biased_precision,
+    rbp_residual,
     recall,
     reciprocal_rank,
     success,
@@ -158,6 +160,7 @@ class MeasureKind:
 
 
 _MEAN = "of the latest finalized window (mean of per-query means)."
+_PERSISTENCE: Final = Param("p", 0.8, 0.0, 1.0, "RBP's persistence: the chance a reader goes on")
 
 # The measure kinds, in the order the stream computes and exports them. Adding one: a row
 # here and its numpy function in `columns.py` (docs/ARCHITECTURE.md, "Add a measure").
@@ -232,6 +235,22 @@ KIND_TABLE: Final = (
         stream=True, quality=True,
         gauge=f"Lower bound of nDCG@k (the least any grading of the unjudged documents of the "
         f"top k gives) {_MEAN}",
+    ),
+    # Rank-biased precision and its residual (Moffat and Zobel 2008), as trec_eval's rbp and
+    # rbp_resid take them on the ranking cut at k; streamed when `metrics.measures` names
+    # them. RBP@k plus its residual bounds what the unjudged documents of the top k could
+    # make of it, as the nDCG bounds do for nDCG@k.
+    MeasureKind(
+        "rbp", True, False, rank_biased_precision({"p": _PERSISTENCE.default}),
+        params=(_PERSISTENCE,), make_columns=rank_biased_precision,
+        top=True, quality=True,
+        gauge=f"Rank-biased precision@k with persistence p (Moffat and Zobel) {_MEAN}",
+    ),
+    MeasureKind(
+        "rbp_residual", True, False, rbp_residual({"p": _PERSISTENCE.default}),
+        params=(_PERSISTENCE,), make_columns=rbp_residual,
+        gauge="What the unjudged documents of the top k could still add to RBP@k (its "
+        f"residual, trec_eval's rbp_resid) {_MEAN}",
     ),
 )  # fmt: skip
 

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.scoring.bounds import Graded, ndcg_lower_of, ndcg_upper_of
-from monitor.scoring.gain import Gain
+from monitor.scoring.gain import LINEAR, Gain
 
 __all__ = [
     "NO_GRADE",
@@ -52,6 +52,8 @@ __all__ = [
     "padded_grades",
     "precision",
     "r_precision",
+    "rank_biased_precision",
+    "rbp_residual",
     "recall",
     "reciprocal_rank",
     "scale_levels",
@@ -509,6 +511,70 @@ def r_precision(ranked: RankedMatrix, _: Gain, __: list[int | None], ___: IdcgZe
     num_rel = ranked.queries.num_rel
     within = np.bincount(rows[ranks < num_rel[rows]], minlength=ranked.rows)
     return _ratio(within, num_rel, 0.0)[:, None]
+
+
+def rank_biased_precision(params: Mapping[str, float]) -> Columns:
+    """RBP@k with persistence `p` (`params["p"]`; Moffat and Zobel 2008) as trec_eval's `rbp`
+    computes it on the ranking cut at k: `(1 - p) * sum of gain_i * p^(i-1)` over the first k
+    ranks, the
+    gain each grade's own (negative and unjudged: 0), divided by the query's highest grade
+    when that is over 1 (trec_eval maps the gains onto [0, 1]); the powers by repeated
+    multiplication and the sum in rank order, as trec_eval takes them."""
+    p = params["p"]
+
+    def columns(ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+        if ranked.head == 0:
+            return np.zeros((ranked.rows, len(cutoffs)), dtype=np.float64)
+        terms = _rbp_gains(ranked) * _powers(p, ranked.head)[: ranked.head]
+        result: Floats = (1.0 - p) * ranked.at(np.cumsum(terms, axis=1), cutoffs)
+        return result
+
+    return columns
+
+
+def rbp_residual(params: Mapping[str, float]) -> Columns:
+    """What the unjudged documents of the first k could still add to RBP@k with persistence
+    `p` (`params["p"]`), as trec_eval's `rbp_resid` takes it on the ranking cut at k: the
+    weight of every unjudged one, `(1 - p) * p^(i-1)`, plus `p^d` for what lies past the d
+    ranks read; 0 when none of them is unjudged (trec_eval's convention). RBP@k plus it
+    bounds the RBP any grading of those documents gives."""
+    p = params["p"]
+
+    def columns(ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+        head = ranked.head
+        if head == 0:
+            return np.zeros((ranked.rows, len(cutoffs)), dtype=np.float64)
+        powers = _powers(p, head)
+        shown = np.arange(head) < ranked.lengths[:, None]
+        unjudged = shown & ~ranked.tables.judged[ranked.head_codes]
+        weights = np.cumsum(np.where(unjudged, powers[:head], 0.0), axis=1)
+        seen = np.minimum(ranked.lengths[:, None], np.array([k or head for k in cutoffs]))
+        tail = powers[np.minimum(seen, head)]
+        any_unjudged = ranked.at(np.cumsum(unjudged, axis=1), cutoffs) > 0
+        result: Floats = np.where(any_unjudged, tail + (1.0 - p) * ranked.at(weights, cutoffs), 0.0)
+        return result
+
+    return columns
+
+
+def _powers(p: float, width: int) -> Floats:
+    """p^0, p^1, ..., p^width by repeated multiplication (trec_eval's order)."""
+    steps = np.full(width + 1, p, dtype=np.float64)
+    steps[0] = 1.0
+    powers: Floats = np.cumprod(steps, dtype=np.float64)
+    return powers
+
+
+def _rbp_gains(ranked: RankedMatrix) -> Floats:
+    """Each ranked document's grade as its gain (0 for negative or none), over the query's
+    highest grade where that is over 1."""
+    gains = np.maximum(ranked.tables.grades[ranked.head_codes], 0).astype(np.float64)
+    top = ranked.queries.top
+    if top is None or LINEAR not in top:
+        raise ValueError("RBP needs the queries' highest grades (QueryIdeals.top, linear gain)")
+    highest = top[LINEAR][:, :1]
+    scaled: Floats = np.divide(gains, highest, out=gains.copy(), where=highest > 1)
+    return scaled
 
 
 def dcg(ranked: RankedMatrix, gain: Gain, cutoffs: list[int | None], _: IdcgZero) -> Floats:

@@ -231,6 +231,36 @@ def ndcg_bounds(
     return (min(defined), max(defined)) if defined else (math.nan, math.nan)
 
 
+def rbp(grades: Grades, ideal: list[int], k: int, p: float) -> float:
+    """RBP@k with persistence p, trec_eval's way: each grade its own gain (unjudged and
+    negative 0), over the query's highest grade when that is over 1; p^i by repeated
+    multiplication, the sum in rank order."""
+    highest = max(ideal, default=0)
+    total, weight = 0.0, 1.0
+    for grade in grades[:k]:
+        gain = float(max(grade or 0, 0))
+        total += gain / highest * weight if highest > 1 else gain * weight
+        weight *= p
+    return (1.0 - p) * total
+
+
+def rbp_residual(grades: Grades, k: int, p: float) -> float:
+    """What the unjudged documents of the first k could add to RBP@k: p^d plus the weight
+    (1 - p) p^(i-1) of each unjudged one; 0 when none is unjudged (trec_eval's rbp_resid)."""
+    shown = grades[:k]
+    if all(grade is not None for grade in shown):
+        return 0.0
+    weights, weight = [], 1.0
+    for _ in range(len(shown) + 1):
+        weights.append(weight)
+        weight *= p
+    unjudged = 0.0
+    for rank, grade in enumerate(shown):
+        if grade is None:
+            unjudged += weights[rank]
+    return weights[len(shown)] + (1.0 - p) * unjudged
+
+
 def value(
     kind: str,
     grades: Grades,
@@ -247,7 +277,7 @@ def value(
     `params`, default p 0.8) for one ranking's `grades`, given every grade its query has
     (`judgments`, retrieved or not); `scale`: the evaluation set's grades, which the bounds of
     nDCG@k give unjudged documents (default: the query's)."""
-    del params  # no kind of the table takes a parameter yet
+    persistence = (params or {}).get("p", 0.8)
     ideal = list(judgments)
     grade_scale = ideal if scale is None else list(scale)
     num_rel = sum(g >= max(level, 0) for g in ideal)
@@ -274,5 +304,7 @@ def value(
         "num_ret": lambda: float(len(grades)),
         "num_rel": lambda: float(num_rel),
         "num_rel_ret": lambda: float(sum(_relevant(g, level) for g in grades)),
+        "rbp": lambda: rbp(grades, ideal, cut, persistence),
+        "rbp_residual": lambda: rbp_residual(grades, cut, persistence),
     }
     return table[kind]()

@@ -1,0 +1,133 @@
+"""RBP@k and its residual as the stream computes them (`rbp@k:p=P`, `rbp_residual@k:p=P`,
+`monitor.scoring.columns`), against trec_eval's own `rbp` and `rbp_resid` (rankmon eval's
+trec_eval-exact families, held to trec_eval 10's outputs) on the ranking cut at k, bit for bit
+on both engines, over trec_eval's test files; against ranx's RBP on binary judgments; and as
+a user names, streams, exports and alerts on them (`metrics.measures`). The tests over the
+whole measure table (the oracle's, the alert rules') take them in without a line."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from pathlib import Path
+
+import numpy as np
+import orjson
+import pytest
+from ranx import Qrels, Run, evaluate
+
+from monitor.config.loader import load_config
+from monitor.errors import ConfigError, MeasureError
+from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
+from monitor.scoring.scorer import Scorer
+from monitor.service import Monitor, MonitorIo
+from monitor.testing.clock import FakeClock
+from monitor.trec.evaluate import evaluate_run
+from monitor.trec.runfile import Run as TrecRun
+from monitor.trec.runfile import read_run
+from monitor.trec.selection import select_measures
+from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
+from tests.unit.test_rules_over_the_measure_table import CONFIG, QUERIES, T0
+
+CONFORMANCE = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "trec_eval"
+
+
+def trec_values(evaluation_set: EvaluationSet, run: TrecRun, p: float) -> dict[str, list[float]]:
+    """trec_eval's rbp and rbp_resid per query (the run's queries the set judges, sorted)."""
+    selection = select_measures([f"rbp.p={p}", f"rbp_resid.p={p}"])
+    report = evaluate_run(evaluation_set, run, selection)
+    return {name: [float(v) for v in report.values[name]] for name in report.names}
+
+
+@pytest.mark.parametrize("p", [0.5, 0.8, 0.95])
+@pytest.mark.parametrize("k", [1, 5, 10, 50])
+@pytest.mark.parametrize("speedups", [False, True])
+def test_streamed_rbp_and_its_residual_are_trec_evals_on_the_ranking_cut_at_k(
+    k: int, p: float, speedups: bool
+) -> None:
+    evaluation_set = load_evaluation_set(CONFORMANCE / "qrels.test")
+    full = read_run(CONFORMANCE / "results.test")
+    cut = TrecRun(full.path, full.tag, {q: r[:k] for q, r in full.rankings.items()})
+    expected = trec_values(evaluation_set, cut, p)
+    queries = sorted(q for q in full.rankings if q in evaluation_set)
+    keys = [MeasureKey.parse(f"rbp@{k}:p={p}"), MeasureKey.parse(f"rbp_residual@{k}:p={p}")]
+    scorer = Scorer(evaluation_set, keys, speedups=speedups)
+    values = scorer.score(queries, [full.rankings[q] for q in queries])
+    rbp_name, resid_name = (f"rbp_p={p}", f"rbp_resid_p={p}")
+    assert list(values[:, 0]) == expected[rbp_name]
+    assert list(values[:, 1]) == expected[resid_name]
+    if k >= 50:  # the files leave documents of the deeper ranks unjudged
+        assert any(v > 0 for v in expected[resid_name])
+
+
+# ranx compiles its measures with numba, which warns of its own casts.
+@pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaTypeSafetyWarning")
+def test_streamed_rbp_is_ranxs_on_binary_judgments() -> None:
+    rng = random.Random(20261205)
+    docs = [f"d{i}" for i in range(80)]
+    grades = {f"q{i}": {d: rng.choice([0, 0, 1]) for d in rng.sample(docs, 30)} for i in range(40)}
+    rankings = {q: rng.sample(docs, rng.choice([3, 10, 25])) for q in grades}
+    evaluation_set = EvaluationSet.from_judgments(grades)
+    queries = sorted(grades)
+    for p, k in ((0.8, 10), (0.5, 5)):
+        ours = Scorer(evaluation_set, [MeasureKey("rbp", k, params=(("p", p),))]).score(
+            queries, [rankings[q] for q in queries]
+        )[:, 0]
+        qrels = Qrels({q: {d: g for d, g in g_of.items() if g > 0} for q, g_of in grades.items()})
+        run = Run({q: {d: float(100 - rank) for rank, d in enumerate(r[:k])}
+                   for q, r in rankings.items()})  # fmt: skip
+        theirs = evaluate(qrels, run, f"rbp.{round(p * 100)}", return_mean=False)
+        assert np.allclose(ours, theirs, rtol=1e-12, atol=0.0)
+        assert not math.isclose(float(np.mean(ours)), 0.0)
+
+
+@pytest.mark.parametrize("name", ["rbp@10", "rbp@10:p=0.8", "rbp_10:p=.80", "rbp@10:p=8e-1"])
+def test_every_name_of_rbp_at_10_is_one_key_with_persistence_as_a_parameter(name: str) -> None:
+    key = MeasureKey.parse(name)
+    assert str(key) == "rbp@10:p=0.8" and key.params == (("p", 0.8),)
+    for bad, problem in (("rbp@10:q=1", "takes no parameter 'q'"), ("rbp@5:p=2", "in [0, 1]")):
+        with pytest.raises(MeasureError, match=re.escape(problem)):
+            MeasureKey.parse(bad)
+
+
+def test_a_rule_on_rbp_is_refused_until_metrics_measures_streams_it(tmp_path: Path) -> None:
+    (tmp_path / "qrels.txt").write_text("q0 0 best0 3\n")
+    (tmp_path / "rankmon.yaml").write_text(CONFIG.format(measure="rbp@10", streamed=""))
+    with pytest.raises(ConfigError, match=r"not streamed: name it in metrics\.measures"):
+        load_config(tmp_path / "rankmon.yaml", environ={})
+
+
+def test_streamed_rbp_is_exported_with_its_persistence_as_a_label(tmp_path: Path) -> None:
+    lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
+    (tmp_path / "qrels.txt").write_text("".join(lines))
+    config = CONFIG.format(measure="rbp@5:p=0.5", streamed="'rbp@5:p=.5', rbp_residual@5")
+    (tmp_path / "rankmon.yaml").write_text(config)
+    producer, clock, stream = FakeProducer(), FakeClock(T0), FakeStream("events")
+    monitor = Monitor(
+        load_config(tmp_path / "rankmon.yaml", environ={}),
+        io=MonitorIo(
+            clock=clock,
+            source=stream,
+            producer=producer,
+            windows_topic=FakeWindowsTopic(producer, "events.windows"),
+        ),
+    )
+    try:
+        for i in range(QUERIES):
+            event = {"event_id": f"e{i}", "query_id": f"q{i}", "event_time": T0 + 100 + i,
+                     "ranking": [f"best{i}", "unjudged", f"good{i}"]}  # fmt: skip
+            stream.append(0, orjson.dumps(event), T0 + 100 + i)
+        finalize_all(monitor, clock)
+        labels = {"window": "10s", "version": monitor.snapshot().evaluation_set_version}
+        rbp = monitor.registry.get_sample_value("rankmon_rbp", {"k": "5", "p": "0.5", **labels})
+        residual = monitor.registry.get_sample_value(
+            "rankmon_rbp_residual", {"k": "5", "p": "0.8", **labels}
+        )
+        # gains 3/3, 0 (unjudged), 1/3 at p 0.5: 0.5 * (1 + 0.25 / 3); at p 0.8 the unjudged
+        # second document could add (1 - 0.8) * 0.8, and what lies past the third 0.8^3
+        assert rbp == pytest.approx(0.5 * (1 + 0.25 / 3))
+        assert residual == pytest.approx((1 - 0.8) * 0.8 + 0.8**3)
+    finally:
+        monitor.close()
