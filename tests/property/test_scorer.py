@@ -23,8 +23,8 @@ CUTOFFS = (1, 3, 5, 20)
 
 def _every_key() -> list[MeasureKey]:
     """Every kind of the table, at each cutoff it takes (and without one, when it may go
-    without), each gain where it takes one, and its parameters at their defaults and at 0.5:
-    a new kind is checked against the oracle without a line here."""
+    without), each gain where it takes one, and its parameters at their defaults and at the
+    middles of their ranges: a new kind is checked against the oracle without a line here."""
     keys = []
     for kind in KIND_TABLE:
         cuts: list[int | None] = [] if kind.cutoff is False else list(CUTOFFS)
@@ -34,7 +34,9 @@ def _every_key() -> list[MeasureKey]:
             for gain in (LINEAR, EXP, CUSTOM) if kind.gain else (None,):
                 keys.append(MeasureKey(kind.name, k, gain))
                 if kind.params:
-                    halves = tuple((param.name, 0.5) for param in kind.params)
+                    halves = tuple(
+                        (param.name, (param.low + param.high) / 2) for param in kind.params
+                    )
                     keys.append(MeasureKey(kind.name, k, gain, halves))
     return keys
 
