@@ -42,6 +42,7 @@ from monitor.scoring.columns import (
     average_precision,
     average_precision_cut,
     dcg,
+    expected_reciprocal_rank,
     judged,
     ndcg,
     ndcg_condensed,
@@ -161,6 +162,9 @@ class MeasureKind:
 
 _MEAN = "of the latest finalized window (mean of per-query means)."
 _PERSISTENCE: Final = Param("p", 0.8, 0.0, 1.0, "RBP's persistence: the chance a reader goes on")
+_MAX_GRADE: Final = Param(
+    "max_grade", 4.0, 1.0, 30.0, "ERR's highest grade: a document of it stops the reader"
+)
 
 # The measure kinds, in the order the stream computes and exports them. Adding one: a row
 # here and its numpy function in `columns.py` (docs/ARCHITECTURE.md, "Add a measure").
@@ -251,6 +255,13 @@ KIND_TABLE: Final = (
         params=(_PERSISTENCE,), make_columns=rbp_residual,
         gauge="What the unjudged documents of the top k could still add to RBP@k (its "
         f"residual, trec_eval's rbp_resid) {_MEAN}",
+    ),
+    # Expected reciprocal rank (Chapelle et al. 2009), graded: where a reader stops, as
+    # gdeval.pl computes it; streamed when `metrics.measures` names it.
+    MeasureKind(
+        "err", True, False, expected_reciprocal_rank({"max_grade": _MAX_GRADE.default}),
+        params=(_MAX_GRADE,), make_columns=expected_reciprocal_rank, quality=True,
+        gauge=f"Expected reciprocal rank@k (Chapelle et al.; graded, gdeval's) {_MEAN}",
     ),
 )  # fmt: skip
 

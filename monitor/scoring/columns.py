@@ -39,6 +39,7 @@ __all__ = [
     "average_precision_cut",
     "dcg",
     "discounts",
+    "expected_reciprocal_rank",
     "gain_values",
     "judged",
     "ndcg",
@@ -552,6 +553,29 @@ def rbp_residual(params: Mapping[str, float]) -> Columns:
         tail = powers[np.minimum(seen, head)]
         any_unjudged = ranked.at(np.cumsum(unjudged, axis=1), cutoffs) > 0
         result: Floats = np.where(any_unjudged, tail + (1.0 - p) * ranked.at(weights, cutoffs), 0.0)
+        return result
+
+    return columns
+
+
+def expected_reciprocal_rank(params: Mapping[str, float]) -> Columns:
+    """ERR@k (Chapelle et al. 2009) as gdeval.pl (the TREC Web track's) computes it: a reader
+    stops at rank i with probability `r_i = (2^g_i - 1) / 2^max_grade` (`params["max_grade"]`,
+    gdeval's MAX_JUDGMENT, 4), g_i the document's grade (unjudged and negative: 0, above
+    max_grade: max_grade), and ERR is the sum over the first k ranks of `r_i / i` times the
+    chance the reader got there, the product of `1 - r_j` before it."""
+    highest = params["max_grade"]
+
+    def columns(ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero) -> Floats:
+        head = ranked.head
+        if head == 0:
+            return np.zeros((ranked.rows, len(cutoffs)), dtype=np.float64)
+        grades = np.clip(ranked.tables.grades[ranked.head_codes], 0, highest)
+        stop = (np.exp2(grades.astype(np.float64)) - 1.0) / 2.0**highest
+        reached = np.ones_like(stop)
+        reached[:, 1:] = np.cumprod(1.0 - stop[:, :-1], axis=1)
+        terms = stop * reached / np.arange(1, head + 1, dtype=np.float64)
+        result: Floats = ranked.at(np.cumsum(terms, axis=1), cutoffs)
         return result
 
     return columns

@@ -261,6 +261,18 @@ def rbp_residual(grades: Grades, k: int, p: float) -> float:
     return weights[len(shown)] + (1.0 - p) * unjudged
 
 
+def err(grades: Grades, k: int, max_grade: float) -> float:
+    """ERR@k as gdeval.pl computes it: at each of the first k ranks the reader stops with
+    probability (2^g - 1) / 2^max_grade (g: the grade, unjudged and negative 0, at most
+    max_grade), and ERR sums that probability over the rank times the chance of getting there."""
+    score, reached = 0.0, 1.0
+    for rank, grade in enumerate(grades[:k], start=1):
+        stop = (2.0 ** min(max(grade or 0, 0), max_grade) - 1.0) / 2.0**max_grade
+        score += stop * reached / rank
+        reached *= 1.0 - stop
+    return score
+
+
 def value(
     kind: str,
     grades: Grades,
@@ -306,5 +318,6 @@ def value(
         "num_rel_ret": lambda: float(sum(_relevant(g, level) for g in grades)),
         "rbp": lambda: rbp(grades, ideal, cut, persistence),
         "rbp_residual": lambda: rbp_residual(grades, cut, persistence),
+        "err": lambda: err(grades, cut, (params or {}).get("max_grade", 4.0)),
     }
     return table[kind]()
