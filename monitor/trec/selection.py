@@ -113,6 +113,8 @@ def _by_monitor(requested: Requested) -> bool:
 
 
 def _monitor_keys(requested: Requested, gain: Gain) -> list[MeasureKey]:
+    if requested.measure.keyed:  # a measure trec_eval lacks, named by its key
+        return [MeasureKey.parse(requested.name)]
     kind = TREC_FAMILY_KINDS.get(requested.name) or OWN_FAMILY_KINDS[requested.name]
     gain_of_kind = gain if KINDS[kind].gain else None
     if requested.measure.params == "cutoffs":

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from monitor.errors import MeasureError
-from monitor.scoring.catalog import KINDS, OWN_FAMILY_KINDS, TREC_FAMILY_KINDS
+from monitor.scoring.catalog import KINDS, OWN_FAMILY_KINDS, TREC_FAMILY_KINDS, MeasureKey
 
 __all__ = [
     "ALL_RANKMON",
@@ -85,13 +85,14 @@ class TrecMeasure:
     per_query: bool = True  # printed for each query with -q (gm_map, num_q: summary only)
     meta: bool = False
     count: bool = False  # an integer, printed as one (num_ret, num_nonrel_judged_ret, ...)
+    keyed: bool = False  # a measure trec_eval lacks, named by its key (`rbp@10:p=0.8`)
 
     @property
     def engine(self) -> Engine:
         """Which engine computes it (the class docstring)."""
         if self.meta:
             return "meta"
-        monitor = self.name in TREC_FAMILY_KINDS or self.name in OWN_FAMILY_KINDS
+        monitor = self.keyed or self.name in TREC_FAMILY_KINDS or self.name in OWN_FAMILY_KINDS
         return "monitor" if monitor else "trec"
 
 
@@ -258,7 +259,12 @@ def request_measures(arguments: Sequence[str]) -> tuple[Requested, ...]:
     marked: set[str] = set()
     given: dict[str, str] = {}
     cutoffs: dict[str, list[str]] = {}  # rankmon's names: `-m ndcg@5 -m ndcg@10` asks for both
+    keyed: dict[str, None] = {}  # measures trec_eval lacks, by their keys (`rbp@10:p=0.8`)
     for argument in arguments:
+        key = _stream_only_key(argument.strip())
+        if key is not None:
+            keyed.setdefault(key)
+            continue
         named = _rankmon_name(argument.strip())
         name, params = named if named is not None else _split(argument)
         names = _names_of(name, params, argument)
@@ -274,7 +280,23 @@ def request_measures(arguments: Sequence[str]) -> tuple[Requested, ...]:
         more = [k for k in ks if trec is None or k not in trec.split(",")]
         given[name] = ",".join([*written, *more])
     ordered = sorted(marked, key=_POSITION.__getitem__)
-    return tuple(_requested(_BY_NAME[name], given.get(name)) for name in ordered)
+    requested = [_requested(_BY_NAME[name], given.get(name)) for name in ordered]
+    # After trec_eval's, in the order given: printed under their keys.
+    requested += [Requested(TrecMeasure(key, keyed=True), Params(), (key,)) for key in keyed]
+    return tuple(requested)
+
+
+def _stream_only_key(text: str) -> str | None:
+    """The key of a measure only rankmon's table has, with no trec_eval name (`rbp@10`,
+    `rbp@10:p=0.8`, `err@20`), named as the stream names it; None for any other name."""
+    head = text.partition(":")[0]
+    name = head.partition("@")[0]
+    kind = KINDS.get(name)
+    if kind is None or kind.trec_family or kind.trec_whole or kind.own_family:
+        return None
+    if head == name and ":" not in text and name in _BY_NAME:
+        return None  # trec_eval's measure of that name (`dcg`: its gain-pairs family)
+    return str(MeasureKey.parse(text))
 
 
 def _split(argument: str) -> tuple[str, str | None]:

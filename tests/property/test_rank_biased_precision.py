@@ -17,6 +17,7 @@ import orjson
 import pytest
 from ranx import Qrels, Run, evaluate
 
+from monitor.cli import main
 from monitor.config.loader import load_config
 from monitor.errors import ConfigError, MeasureError
 from monitor.scoring.catalog import MeasureKey
@@ -131,3 +132,30 @@ def test_streamed_rbp_is_exported_with_its_persistence_as_a_label(tmp_path: Path
         assert residual == pytest.approx((1 - 0.8) * 0.8 + 0.8**3)
     finally:
         monitor.close()
+
+
+def test_rankmon_eval_prints_rbp_at_10_as_trec_eval_computes_it_on_the_run_cut_at_10(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qrels, run = CONFORMANCE / "qrels.test", CONFORMANCE / "results.test"
+    cut = tmp_path / "results.cut10"  # each query's first 10 in trec_eval's order
+    cut.write_text(
+        "".join(
+            f"{query} Q0 {doc} {rank} {100 - rank} cut\n"
+            for query, ranking in read_run(run).rankings.items()
+            for rank, doc in enumerate(ranking[:10], start=1)
+        )
+    )
+
+    def evaluated(*arguments: str) -> dict[str, dict[str, float]]:
+        assert main(["eval", "--format", "json", "-q", *arguments]) == 0
+        return dict(orjson.loads(capsys.readouterr().out)["per_query"])
+
+    ours = evaluated("-m", "rbp@10:p=0.8", "-m", "rbp_residual@10", str(qrels), str(run))
+    trec = evaluated("-m", "rbp.p=0.8", "-m", "rbp_resid.p=0.8", str(qrels), str(cut))
+    assert {q: v["rbp@10:p=0.8"] for q, v in ours.items()} == {
+        q: v["rbp_p=0.8"] for q, v in trec.items()
+    }
+    assert {q: v["rbp_residual@10:p=0.8"] for q, v in ours.items()} == {
+        q: v["rbp_resid_p=0.8"] for q, v in trec.items()
+    }

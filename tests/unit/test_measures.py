@@ -185,11 +185,18 @@ def test_gain_option_applies_to_ndcg_names_only() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["ndcg_cutt.5", "P.x", "P.5,,10", "map.5", "P.0", "", "ndcg@x", "judged@10", "ndcg@10:exp"],
+    ["ndcg_cutt.5", "P.x", "P.5,,10", "map.5", "P.0", "", "ndcg@x", "judgd@10", "ndcg@10:exp"],
 )
 def test_unknown_measure_names_raise_measure_error(name: str) -> None:
     with pytest.raises(MeasureError):
         select_measures([name])
+
+
+def test_a_measure_only_rankmons_table_has_is_computed_under_its_key() -> None:
+    selection = select_measures(["judged@10", "rbp@5", "P.5", "err@10:max_grade=3"])
+    assert selection.names == ("P_5", "judged@10", "rbp@5:p=0.8", "err@10:max_grade=3")
+    assert selection.engine_only
+    assert str(selection.keys["rbp@5:p=0.8"]) == "rbp@5:p=0.8"
 
 
 def test_a_misspelt_measure_name_is_answered_with_the_closest_one() -> None:
