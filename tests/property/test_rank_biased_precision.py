@@ -23,14 +23,12 @@ from monitor.errors import ConfigError, MeasureError
 from monitor.scoring.catalog import MeasureKey
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.scoring.scorer import Scorer
-from monitor.service import Monitor, MonitorIo
-from monitor.testing.clock import FakeClock
 from monitor.trec.evaluate import evaluate_run
 from monitor.trec.runfile import Run as TrecRun
 from monitor.trec.runfile import read_run
 from monitor.trec.selection import select_measures
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
-from tests.unit.test_rules_over_the_measure_table import CONFIG, QUERIES, T0
+from tests.support.fake_monitor import T0, on_fakes
+from tests.unit.test_rules_over_the_measure_table import CONFIG, QUERIES
 
 CONFORMANCE = Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "trec_eval"
 
@@ -102,25 +100,14 @@ def test_a_rule_on_rbp_is_refused_until_metrics_measures_streams_it(tmp_path: Pa
 
 def test_streamed_rbp_is_exported_with_its_persistence_as_a_label(tmp_path: Path) -> None:
     lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
-    (tmp_path / "qrels.txt").write_text("".join(lines))
     config = CONFIG.format(measure="rbp@5:p=0.5", streamed="'rbp@5:p=.5', rbp_residual@5")
-    (tmp_path / "rankmon.yaml").write_text(config)
-    producer, clock, stream = FakeProducer(), FakeClock(T0), FakeStream("events")
-    monitor = Monitor(
-        load_config(tmp_path / "rankmon.yaml", environ={}),
-        io=MonitorIo(
-            clock=clock,
-            source=stream,
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, "events.windows"),
-        ),
-    )
-    try:
+    with on_fakes(tmp_path, config, lines) as run:
         for i in range(QUERIES):
-            event = {"event_id": f"e{i}", "query_id": f"q{i}", "event_time": T0 + 100 + i,
-                     "ranking": [f"best{i}", "unjudged", f"good{i}"]}  # fmt: skip
-            stream.append(0, orjson.dumps(event), T0 + 100 + i)
-        finalize_all(monitor, clock)
+            ranking = [f"best{i}", "unjudged", f"good{i}"]
+            run.send({"event_id": f"e{i}", "query_id": f"q{i}", "event_time": T0 + 100 + i,
+                      "ranking": ranking})  # fmt: skip
+        run.finalize()
+        monitor = run.monitor
         labels = {"window": "10s", "version": monitor.snapshot().evaluation_set_version}
         rbp = monitor.registry.get_sample_value("rankmon_rbp", {"k": "5", "p": "0.5", **labels})
         residual = monitor.registry.get_sample_value(
@@ -130,8 +117,6 @@ def test_streamed_rbp_is_exported_with_its_persistence_as_a_label(tmp_path: Path
         # second document could add (1 - 0.8) * 0.8, and what lies past the third 0.8^3
         assert rbp == pytest.approx(0.5 * (1 + 0.25 / 3))
         assert residual == pytest.approx((1 - 0.8) * 0.8 + 0.8**3)
-    finally:
-        monitor.close()
 
 
 def test_rankmon_eval_prints_rbp_at_10_as_trec_eval_computes_it_on_the_run_cut_at_10(

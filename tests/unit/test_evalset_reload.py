@@ -5,13 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from monitor.config.loader import load_config
 from monitor.errors import InputError
 from monitor.scoring.reload import EvaluationSetConfig, EvaluationSetSource
-from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from monitor.values import parse_duration
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic
+from tests.support.fake_monitor import on_fakes
 
 
 def _source(path: Path, clock: FakeClock, watch: bool = True) -> EvaluationSetSource:
@@ -82,25 +80,15 @@ def test_a_bad_file_at_start_is_an_error_naming_the_line(tmp_path: Path) -> None
 
 def test_a_failed_reload_is_counted_and_flagged_until_a_reload_succeeds(tmp_path: Path) -> None:
     qrels = tmp_path / "qrels.txt"
-    qrels.write_text("q1 0 d1 1\n")
-    (tmp_path / "rankmon.yaml").write_text(
+    config = (
         "kafka: {bootstrap_servers: ['127.0.0.1:1'], topic: events}\n"
         "evaluation_set: {path: qrels.txt, reload: {watch: false}}\n"
         "export: {host: 127.0.0.1, port: 0}\nlogging: {level: CRITICAL}\n"
     )
-    producer = FakeProducer()
-    monitor = Monitor(
-        load_config(tmp_path / "rankmon.yaml", environ={}),
-        io=MonitorIo(
-            clock=FakeClock(1_767_225_600_000),
-            source=FakeStream("events"),
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, "events.windows"),
-        ),
-    )
-    monitor.start()
-    registry = monitor.registry
-    try:
+    with on_fakes(tmp_path, config, ["q1 0 d1 1\n"]) as run:
+        monitor = run.monitor
+        monitor.start()
+        registry = monitor.registry
 
         def failures() -> tuple[float | None, float | None]:
             failed = registry.get_sample_value(
@@ -125,5 +113,3 @@ def test_a_failed_reload_is_counted_and_flagged_until_a_reload_succeeds(tmp_path
             == 1.0
         )
         assert registry.get_sample_value("rankmon_evaluation_set_queries") == 1.0
-    finally:
-        monitor.close()

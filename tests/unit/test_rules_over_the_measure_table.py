@@ -7,16 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
 import pytest
 
-from monitor.config.loader import load_config
 from monitor.scoring.catalog import KIND_TABLE, MeasureKind
-from monitor.service import Monitor, MonitorIo
-from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
+from tests.support.fake_monitor import T0, on_fakes
 
-T0 = 1_767_225_600_000
 QUERIES = 60
 WATCHED = [kind for kind in KIND_TABLE if kind.quality]
 CONFIG = """
@@ -52,31 +47,14 @@ def test_a_floor_rule_on_every_watched_measure_fires_when_its_windows_fall_under
 ) -> None:
     lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
     lines += [f"q{i} 0 f{i}.{j} 0\n" for i in range(QUERIES) for j in range(10)]
-    (tmp_path / "qrels.txt").write_text("".join(lines))
     streamed = "" if kind.stream else measure_of(kind)  # not by default: named to stream
-    (tmp_path / "rankmon.yaml").write_text(
-        CONFIG.format(measure=measure_of(kind), streamed=streamed)
-    )
-    producer, clock, stream = FakeProducer(), FakeClock(T0), FakeStream("events")
-    monitor = Monitor(
-        load_config(tmp_path / "rankmon.yaml", environ={}),
-        io=MonitorIo(
-            clock=clock,
-            source=stream,
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, "events.windows"),
-        ),
-    )
-    try:
+    config = CONFIG.format(measure=measure_of(kind), streamed=streamed)
+    with on_fakes(tmp_path, config, lines) as run:
         for window in range(3):
             start = T0 + window * 10_000
-            for i in range(QUERIES):
-                event = {"event_id": f"{window}-{i}", "query_id": f"q{i}",
-                         "ranking": ranking(i), "event_time": start + 100 + i}  # fmt: skip
-                stream.append(0, orjson.dumps(event), start + 100 + i)
-        finalize_all(monitor, clock)
-        firing = [a for a in monitor.snapshot().alerts if a.status.value == "firing"]
+            run.send(*({"event_id": f"{window}-{i}", "query_id": f"q{i}", "ranking": ranking(i),
+                        "event_time": start + 100 + i} for i in range(QUERIES)))  # fmt: skip
+        run.finalize()
+        firing = [a for a in run.monitor.snapshot().alerts if a.status.value == "firing"]
         assert [a.rule.name for a in firing] == ["floor"], kind.name
         assert firing[0].rule.measure.startswith(kind.name)
-    finally:
-        monitor.close()
