@@ -106,6 +106,7 @@ def run_judge(
     try:
         judgments.catch_up(worker.learn)
         tojudge.catch_up(shelf.take)
+        tojudge.reassigned = False  # the judgments were read to their end just before
         pairs = shelf.pairs()
         _log.info(
             "judge started",
@@ -120,6 +121,11 @@ def run_judge(
                 worker.learn(record)
             for record in tojudge.poll():
                 shelf.take(record)
+            if tojudge.reassigned:
+                # Partitions taken over are read from their beginnings: learn every pair the
+                # source graded up to now (the other worker's last batch too) before asking.
+                tojudge.reassigned = False
+                judgments.follow_to_end(worker.learn)
             fresh = shelf.pairs()
             if fresh:
                 batches.run(fresh, progress=False, shelf=shelf)

@@ -5,9 +5,9 @@ Each partition is read by one worker of the group (`judge.group_id`; by default
 A pair is keyed as `["q", "d"]`, so all of its records are on one partition: two workers of
 the group never ask the same pair, and a worker that leaves hands its partitions to the
 others, who read them from the beginning and skip what the source graded (each worker reads
-the judgments topic whole). Only while the group rebalances can a pair in flight on the
-worker that left be asked once more; its second judgment is the same source's and replaces
-the first (docs/judging.md).
+the judgments topic whole, and to its end again at each new assignment). Only while the
+group rebalances can a pair in flight on the worker that left be asked once more; its second
+judgment is the same source's and replaces the first (docs/judging.md).
 
 `catch_up(take)` waits for an assignment and hands `take` every record of the assigned
 partitions up to their ends now; `poll()` what came since, a rebalance's new partitions from
@@ -48,6 +48,7 @@ class _FromTheBeginning(ConsumerRebalanceListener):  # type: ignore[misc]
 
     def on_partitions_assigned(self, assigned: Collection[TopicPartition]) -> None:
         self.shared.assigned = set(assigned)
+        self.shared.reassigned = True
         self.shared.on_assign(len(assigned))
         if assigned and self.shared.consumer is not None:
             self.shared.consumer.seek_to_beginning(*assigned)
@@ -83,6 +84,10 @@ class SharedPairs:
         self._timeout_s = timeout_s
         self.consumer: Any = None
         self.assigned: set[TopicPartition] = set()
+        # Set when the group assigned partitions; the worker clears it once it has read the
+        # judgments written up to then (`run_judge`): a partition taken over is read from its
+        # beginning, and its pairs the other worker graded must not be asked again.
+        self.reassigned = False
 
     def catch_up(self, take: Callable[[SourceRecord], None]) -> None:
         """Join the group and hand `take` the assigned partitions' records to their ends now;

@@ -83,6 +83,30 @@ class TopicFeed:
             self.close()
             raise
 
+    def follow_to_end(self, take: Callable[[SourceRecord], None]) -> None:
+        """Hand `take` what was written up to the topic's end now (its end asked of the
+        broker, not the last fetch's), from where the reader is; `KafkaUnavailableError` when
+        nothing comes for the timeout before it."""
+        consumer = self._consumer
+        if consumer is None:
+            return
+        try:
+            partitions = sorted(consumer.assignment(), key=lambda tp: tp.partition)
+            ends = consumer.end_offsets(partitions)
+            deadline = time.monotonic() + self._timeout_s
+            while any(consumer.position(tp) < ends[tp] for tp in partitions):
+                if time.monotonic() > deadline:
+                    raise KafkaUnavailableError(
+                        f"{self.topic}: nothing read for {self._timeout_s:g}s before its end"
+                    )
+                records = _records(consumer.poll(timeout_ms=200))
+                for record in records:
+                    take(record)
+                if records:
+                    deadline = time.monotonic() + self._timeout_s
+        except KafkaError as error:
+            raise KafkaUnavailableError(f"cannot read {self.topic}: {error}") from error
+
     def poll(self) -> list[SourceRecord]:
         """The records written since the last call (those fetched already; never waits)."""
         if self._consumer is None:

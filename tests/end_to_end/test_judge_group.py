@@ -70,6 +70,9 @@ def setup(
     with ChatServer() as chat:
         extra = JUDGE.format(topic=topic, url=chat.url)
         path = write_service_config(tmp_path, tansu, topic, {"q0": {"d": 1}}, extra)
+        # Tansu holds a group join half the session timeout: a short one keeps the joins quick.
+        text = path.read_text().replace("session_timeout_ms: 6000", "session_timeout_ms: 2000")
+        path.write_text(text)
         yield load_config(path, environ={}), chat
 
 
