@@ -14,9 +14,10 @@ Two kinds of work, in this order:
 
 The desk keeps what each open pair's to-judge record said a judge reads (query text, title,
 snippet, url, link), each within `events.max_document_bytes`, and at most `max_open` pairs
-(`judging.max_pending`): past it, the lowest priority leaves. A pair leaves when a person
-grades it, or when a model does and its query is not drawn. `view()` is made on the poll
-loop at each tick (`refresh`) and read by the HTTP thread: an immutable `DeskView`.
+(`judging.max_pending`; a quarter more between views): past it, the lowest priority leaves.
+A pair leaves when a person grades it, or when a model does and its query is not drawn.
+`view()` is made on the poll loop at each tick (`refresh`) and read by the HTTP thread: an
+immutable `DeskView`.
 """
 
 from __future__ import annotations
@@ -129,8 +130,15 @@ class JudgingDesk:
             rank if isinstance(rank, int) and not isinstance(rank, bool) else 0,
             readable,
         )
-        if len(self._open) > self.max_open:
-            excess = len(self._open) - self.max_open
+        # Trimmed back to `max_open` once a quarter over it (and at each view), not at each
+        # pair past it: reading a long to-judge topic back stays linear in its length.
+        if len(self._open) > self.max_open + max(1, self.max_open // 4):
+            self._trim()
+
+    def _trim(self) -> None:
+        """The lowest priorities leave, down to `max_open` pairs."""
+        excess = len(self._open) - self.max_open
+        if excess > 0:
             for lowest in heapq.nsmallest(
                 excess, self._open, key=lambda k: (self._open[k].priority, k)
             ):
@@ -144,6 +152,7 @@ class JudgingDesk:
     def refresh(self, book: JudgmentBook) -> None:
         """Make the view of the work as the book stands (on the poll loop, each tick; only
         when the book changed)."""
+        self._trim()
         version = (book.merged().version, len(book.in_effect), len(book.pairs), len(self._open))
         if version == self._version:
             return
