@@ -10,6 +10,7 @@ before the person grades (no anchoring).
 A grade is a `POST /judge/grade` of `{"query_id", "doc_id", "grade"}`, written to the
 judgments topic as `{"source": "human:<name>", "judged_at": now, ...}`, keyed as the pair;
 the judging loop reads it back and makes a new evaluation-set version, as with any judge.
+While Kafka does not answer, a post is answered 503 and its grade kept, sent with the next.
 Undo shows the last pair again: its new grade replaces the old one (the same source graded
 the pair later). A post is refused unless:
 
@@ -41,6 +42,7 @@ from monitor.export.http import PostRoute, Response, Route
 from monitor.judging.desk import DeskView, JudgingDesk
 from monitor.judging.pairs import pair_key
 from monitor.judging.people import People
+from monitor.kafka.bootstrap import KafkaUnavailableError
 from monitor.kafka.producer import RecordSink
 from monitor.limits import longer_than
 
@@ -149,7 +151,14 @@ class JudgingPage:
             "judged_at": self._now_ms(),
         }
         self._producer.send(self._topic, pair_key(*key), orjson.dumps(judgment), [])
-        self._producer.flush()
+        try:
+            self._producer.flush()
+        except KafkaUnavailableError as error:
+            return _json(
+                "503 Service Unavailable",
+                {"error": f"the grade is not written yet ({error}): it is kept, and sent "
+                 "with the next one once Kafka answers"},
+            )  # fmt: skip
         with self._lock:
             self._posted[key] = source
             self._posted.move_to_end(key)

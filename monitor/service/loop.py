@@ -69,7 +69,7 @@ from monitor.judging.rescore import JudgedRescore
 from monitor.kafka.bootstrap import Backoff, KafkaUnavailableError
 from monitor.kafka.consumer import EventSource, Poll, SourceRecord
 from monitor.kafka.options import consumer_options, producer_options
-from monitor.kafka.producer import RecordProducer
+from monitor.kafka.producer import RecordProducer, RecordSink
 from monitor.kafka.reachability import Reachability
 from monitor.logs import fields
 from monitor.scoring.evalset import EvaluationSet
@@ -255,7 +255,16 @@ class Monitor:
             texts=texts,
             bridge=self._rescore,
         )
-        page = judging_page(config, self.judging, self._producer, self.clock.now_ms)
+        # The page writes from the HTTP thread: a producer of its own (the loop's is the loop
+        # thread's alone), or the tests' fake.
+        self._page_producer: RecordSink | None = None
+        if config.judging.page and self.judging is not None:
+            self._page_producer = io.producer or RecordProducer(**producer_options(config.kafka))
+        page = (
+            None
+            if self._page_producer is None
+            else judging_page(config, self.judging, self._page_producer, self.clock.now_ms)
+        )
         if page is not None:
             routes = {**routes, **page.routes()}
         self.server = io.server or metrics_server(
@@ -678,6 +687,8 @@ class Monitor:
             self.judging.close()
         self.source.close()
         self._producer.close()
+        if self._page_producer is not None and self._page_producer is not self._producer:
+            self._page_producer.close()
         self._delivery.stop()
         self.server.stop()
         _log.info("rankmon stopped")
