@@ -24,9 +24,9 @@ from typing import Any, Final
 from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
-from monitor.judging.topics import POLL_MAX_RECORDS, read_to_end
+from monitor.judging.topics import POLL_MAX_RECORDS, fetched_records, read_to_end
 from monitor.kafka.bootstrap import KafkaUnavailableError, bootstrap_reachable
-from monitor.kafka.consumer import SourceRecord, source_records
+from monitor.kafka.consumer import SourceRecord
 from monitor.kafka.options import consumer_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
@@ -105,7 +105,7 @@ class SharedPairs:
                         f"group {self.group_id} gave this worker no partition of {self.topic} "
                         f"in {self._timeout_s:g}s (does the topic exist?)"
                     )
-                for record in self._records(self.consumer.poll(timeout_ms=200)):
+                for record in fetched_records(self.consumer.poll(timeout_ms=200)):
                     take(record)
             assigned = sorted(self.consumer.assignment(), key=lambda tp: tp.partition)
             read_to_end(self.consumer, assigned, take, self.topic, self._timeout_s)
@@ -126,12 +126,12 @@ class SharedPairs:
         # Tansu, which holds a join half the session timeout), so a worker pausing between
         # batches or while idle would never hold a partition again.
         try:
-            records = self._records(
+            records = fetched_records(
                 self.consumer.poll(timeout_ms=100, max_records=POLL_MAX_RECORDS)
             )
             deadline = time.monotonic() + JOIN_WAIT_MS / 1000
             while not self.assigned and time.monotonic() < deadline:
-                records += self._records(
+                records += fetched_records(
                     self.consumer.poll(timeout_ms=500, max_records=POLL_MAX_RECORDS)
                 )
         except KafkaError as error:
@@ -144,11 +144,3 @@ class SharedPairs:
             self.consumer.close(autocommit=False)
             self.consumer = None
         self.assigned = set()
-
-    @staticmethod
-    def _records(fetched: Any) -> list[SourceRecord]:
-        return [
-            record
-            for tp in sorted(fetched, key=lambda tp: tp.partition)
-            for record in source_records(fetched[tp])
-        ]

@@ -24,7 +24,7 @@ from monitor.kafka.options import reader_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
 
-__all__ = ["RecordFeed", "TopicFeed", "read_to_end"]
+__all__ = ["RecordFeed", "TopicFeed", "fetched_records", "read_to_end"]
 
 _log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class TopicFeed:
                     raise KafkaUnavailableError(
                         f"{self.topic}: nothing read for {self._timeout_s:g}s before its end"
                     )
-                records = _records(consumer.poll(timeout_ms=200))
+                records = fetched_records(consumer.poll(timeout_ms=200))
                 for record in records:
                     take(record)
                 if records:
@@ -116,7 +116,7 @@ class TopicFeed:
         except KafkaError as error:
             _log.warning("cannot read %s now", self.topic, extra=fields(error=str(error)))
             return []
-        return _records(fetched)
+        return fetched_records(fetched)
 
     def close(self) -> None:
         if self._consumer is not None:
@@ -138,14 +138,15 @@ def read_to_end(
     while not at_end(consumer, partitions):
         if time.monotonic() > deadline:
             raise KafkaUnavailableError(f"{topic}: nothing read for {timeout_s:g}s before its end")
-        records = _records(consumer.poll(timeout_ms=200))
+        records = fetched_records(consumer.poll(timeout_ms=200))
         for record in records:
             take(record)
         if records:
             deadline = time.monotonic() + timeout_s
 
 
-def _records(fetched: Mapping[Any, Any]) -> list[SourceRecord]:
+def fetched_records(fetched: Mapping[Any, Any]) -> list[SourceRecord]:
+    """A poll's records, partition by partition, each in offset order."""
     return [
         record
         for tp in sorted(fetched, key=lambda tp: (tp.topic, tp.partition))
