@@ -174,7 +174,7 @@ def discounts(width: int) -> Floats:
 
     From the C library's log2, as trec_eval computes it: numpy's own log2 differs from it in
     the last bit at some ranks (the first is 1621), which the C kernel, the numpy columns, the
-    test oracle and `monitor.trec.families` would then not share."""
+    test oracle and `monitor.scoring.families` would then not share."""
     table = _DISCOUNTS[0]
     if len(table) < width:
         size = max(width, 2 * len(table), 1024)

@@ -16,7 +16,7 @@ Which queries are evaluated (docs/metric-conventions.md Q1-Q3, trec_eval.c):
 Two engines compute the values. The measures the streaming monitor computes too (nDCG, P,
 recall, MAP, MRR and the counts) come from its scorer (`monitor.scoring.scorer`), so the
 trec_eval conformance tests vouch for the numbers the monitor exports; the others from
-`monitor.trec.families`. Queries are reported in `strcmp` order of their ids, as trec_eval sorts
+`monitor.scoring.families`. Queries are reported in `strcmp` order of their ids, as trec_eval sorts
 them; measures in trec_eval's table order (`monitor.trec.table`), whatever order `-m` named them.
 
 When the scorer computes every value asked for, `evaluate_coded` scores a run read
@@ -34,9 +34,9 @@ import numpy.typing as npt
 
 from monitor.errors import MeasureError
 from monitor.scoring.evalset import EvaluationSet
+from monitor.scoring.families import Settings, compute, reset_missing
+from monitor.scoring.relevance import RankedRelevance
 from monitor.scoring.scorer import Scorer
-from monitor.trec.families import Settings, compute, reset_missing
-from monitor.trec.ranked import RankedRelevance
 from monitor.trec.report import NUM_Q, EvaluationReport, Value, summarize
 from monitor.trec.runfile import CodedRun, Run
 from monitor.trec.selection import MeasureSelection
@@ -193,7 +193,8 @@ def _trec_values(
     settings = Settings(num_docs=num_docs)
     out: dict[str, list[Value]] = {}
     for requested in wanted:
-        values = reset_missing(requested, ranked, compute(requested, ranked, settings))
+        values = compute(requested.name, requested.params, ranked, settings)
+        values = reset_missing(requested.name, ranked, values)
         if isinstance(values, list):
             out[requested.value_names[0]] = list(values)
             continue

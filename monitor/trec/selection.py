@@ -3,7 +3,7 @@ computes each value.
 
 The measures the streaming monitor computes too (nDCG, P, recall, MAP, MRR, success, Rprec and
 the counts) become the scorer's `MeasureKey`s (`keys`); the others are trec_eval families
-`monitor.trec.families` computes.
+`monitor.scoring.families` computes.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class MeasureSelection:
 
     @property
     def family_requests(self) -> list[Requested]:
-        """The requested measures `monitor.trec.families` computes (not the scorer)."""
+        """The requested measures `monitor.scoring.families` computes (not the scorer)."""
         return [
             r
             for r in self.requested
@@ -107,7 +107,7 @@ def select_measures(names: Sequence[str], gain: Gain = LINEAR) -> MeasureSelecti
 
 def _by_monitor(requested: Requested) -> bool:
     # A measure a kind computes, but not with trec_eval's own gain pairs (`ndcg.1=3,2=9`):
-    # those are `monitor.trec.families`'.
+    # those are `monitor.scoring.families`'.
     with_pairs = requested.measure.params == "pairs" and requested.params.text is not None
     return requested.measure.engine == "monitor" and not with_pairs
 

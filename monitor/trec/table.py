@@ -35,6 +35,7 @@ from typing import Final, Literal
 
 from monitor.errors import MeasureError
 from monitor.scoring.catalog import KINDS, OWN_FAMILY_KINDS, TREC_FAMILY_KINDS, MeasureKey
+from monitor.scoring.families import MIN_GEO_MEAN, Params, is_integer_name
 
 __all__ = [
     "ALL_RANKMON",
@@ -56,12 +57,10 @@ ParamKind = Literal["none", "cutoffs", "fractions", "numbers", "pairs"]
 # (gm_map, gm_bpref), or no summary line at all (relstring).
 Summary = Literal["mean", "total", "geometric", "none"]
 # "monitor": computed by the streaming monitor's engine (`monitor.scoring`); "trec": by
-# `monitor.trec.families`; "meta": runid and num_q.
+# `monitor.scoring.families`; "meta": runid and num_q.
 Engine = Literal["monitor", "trec", "meta"]
 
 ALL_RANKMON: Final = "all_rankmon"
-# The least per-query value whose log a geometric mean takes (trec_eval's MIN_GEO_MEAN).
-MIN_GEO_MEAN: Final = 0.00001
 
 _RANKS: Final = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 # A cutoff is a rank: past int32 no run has it, and as a float it would no longer be exact.
@@ -75,7 +74,7 @@ class TrecMeasure:
 
     `engine`: "meta" for runid and num_q; otherwise "monitor" when a measure kind of
     `monitor.scoring.catalog.KIND_TABLE` computes it (its trec_eval family), else "trec"
-    (`monitor.trec.families`). Derived from the name, never written in a row.
+    (`monitor.scoring.families`). Derived from the name, never written in a row.
     """
 
     name: str
@@ -198,19 +197,6 @@ _LEADING_NUMBER: Final = re.compile(
     re.IGNORECASE,
 )
 _UNDERSCORE_CUTOFFS: Final = re.compile(r"(?P<name>[A-Za-z_]+?)_(?P<params>[0-9][0-9,]*)")
-
-
-@dataclass(frozen=True)
-class Params:
-    """A measure's parameters: numbers (cutoffs, fractions, coefficients) or name=value pairs."""
-
-    numbers: tuple[float, ...] = ()
-    pairs: tuple[tuple[str, float], ...] = ()
-    text: str | None = None  # as typed after the dot; None: trec_eval's defaults
-
-    def pair(self, name: str, default: float) -> float:
-        """The value of the pair `name` (the first one given), or `default`."""
-        return next((value for key, value in self.pairs if key == name), default)
 
 
 @dataclass(frozen=True)
@@ -436,9 +422,3 @@ def _atof(text: str) -> float:
         return float(body) if body.lstrip("+-") else 0.0
     except ValueError:
         return 0.0
-
-
-def is_integer_name(text: str) -> bool:
-    """True for `3`, `-1`, `+2`: a pair name that is a relevance level (trec_eval valid_int)."""
-    body = text[1:] if text[:1] in "+-" else text
-    return body.isascii() and body.isdigit()

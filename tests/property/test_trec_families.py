@@ -1,4 +1,4 @@
-"""trec_eval's other measures (`monitor.trec.families`) against pytrec_eval, on random data.
+"""trec_eval's other measures (`monitor.scoring.families`) against pytrec_eval, on random data.
 
 pytrec_eval embeds trec_eval 9's measure code. The measures below kept their definitions in
 trec_eval 10.0 (the interpolated ones, iprec_at_recall and 11pt_avg, changed their rounding

@@ -1,6 +1,6 @@
 """Each evaluated query's ranking as trec_eval's measures see it (its `RES_RELS`).
 
-For the measures the streaming monitor does not compute (`monitor.trec.families`), a ranking
+For the measures the streaming monitor does not compute (`monitor.scoring.families`), a ranking
 is the relevance value of each retrieved document, rank 1 first:
 
 - the document's grade when the qrels judge it with a grade >= 0;

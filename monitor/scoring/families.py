@@ -1,7 +1,10 @@
-"""trec_eval's measures that the streaming monitor does not compute, over `RankedRelevance`.
+"""trec_eval's measure families over `RankedRelevance`: the provider of the measure table's
+kinds that the scorer's own columns do not compute (bpref, infAP, the set measures, ...).
 
 Each family takes every evaluated query at once (one row each) and returns one column per
-value name of its `Requested` measure. The definitions are trec_eval 10.0's (its `m_*.c`;
+value name of its measure (one per cutoff or fraction given). `rankmon eval` calls them on
+its rankings (`monitor.trec.evaluate`); the stream through the table's rows
+(`monitor.scoring.providers`). The definitions are trec_eval 10.0's (its `m_*.c`;
 docs/metrics.md, "`rankmon eval`: every trec_eval measure"); where a value is a sum, the terms are
 added in rank order, as trec_eval's loops add them, so that the printed values agree with
 trec_eval's to the last digit. Logarithms come from the C library (`math.log2`, `math.log`),
@@ -24,17 +27,45 @@ import numpy as np
 import numpy.typing as npt
 
 from monitor.scoring.columns import discounts
-from monitor.trec.ranked import NONPOOL, UNJUDGED, RankedRelevance
-from monitor.trec.table import MIN_GEO_MEAN, Params, Requested, is_integer_name
+from monitor.scoring.relevance import NONPOOL, UNJUDGED, RankedRelevance
 
-__all__ = ["FAMILIES", "Settings", "compute", "reset_missing"]
+__all__ = [
+    "FAMILIES",
+    "MIN_GEO_MEAN",
+    "Params",
+    "Settings",
+    "compute",
+    "is_integer_name",
+    "reset_missing",
+]
 
 Floats = npt.NDArray[np.float64]
 Int64s = npt.NDArray[np.int64]
 Values = Floats | list[str]
 
 _INFAP_EPSILON: Final = 0.00001
+# The least per-query value whose log a geometric mean takes (trec_eval's MIN_GEO_MEAN).
+MIN_GEO_MEAN: Final = 0.00001
 _RBP_PERSISTENCE: Final = 0.9
+
+
+@dataclass(frozen=True)
+class Params:
+    """A measure's parameters: numbers (cutoffs, fractions, coefficients) or name=value pairs."""
+
+    numbers: tuple[float, ...] = ()
+    pairs: tuple[tuple[str, float], ...] = ()
+    text: str | None = None  # as typed after the dot; None: trec_eval's defaults
+
+    def pair(self, name: str, default: float) -> float:
+        """The value of the pair `name` (the first one given), or `default`."""
+        return next((value for key, value in self.pairs if key == name), default)
+
+
+def is_integer_name(text: str) -> bool:
+    """True for `3`, `-1`, `+2`: a pair name that is a relevance level (trec_eval valid_int)."""
+    body = text[1:] if text[:1] in "+-" else text
+    return body.isascii() and body.isdigit()
 
 
 @dataclass(frozen=True)
@@ -47,21 +78,21 @@ class Settings:
 Family = Callable[[RankedRelevance, Params, Settings], Values]
 
 
-def compute(requested: Requested, ranked: RankedRelevance, settings: Settings) -> Values:
+def compute(name: str, params: Params, ranked: RankedRelevance, settings: Settings) -> Values:
     """The values of one requested measure: (queries, value names) floats, or strings.
 
     Terms a measure computes and then discards (x / 0 at ranks it does not use) are C
     doubles' inf and NaN, not warnings.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return FAMILIES[requested.name](ranked, requested.params, settings)
+        return FAMILIES[name](ranked, params, settings)
 
 
 # Reset to 0 for a query the run misses, as trec_eval resets them after scoring its stand-in.
 _RESET_WHEN_MISSING: Final = frozenset({"utility", "unj", "rbp_resid"})
 
 
-def reset_missing(requested: Requested, ranked: RankedRelevance, values: Values) -> Values:
+def reset_missing(name: str, ranked: RankedRelevance, values: Values) -> Values:
     """`values` with trec_eval's clean-up for the queries the run misses (`-c`)."""
     if not ranked.missing.any():
         return values
@@ -69,7 +100,7 @@ def reset_missing(requested: Requested, ranked: RankedRelevance, values: Values)
         return [
             "" if missing else text for text, missing in zip(values, ranked.missing, strict=True)
         ]
-    if requested.name in _RESET_WHEN_MISSING:
+    if name in _RESET_WHEN_MISSING:
         values = values.copy()
         values[ranked.missing] = 0.0
     return values
