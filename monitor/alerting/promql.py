@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from monitor.export.series import MEASURE_LABEL_NAMES, label_values
-from monitor.scoring.catalog import MeasureKey
+from monitor.scoring.catalog import KINDS, MeasureKey
 from monitor.windows.summary import Segment
 
 # A window series carries no measure label: matching one ignores every measure's.
@@ -48,7 +48,7 @@ def measure_series(measure: str, segment: Segment | None, statistic: str = "mean
     """A recorded global statistic (`mean` or `stderr`) of a measure key: `ndcg@10:linear` ->
     `job:rankmon_ndcg:mean{k="10",gain="linear",...}`."""
     key = MeasureKey.parse(measure)
-    return selector(f"job:rankmon_{key.kind}:{statistic}", label_values(key), segment)
+    return selector(f"job:rankmon_{KINDS[key.kind].metric}:{statistic}", label_values(key), segment)
 
 
 def window_queries(segment: Segment | None) -> str:

@@ -41,7 +41,7 @@ from monitor.alerting.promql import IGNORING_MEASURE, PromqlContext
 from monitor.alerting.rules import AlertRule
 from monitor.alerting.settings import AlertingConfig
 from monitor.export.series import measure_series, window_series
-from monitor.scoring.catalog import EXPORTED_KINDS
+from monitor.scoring.catalog import EXPORTED_KINDS, KINDS
 from monitor.values import format_duration
 
 __all__ = ["render_prometheus_rules", "render_rule_groups"]
@@ -90,7 +90,7 @@ def _recording_rules(job: str) -> list[dict[str, str]]:
     queries = f"sum {_BY_INSTANCE} ({window_series('queries')}{{{job}}})"
     rules = [
         {
-            "record": f"job:rankmon_{kind}:mean",
+            "record": f"job:rankmon_{KINDS[kind].metric}:mean",
             "expr": f"sum {_BY_INSTANCE} ({measure_series(kind, 'sum')}{{{job}}})"
             f" / {IGNORING_MEASURE} group_left {queries}",
         }
@@ -122,7 +122,7 @@ def _stderr_rule(kind: str, queries: str, job: str) -> dict[str, str]:
     less_one = f"{IGNORING_MEASURE} group_left () ({queries} - 1)"
     variance = f"({squares} - {sums} ^ 2 / {n}) / {less_one}"
     return {
-        "record": f"job:rankmon_{kind}:stderr",
+        "record": f"job:rankmon_{KINDS[kind].metric}:stderr",
         "expr": f"sqrt(clamp_min({variance}, 0) / {n})",
     }
 

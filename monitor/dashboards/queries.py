@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from typing import Final
 
 from monitor.export.series import measure_labels
-from monitor.scoring.catalog import EXPORTED_KINDS
+from monitor.scoring.catalog import EXPORTED_KINDS, KINDS
 
 __all__ = [
     "INSTANCE_LABELS",
@@ -73,7 +73,7 @@ def merged_mean(family: str, common: Sequence[str], measure: Sequence[str] = ())
     `common` matches window and segment labels (shared with `rankmon_window_queries`),
     `measure` the family's own labels (`k`, `gain`).
     """
-    sums = merged(f"rankmon_{family}_sum_of_query_means", [*common, *measure])
+    sums = merged(f"rankmon_{KINDS[family].metric}_sum_of_query_means", [*common, *measure])
     queries = merged("rankmon_window_queries", common)
     own = MEASURE_LABELS[family]
     if not own:
@@ -85,8 +85,9 @@ def merged_mean(family: str, common: Sequence[str], measure: Sequence[str] = ())
 def merged_stderr(family: str, common: Sequence[str], measure: Sequence[str] = ()) -> str:
     """The standard error of `merged_mean`, merged exactly across instances:
     sqrt((sum sq - (sum s)^2 / n) / (n - 1) / n), with n the summed queries."""
-    sums = merged(f"rankmon_{family}_sum_of_query_means", [*common, *measure])
-    squares = merged(f"rankmon_{family}_sum_of_squared_query_means", [*common, *measure])
+    metric = KINDS[family].metric
+    sums = merged(f"rankmon_{metric}_sum_of_query_means", [*common, *measure])
+    squares = merged(f"rankmon_{metric}_sum_of_squared_query_means", [*common, *measure])
     queries = merged("rankmon_window_queries", common)
     own = MEASURE_LABELS[family]
     match = f"ignoring ({', '.join(own)}) group_left " if own else ""

@@ -46,6 +46,7 @@ from monitor.export.series import (
     JUDGED_SOURCE_SERIES,
     MEASURE_SERIES,
     PROCESS_SERIES,
+    SAMPLED_ONLY,
     SEGMENT,
     WINDOW_SERIES,
     Series,
@@ -283,7 +284,8 @@ class LatestWindows(Collector):
             for samples in windows:
                 for labels, value in samples.get(series.name, ()):
                     family.add_metric(list(labels), value)
-            yield family
+            if family.samples or series.name not in SAMPLED_ONLY:
+                yield family
         for series in COMPARISON_SERIES:
             family = GaugeMetricFamily(series.name, series.help, labels=list(series.labels))
             for labels, values in comparisons:

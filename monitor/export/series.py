@@ -23,6 +23,7 @@ __all__ = [
     "MEASURE_LABEL_NAMES",
     "MEASURE_SERIES",
     "PROCESS_SERIES",
+    "SAMPLED_ONLY",
     "SEGMENT",
     "SERIES",
     "WINDOW_LABELS",
@@ -77,7 +78,7 @@ def label_values(key: MeasureKey) -> dict[str, str]:
 
 
 def _measure_series(kind: MeasureKind) -> tuple[Series, ...]:
-    name, labels = f"rankmon_{kind.name}", (*measure_labels(kind), *WINDOW_LABELS)
+    name, labels = f"rankmon_{kind.metric}", (*measure_labels(kind), *WINDOW_LABELS)
     return (
         Series(name, "gauge", kind.gauge or "", labels, "mean"),
         Series(
@@ -116,6 +117,14 @@ def _measure_series(kind: MeasureKind) -> tuple[Series, ...]:
 
 # measure kind -> its five series (mean, sums, squares, stderr, replay stderr)
 MEASURE_SERIES: Final = {kind.name: _measure_series(kind) for kind in EXPORTED_KINDS}
+# The series of trec_eval's families' kinds: many and seldom streamed, declared on /metrics once
+# they have a sample, so a scrape is not a list of empty families.
+SAMPLED_ONLY: Final = frozenset(
+    series.name
+    for kind in EXPORTED_KINDS
+    if kind.family is not None
+    for series in MEASURE_SERIES[kind.name]
+)
 # Every measure label of any kind: what a query across measures ignores (`ignoring(...)`).
 MEASURE_LABEL_NAMES: Final = tuple(
     dict.fromkeys(label for kind in KIND_TABLE for label in measure_labels(kind))

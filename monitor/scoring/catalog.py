@@ -60,6 +60,7 @@ from monitor.scoring.columns import (
     success,
 )
 from monitor.scoring.gain import LINEAR, Gain
+from monitor.scoring.providers import Numbers, family_columns
 
 __all__ = [
     "EXPORTED_KINDS",
@@ -79,6 +80,7 @@ __all__ = [
     "lookup_depth",
     "measure_names",
     "monitor_keys",
+    "reads_counts",
     "resolve_key",
     "top_spec",
 ]
@@ -129,7 +131,7 @@ class MeasureKind:
     cutoff where it takes them). `gauge`: exported as `rankmon_<name>` (and
     `rankmon_<name>_sum_of_query_means`) with this help text; None: window summaries only.
     `quality`: alert rules (below, drop, trend) may watch it. `headline`: in the log line of
-    each finalized window.
+    each finalized window. `family`: trec_eval's family that computes it (below).
     """
 
     name: str
@@ -152,6 +154,17 @@ class MeasureKind:
     # For a kind with `params`: the numpy module's function making its columns for given
     # values (`columns` is what it makes of the defaults).
     make_columns: Callable[[Mapping[str, float]], Columns] | None = None
+    # trec_eval's family that provides it (`monitor.scoring.providers`): its name is the
+    # family's, and it reads each query's grade counts (`QueryIdeals.counts`).
+    family: str | None = None
+    # Its key's parameters -> the family's numbers (what `-m FAMILY.NUMBERS` gives it).
+    family_numbers: Numbers | None = None
+
+    @property
+    def metric(self) -> str:
+        """Its name in series names (`rankmon_<metric>`, `job:rankmon_<metric>:mean`):
+        trec_eval's names are mixed case (`infAP`, `set_P`), Prometheus' are lower case."""
+        return self.name.lower()
 
     def columns_for(self, params: Mapping[str, float]) -> Columns:
         """The numpy function computing this kind with `params` (the key's)."""
@@ -161,6 +174,44 @@ class MeasureKind:
 
 
 _MEAN = "of the latest finalized window (mean of per-query means)."
+_TENTHS: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def _provided(
+    name: str,
+    cutoff: bool,
+    meaning: str,
+    params: tuple[Param, ...] = (),
+    numbers: Numbers | None = None,
+    *,
+    quality: bool = True,
+) -> MeasureKind:
+    """A kind trec_eval's family `name` computes (`monitor.scoring.providers`), named as
+    trec_eval names it; streamed when `metrics.measures` names it."""
+    make = family_columns(name, numbers)
+    return MeasureKind(
+        name, cutoff, False, make({p.name: p.default for p in params}),
+        params=params, make_columns=make if params else None, family=name,
+        family_numbers=numbers if params else None,
+        full_ranking=True, past_cutoff=True, quality=quality,
+        gauge=f"{meaning} (trec_eval's {name}) {_MEAN}",
+    )  # fmt: skip
+
+
+def _param(name: str, default: float, low: float, high: float, doc: str) -> Param:
+    return Param(name, default, low, high, doc)
+
+
+_COEFFICIENT = 1e9  # utility's coefficients: any the float of a rule may hold
+_UTILITY: Final = tuple(
+    _param(name, default, -_COEFFICIENT, _COEFFICIENT, f"utility's coefficient of {what}")
+    for name, default, what in (
+        ("rel_ret", 1.0, "relevant retrieved documents"),
+        ("nonrel_ret", -1.0, "nonrelevant retrieved documents"),
+        ("rel_missed", 0.0, "relevant documents not retrieved"),
+        ("nonrel_missed", 0.0, "nonrelevant documents not retrieved (the collection size is 0)"),
+    )
+)
 _PERSISTENCE: Final = Param("p", 0.8, 0.0, 1.0, "RBP's persistence: the chance a reader goes on")
 _MAX_GRADE: Final = Param(
     "max_grade", 4.0, 1.0, 30.0, "ERR's highest grade: a document of it stops the reader"
@@ -263,6 +314,51 @@ KIND_TABLE: Final = (
         params=(_MAX_GRADE,), make_columns=expected_reciprocal_rank, quality=True,
         gauge=f"Expected reciprocal rank@k (Chapelle et al.; graded, gdeval's) {_MEAN}",
     ),
+    # trec_eval's other measures, provided by its families (`monitor.scoring.families`) in
+    # its table's order; streamed when `metrics.measures` names them. Left out: gm_map and
+    # gm_bpref (a geometric mean over queries, which a window's mean of query means is not),
+    # relstring (text), and the families a kind above computes (ndcg and dcg with gain
+    # pairs, rbp and rbp_resid of the whole ranking: `rankmon eval` only).
+    _provided("bpref", False, "Binary preference (relevant above judged nonrelevant)"),
+    _provided(
+        "iprec_at_recall", False, "Interpolated precision at a recall level",
+        (_param("recall", 0.0, 0.0, 1.0, "the recall level"),),
+        lambda params: (params["recall"],),
+    ),
+    _provided("infAP", False, "Inferred average precision (Yilmaz and Aslam)"),
+    _provided(
+        "Rprec_mult", False, "Precision at a multiple of rank R (R: the relevant documents)",
+        (_param("multiple", 1.0, 0.0, 1000.0, "the multiple of R"),),
+        lambda params: (params["multiple"],),
+    ),
+    _provided(
+        "utility", False, "Utility: the documents of each kind, weighted by its coefficient",
+        _UTILITY, lambda params: tuple(params[param.name] for param in _UTILITY),
+    ),
+    _provided(
+        "11pt_avg", False, "Mean interpolated precision at the 11 recall levels 0, 0.1, ... 1",
+        numbers=lambda _: _TENTHS,
+    ),
+    _provided("binG", False, "Binary G (gain 1 discounted by the nonrelevant above)"),
+    _provided("G", False, "G (graded gain discounted by the cost so far; gains: the grades)"),
+    _provided("ideal_dcg", False, "DCG of the ideal ranking (the grades as gains)", quality=False),
+    _provided("ndcg_rel", False, "Mean over relevant documents of nDCG at their rank"),
+    _provided("Rndcg", False, "Mean nDCG where the ideal ranking's gain changes"),
+    _provided("relative_P", True, "Precision@k relative to the most k relevant documents allow"),
+    _provided("set_P", False, "Precision of the whole ranking"),
+    _provided("set_relative_P", False, "Relevant retrieved / min(retrieved, relevant)"),
+    _provided("set_recall", False, "Recall of the whole ranking"),
+    _provided("set_map", False, "Set MAP: precision times recall of the whole ranking"),
+    _provided(
+        "set_F", False, "F-measure of the whole ranking",
+        (_param("beta", 1.0, 0.0, 1000.0, "set_F's weight of recall against precision"),),
+        lambda params: (params["beta"],),
+    ),
+    _provided(
+        "num_nonrel_judged_ret", False, "Judged nonrelevant documents retrieved", quality=False
+    ),
+    _provided("yaap", False, "Yet another average precision: log((1 + sum) / (1 + R - sum))"),
+    _provided("unj", True, "Share of the top k that is unjudged", quality=False),
 )  # fmt: skip
 
 
@@ -273,13 +369,22 @@ def measure_names(table: Sequence[MeasureKind]) -> dict[str, str]:
     names: dict[str, str] = {}
     for kind in table:
         for name in dict.fromkeys(
-            n for n in (kind.name, kind.trec_family, kind.trec_whole, kind.own_family) if n
+            n
+            for n in (kind.name, kind.trec_family, kind.trec_whole, kind.own_family, kind.family)
+            if n
         ):
             if names.setdefault(name, kind.name) != kind.name:
                 raise MeasureError(
                     f"the measure name {name!r} is given to two kinds, {names[name]!r} and "
                     f"{kind.name!r}"
                 )
+    series: dict[str, str] = {}
+    for kind in table:
+        if series.setdefault(kind.metric, kind.name) != kind.name:
+            raise MeasureError(
+                f"the kinds {series[kind.metric]!r} and {kind.name!r} would export the same "
+                f"series, rankmon_{kind.metric}"
+            )
     return names
 
 
@@ -305,7 +410,7 @@ OWN_FAMILY_KINDS: Final = {
 # One measure's name: rankmon's (`ndcg@10`, `precision@5`, `rbp@10`) or trec_eval's
 # (`ndcg_cut_10`, `P_5`, `P@5`, `recall_100`, `recip_rank`), then `:`-separated parts: a gain
 # (`exp`) and parameters (`p=0.8`).
-_NAME = re.compile(r"(?P<name>[A-Za-z_]+?)(?:(?:@|_)(?P<k>[0-9]+))?")
+_NAME = re.compile(r"(?P<name>[A-Za-z0-9_]+?)(?:(?:@|_)(?P<k>[0-9]+))?")
 _PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -407,6 +512,21 @@ class MeasureKey:
         return None if kind.trec_family is None else f"{kind.trec_family}_{self.k}"
 
     @property
+    def trec_argument(self) -> str | None:
+        """For a kind trec_eval's family provides, trec_eval's `-m` argument for the same
+        measure (`set_F:beta=0.5` -> `set_F.0.5`, `relative_P@10` -> `relative_P.10`,
+        `utility` -> `utility.1,-1,0,0`); None for any other kind."""
+        kind = KINDS[self.kind]
+        if kind.family is None:
+            return None
+        if self.k is not None:
+            return f"{kind.family}.{self.k}"
+        if kind.family_numbers is None:
+            return kind.family
+        numbers = kind.family_numbers(dict(self.params))
+        return f"{kind.family}." + ",".join(f"{number:g}" for number in numbers)
+
+    @property
     def is_count(self) -> bool:
         """True for num_ret, num_rel, num_rel_ret: trec_eval sums these over queries."""
         return self.kind.startswith("num_")
@@ -419,6 +539,12 @@ def lookup_depth(keys: Iterable[MeasureKey]) -> int | None:
     if any((k.k is None and KINDS[k.kind].full_ranking) or KINDS[k.kind].past_cutoff for k in keys):
         return None
     return max((k.k for k in keys if k.k is not None), default=0)
+
+
+def reads_counts(keys: Iterable[MeasureKey]) -> bool:
+    """Whether a key reads each query's grade counts (`QueryIdeals.counts`): a kind trec_eval's
+    family provides."""
+    return any(KINDS[key.kind].family is not None for key in keys)
 
 
 def head_depth(keys: Iterable[MeasureKey]) -> int | None:

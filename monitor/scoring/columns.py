@@ -13,7 +13,8 @@ against, and the C kernel (`measure_kernel.c`) against these, bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import chain
@@ -29,6 +30,7 @@ __all__ = [
     "NO_GRADE",
     "CodeTables",
     "Columns",
+    "GradeCounts",
     "IdcgZero",
     "IdealSpec",
     "QueryIdeals",
@@ -41,6 +43,7 @@ __all__ = [
     "discounts",
     "expected_reciprocal_rank",
     "gain_values",
+    "grade_counts",
     "judged",
     "ndcg",
     "ndcg_condensed",
@@ -97,6 +100,7 @@ class CodeTables:
     relevant: Flags
     judged: Flags
     scale: Int64s  # the evaluation set's grades: what an unjudged document may get (bounds)
+    relevance_level: int = 1  # as given: trec_eval's families read it (`relevant` clips at 0)
 
     @classmethod
     def of(
@@ -116,6 +120,7 @@ class CodeTables:
             relevant=grades >= max(relevance_level, 0),
             judged=judged,
             scale=grades[judged] if scale is None else np.asarray(scale, dtype=np.int64),
+            relevance_level=relevance_level,
         )
 
 
@@ -185,6 +190,15 @@ def discounts(width: int) -> Floats:
 
 
 TopSpec = tuple[tuple[Gain, ...], int]  # (gains, depth) of the queries' highest gains kept
+# One query's judged documents per grade >= 0, grades ascending: what trec_eval's families
+# read of the documents a ranking did not retrieve (R, the nonrelevant for bpref, the ideal
+# ranking of G and Rndcg).
+GradeCounts = tuple[tuple[int, int], ...]
+
+
+def grade_counts(grades: Iterable[int]) -> GradeCounts:
+    """The `GradeCounts` of a query's judged grades (negative ones are left out)."""
+    return tuple(sorted(Counter(grade for grade in grades if grade >= 0).items()))
 
 
 @dataclass(frozen=True)
@@ -197,6 +211,7 @@ class QueryIdeals:
     ideal: Floats  # (queries, len(specs))
     num_rel: Int64s
     top: Mapping[Gain, Floats] | None = None  # gain -> (queries, depth)
+    counts: tuple[GradeCounts, ...] | None = None  # when a key reads them (`MeasureKind.counts`)
 
     @classmethod
     def of(
@@ -205,9 +220,11 @@ class QueryIdeals:
         specs: tuple[IdealSpec, ...],
         relevance_level: int,
         top: TopSpec = ((), 0),
+        *,
+        counts: bool = False,
     ) -> QueryIdeals:
         """From each query's judged grades (all of them, retrieved or not;
-        docs/metric-conventions.md N4, V3).
+        docs/metric-conventions.md N4, V3); with `counts`, each query's `GradeCounts` too.
 
         num_rel counts grades >= relevance_level (never negative grades, V2).
         """
@@ -225,7 +242,8 @@ class QueryIdeals:
             if highest is not None and chunk.top is not None:
                 for gain, values in chunk.top.items():
                     highest[gain][start:stop] = values
-        return cls(specs, ideal, num_rel, highest)
+        per_query = tuple(map(grade_counts, grade_lists)) if counts else None
+        return cls(specs, ideal, num_rel, highest, per_query)
 
     @classmethod
     def of_matrix(
@@ -244,7 +262,8 @@ class QueryIdeals:
     def take(self, rows: Int64s) -> QueryIdeals:
         """The rows of the given queries, in that order."""
         top = None if self.top is None else {g: v[rows] for g, v in self.top.items()}
-        return QueryIdeals(self.specs, self.ideal[rows], self.num_rel[rows], top)
+        counts = None if self.counts is None else tuple(self.counts[r] for r in rows.tolist())
+        return QueryIdeals(self.specs, self.ideal[rows], self.num_rel[rows], top, counts)
 
 
 def top_gains(grades: Int64s, top: TopSpec) -> dict[Gain, Floats]:

@@ -26,6 +26,7 @@ from monitor.native import speedups
 from monitor.scoring.catalog import KINDS, MeasureKey, head_depth
 from monitor.scoring.columns import (
     CodeTables,
+    GradeCounts,
     IdcgZero,
     IdealSpec,
     QueryIdeals,
@@ -175,6 +176,7 @@ class MeasurePlan:
     idcg_zero: IdcgZero
     top: Mapping[Gain, Floats] | None = None  # each query's highest gains (`QueryIdeals.top`)
     tops: Floats | None = None  # the kernel's layout of `top`: queries x gains x depth
+    counts: tuple[GradeCounts, ...] | None = None  # each query's `QueryIdeals.counts`
 
     @classmethod
     def of(
@@ -219,6 +221,7 @@ class MeasurePlan:
             idcg_zero=idcg_zero,
             top=queries.top,
             tops=_kernel_tops(queries.top, kernel.gain_list, len(queries.num_rel)),
+            counts=queries.counts,
         )
 
     def ideals_with(
@@ -257,7 +260,9 @@ class MeasurePlan:
         inline judgments change its query's ideal ranking has a row of its own there).
         """
         ideal, num_rel, top, tops = self.ideals, self.num_rel, self.top, self.tops
+        counts = self.counts
         if ideals is not None:
+            counts = ideals.counts
             ideal = np.ascontiguousarray(ideals.ideal, dtype=np.float64)
             num_rel = np.ascontiguousarray(ideals.num_rel, dtype=np.int64)
             top = ideals.top
@@ -280,7 +285,8 @@ class MeasurePlan:
             return out
         out[:, list(self.in_c)] = kernel_out
         specs = self.tables.specs
-        queries = QueryIdeals(specs, ideal, num_rel, top).take(np.asarray(rows, dtype=np.int64))
+        queries = QueryIdeals(specs, ideal, num_rel, top, counts)
+        queries = queries.take(np.asarray(rows, dtype=np.int64))
         width = int(taken.max(initial=0))
         flat = np.frombuffer(codes, dtype=np.uint8)
         ranked = RankedCodes(pad_codes(flat, taken, width), np.asarray(lengths, dtype=np.int64))

@@ -37,14 +37,16 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 import numpy.typing as npt
 
-from monitor.scoring.catalog import MeasureKey, ideal_specs, lookup_depth, top_spec
+from monitor.scoring.catalog import MeasureKey, ideal_specs, lookup_depth, reads_counts, top_spec
 from monitor.scoring.columns import (
     CHUNK_ROWS,
     NO_GRADE,
     CodeTables,
+    GradeCounts,
     IdcgZero,
     QueryIdeals,
     RankedCodes,
+    grade_counts,
     padded_grades,
     top_gains,
 )
@@ -95,6 +97,7 @@ class Scorer:
         self.idcg_zero: IdcgZero = idcg_zero
         self._specs = ideal_specs(self.keys)
         self._top = top_spec(self.keys)  # each query's highest gains the keys read
+        self._counts = reads_counts(self.keys)  # each query's judged documents per grade
         self._gains = tuple(dict.fromkeys(k.gain for k in self.keys if k.gain is not None))
         self._depth = lookup_depth(self.keys)
         self._qids = evaluation_set.query_ids
@@ -142,13 +145,36 @@ class Scorer:
         the evaluation set's ideal grades (numpy, bit for bit the same)."""
         if self.judgment_index is None or self._tables is None:
             ideal_grades = [self.evaluation_set.ideal_grades(qid) for qid in self._qids]
-            return QueryIdeals.of(ideal_grades, self._specs, self.relevance_level, self._top)
+            return QueryIdeals.of(
+                ideal_grades, self._specs, self.relevance_level, self._top, counts=self._counts
+            )
         offsets, codes, longest = self._ideal_code_lists()
         ideals = query_ideals(self._tables, self._specs, offsets, codes, longest=longest)
-        if not self._top[1]:
-            return ideals
         rows = np.arange(len(offsets) - 1, dtype=np.int64)
-        return replace(ideals, top=self._top_of_codes(rows, b"", np.zeros(len(rows), np.int64)))
+        none_added = np.zeros(len(rows), np.int64)
+        if self._top[1]:
+            ideals = replace(ideals, top=self._top_of_codes(rows, b"", none_added))
+        if self._counts:
+            ideals = replace(ideals, counts=self._counts_of_codes(rows, b"", none_added))
+        return ideals
+
+    def _counts_of_codes(
+        self, rows: Int64s, added: bytes, added_counts: Int64s
+    ) -> tuple[GradeCounts, ...]:
+        """Per ranking (query `rows[i]`): the `GradeCounts` of its query's ideal codes and its
+        next `added_counts[i]` codes of `added` (the C paths' `QueryIdeals.counts`)."""
+        offsets, codes, _ = self._ideal_code_lists()
+        grade_of = np.array(self._code_grades, dtype=np.int64)
+        extra = np.frombuffer(added, dtype=np.uint8)
+        ends = np.cumsum(added_counts).tolist()
+        return tuple(
+            grade_counts(
+                grade_of[
+                    np.concatenate((codes[offsets[q] : offsets[q + 1]], extra[e - n : e]))
+                ].tolist()
+            )
+            for q, n, e in zip(rows.tolist(), added_counts.tolist(), ends, strict=True)
+        )
 
     def _top_of_codes(self, rows: Int64s, added: bytes, added_counts: Int64s) -> dict[Gain, Floats]:
         """Per ranking (query `rows[i]`): the highest gains (`QueryIdeals.top`) of its query's
@@ -228,6 +254,7 @@ class Scorer:
             self._specs,
             self.relevance_level,
             self._top,
+            counts=self._counts,
         )
         out[list(extra)] = self._score_grades(merged, [rankings[i] for i in extra], ideals)
         return out
@@ -357,6 +384,8 @@ class Scorer:
         )
         if self._top[1]:
             ideals = replace(ideals, top=self._top_of_codes(query_rows, added, counts))
+        if self._counts:
+            ideals = replace(ideals, counts=self._counts_of_codes(query_rows, added, counts))
         own_rows = np.arange(len(query_rows), dtype=np.int64)  # each ranking its own ideals
         return self._plan.measure(codes, taken, full, own_rows, ideals)
 

@@ -110,7 +110,7 @@ class MetricsConfig:
         (),
         read=_measures,
         write=lambda keys: [str(key) for key in keys],
-        doc="more measures to stream, exported and alerted on: rbp@10:p=0.8, map_cut@10, ...",
+        doc="more measures to stream, export and alert on: rbp@10:p=0.8, bpref, set_F:beta=0.5",
     )
     gain_names: tuple[str, ...] = field(init=False)
 

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from monitor.scoring.catalog import KIND_TABLE
 from monitor.windows.summary import Segment
 
 __all__ = [
@@ -83,6 +84,8 @@ RESERVED_LABELS: Final = frozenset(
         "instance",
         "le",
         "quantile",
+        # a measure's parameters are labels of its series (`rbp`'s `p`, `set_F`'s `beta`)
+        *(param.name for kind in KIND_TABLE for param in kind.params),
     }
 )
 _LABEL_NAME: Final = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")

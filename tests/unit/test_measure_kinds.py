@@ -29,6 +29,7 @@ from monitor.scoring.catalog import (
     MeasureKey,
     measure_names,
 )
+from monitor.scoring.families import FAMILIES
 from monitor.trec.table import TABLE, TrecMeasure, check_own_names
 from tests.support import oracle
 
@@ -48,17 +49,22 @@ def test_the_c_kernel_numbers_each_kind_with_a_c_case_as_the_table_does() -> Non
     assert kernel_enum() == coded
 
 
-def test_every_kind_names_a_numpy_function_of_the_columns_module() -> None:
+def test_every_kind_names_a_numpy_function_of_the_columns_module_or_a_trec_eval_family() -> None:
     for kind in KIND_TABLE:
+        assert bool(kind.params) == (kind.make_columns is not None), kind.name
+        if kind.family is not None:  # provided: its family's function, as rankmon eval's
+            assert kind.family in FAMILIES, kind.name
+            continue
         # a kind with parameters names the function that makes its columns for their values
         function = kind.columns if kind.make_columns is None else kind.make_columns
         assert getattr(columns, function.__name__) is function, kind.name
         assert function.__name__ in columns.__all__
-        assert bool(kind.params) == (kind.make_columns is not None), kind.name
 
 
-def test_the_oracle_defines_every_kind() -> None:
-    for kind in KIND_TABLE:
+def test_the_oracle_defines_every_kind_no_trec_eval_family_provides() -> None:
+    # A provided kind's reference is rankmon eval's value (tests/property/
+    # test_provided_measures.py), which the conformance tests hold to trec_eval's.
+    for kind in (kind for kind in KIND_TABLE if kind.family is None):
         key = MeasureKey(kind.name, 3 if kind.cutoff else None)
         value = oracle.value(
             kind.name, [2, None, 0, 1], [2, 1, 0], k=key.k, gain=key.gain, level=1,
@@ -77,7 +83,7 @@ def test_what_is_exported_rendered_and_drawn_is_the_tables_gauges() -> None:
     gauges = tuple(kind.name for kind in KIND_TABLE if kind.gauge)
     assert tuple(kind.name for kind in EXPORTED_KINDS) == gauges
     assert MEASURE_KINDS == gauges == QUALITY_MEASURES
-    assert {f"rankmon_{name}" for name in gauges} <= EXPORTED_SERIES
+    assert {f"rankmon_{KINDS[name].metric}" for name in gauges} <= EXPORTED_SERIES
 
 
 def test_alert_rules_watch_the_quality_kinds_with_and_without_a_cutoff() -> None:
