@@ -187,7 +187,7 @@ class Checkpoint:
         the newest evaluation set for every epoch, the segment labels of the newest window."""
         epochs = restore.epochs(newest)
         if self._windows.open_windows:  # cannot happen after a full revoke; keep what runs
-            epochs = list(self._windows.epochs)
+            epochs = list(self._windows.windower.epochs)
         self._windows.set_epochs(epochs)
         if len(epochs) > 1:
             _log.warning(

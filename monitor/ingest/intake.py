@@ -16,7 +16,7 @@ give the same events, outcomes and numbers (tests/property/test_native_intake.py
 A record replayed after a restart into a window that was already published is neither
 counted nor dead-lettered: the run that published the window counted it.
 
-Each event is scored against the evaluation set of its epoch (`EventWindows.epochs`, by event
+Each event is scored against the evaluation set of its epoch (`Windower.epochs`, by event
 time): after a reload, events of windows that were open at the reload keep the old set. While
 two epochs are live (about a window's length after a reload) a poll takes the reference path,
 which decodes each event before it picks its evaluation set.
@@ -106,7 +106,7 @@ class Intake:
 
         `scorers`: a scorer for each evaluation-set version an epoch of the windows uses."""
         taken = Taken()
-        epochs = self.windows.epochs
+        epochs = self.windows.windower.epochs
         if len(epochs) > 1:
             self._process_epochs(records, scorers, now_ms, taken)
         else:
@@ -176,7 +176,7 @@ class Intake:
         taken: Taken,
     ) -> None:
         """The reference path, each event scored with its epoch's evaluation set."""
-        epochs = self.windows.epochs
+        epochs = self.windows.windower.epochs
         accepted: list[tuple[SourceRecord, RankingEvent]] = []
         chosen: list[Scorer] = []
         for record in records:
@@ -185,7 +185,7 @@ class Intake:
                 rejected = Rejected(record, result.outcome, result.reason.value, result.detail)
                 taken.rejected.append(rejected)
                 continue
-            scorer = scorers[epochs[self.windows.epoch_of(result.event_time_ms)].version]
+            scorer = scorers[epochs[self.windows.windower.epoch_of(result.event_time_ms)].version]
             if result.query_id not in scorer.evaluation_set:
                 taken.rejected.append(Rejected(record, Outcome.UNKNOWN_QUERY))
                 continue

@@ -442,7 +442,7 @@ class Monitor:
     def _stream_quiet(self) -> bool:
         """Whether windows may close on processing time: every owned partition idle, the
         broker answering, and nothing left to fetch on a partition that can be read."""
-        if not self.source.broker_up or not self.windows.all_idle():
+        if not self.source.broker_up or not self.windows.watermarks.all_idle():
             return False
         readable = self._owned - set(self.source.unreadable)
         return all((self.source.lag(p) or 0) == 0 for p in readable)
@@ -511,7 +511,7 @@ class Monitor:
         }
 
     def _export_progress(self) -> None:
-        for partition, watermark in self.windows.partition_watermarks().items():
+        for partition, watermark in self.windows.watermarks.by_partition().items():
             if watermark is not None:
                 self.exporter.set_watermark(partition, watermark)
             lag = self.source.lag(partition)
@@ -546,7 +546,7 @@ class Monitor:
         # Judgments take effect once the last version is in use by every open window: one new
         # version a window at most, so the baselines re-score from version to version
         # (`JudgedRescore` keeps the newest few) however fast the judgments come.
-        settled = len(self.windows.epochs) == 1 or loaded is not None
+        settled = len(self.windows.windower.epochs) == 1 or loaded is not None
         if wanted.version != self._in_use.version and settled:
             self._take_effect(wanted, "reload" if loaded is not None else "judgments")
 
@@ -593,7 +593,7 @@ class Monitor:
         judging.publish(now_ms)
 
     def _forget_unused_scorers(self) -> None:
-        live = self.windows.live_versions()
+        live = self.windows.windower.versions()
         self._scorers = {v: s for v, s in self._scorers.items() if v in live}
 
     def _new_scorer(self, evaluation_set: EvaluationSet) -> Scorer:

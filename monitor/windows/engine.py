@@ -11,6 +11,14 @@
     begin_version(version, queries)  a new evaluation set: from which event time it counts
     set_epochs(epochs)               after a restart that changed windows.size or hop
 
+Its three parts are each a module: the watermarks (`monitor.windows.watermark`, how far event
+time has come; read through `EventWindows.watermarks`), the windower (`monitor.windows.epochs`,
+the epochs and which windows an event time belongs to; `EventWindows.windower`) and the
+per-window state (`monitor.windows.open_windows`: sums, cells, counted event ids). Each is
+restored its own way after a restart: the windower takes the epochs the windows topic shows
+(`set_epochs`), the watermarks and the per-window state are rebuilt by replaying from the safe
+offsets, with the windows already published marked (`mark_published`).
+
 Nothing here touches Kafka or Prometheus; the only clock is the injected one (idle
 partitions). Everything runs on the service's loop thread. Batches are fastest with rows
 grouped by partition, as a poll returns them.
@@ -62,23 +70,22 @@ events, and is freed as their windows finalize (`monitor.windows.dedupe`).
 from __future__ import annotations
 
 import dataclasses
-from bisect import bisect_right
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from operator import sub
 
 import numpy as np
-import numpy.typing as npt
 
 from monitor.clock import Clock
-from monitor.windows.aggregate import CellRegistry, WindowAggregate
-from monitor.windows.dedupe import EventIdSet, id_hashes
+from monitor.windows.aggregate import WindowAggregate
+from monitor.windows.dedupe import id_hashes
+from monitor.windows.epochs import Windower
+from monitor.windows.open_windows import OpenWindows
 from monitor.windows.published import PublishedWindows
 from monitor.windows.replay_ends import ReplayEnds
 from monitor.windows.safe_offsets import SafeOffsets
 from monitor.windows.scored import AcceptedRows, Admission, ScoredEvents, StateSize, int_list
 from monitor.windows.segments import LabelState, SegmentLabeler
 from monitor.windows.spec import (
-    NO_BOUNDARY,
     Epoch,
     WindowSpec,
     align_up,
@@ -99,6 +106,11 @@ class EventWindows:
     `labeler`: how raw segments become labels at finalize (default: every raw segment is
     its own label, uncapped). `max_clock_skew_ms`: how far past its record timestamp an
     event's time may move the watermark (None: without bound).
+
+    Three parts, as a stream processor splits them: the watermarks (`Watermarks`: how far
+    event time has come, by the injected clock), the windower (`Windower`: the epochs, which
+    windows an event time belongs to) and the per-window state (`OpenWindows`: sums, cells,
+    counted ids). This class runs the per-event path over the three and finalizes.
     """
 
     def __init__(
@@ -112,16 +124,15 @@ class EventWindows:
         labeler: SegmentLabeler | None = None,
         max_clock_skew_ms: int | None = None,
     ) -> None:
-        self.spec = spec
         self.max_clock_skew_ms = max_clock_skew_ms
         self.measure_keys = tuple(measure_keys)
         self.labeler = labeler
         self._clock = clock
-        self._watermarks = Watermarks(spec.allowed_lateness_ms, spec.idle_timeout_ms, clock)
-        self._epochs = [Epoch(NO_BOUNDARY, spec, version, set_queries)]
-        self._windows: dict[_Key, WindowAggregate] = {}
-        self._registry = CellRegistry()
-        self._ids = EventIdSet()
+        # how far event time has come (each partition's, idle ones): read them here
+        self.watermarks = Watermarks(spec.allowed_lateness_ms, spec.idle_timeout_ms, clock)
+        # the epochs, which windows an event time belongs to: read them here
+        self.windower = Windower(spec, version, set_queries)
+        self._open = OpenWindows(len(self.measure_keys))
         self._offsets = SafeOffsets()
         self._published = PublishedWindows(() if labeler is None else labeler.keys)
         self._retired: list[Segment] = []
@@ -132,25 +143,18 @@ class EventWindows:
     # -- epochs -------------------------------------------------------------------------
 
     @property
-    def epochs(self) -> tuple[Epoch, ...]:
-        """The epochs events are assigned to, oldest first (the last one is current)."""
-        return tuple(self._epochs)
-
-    def epoch_of(self, time_ms: int) -> int:
-        """The index in `epochs` of the epoch an event at `time_ms` belongs to."""
-        return max(0, bisect_right([e.from_ms for e in self._epochs], time_ms) - 1)
+    def spec(self) -> WindowSpec:
+        """The current epoch's window spec."""
+        return self.windower.spec
 
     def set_epochs(self, epochs: Sequence[Epoch]) -> None:
         """Replace the epochs (after a restart whose windows topic shows another window spec).
 
         Only while no window is open: the service calls it when it rebuilds its state.
         """
-        if self._windows:
+        if self._open:
             raise ValueError("epochs change only while no window is open")
-        if not epochs or epochs[0].from_ms != NO_BOUNDARY:
-            raise ValueError("the first epoch starts at NO_BOUNDARY")
-        self._epochs = list(epochs)
-        self.spec = epochs[-1].spec
+        self.windower.restore(epochs)
 
     def begin_version(self, version: str, set_queries: int) -> int:
         """Score events with a new evaluation set from a window boundary on; return it.
@@ -159,67 +163,24 @@ class EventWindows:
         windows finish with the version they started with. With none open, the first window
         the watermark has not closed; before any event, at once.
         """
-        current = self._epochs[-1]
-        spec = current.spec
-        if version == current.version:
-            return current.from_ms
-        opened = [start for (epoch, start) in self._windows if epoch == current.from_ms]
-        watermark = self._watermarks.global_ms
-        if opened:
-            boundary = max(opened) + spec.hop_ms
-        elif watermark > NO_WATERMARK:
-            boundary = spec.first_open_start(watermark)
-        else:
-            boundary = current.from_ms
-        boundary = max(boundary, align_up(current.from_ms, spec.hop_ms))
-        if boundary <= current.from_ms:
-            self._epochs[-1] = Epoch(current.from_ms, spec, version, set_queries)
-        else:
-            self._epochs.append(Epoch(boundary, spec, version, set_queries))
-        return boundary
+        opened = self._open.starts_in(self.windower.epochs[-1].from_ms)
+        return self.windower.begin_version(version, set_queries, opened, self.watermarks.global_ms)
 
     def scoring_with(self, version: str) -> bool:
         """Whether an open window is scored with `version`."""
-        epochs = {epoch.from_ms for epoch in self._epochs if epoch.version == version}
-        return any(epoch in epochs for epoch, _ in self._windows)
-
-    def live_versions(self) -> set[str]:
-        """The evaluation-set versions some epoch still scores with."""
-        return {epoch.version for epoch in self._epochs}
+        return bool(self.windower.starts_of(version) & self._open.epochs())
 
     def _drop_finished_epochs(self, watermark: int) -> None:
         """Forget epochs whose every window is closed and finalized."""
-        while len(self._epochs) > 1:
-            first, second = self._epochs[0], self._epochs[1]
-            last_end = second.from_ms - first.spec.hop_ms + first.spec.size_ms
-            if watermark < last_end or any(e == first.from_ms for e, _ in self._windows):
-                return
-            self._epochs = self._epochs[1:]
-            self._epochs[0] = Epoch(NO_BOUNDARY, second.spec, second.version, second.set_queries)
-            self._windows = {
-                ((NO_BOUNDARY if e == second.from_ms else e), s): a
-                for (e, s), a in self._windows.items()
-            }
-
-    def _size_of_panes(self, panes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-        sizes = np.array([e.spec.size_ms for e in self._epochs], dtype=np.int64)
-        if len(sizes) == 1:
-            return np.full(len(panes), sizes[0], dtype=np.int64)
-        starts = np.array([e.from_ms for e in self._epochs], dtype=np.int64)
-        return sizes[np.maximum(np.searchsorted(starts, panes, side="right") - 1, 0)]
-
-    def _pane_closed(self, watermark: int) -> Callable[[int], bool]:
-        epochs = self._epochs
-        if len(epochs) == 1:
-            size = epochs[0].spec.size_ms
-            return lambda pane: pane + size <= watermark
-        return lambda pane: pane + epochs[self.epoch_of(pane)].spec.size_ms <= watermark
+        renamed = self.windower.drop_finished(watermark, self._open.epochs())
+        if renamed is not None:
+            self._open.first_epoch_is(renamed)
 
     # -- partitions ---------------------------------------------------------------------
 
     def assign(self, partitions: Iterable[int]) -> None:
         """Track newly assigned partitions (unassigned ones are tracked on first sight)."""
-        self._watermarks.assign(partitions)
+        self.watermarks.assign(partitions)
 
     def revoke(self, partitions: Iterable[int]) -> None:
         """Discard exactly what these partitions contributed to open windows.
@@ -228,19 +189,14 @@ class EventWindows:
         new owner replays the revoked partitions from their safe offsets.
         """
         gone = set(partitions)
-        self._watermarks.revoke(gone)
+        self.watermarks.revoke(gone)
         self._offsets.drop_partitions(gone)
-        self._ids.discard_partitions(gone)
-        cells = self._registry.of_partitions(gone)
-        for key, aggregate in list(self._windows.items()):
-            aggregate.drop_cells(cells)
-            if aggregate.empty:
-                del self._windows[key]
+        self._open.drop_partitions(gone)
 
     def record_consumed(self, partition: int, offset: int) -> None:
         """Note a record rejected before windowing (invalid, unknown query), so the safe
         offset of a partition with no open window moves past it."""
-        progress = self._watermarks.progress(partition)
+        progress = self.watermarks.progress(partition)
         if progress.next_offset is None or offset + 1 > progress.next_offset:
             progress.next_offset = offset + 1
 
@@ -254,14 +210,6 @@ class EventWindows:
         if len(events.event_ids):
             self._count(events, self._admit(events, admission))
         return admission
-
-    def _row_epochs(self, times: Sequence[int]) -> list[int] | None:
-        """Each row's epoch index, or None when there is one epoch."""
-        if len(self._epochs) == 1:
-            return None
-        starts = np.array([e.from_ms for e in self._epochs], dtype=np.int64)
-        found = np.searchsorted(starts, np.asarray(times, dtype=np.int64), side="right") - 1
-        return np.maximum(found, 0).tolist()  # type: ignore[no-any-return]
 
     def _admit(self, events: ScoredEvents, admission: Admission) -> AcceptedRows:
         # The per-event path of the service (~80k events/s): locals instead of attributes,
@@ -279,25 +227,30 @@ class EventWindows:
         if skew is not None and stamps is not None:
             bounds = _watermark_bounds(int_list(stamps), times, min(skew, lateness))
         event_ids, query_ids, segments = events.event_ids, events.query_ids, events.segments
-        watermarks, panes, registry = self._watermarks, self._offsets.first_in_pane, self._registry
+        watermarks, panes, registry = (
+            self.watermarks,
+            self._offsets.first_in_pane,
+            self._open.registry,
+        )
         published = self._published
         cell_ids = registry.ids
         hashes = id_hashes(event_ids)
-        accepted = AcceptedRows(hashes, self._ids.contains(hashes).tolist())
+        accepted = AcceptedRows(hashes, self._open.ids.contains(hashes).tolist())
         known, in_poll = accepted.known, accepted.in_poll
         rows, cells, marks = accepted.rows, accepted.cells, accepted.watermarks
         late, duplicates = admission.late, admission.duplicates
         now, watermark = self._clock.monotonic(), watermarks.global_ms
         partition, progress, floor = None, watermarks.progress(partitions[0]), 0
         slot_pane = slot_partition = None
-        row_epochs = self._row_epochs(times)
-        index, epoch = 0, self._epochs[0]
+        windower = self.windower
+        row_epochs = windower.row_epochs(times)
+        index, epoch = 0, windower[0]
         size, hop = epoch.spec.size_ms, epoch.spec.hop_ms
         starts: Sequence[int] = ()
         for i, time_ms in enumerate(times):
             if row_epochs is not None and row_epochs[i] != index:
                 index = row_epochs[i]
-                epoch = self._epochs[index]
+                epoch = windower[index]
                 size, hop = epoch.spec.size_ms, epoch.spec.hop_ms
             if partitions[i] != partition:
                 partition = partitions[i]
@@ -374,7 +327,7 @@ class EventWindows:
         letter may not have been flushed before the crash.
         """
         time_ms = int(events.event_times_ms[row])
-        spec = self._epochs[self.epoch_of(time_ms)].spec
+        spec = self.windower[self.windower.epoch_of(time_ms)].spec
         if counted is None:
             counted = spec.pane_of(time_ms) + spec.size_ms > watermark
         if not counted:
@@ -395,16 +348,10 @@ class EventWindows:
 
     def _count(self, events: ScoredEvents, accepted: AcceptedRows) -> None:
         """Remember the new ids and add the accepted events into their windows."""
-        times = np.asarray(events.event_times_ms, dtype=np.int64)
-        if len(self._epochs) == 1:
-            all_panes = times - times % self._epochs[0].spec.hop_ms
-        else:
-            hops = np.array([e.spec.hop_ms for e in self._epochs], dtype=np.int64)
-            row_epochs = self._row_epochs(int_list(events.event_times_ms))
-            all_panes = times - times % hops[np.asarray(row_epochs, dtype=np.intp)]
+        all_panes = self.windower.panes(np.asarray(events.event_times_ms, dtype=np.int64))
         remember = np.array(accepted.rows + accepted.remembered, dtype=np.intp)
         partitions = np.asarray(events.partitions, dtype=np.int64)[remember]
-        self._ids.add(accepted.hashes[remember], all_panes[remember], partitions)
+        self._open.ids.add(accepted.hashes[remember], all_panes[remember], partitions)
         if not accepted.rows:
             return
         rows = np.array(accepted.rows, dtype=np.intp)
@@ -416,7 +363,7 @@ class EventWindows:
         else:  # one epoch
             by_epoch = [(0, np.arange(len(rows), dtype=np.intp))]
         for index, members in sorted(by_epoch, key=lambda item: item[0]):
-            epoch = self._epochs[index]
+            epoch = self.windower[index]
             if accepted.starts:
                 listed = members_by_listed_start([accepted.starts[k] for k in members.tolist()])
                 groups = [(start, members[inner]) for start, inner in listed]
@@ -425,12 +372,7 @@ class EventWindows:
                 found = epoch.spec.members_by_start(all_panes[rows[members]], marks[members], first)
                 groups = [(start, members[inner]) for start, inner in found]
             for start, group in groups:
-                key = (epoch.from_ms, start)
-                aggregate = self._windows.get(key)
-                if aggregate is None:
-                    aggregate = self._windows[key] = WindowAggregate(
-                        start, epoch.version, len(self.measure_keys), epoch.set_queries
-                    )
+                aggregate = self._open.of_epoch(epoch, start)
                 failed = None if events.failed is None else events.failed[rows[group]]
                 aggregate.add(cells[group], events.measures[rows[group]], failed)
 
@@ -452,19 +394,14 @@ class EventWindows:
     ) -> list[tuple[WindowSummary, frozenset[int]]]:
         """`finalize()`, with the partitions whose events each summary holds: for records
         that several instances publish for one window (see `mark_published`)."""
-        watermark = self._watermarks.refresh(quiet_now_ms, floor_ms)
-        by_start = {epoch.from_ms: epoch for epoch in self._epochs}
-        closed = sorted(
-            (start, epoch_from)
-            for epoch_from, start in self._windows
-            if start + by_start[epoch_from].spec.size_ms <= watermark
-        )
+        watermark = self.watermarks.refresh(quiet_now_ms, floor_ms)
+        by_start = {epoch.from_ms: epoch for epoch in self.windower.epochs}
+        sizes = {start: epoch.spec.size_ms for start, epoch in by_start.items()}
         summaries: list[tuple[WindowSummary, frozenset[int]]] = []
-        for start, epoch_from in closed:
-            aggregate = self._windows.pop((epoch_from, start))
+        for epoch_from, aggregate in self._open.take_closed(watermark, sizes):
             summaries += self._summaries(by_start[epoch_from].spec, aggregate)
-        self._offsets.close_panes(self._pane_closed(watermark))
-        self._ids.discard_panes(lambda panes: panes + self._size_of_panes(panes) <= watermark)
+        self._offsets.close_panes(self.windower.pane_closed(watermark))
+        self._open.forget_ids(watermark, self.windower.size_of_panes)
         self._published.prune(watermark)
         self._drop_finished_epochs(watermark)
         return summaries
@@ -476,7 +413,7 @@ class EventWindows:
         labels: dict[Segment, Segment] | None = None
         state: dict[str, object] | None = None
         if self.labeler is not None:
-            raws = aggregate.raw_segments(self._registry)
+            raws = aggregate.raw_segments(self._open.registry)
             published = self._published.labels(window)
             labels, retired = self.labeler.window_labels(*window, raws, published)
             self._retired += retired
@@ -485,7 +422,7 @@ class EventWindows:
         return [
             (self._with_replays(summary), partitions)
             for summary, partitions in aggregate.summaries(
-                spec, self.measure_keys, self._registry, labels, state
+                spec, self.measure_keys, self._open.registry, labels, state
             )
             if not self._published.covers_all(summary, partitions)
         ]
@@ -529,41 +466,29 @@ class EventWindows:
         returned by `finalize()`); with nothing open, the offset after the last record seen.
         Partitions that delivered nothing are absent.
         """
-        return self._offsets.by_partition(self._watermarks.partitions)
+        return self._offsets.by_partition(self.watermarks.partitions)
 
     # -- gauges -------------------------------------------------------------------------
 
     @property
     def watermark_ms(self) -> int | None:
         """The global watermark in epoch ms, `None` before any event."""
-        watermark = self._watermarks.global_ms
+        watermark = self.watermarks.global_ms
         return None if watermark <= NO_WATERMARK else watermark
-
-    def partition_watermarks(self) -> dict[int, int | None]:
-        """Each tracked partition's watermark in epoch ms (`None` before its first event)."""
-        return {p: self._watermarks.of_partition(p) for p in sorted(self._watermarks.partitions)}
-
-    def all_idle(self) -> bool:
-        """Whether every tracked partition has been idle for the idle timeout (none: True)."""
-        return len(self._watermarks.idle_partitions()) == len(self._watermarks.partitions)
-
-    def idle_partitions(self) -> list[int]:
-        """Partitions that no longer hold the watermark back."""
-        return self._watermarks.idle_partitions()
 
     @property
     def open_windows(self) -> int:
         """Distinct window starts not yet finalized (over every epoch)."""
-        return len({start for _, start in self._windows})
+        return len({start for _, start in self._open})
 
     def state_size(self) -> StateSize:
         """Entries held in memory, by kind."""
-        aggregates = list(self._windows.values())
+        aggregates = self._open.aggregates()
         return StateSize(
             windows=len(aggregates),
             cells=sum(a.used for a in aggregates),
-            registered_cells=len(self._registry.keys),
-            event_ids=len(self._ids),
+            registered_cells=len(self._open.registry.keys),
+            event_ids=len(self._open.ids),
             panes=len(self._offsets),
             published=len(self._published),
         )

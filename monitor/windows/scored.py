@@ -30,7 +30,7 @@ class ScoredEvents:
 
     `segments` are raw segments, reduced to the configured keys (`monitor.windows.segments`).
     `measures` has one column per measure key of the `EventWindows` it is added to, each row
-    scored with the evaluation set of the event's epoch (`EventWindows.epochs`).
+    scored with the evaluation set of the event's epoch (`Windower.epochs`).
     `record_times_ms`: the records' Kafka timestamps (0 or less: none), which bound how far
     an event may move its partition's watermark (`EventWindows`, `max_clock_skew_ms`);
     None: no bound. `failed`: the rows that are a replay's failed queries (their measures are

@@ -103,6 +103,14 @@ class Watermarks:
         now = self._clock.monotonic()
         return sorted(p for p, progress in self.partitions.items() if self.is_idle(progress, now))
 
+    def by_partition(self) -> dict[int, int | None]:
+        """Each tracked partition's watermark in epoch ms (`None` before its first event)."""
+        return {p: self.of_partition(p) for p in sorted(self.partitions)}
+
+    def all_idle(self) -> bool:
+        """Whether every tracked partition has been idle for the idle timeout (none: True)."""
+        return len(self.idle_partitions()) == len(self.partitions)
+
     def floor_without(self, partition: int, now_s: float) -> int:
         """Minimum watermark over the other active partitions (`NO_OTHER_WATERMARK` if none).
 

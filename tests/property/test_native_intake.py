@@ -120,7 +120,7 @@ class Pipeline:
             self.summaries,
             self.windows.safe_offsets(),
             self.windows.watermark_ms,
-            self.windows.partition_watermarks(),
+            self.windows.watermarks.by_partition(),
             self.windows.open_windows,
             self.windows.state_size(),
         )

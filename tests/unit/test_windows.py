@@ -178,14 +178,14 @@ def test_slow_partition_holds_the_watermark_back() -> None:
     monitor, _ = windows(size=10)
     monitor.assign([0, 1])
     add(monitor, Ev(1, "a", partition=0), Ev(50, "b", partition=0, offset=1))
-    assert monitor.partition_watermarks() == {0: 50, 1: None}  # p1 has sent nothing yet
+    assert monitor.watermarks.by_partition() == {0: 50, 1: None}  # p1 has sent nothing yet
     assert [monitor.watermark_ms] == [None]
     add(monitor, Ev(3, "c", partition=1))
     assert monitor.watermark_ms == 3
     # p0 is 46 ms ahead, yet an event at 4 is on time: p1 holds the watermark at 3.
     assert add(monitor, Ev(4, "e", partition=0, offset=2)).late == []
     add(monitor, Ev(12, "d", partition=1, offset=2))
-    assert monitor.partition_watermarks() == {0: 50, 1: 12}
+    assert monitor.watermarks.by_partition() == {0: 50, 1: 12}
     assert spans(monitor.finalize()) == [(0, 10, 3)]
 
 
@@ -197,7 +197,7 @@ def test_idle_partition_stops_holding_the_watermark_back() -> None:
     assert monitor.finalize() == []  # p1 silent for exactly the timeout: not idle yet
     clock.advance(1)
     add(monitor, Ev(26, "c", partition=0, offset=2))
-    assert monitor.idle_partitions() == [1]
+    assert monitor.watermarks.idle_partitions() == [1]
     assert spans(monitor.finalize()) == [(0, 10, 1)]
 
 

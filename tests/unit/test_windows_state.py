@@ -51,7 +51,7 @@ def test_an_evaluation_set_reloaded_mid_window_takes_effect_at_the_next_window()
     monitor, _ = windows(size=10)
     add(monitor, Ev(1, "a", score=1.0), Ev(2, "b", score=0.5, offset=1), version="v1")
     assert monitor.begin_version("v2", 10) == 10
-    assert monitor.epoch_of(6) == 0 and monitor.epoch_of(10) == 1
+    assert monitor.windower.epoch_of(6) == 0 and monitor.windower.epoch_of(10) == 1
     add(monitor, Ev(5, "c", score=0.0, offset=2), Ev(6, "d", score=0.0, offset=3), version="v2")
     add(monitor, Ev(10, "z", offset=4), Ev(20, "y", offset=5), version="v2")
     summaries = monitor.finalize()
@@ -59,7 +59,7 @@ def test_an_evaluation_set_reloaded_mid_window_takes_effect_at_the_next_window()
         (0, "v1", 4),
         (10, "v2", 1),
     ]
-    assert monitor.live_versions() == {"v2"}  # the v1 epoch ended with its last window
+    assert monitor.windower.versions() == {"v2"}  # the v1 epoch ended with its last window
 
 
 def test_segments_get_separate_summaries_in_sorted_order() -> None:
