@@ -26,34 +26,36 @@ same table.
 from __future__ import annotations
 
 import math
-import platform
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Info, ProcessCollector
+from prometheus_client import CollectorRegistry, ProcessCollector
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from monitor import __version__
 from monitor.clock import Clock
 from monitor.comparisons.record import ComparisonRecord, MeasureComparison
 from monitor.errors import MeasureError
+from monitor.export.collectors import (
+    AlertSeries,
+    ControlSeries,
+    EvaluationSetSeries,
+    JudgingSeries,
+    StatusSeries,
+    StreamSeries,
+    label_names,
+)
 from monitor.export.series import (
     COMPARISON_SERIES,
     CORRECTION_SERIES,
     JUDGED_SOURCE_SERIES,
     MEASURE_SERIES,
-    PROCESS_SERIES,
     SAMPLED_ONLY,
-    SEGMENT,
     WINDOW_SERIES,
-    Series,
     label_values,
 )
 from monitor.scoring.catalog import KINDS, MeasureKey
-from monitor.stats.judges import JudgeReading
 from monitor.stats.paired import PairedResult
 from monitor.windows.segments import label_name_problem
 from monitor.windows.summary import Segment, WindowSummary
@@ -114,45 +116,6 @@ class Liveness:
         return f"the poll loop made no progress for {silent:.0f} s (limit {self.timeout_s:g} s)"
 
 
-class AlertSeries:
-    """The alerting stage's series, on a registry passed in (never the global one); the
-    `Exporter` holds one, and tools and tests that alert without it make their own.
-
-    - `rankmon_alert_firing{alert,severity,<segment keys>}`: 1 while the rule fires in that
-      segment, 0 once it has been evaluated there and is not firing;
-    - `rankmon_alert_firings_total{alert,severity,<segment keys>}`: each time the rule
-      started firing there, also when it resolved within the same tick (a backlog of
-      windows), which the gauge cannot show;
-    - `rankmon_alert_deliveries_total{sink,result}`: notifications handed to a sink, one
-      per alert, by result: `delivered`, `failed` (retried), `dropped` (the bounded queue
-      was full).
-    """
-
-    def __init__(self, registry: CollectorRegistry, segment_keys: Sequence[str] = ()) -> None:
-        self.segment_keys = tuple(sorted(segment_keys))
-        self.firing = _gauge("rankmon_alert_firing", registry, self.segment_keys)
-        self.firings = _counter("rankmon_alert_firings", registry, self.segment_keys)
-        self.deliveries = _counter("rankmon_alert_deliveries", registry, self.segment_keys)
-
-    def set_alert_firing(self, alert: str, severity: str, segment: Segment, firing: bool) -> None:
-        self.firing.labels(alert, severity, *self._values(segment)).set(float(firing))
-
-    def count_alert_firing(self, alert: str, severity: str, segment: Segment) -> None:
-        self.firings.labels(alert, severity, *self._values(segment)).inc()
-
-    def count_alert_delivery(self, sink: str, result: str) -> None:
-        self.deliveries.labels(sink, result).inc()
-
-    def remove(self, alert: str, severity: str, segment: Segment) -> None:
-        """Drop a retired segment's series of one rule."""
-        for metric in (self.firing, self.firings):
-            metric.remove(alert, severity, *self._values(segment))
-
-    def _values(self, segment: Segment) -> list[str]:
-        values = dict(segment)
-        return [values.get(key, "") for key in self.segment_keys]
-
-
 class LatestWindows(Collector):
     """The per-window and comparison series as one custom collector: each segment's samples
     of its latest window, each comparison's of its latest window, yielded at every scrape in
@@ -168,7 +131,7 @@ class LatestWindows(Collector):
         self._comparisons: dict[LabelValues, dict[str, float]] = {}
         # each per-window series with its label names, the segment keys spelled out
         self._window_series = [
-            (series, _label_names(series, self.segment_keys))
+            (series, label_names(series, self.segment_keys))
             for series in (
                 *(series for family in MEASURE_SERIES.values() for series in family),
                 *WINDOW_SERIES,
@@ -274,6 +237,13 @@ class LatestWindows(Collector):
         with self._lock:
             self._comparisons.clear()
 
+    def describe(self) -> Iterator[Metric]:
+        """Every family `collect` may yield, without samples (a registry reads the names)."""
+        for series, names in self._window_series:
+            yield GaugeMetricFamily(series.name, series.help, labels=names)
+        for series in COMPARISON_SERIES:
+            yield GaugeMetricFamily(series.name, series.help, labels=list(series.labels))
+
     def collect(self) -> Iterator[Metric]:
         """One gauge family per series of the table, with every segment's samples."""
         with self._lock:
@@ -294,7 +264,14 @@ class LatestWindows(Collector):
 
 
 class Exporter:
-    """Owns every rankmon series on `registry`; segment label names come from config."""
+    """Owns every rankmon series on `registry`; segment label names come from config.
+
+    The loop's own series are collectors per concern (`monitor.export.collectors`), each
+    registered whole: `stream`, `status`, `evaluation_set`, `control`, `judging`, `alerts`;
+    the per-window and comparison series are `latest`. Callers write to the concern (`exporter
+    .stream.set_watermark(...)`); the methods here are those that touch more than one
+    (readiness, a segment's retirement) and those the loop's stages call through protocols.
+    """
 
     def __init__(
         self,
@@ -316,43 +293,23 @@ class Exporter:
         # segment -> the (alert, severity) of its alert series
         self._alert_series: dict[Segment, set[tuple[str, str]]] = {}
         self.latest = LatestWindows(self.segment_keys, min_queries)
-        registry.register(self.latest)
-        self._register_stream_series(registry)
-        self._register_status_series(registry)
+        self.stream = StreamSeries()
+        self.status = StatusSeries(lambda: self.readiness.ready, self._progress_s)
+        self.evaluation_set = EvaluationSetSeries()
+        self.control = ControlSeries()
+        self.judging = JudgingSeries()
+        self.alerts = AlertSeries(self.segment_keys)
+        for collector in (
+            self.latest, self.stream, self.status, self.evaluation_set, self.control,
+            self.judging, self.alerts,
+        ):  # fmt: skip
+            registry.register(collector)
         if process_metrics:
             ProcessCollector(registry=registry)
 
-    def _register_stream_series(self, registry: CollectorRegistry) -> None:
-        self._outcomes = _counter("rankmon_events", registry)
-        self._watermark = _gauge("rankmon_watermark_timestamp_seconds", registry)
-        self._lag = _gauge("rankmon_consumer_lag_records", registry)
-        self._unreadable = _counter("rankmon_unreadable_batches", registry)
-        self._consumer_errors = _counter("rankmon_consumer_errors", registry)
-
-    def _register_status_series(self, registry: CollectorRegistry) -> None:
-        self._broker_up = _gauge("rankmon_broker_up", registry)
-        ready = _gauge("rankmon_ready", registry)
-        ready.set_function(lambda: float(self.readiness.ready))
-        progress = _gauge("rankmon_loop_progress_timestamp_seconds", registry)
+    def _progress_s(self) -> float:
         liveness = self.liveness
-        progress.set_function(lambda: float("nan") if liveness is None else liveness.at_ms / 1e3)
-        self._evaluation_set = _info("rankmon_evaluation_set", registry)
-        self._evaluation_set_queries = _gauge("rankmon_evaluation_set_queries", registry)
-        self._reloads = _counter("rankmon_evaluation_set_reloads", registry)
-        self._shares_trimmed = _counter("rankmon_window_shares_trimmed", registry)
-        self._forced = _counter("rankmon_group_forced_decisions", registry)
-        self._refused = _counter("rankmon_control_records_refused", registry)
-        self._reload_failing = _gauge("rankmon_evaluation_set_reload_failing", registry)
-        self._judgments = _counter("rankmon_judgments", registry)
-        self._pairs = _counter("rankmon_judging_pairs", registry)
-        self._pairs_pending = _gauge("rankmon_judging_pairs_pending", registry)
-        self._judge_kappa = _gauge("rankmon_judge_kappa", registry)
-        self._judge_bias = _gauge("rankmon_judge_bias", registry)
-        self._judge_pairs = _gauge("rankmon_judge_audit_pairs", registry)
-        self._judge_confusion = _gauge("rankmon_judge_confusion", registry)
-        build = _info("rankmon_build", registry)
-        build.info({"version": __version__, "python": platform.python_version()})
-        self.alerts = AlertSeries(registry, self.segment_keys)
+        return float("nan") if liveness is None else liveness.at_ms / 1e3
 
     def record_window(
         self, summary: WindowSummary, replay_noise: Mapping[str, float] | None = None
@@ -365,22 +322,6 @@ class Exporter:
         query means and `rankmon_window_queries` stay exact, so merged means stay exact too.
         """
         self.latest.record_window(summary, replay_noise or {})
-
-    def record_correction(
-        self, summary: WindowSummary, measure: str, values: Mapping[str, float]
-    ) -> None:
-        """The window's `measure` corrected by the judge's audit (after `record_window`)."""
-        self.latest.record_correction(summary, measure, values)
-
-    def record_judged_sources(
-        self, summary: WindowSummary, shares: Mapping[tuple[int, str], float]
-    ) -> None:
-        """The window's judged@k split by source (after `record_window`)."""
-        self.latest.record_judged_sources(summary, shares)
-
-    def record_comparison(self, record: ComparisonRecord) -> None:
-        """Set a comparison's series from its newest window (NaN: no verdict)."""
-        self.latest.record_comparison(record)
 
     def stand_down(self) -> None:
         """Another instance of the group decides now: its comparison series and alert states
@@ -396,98 +337,53 @@ class Exporter:
         for alert, severity in alerts:
             self.alerts.remove(alert, severity, segment)
 
-    def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None:
-        """Count records by outcome (accepted, invalid, unknown_query, duplicate, late)."""
-        self._outcomes.labels(outcome, reason).inc(amount)
-
-    def set_watermark(self, partition: int, timestamp_ms: int) -> None:
-        """The partition's event-time watermark."""
-        self._watermark.labels(str(partition)).set(timestamp_ms / 1000.0)
-
-    def set_consumer_lag(self, partition: int, records: int) -> None:
-        """Records not yet consumed on the partition (high watermark minus position)."""
-        self._lag.labels(str(partition)).set(records)
-
-    def forget_partition(self, partition: int) -> None:
-        """Drop a revoked partition's watermark and lag series."""
-        for gauge in (self._watermark, self._lag):
-            gauge.remove(str(partition))  # a no-op if it was never set
-
     def set_broker_up(self, up: bool) -> None:
         """Whether the broker answers; also one of the readiness conditions."""
-        self._broker_up.set(float(up))
+        self.stream.set_broker_up(up)
         self.readiness.broker_up = up
 
     def set_evaluation_set(self, version: str, queries: int) -> None:
         """The loaded evaluation set; marks it loaded for readiness."""
-        self._evaluation_set.info({"version": version})
-        self._evaluation_set_queries.set(queries)
+        self.evaluation_set.set_evaluation_set(version, queries)
         self.readiness.evaluation_set_loaded = True
 
-    def count_judgment(self, outcome: str, reason: str = "") -> None:
-        """A judgment read from the judgments topic: accepted, audit or refused (why)."""
-        self._judgments.labels(outcome, reason).inc()
-
-    def count_pairs(self, outcome: str, amount: int) -> None:
-        """Pairs published to the to-judge topic (asked), or dropped from its queue."""
-        self._pairs.labels(outcome).inc(amount)
-
-    def set_pairs_pending(self, pending: int) -> None:
-        """Pairs waiting for the judging budget."""
-        self._pairs_pending.set(pending)
-
-    def set_judges(self, readings: Sequence[JudgeReading]) -> None:
-        """Each model judge's agreement with the people (`monitor.stats.judges`)."""
-        for reading in readings:
-            source = reading.source
-            self._judge_kappa.labels(source).set(reading.kappa)
-            self._judge_bias.labels(source).set(reading.bias)
-            self._judge_pairs.labels(source).set(reading.total)
-            for human, row in zip(reading.grades, reading.confusion, strict=True):
-                for model, count in zip(reading.grades, row, strict=True):
-                    self._judge_confusion.labels(source, str(human), str(model)).set(count)
-
-    def count_share_trimmed(self, dropped: str) -> None:
-        """A window share went without `dropped` to fit one record."""
-        self._shares_trimmed.labels(dropped).inc()
-
-    def count_forced_decision(self, reason: str) -> None:
-        """A window decided for the group without every member's final word (why)."""
-        self._forced.labels(reason).inc()
-
-    def count_refused(self, topic: str, reason: str) -> None:
-        """A record of the windows or to-judge topic refused for a limit (`monitor.limits`)."""
-        self._refused.labels(topic, reason).inc()
-
-    def reload_attempted(self, failed: bool) -> None:
-        """A reload of the evaluation set was tried: it failed, or it loaded (or found the
-        file unchanged)."""
-        self._reloads.labels("failed" if failed else "ok").inc()
-        self._reload_failing.set(float(failed))
-
     def set_alert_firing(self, alert: str, severity: str, segment: Segment, firing: bool) -> None:
-        """An alert rule's state for one segment."""
+        """An alert rule's state for one segment (remembered, to retire with the segment)."""
         self.alerts.set_alert_firing(alert, severity, segment, firing)
         with self._lock:
             self._alert_series.setdefault(segment, set()).add((alert, severity))
 
     def count_alert_firing(self, alert: str, severity: str, segment: Segment) -> None:
-        """An alert rule started firing for one segment."""
+        """An alert rule started firing for one segment (remembered, as above)."""
         self.alerts.count_alert_firing(alert, severity, segment)
         with self._lock:
             self._alert_series.setdefault(segment, set()).add((alert, severity))
 
-    def count_unreadable(self, partition: int) -> None:
-        """A partition was paused at a record batch that could not be read."""
-        self._unreadable.labels(str(partition)).inc()
-
-    def count_consumer_error(self, error: str, amount: int = 1) -> None:
-        """Polls that raised `error` (an exception type name)."""
-        self._consumer_errors.labels(error).inc(amount)
-
     def count_alert_delivery(self, sink: str, result: str) -> None:
         """One alert's delivery outcome at a sink (`result`: delivered, failed, dropped)."""
         self.alerts.count_alert_delivery(sink, result)
+
+    # What the stages' protocols name (`handoff.OutcomeCounter`, `judging.loop`'s counter).
+
+    def count_outcome(self, outcome: str, reason: str = "", amount: int = 1) -> None:
+        """Count records by outcome (accepted, invalid, unknown_query, duplicate, late)."""
+        self.stream.count_outcome(outcome, reason, amount)
+
+    def count_judgment(self, outcome: str, reason: str = "") -> None:
+        """A judgment read from the judgments topic: accepted, audit or refused (why)."""
+        self.judging.count_judgment(outcome, reason)
+
+    def count_pairs(self, outcome: str, amount: int) -> None:
+        """Pairs published to the to-judge topic (asked), or dropped from its queue."""
+        self.judging.count_pairs(outcome, amount)
+
+    def set_pairs_pending(self, pending: int) -> None:
+        """Pairs waiting for the judging budget."""
+        self.judging.set_pairs_pending(pending)
+
+    def count_refused(self, topic: str, reason: str) -> None:
+        """A record of the windows or to-judge topic refused for a limit (`monitor.limits`)."""
+        self.control.count_refused(topic, reason)
 
 
 def _exported_labels(key_text: str) -> tuple[str, LabelValues] | None:
@@ -501,32 +397,6 @@ def _exported_labels(key_text: str) -> tuple[str, LabelValues] | None:
     if kind.gauge is None or (kind.cutoff is not False and key.k is None):
         return None
     return key.kind, tuple(label_values(key).values())
-
-
-_TABLE: Final = {series.name: series for series in PROCESS_SERIES}
-
-
-def _label_names(series: Series, segment_keys: Sequence[str]) -> list[str]:
-    """The series' label names with `SEGMENT` spelled out."""
-    names: list[str] = []
-    for label in series.labels:
-        names.extend(segment_keys if label == SEGMENT else [label])
-    return names
-
-
-def _gauge(name: str, registry: CollectorRegistry, segment_keys: Sequence[str] = ()) -> Gauge:
-    series = _TABLE[name]
-    return Gauge(name, series.help, _label_names(series, segment_keys), registry=registry)
-
-
-def _counter(name: str, registry: CollectorRegistry, segment_keys: Sequence[str] = ()) -> Counter:
-    series = _TABLE[name]
-    return Counter(name, series.help, _label_names(series, segment_keys), registry=registry)
-
-
-def _info(name: str, registry: CollectorRegistry) -> Info:
-    """An info series; its label names are set by `.info()`, not declared."""
-    return Info(name, _TABLE[name].help, registry=registry)
 
 
 def _comparison_measure_labels(measure: MeasureComparison) -> tuple[str, str, str]:

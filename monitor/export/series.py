@@ -269,6 +269,7 @@ PROCESS_SERIES: Final = (
         "gauge",
         "When the poll loop last completed an iteration (/healthz fails past the limit).",
     ),
+    Series("rankmon_build", "info", "rankmon's version.", ("version", "python")),
     Series("rankmon_evaluation_set", "info", "The loaded evaluation set.", ("version",)),
     Series("rankmon_evaluation_set_queries", "gauge", "Queries in the loaded evaluation set."),
     Series(
@@ -276,6 +277,11 @@ PROCESS_SERIES: Final = (
         "counter",
         "Reloads of the evaluation set tried, by result: ok, or failed (the set in use stays).",
         ("result",),
+    ),
+    Series(
+        "rankmon_evaluation_set_reload_failing",
+        "gauge",
+        "1 while the newest reload of the evaluation set failed (the old one stays in use).",
     ),
     Series(
         "rankmon_window_shares_trimmed",
@@ -299,11 +305,6 @@ PROCESS_SERIES: Final = (
         "(a time past events.max_future or the record timestamp plus windows.max_clock_skew, "
         "an id past events.max_id_bytes), by topic and reason.",
         ("topic", "reason"),
-    ),
-    Series(
-        "rankmon_evaluation_set_reload_failing",
-        "gauge",
-        "1 while the newest reload of the evaluation set failed (the old one stays in use).",
     ),
     Series(
         "rankmon_judgments",
@@ -349,7 +350,6 @@ PROCESS_SERIES: Final = (
         "A model judge's newest audit pairs by the person's grade (human) and its own (model).",
         ("source", "human", "model"),
     ),
-    Series("rankmon_build", "info", "rankmon's version.", ("version", "python")),
     Series(
         "rankmon_alert_firing",
         "gauge",

@@ -118,7 +118,7 @@ class GroupPart:
             self._alerts.observe(summaries, now_ms, elapsed_ms=elapsed_ms)
             compared = self._comparisons.drain()
             for record in compared:
-                self._exporter.record_comparison(record)
+                self._exporter.latest.record_comparison(record)
             self._alerts.observe_comparisons(compared, now_ms)
         elif self.decider is not None:  # it read the topic in the step that runs this tick
             self.decider.decide(now_ms, elapsed_ms)
@@ -156,12 +156,12 @@ class GroupPart:
                 limits=self._limits,
                 now_ms=self._now_ms,
                 refused=self._refuse,
-                forced=self._exporter.count_forced_decision,
+                forced=self._exporter.control.count_forced_decision,
             ),
             self._windows_topic.tail(),
             self._alerts,
             self._comparison_records,
-            self._exporter.record_comparison,
+            self._exporter.latest.record_comparison,
         )
         self._fresh = True
         return True

@@ -185,7 +185,7 @@ class Monitor:
             self.source,
             config.kafka.max_record_bytes,
             step_hook,
-            trimmed=self.exporter.count_share_trimmed,
+            trimmed=self.exporter.control.count_share_trimmed,
             group=config.kafka.group_id,
         )
         self.comparisons = ComparisonEngine(config.comparisons, own_pools=inline_fills(config))
@@ -197,7 +197,7 @@ class Monitor:
                 self.source,
                 group=config.kafka.group_id,
                 max_record_bytes=config.kafka.max_record_bytes,
-                trimmed=self.exporter.count_share_trimmed,
+                trimmed=self.exporter.control.count_share_trimmed,
             )
             if config.comparisons
             else None
@@ -350,7 +350,7 @@ class Monitor:
         readiness.group_joined = source.group_joined
         self.exporter.set_broker_up(up)
         for unreadable in source.take_unreadable():
-            self.exporter.count_unreadable(unreadable.partition)
+            self.exporter.stream.count_unreadable(unreadable.partition)
         if source.unreadable or readiness.unreadable:
             readiness.unreadable = {
                 p: f"at offset {b.offset} ({b.error})" for p, b in source.unreadable.items()
@@ -358,7 +358,7 @@ class Monitor:
         for error, count in source.errors.items():
             counted = self._errors_counted.get(error, 0)
             if count > counted:
-                self.exporter.count_consumer_error(error, count - counted)
+                self.exporter.stream.count_consumer_error(error, count - counted)
                 self._errors_counted[error] = count
 
     def _rebalance(self, poll: Poll) -> list[SourceRecord] | None:
@@ -380,7 +380,7 @@ class Monitor:
         self.windows.revoke(dropped)
         self.checkpoint.forget(dropped, replay=replay)
         for partition in leaving:
-            self.exporter.forget_partition(partition)
+            self.exporter.stream.forget_partition(partition)
         self._owned = owned
         # Between an eager rebalance's revocation and its assignment a member owns nothing
         # for a moment: its part in the group's decisions waits for the assignment.
@@ -479,12 +479,12 @@ class Monitor:
                 for k in self.config.metrics.cutoffs
                 for source, share in judged_by_source(rankings, scorer.evaluation_set, k).items()
             }
-            self.exporter.record_judged_sources(summary, shares)
+            self.exporter.latest.record_judged_sources(summary, shares)
         if self.judging is not None:
             corrected = self.judging.correct(summary, ranking_of)
             if corrected is not None:
                 measure = self.judging.queue.lower_key
-                self.exporter.record_correction(summary, measure, corrected)
+                self.exporter.latest.record_correction(summary, measure, corrected)
                 self.explain_store.correct(summary.segment, summary.start_ms, measure, corrected)
 
     def _corrected(self, segment: Segment, start_ms: int) -> Mapping[str, float | str] | None:
@@ -513,10 +513,10 @@ class Monitor:
     def _export_progress(self) -> None:
         for partition, watermark in self.windows.watermarks.by_partition().items():
             if watermark is not None:
-                self.exporter.set_watermark(partition, watermark)
+                self.exporter.stream.set_watermark(partition, watermark)
             lag = self.source.lag(partition)
             if lag is not None:
-                self.exporter.set_consumer_lag(partition, lag)
+                self.exporter.stream.set_consumer_lag(partition, lag)
 
     @property
     def _scorer(self) -> Scorer:
@@ -528,7 +528,7 @@ class Monitor:
         attempts = self.evaluation.attempts
         loaded = self.evaluation.poll()
         if self.evaluation.attempts != attempts:
-            self.exporter.reload_attempted(failed=self.evaluation.failing)
+            self.exporter.evaluation_set.reload_attempted(failed=self.evaluation.failing)
         if self.judging is None:
             if loaded is not None:
                 self._take_effect(loaded, "reload")
@@ -539,7 +539,7 @@ class Monitor:
         self.judging.follow(dead_letter=deciding)
         readings = self.judging.readings()
         if readings is not None:
-            self.exporter.set_judges(readings)
+            self.exporter.judging.set_judges(readings)
             if deciding:
                 self.alerts.observe_judges(readings, self.clock.now_ms())
         wanted = self.judging.current()
@@ -645,7 +645,7 @@ class Monitor:
             self.alerts.restore(restore.owned_summaries())
             compared = self.comparisons.restore(restore.comparison_records())
             for record in compared:
-                self.exporter.record_comparison(record)
+                self.exporter.latest.record_comparison(record)
             self.alerts.observe_comparisons(compared, self.clock.now_ms(), restoring=True)
         else:
             self.group.restore()

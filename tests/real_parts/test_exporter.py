@@ -20,9 +20,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from prometheus_client import CollectorRegistry
 
+from monitor.export.collectors import JudgingSeries
 from monitor.export.exporter import Exporter
 from monitor.export.http import MetricsServer
-from monitor.export.series import SAMPLED_ONLY, SERIES
+from monitor.export.series import PROCESS_SERIES, SAMPLED_ONLY, SERIES
 from monitor.windows.summary import WindowSummary
 from tests.support.realparts import Promtool
 
@@ -170,10 +171,10 @@ def test_outcomes_are_counted_by_outcome_and_reason(
 def test_revoked_partition_loses_its_watermark_and_lag(
     exporter: Exporter, registry: CollectorRegistry
 ) -> None:
-    exporter.set_watermark(0, 1_700_000_000_500)
-    exporter.set_consumer_lag(0, 12)
-    exporter.set_watermark(1, 1_700_000_001_000)
-    exporter.forget_partition(0)
+    exporter.stream.set_watermark(0, 1_700_000_000_500)
+    exporter.stream.set_consumer_lag(0, 12)
+    exporter.stream.set_watermark(1, 1_700_000_001_000)
+    exporter.stream.forget_partition(0)
 
     assert (
         registry.get_sample_value("rankmon_watermark_timestamp_seconds", {"partition": "0"}) is None
@@ -225,8 +226,8 @@ def test_metrics_endpoint_passes_promtool_check_metrics(
 ) -> None:
     exporter.record_window(summary())
     exporter.count_outcome("accepted")
-    exporter.set_watermark(0, 1_700_000_000_000)
-    exporter.set_consumer_lag(0, 3)
+    exporter.stream.set_watermark(0, 1_700_000_000_000)
+    exporter.stream.set_consumer_lag(0, 3)
     exporter.set_broker_up(True)
     exporter.set_evaluation_set("abc123", 8)
     exporter.set_alert_firing("ndcg10-floor", "critical", (("model", "v42"),), True)
@@ -388,3 +389,28 @@ def test_every_exported_family_has_the_type_and_help_of_the_series_table() -> No
     for family in families:
         series = table[family.name]
         assert (family.type, family.documentation) == (series.type, series.help), family.name
+
+
+def test_each_concern_is_one_collector_that_describes_its_families_without_samples() -> None:
+    registry = CollectorRegistry()
+    exporter = Exporter(registry, segment_keys=("model",), process_metrics=False)
+    exporter.count_outcome("accepted")
+    exporter.set_pairs_pending(3)
+    concerns = (
+        exporter.stream, exporter.status, exporter.evaluation_set, exporter.control,
+        exporter.judging, exporter.alerts,
+    )  # fmt: skip
+    described: list[str] = []
+    for concern in concerns:
+        families = list(concern.describe())
+        assert [family.name for family in families] == [f.name for f in concern.collect()]
+        assert all(not family.samples for family in families)
+        described += [family.name for family in families]
+    # together, the loop's own series of the table, each once, in its order
+    assert described == [series.name for series in PROCESS_SERIES]
+    # the per-window collector describes what it may yield, sampled-only families included
+    latest = {family.name for family in exporter.latest.describe()}
+    assert latest == {s.name for s in SERIES} - {s.name for s in PROCESS_SERIES}
+    # registering a concern twice is refused by name, from its description
+    with pytest.raises(ValueError, match="Duplicated timeseries"):
+        registry.register(JudgingSeries())

@@ -56,7 +56,7 @@ class FlakySink:
 def test_failed_sends_back_off_doubling_up_to_the_cap_then_deliver() -> None:
     sink = FlakySink(failures=4)
     registry = CollectorRegistry()
-    channel = DeliveryChannel(sink, POLICY, AlertSeries(registry))
+    channel = DeliveryChannel(sink, POLICY, AlertSeries(registry=registry))
     channel.offer([message("a")])
     now, waits = T0, []
     for _ in range(5):
@@ -177,7 +177,7 @@ def test_a_newer_state_of_the_same_kind_replaces_the_queued_one() -> None:
 
 def test_the_queue_is_bounded_dropping_resolved_alerts_first() -> None:
     registry = CollectorRegistry()
-    channel = DeliveryChannel(FlakySink(failures=99), POLICY, AlertSeries(registry))
+    channel = DeliveryChannel(FlakySink(failures=99), POLICY, AlertSeries(registry=registry))
     channel.offer([message("old", resolved_at=T0), message("a"), message("b")])
     channel.offer([message("c")])
     assert channel.outstanding() == 3

@@ -185,7 +185,7 @@ def test_a_window_seen_before_is_not_evaluated_twice() -> None:
 
 def test_firing_gauge_follows_each_rule_in_each_segment() -> None:
     registry = CollectorRegistry()
-    metrics = AlertSeries(registry, segment_keys=["model"])
+    metrics = AlertSeries(["model"], registry=registry)
     engine = AlertEngine(config(FLOOR), start_ms=T0, metrics=metrics)
     v42 = {"alert": "floor", "severity": "critical", "model": "v42"}
     v43 = {**v42, "model": "v43"}

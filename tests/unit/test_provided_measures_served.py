@@ -20,20 +20,8 @@ from monitor.trec.evaluate import evaluate_run
 from monitor.trec.runfile import Run
 from monitor.trec.selection import select_measures
 from tests.support.fake_monitor import T0, on_fakes
+from tests.unit.test_rules_over_the_measure_table import CONFIG
 
-CONFIG = """
-kafka: {{bootstrap_servers: ["127.0.0.1:1"], topic: events}}
-evaluation_set: {{path: qrels.txt, reload: {{watch: false}}}}
-metrics: {{cutoffs: [10], measures: [{measures}]}}
-windows: {{size: 10s, allowed_lateness: 1s, idle_timeout: 5s}}
-schedule: {{interval: 1s}}
-export: {{host: 127.0.0.1, port: 0}}
-logging: {{level: WARNING}}
-alerts:
-  log: false
-  rules:
-    - {{name: bpref-floor, measure: bpref, below: 0.9, severity: critical}}
-"""
 QUERIES = 30
 
 
@@ -68,7 +56,8 @@ def test_a_provided_measure_is_streamed_exported_alerted_on_rendered_and_drawn(
     grades = {f"q{i}": judgments(i) for i in range(QUERIES)}
     lines = [f"{q} 0 {doc} {grade}\n" for q, docs in grades.items() for doc, grade in docs.items()]
     measures = 'bpref, "set_F:beta=0.5", relative_P@10'
-    with on_fakes(tmp_path, CONFIG.format(measures=measures), lines) as run:
+    config = CONFIG.format(measure="bpref", streamed=measures).replace("below: 0.5", "below: 0.9")
+    with on_fakes(tmp_path, config, lines) as run:
         run.monitor.start()
         run.send(
             *(
@@ -96,12 +85,12 @@ def test_a_provided_measure_is_streamed_exported_alerted_on_rendered_and_drawn(
         expected["relative_P_10"], rel=1e-12
     )
     assert expected["bpref"] < 0.9
-    assert firing == ["bpref-floor"]
+    assert firing == ["floor"]
 
-    config = load_config(tmp_path / "rankmon.yaml", environ={})
-    rendered = render_prometheus_rules(config.alerts)
+    loaded = load_config(tmp_path / "rankmon.yaml", environ={})
+    rendered = render_prometheus_rules(loaded.alerts)
     assert "record: job:rankmon_bpref:mean" in rendered
-    assert "(job:rankmon_bpref:mean < 0.9)" in rendered.split("alert: bpref-floor")[1]
+    assert "(job:rankmon_bpref:mean < 0.9)" in rendered.split("alert: floor")[1]
     quality = build_dashboards(load_spec(tmp_path / "rankmon.yaml"))[0]
     assert any("rankmon_bpref_sum_of_query_means" in expr for expr in expressions(quality))
 
@@ -109,7 +98,7 @@ def test_a_provided_measure_is_streamed_exported_alerted_on_rendered_and_drawn(
 def test_a_service_that_does_not_stream_a_provided_measure_declares_none_of_its_series(
     tmp_path: Path,
 ) -> None:
-    config = CONFIG.format(measures="").replace("measure: bpref", "measure: ndcg@10")
+    config = CONFIG.format(measure="ndcg@10", streamed="")
     with on_fakes(tmp_path, config, ["q0 0 a0 1\n"]) as run:
         run.monitor.start()
         with urllib.request.urlopen(run.monitor.metrics_url, timeout=5) as response:
