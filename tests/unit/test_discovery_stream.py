@@ -8,15 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import orjson
 import pytest
 
-from monitor.config.loader import load_config
-from monitor.service import Monitor, MonitorIo
-from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
+from tests.support.fake_monitor import OnFakes, on_fakes
 
-T0 = 1_767_225_600_000
 QUERIES = 40
 CONFIG = """
 kafka: {bootstrap_servers: ["127.0.0.1:1"], topic: events}
@@ -41,21 +36,9 @@ Ranker = Callable[[int], list[str]]
 class Stream:
     """A monitor on fakes; `window(ranker)` sends one window of every query's ranking."""
 
-    def __init__(self, tmp_path: Path) -> None:
-        lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
-        lines += [f"q{i} 0 {doc} 0\n" for i in range(QUERIES) for doc in fillers(i)]
-        (tmp_path / "qrels.txt").write_text("".join(lines))
-        (tmp_path / "rankmon.yaml").write_text(CONFIG)
-        self.clock, self.stream, producer = FakeClock(T0), FakeStream("events"), FakeProducer()
-        self.monitor = Monitor(
-            load_config(tmp_path / "rankmon.yaml", environ={}),
-            io=MonitorIo(
-                clock=self.clock,
-                source=self.stream,
-                producer=producer,
-                windows_topic=FakeWindowsTopic(producer, "events.windows"),
-            ),
-        )
+    def __init__(self, fakes: OnFakes) -> None:
+        self.fakes = fakes
+        self.clock, self.monitor = fakes.clock, fakes.monitor
         self.sent = 0
 
     def window(self, ranker: Ranker) -> None:
@@ -64,8 +47,8 @@ class Stream:
             event = {"event_id": f"e{self.sent}", "query_id": f"q{i}", "ranking": ranker(i),
                      "event_time": start + 100 + i}  # fmt: skip
             self.sent += 1
-            self.stream.append(0, orjson.dumps(event), start + 100 + i)
-        finalize_all(self.monitor, self.clock)
+            self.fakes.send(event)
+        self.fakes.finalize()
 
     def firing(self) -> dict[str, str]:
         """Firing rule -> its severity."""
@@ -79,9 +62,10 @@ class Stream:
 
 @pytest.fixture
 def stream(tmp_path: Path) -> Iterator[Stream]:
-    running = Stream(tmp_path)
-    yield running
-    running.monitor.close()
+    lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
+    lines += [f"q{i} 0 {doc} 0\n" for i in range(QUERIES) for doc in fillers(i)]
+    with on_fakes(tmp_path, CONFIG, lines) as fakes:
+        yield Stream(fakes)
 
 
 def fillers(i: int) -> list[str]:

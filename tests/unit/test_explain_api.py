@@ -12,23 +12,21 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-import orjson
 import pytest
 
-from monitor.config.loader import Config, load_config
 from monitor.explain.api import ExplainApi, explanation_json
 from monitor.explain.page import ExplainPages
 from monitor.explain.store import ExplainStore
 from monitor.scoring.evalset import EvaluationSet
-from monitor.service import Monitor, MonitorIo
-from monitor.testing.clock import FakeClock
+from monitor.service import Monitor
 from monitor.windows.summary import Segment, WindowSummary, segment_label
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
+from tests.support.fake_monitor import on_fakes
 
 T0 = 1_767_225_600_000
 SEG: Segment = (("model", "v1"),)
@@ -57,53 +55,38 @@ def validate(document: Any, definition: str) -> None:
 
 
 @pytest.fixture
-def monitor(tmp_path: Path) -> Any:
-    monitor = started_monitor(tmp_path, CONFIG, QUERIES)
-    yield monitor
-    monitor.close()
+def monitor(tmp_path: Path) -> Iterator[Monitor]:
+    with started_monitor(tmp_path, CONFIG, QUERIES) as started:
+        yield started
 
 
+@contextmanager
 def started_monitor(
     tmp_path: Path, config_text: str, served_last: int, model: str = "v1"
-) -> Monitor:
+) -> Iterator[Monitor]:
     """Six windows of the 20 queries (only the first `served_last` in the last one), the
     planted queries worse in the last, all finalized."""
     lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
-    (tmp_path / "qrels.txt").write_text("".join(lines))
-    (tmp_path / "rankmon.yaml").write_text(config_text)
-    config: Config = load_config(tmp_path / "rankmon.yaml", environ={})
-    producer = FakeProducer()
-    clock = FakeClock(T0)
-    stream = FakeStream(TOPIC)
-    monitor = Monitor(
-        config,
-        io=MonitorIo(
-            clock=clock,
-            source=stream,
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
-        ),
-    )
-    monitor.start()
-    for number in range(6):  # windows 0..5; the planted queries fall in window 5
-        start = T0 + number * 10_000
-        for i in range(QUERIES if number < 5 else served_last):
-            query = f"q{i}"
-            ranking = [f"best{i}", f"good{i}", "x1", "x2"]
-            if number == 5 and query in PLANTED:
-                ranking = ["x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", f"best{i}"]
-            event = {"event_id": f"{number}-{i}", "query_id": query, "ranking": ranking,
-                     "segment": {"model": model}, "event_time": start + 100 + i}  # fmt: skip
-            stream.append(0, orjson.dumps(event), start + 100 + i)
-    finalize_all(monitor, clock)
-    return monitor
+    with on_fakes(tmp_path, config_text, lines) as fakes:
+        fakes.monitor.start()
+        for number in range(6):  # windows 0..5; the planted queries fall in window 5
+            start = T0 + number * 10_000
+            for i in range(QUERIES if number < 5 else served_last):
+                query = f"q{i}"
+                ranking = [f"best{i}", f"good{i}", "x1", "x2"]
+                if number == 5 and query in PLANTED:
+                    ranking = [*(f"x{j}" for j in range(1, 11)), f"best{i}"]
+                event = {"event_id": f"{number}-{i}", "query_id": query, "ranking": ranking,
+                         "segment": {"model": model}, "event_time": start + 100 + i}  # fmt: skip
+                fakes.send(event)
+        fakes.finalize()
+        yield fakes.monitor
 
 
 def test_a_segment_value_holding_a_comma_and_an_equals_sign_is_explained(
     tmp_path: Path,
 ) -> None:
-    monitor = started_monitor(tmp_path, CONFIG, QUERIES, model="v1,market=de")
-    try:
+    with started_monitor(tmp_path, CONFIG, QUERIES, model="v1,market=de") as monitor:
         _, _, page = get(monitor, "/")
         links = [
             html.unescape(link) for link in re.findall(r'href="(/explain\?[^"]*)"', page.decode())
@@ -117,16 +100,13 @@ def test_a_segment_value_holding_a_comma_and_an_equals_sign_is_explained(
         status, _, body = get(monitor, f"/api/v1/windows?segment={label}")
         assert status == 200, body[:300]
         assert json.loads(body)["segment"] == "model=v1,market=de"
-    finally:
-        monitor.close()
 
 
 def test_a_coverage_alerts_explain_link_answers_with_the_headline_measure(
     tmp_path: Path,
 ) -> None:
     config = CONFIG + "    - {name: coverage-low, coverage: {min: 0.9}}\n"
-    monitor = started_monitor(tmp_path, config, served_last=10)
-    try:
+    with started_monitor(tmp_path, config, served_last=10) as monitor:
         _, _, page = get(monitor, "/")
         coverage_rows = [row for row in page.decode().split("<tr>") if "coverage-low" in row]
         assert coverage_rows and "FIRING" in coverage_rows[0]
@@ -134,8 +114,6 @@ def test_a_coverage_alerts_explain_link_answers_with_the_headline_measure(
         assert "measure=ndcg" in html.unescape(link)
         status, _, body = get(monitor, html.unescape(link))
         assert status == 200, body[:300]
-    finally:
-        monitor.close()
 
 
 def get(monitor: Monitor, path: str) -> tuple[int, str, bytes]:

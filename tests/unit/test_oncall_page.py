@@ -13,15 +13,13 @@ import re
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-import orjson
 import pytest
 
-from monitor.config.loader import load_config
-from monitor.service import Monitor, MonitorIo
-from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
+from monitor.service import Monitor
+from tests.support.fake_monitor import on_fakes
 
 T0 = 1_767_225_600_000
 QUERIES = 40
@@ -46,43 +44,33 @@ alerts:
 """
 
 
-def run(tmp_path: Path, refresh: str = "30s") -> Monitor:
+@contextmanager
+def run(tmp_path: Path, refresh: str = "30s") -> Iterator[Monitor]:
+    """The page's monitor, started, after WINDOWS windows of two models (z-broken skips one
+    and breaks in the last), every window finalized."""
     lines = [f"q{i} 0 best{i} 3\nq{i} 0 good{i} 1\n" for i in range(QUERIES)]
-    (tmp_path / "qrels.txt").write_text("".join(lines))
-    (tmp_path / "rankmon.yaml").write_text(CONFIG.format(refresh=refresh))
-    producer, clock, stream = FakeProducer(), FakeClock(T0), FakeStream("events")
-    monitor = Monitor(
-        load_config(tmp_path / "rankmon.yaml", environ={}),
-        io=MonitorIo(
-            clock=clock,
-            source=stream,
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, "events.windows"),
-        ),
-    )
-    monitor.start()
-    for number in range(WINDOWS):
-        start = T0 + number * 10_000
-        for model in ("a-fine", "z-broken"):
-            if model == "z-broken" and number == SKIPPED:
-                continue
-            for i in range(QUERIES):
-                ranking = [f"best{i}", f"good{i}", "x1", "x2"]
-                if model == "z-broken" and number == WINDOWS - 1:
-                    ranking = [f"x{j}" for j in range(12)] + [f"best{i}"]
-                event = {"event_id": f"{model}-{number}-{i}", "query_id": f"q{i}",
-                         "ranking": ranking, "segment": {"model": model},
-                         "event_time": start + 100 + i}  # fmt: skip
-                stream.append(0, orjson.dumps(event), start + 100 + i)
-    finalize_all(monitor, clock)
-    return monitor
+    with on_fakes(tmp_path, CONFIG.format(refresh=refresh), lines) as fakes:
+        fakes.monitor.start()
+        for number in range(WINDOWS):
+            start = T0 + number * 10_000
+            for model in ("a-fine", "z-broken"):
+                if model == "z-broken" and number == SKIPPED:
+                    continue
+                for i in range(QUERIES):
+                    ranking = [f"best{i}", f"good{i}", "x1", "x2"]
+                    if model == "z-broken" and number == WINDOWS - 1:
+                        ranking = [f"x{j}" for j in range(12)] + [f"best{i}"]
+                    fakes.send({"event_id": f"{model}-{number}-{i}", "query_id": f"q{i}",
+                                "ranking": ranking, "segment": {"model": model},
+                                "event_time": start + 100 + i})  # fmt: skip
+        fakes.finalize()
+        yield fakes.monitor
 
 
 @pytest.fixture
 def monitor(tmp_path: Path) -> Iterator[Monitor]:
-    started = run(tmp_path)
-    yield started
-    started.close()
+    with run(tmp_path) as started:
+        yield started
 
 
 def get(monitor: Monitor, path: str) -> tuple[int, dict[str, str], str]:
@@ -156,11 +144,8 @@ def test_the_page_refreshes_itself_and_says_when_it_was_rendered_but_explanation
 
 
 def test_a_refresh_of_0s_turns_it_off(tmp_path: Path) -> None:
-    monitor = run(tmp_path, refresh="0s")
-    try:
+    with run(tmp_path, refresh="0s") as monitor:
         _, headers, page = get(monitor, "/")
-    finally:
-        monitor.close()
     assert "Refresh" not in headers and "reloads itself" not in page
 
 
