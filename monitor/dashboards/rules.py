@@ -37,6 +37,7 @@ def _watched(spec: DashboardSpec, series: RuleSeries) -> tuple[str, str]:
     own = [f'k="{series.k}"'] if series.k else []
     if series.gain:
         own.append(f'gain="{series.gain}"')
+    own += [f'{name}="{value}"' for name, value in series.params]
     return merged_mean(series.family, common, own), segment_legend(spec.segment_keys)
 
 

@@ -10,7 +10,6 @@ same one-line `ConfigError`.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -18,22 +17,24 @@ from typing import Final
 from monitor.alerting.conditions import Drop
 from monitor.alerting.rules import AlertRule
 from monitor.config.loader import load_config
-from monitor.errors import ConfigError
+from monitor.errors import ConfigError, MeasureError
+from monitor.export.series import label_values
+from monitor.scoring.catalog import MeasureKey
 
 __all__ = ["DEFAULT_SPEC", "DashboardSpec", "DropRule", "FloorRule", "RuleSeries", "load_spec"]
 
 # Catalog measure keys: `ndcg@10:linear`, `precision@5`, `mrr`, `map`.
-_MEASURE_KEY: Final = re.compile(r"^([a-z]+)(?:@([0-9]+))?(?::(.+))?$")
 
 
 @dataclass(frozen=True)
 class RuleSeries:
     """The series an alert rule watches: `rankmon_<family>{k, gain, segment...}`."""
 
-    family: str  # ndcg, precision, recall, judged, mrr, map
+    family: str  # the measure's kind: ndcg, precision, mrr, rbp, bpref, set_F, ...
     k: str | None  # None for mrr and map
     gain: str | None  # nDCG only
     segment: tuple[tuple[str, str], ...]  # fixed segment labels; empty: every segment
+    params: tuple[tuple[str, str], ...] = ()  # its parameters' labels (`p`: "0.8")
 
     @property
     def title(self) -> str:
@@ -41,7 +42,8 @@ class RuleSeries:
         name = names.get(self.family, self.family.capitalize())
         at = f"@{self.k}" if self.k else ""
         gain = f" ({self.gain})" if self.gain else ""
-        return f"{name}{at}{gain}"
+        params = "".join(f":{name}={value}" for name, value in self.params)
+        return f"{name}{at}{params}{gain}"
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,15 @@ def _drop_rule(rule: AlertRule, drop: Drop) -> DropRule:
 
 
 def _series(rule: AlertRule) -> RuleSeries:
-    match = _MEASURE_KEY.match(rule.measure)
-    if match is None:
-        raise ConfigError(f"alerts.rules[{rule.index}].measure", f"cannot draw {rule.measure!r}")
-    family, k, gain = match.groups()
-    return RuleSeries(family, k, gain, tuple(rule.segment or ()))
+    """The series of the rule's measure, read off its key (the measure table's row)."""
+    try:
+        key = MeasureKey.parse(rule.measure)
+    except MeasureError:
+        raise ConfigError(
+            f"alerts.rules[{rule.index}].measure", f"cannot draw {rule.measure!r}"
+        ) from None
+    labels = label_values(key)
+    params = tuple((name, labels[name]) for name, _ in key.params)
+    k = None if key.k is None else str(key.k)
+    gain = None if key.gain is None else str(key.gain)
+    return RuleSeries(key.kind, k, gain, tuple(rule.segment or ()), params)

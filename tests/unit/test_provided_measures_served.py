@@ -106,3 +106,27 @@ def test_a_service_that_does_not_stream_a_provided_measure_declares_none_of_its_
     declared = set(re.findall(r"^# TYPE (\S+) ", text, flags=re.MULTILINE))
     assert "rankmon_ndcg" in declared
     assert not {"rankmon_bpref", "rankmon_set_f", "rankmon_infap"} & declared
+
+
+def test_rules_on_any_row_of_the_table_are_drawn_with_their_parameters(tmp_path: Path) -> None:
+    # Names with underscores and capitals and keys with parameters: each rule's panel reads
+    # its own series, its cutoff, gain and parameters matched.
+    rules = (
+        '    - {name: upper, measure: "ndcg_upper@10", below: 0.5}\n'
+        '    - {name: rbp, measure: "rbp@10:p=0.9", below: 0.5}\n'
+        '    - {name: f, measure: "set_F:beta=0.5", below: 0.5}\n'
+    )
+    config = CONFIG.format(measure="ndcg@10", streamed='"rbp@10:p=0.9", "set_F:beta=0.5"')
+    (tmp_path / "rankmon.yaml").write_text(config + rules)
+    (tmp_path / "qrels.txt").write_text("q0 0 a0 1\n")
+    quality = build_dashboards(load_spec(tmp_path / "rankmon.yaml"))[0]
+    drawn = [expr for expr in expressions(quality) if "sum_of_query_means{" in expr]
+    for series, matchers in (
+        ("rankmon_ndcg_upper", ('k="10"', 'gain="linear"')),
+        ("rankmon_rbp", ('k="10"', 'p="0.9"')),
+        ("rankmon_set_f", ('beta="0.5"',)),
+    ):
+        assert any(
+            f"{series}_sum_of_query_means{{" in expr and all(m in expr for m in matchers)
+            for expr in drawn
+        ), series
