@@ -31,9 +31,9 @@ from monitor.config.loader import load_config
 from monitor.demo.broker import EmbeddedBroker, free_port
 from monitor.kafka.reachability import Reachability
 from monitor.scoring.catalog import EXPORTED_KINDS
-from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic
+from tests.support.fake_monitor import monitor_on
+from tests.support.fakes import FakeProducer, FakeStream
 from tests.support.recovery_support import (
     CORPUS,
     T0,
@@ -432,16 +432,7 @@ def test_the_readme_lists_exactly_the_series_a_running_service_exports(tmp_path:
         "alerts:\n  log: false\n  rules:\n    - {name: floor, measure: ndcg@10, below: 0.5}\n"
     )
     config = load_config(tmp_path / "c.yaml", environ={})
-    producer = FakeProducer()
-    monitor = Monitor(
-        config,
-        io=MonitorIo(
-            clock=FakeClock(T0),
-            source=FakeStream("events"),
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, "events.windows"),
-        ),
-    )
+    monitor = monitor_on(config, FakeClock(T0), FakeStream("events"), FakeProducer())
     monitor.start()
     try:
         with urllib.request.urlopen(f"{monitor.metrics_url}", timeout=5) as response:

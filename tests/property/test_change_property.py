@@ -24,10 +24,11 @@ from hypothesis import strategies as st
 
 from monitor.checkpoint.steps import STEPS
 from monitor.config.loader import load_config
-from monitor.service import Monitor, MonitorIo
+from monitor.service import Monitor
 from monitor.testing.clock import FakeClock
 from monitor.testing.crashpoints import CrashPoints
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic
+from tests.support.fake_monitor import monitor_on
+from tests.support.fakes import FakeProducer, FakeStream
 
 pytestmark = pytest.mark.slow
 
@@ -101,15 +102,12 @@ logging: {{level: ERROR}}
         )
         self.stream.restart()
         self.points = KillPoints()
-        monitor = Monitor(
+        monitor = monitor_on(
             load_config(config, environ={}),
-            io=MonitorIo(
-                clock=self.clock,
-                step_hook=self.points,
-                source=self.stream,
-                producer=self.producer,
-                windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
-            ),
+            self.clock,
+            self.stream,
+            self.producer,
+            step_hook=self.points,
         )
         return monitor  # not started: the loop needs no HTTP server or alert delivery
 

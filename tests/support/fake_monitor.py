@@ -18,14 +18,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
+from prometheus_client import CollectorRegistry
 
-from monitor.config.loader import load_config
+from monitor.checkpoint.steps import StepHook, ignore_step
+from monitor.config.loader import Config, load_config
 from monitor.judging.topics import RecordFeed
 from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
+from tests.support.fakes import (
+    FakeProducer,
+    FakeServer,
+    FakeStream,
+    FakeWindowsTopic,
+    finalize_all,
+)
 
-__all__ = ["T0", "OnFakes", "on_fakes"]
+__all__ = ["T0", "OnFakes", "monitor_on", "on_fakes"]
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -51,6 +59,38 @@ class OnFakes:
         finalize_all(self.monitor, self.clock)
 
 
+def monitor_on(
+    config: Config,
+    clock: FakeClock,
+    stream: FakeStream,
+    producer: FakeProducer,
+    *,
+    windows_topic: str | None = None,
+    registry: CollectorRegistry | None = None,
+    server: FakeServer | None = None,
+    step_hook: StepHook = ignore_step,
+    judging_feeds: tuple[RecordFeed, RecordFeed] | None = None,
+) -> Monitor:
+    """A monitor of `config` on these fakes (not started), its windows topic read back from
+    `producer` (`windows_topic`: the config's topic + `.windows` unless named). For tests whose
+    fakes outlive one monitor (a restart, a crash, a group); `on_fakes` makes them all."""
+    return Monitor(
+        config,
+        io=MonitorIo(
+            clock=clock,
+            registry=registry,
+            step_hook=step_hook,
+            source=stream,
+            producer=producer,
+            windows_topic=FakeWindowsTopic(
+                producer, windows_topic or f"{config.kafka.topic}.windows"
+            ),
+            server=server,
+            judging_feeds=judging_feeds,
+        ),
+    )
+
+
 @contextmanager
 def on_fakes(
     directory: Path,
@@ -65,16 +105,8 @@ def on_fakes(
     (directory / "qrels.txt").write_text("".join(qrels))
     (directory / "rankmon.yaml").write_text(config)
     producer, clock, stream = FakeProducer(), FakeClock(start_ms), FakeStream("events")
-    monitor = Monitor(
-        load_config(directory / "rankmon.yaml", environ={}),
-        io=MonitorIo(
-            clock=clock,
-            source=stream,
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, "events.windows"),
-            judging_feeds=judging_feeds,
-        ),
-    )
+    config_read = load_config(directory / "rankmon.yaml", environ={})
+    monitor = monitor_on(config_read, clock, stream, producer, judging_feeds=judging_feeds)
     try:
         yield OnFakes(monitor, clock, stream, producer)
     finally:

@@ -11,9 +11,9 @@ import orjson
 from prometheus_client import CollectorRegistry
 
 from monitor.config.loader import load_config
-from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeFeed, FakeProducer, FakeStream, FakeWindowsTopic, finalize_all
+from tests.support.fake_monitor import monitor_on
+from tests.support.fakes import FakeFeed, FakeProducer, FakeStream, finalize_all
 
 T0 = 1_767_225_600_000
 QUERIES = 40
@@ -79,16 +79,13 @@ class Stream:
             FakeFeed(producer, "events.tojudge", self.clock),
             FakeFeed(producer, "events.judgments", self.clock),
         )
-        self.monitor = Monitor(
+        self.monitor = monitor_on(
             load_config(tmp_path / "rankmon.yaml", environ={}),
-            io=MonitorIo(
-                clock=self.clock,
-                registry=self.registry,
-                source=self.stream,
-                producer=producer,
-                windows_topic=FakeWindowsTopic(producer, "events.windows"),
-                judging_feeds=self.feeds,
-            ),
+            self.clock,
+            self.stream,
+            producer,
+            registry=self.registry,
+            judging_feeds=self.feeds,
         )
         self.sent = 0
 

@@ -16,9 +16,9 @@ from monitor.checkpoint.progress import ProgressRecord
 from monitor.checkpoint.share import WindowShare
 from monitor.comparisons.record import ComparisonRecord
 from monitor.config.loader import Config, load_config
-from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeProducer, FakeServer, FakeStream, FakeWindowsTopic
+from tests.support.fake_monitor import monitor_on
+from tests.support.fakes import FakeProducer, FakeServer, FakeStream
 
 T0 = 1_767_225_600_000
 TOPIC = "events"
@@ -54,16 +54,8 @@ class Loop:
         self.clock = FakeClock(T0)
         self.stream = FakeStream(TOPIC)
         self.registry = CollectorRegistry()
-        self.monitor = Monitor(
-            config,
-            io=MonitorIo(
-                registry=self.registry,
-                clock=self.clock,
-                source=self.stream,
-                producer=producer,
-                windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
-                server=FakeServer(),
-            ),
+        self.monitor = monitor_on(
+            config, self.clock, self.stream, producer, registry=self.registry, server=FakeServer()
         )
         self.monitor.start()
 

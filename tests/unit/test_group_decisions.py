@@ -21,9 +21,9 @@ from monitor.alerting.state import Status
 from monitor.comparisons.record import ComparisonRecord
 from monitor.config.loader import Config, load_config
 from monitor.group.decider import ALONE, DECIDES, MEMBER
-from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeProducer, FakeServer, FakeStream, FakeWindowsTopic
+from tests.support.fake_monitor import monitor_on
+from tests.support.fakes import FakeProducer, FakeServer, FakeStream
 
 T0 = 1_767_225_600_000
 TOPIC = "events"
@@ -90,16 +90,14 @@ class Member:
             self.stream = after.stream
             self.stream.restart()
         self.registry = CollectorRegistry()
-        self.monitor = Monitor(
+        self.monitor = monitor_on(
             config,
-            io=MonitorIo(
-                registry=self.registry,
-                clock=self.clock,
-                source=self.stream,
-                producer=producer,
-                windows_topic=FakeWindowsTopic(producer, WINDOWS_TOPIC),
-                server=FakeServer(),
-            ),
+            self.clock,
+            self.stream,
+            producer,
+            windows_topic=WINDOWS_TOPIC,
+            registry=self.registry,
+            server=FakeServer(),
         )
         self.monitor.start()
 

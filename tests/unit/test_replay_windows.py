@@ -22,12 +22,12 @@ from monitor.config.loader import Config, load_config
 from monitor.replay.events import end_marker, query_event, start_marker
 from monitor.replay.ranker import Answer
 from monitor.replay.topics import Query
-from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
 from monitor.windows.replay_ends import MAX_OPEN_REPLAYS, ReplayEnds
 from monitor.windows.spec import WindowSpec
 from monitor.windows.summary import WindowSummary
-from tests.support.fakes import FakeProducer, FakeStream, FakeWindowsTopic
+from tests.support.fake_monitor import monitor_on
+from tests.support.fakes import FakeProducer, FakeStream
 
 T0 = 1_767_225_600_000
 TOPIC = "events"
@@ -59,15 +59,7 @@ class Replays:
         self.clock = FakeClock(T0)
         self.stream = FakeStream(TOPIC, partitions=(0, 1))
         self.producer = FakeProducer()
-        self.monitor = Monitor(
-            config,
-            io=MonitorIo(
-                clock=self.clock,
-                source=self.stream,
-                producer=self.producer,
-                windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
-            ),
-        )
+        self.monitor = monitor_on(config, self.clock, self.stream, self.producer)
 
     def begin(self, replay_id: str, started_ms: int, *, model: str = "v1") -> None:
         """A replay's start markers, on both partitions."""

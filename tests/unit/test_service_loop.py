@@ -20,9 +20,9 @@ import pytest
 
 from monitor.clock import TickSchedule
 from monitor.config.loader import Config, load_config
-from monitor.service import Monitor, MonitorIo
 from monitor.testing.clock import FakeClock
-from tests.support.fakes import FakeProducer, FakeServer, FakeStream, FakeWindowsTopic
+from tests.support.fake_monitor import monitor_on
+from tests.support.fakes import FakeProducer, FakeServer, FakeStream
 
 T0 = 1_767_225_600_000
 TOPIC = "events"
@@ -51,15 +51,7 @@ class Loop:
         self.clock = FakeClock(T0)
         self.stream = FakeStream(TOPIC)
         self.producer = FakeProducer()
-        self.monitor = Monitor(
-            config,
-            io=MonitorIo(
-                clock=self.clock,
-                source=self.stream,
-                producer=self.producer,
-                windows_topic=FakeWindowsTopic(self.producer, f"{TOPIC}.windows"),
-            ),
-        )
+        self.monitor = monitor_on(config, self.clock, self.stream, self.producer)
         self.ticks = 0
         tick = self.monitor.tick
 
@@ -180,16 +172,7 @@ def test_a_monitor_on_fakes_runs_its_loop_ticks_and_publishes_without_opening_a_
     monkeypatch.setattr(socket.socket, "connect", no_sockets)
     monkeypatch.setattr(socket.socket, "bind", no_sockets)
     clock, stream, producer, server = FakeClock(T0), FakeStream(TOPIC), FakeProducer(), FakeServer()
-    monitor = Monitor(
-        config,
-        io=MonitorIo(
-            clock=clock,
-            source=stream,
-            producer=producer,
-            windows_topic=FakeWindowsTopic(producer, f"{TOPIC}.windows"),
-            server=server,
-        ),
-    )
+    monitor = monitor_on(config, clock, stream, producer, server=server)
     monitor.start()
     for n in range(30):  # 30 events over 30 s of event time: the first windows close
         event = {"event_id": f"e{n}", "query_id": "q1", "ranking": ["d1", "d2"]}
