@@ -414,6 +414,18 @@ _NAME = re.compile(r"(?P<name>[A-Za-z0-9_]+?)(?:(?:@|_)(?P<k>[0-9]+))?")
 _PARAM = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+# trec_eval's measures that are no row of the table, and what to name instead: `rankmon eval`
+# computes each; the stream's windows are means of query means.
+_EVAL_ONLY: Final = {
+    "gm_map": "a geometric mean over queries, which a window's mean of query means is not "
+    "(stream map; rankmon eval -m gm_map computes it)",
+    "gm_bpref": "a geometric mean over queries, which a window's mean of query means is not "
+    "(stream bpref; rankmon eval -m gm_bpref computes it)",
+    "relstring": "text, not a number (rankmon eval -m relstring prints it)",
+    "rbp_resid": "trec_eval's residual of the whole ranking: stream rbp_residual@k:p=P",
+}
+
+
 def kind_named(name: str) -> str | None:
     """The kind a measure name stands for: its own, trec_eval's family or whole-list name,
     or rankmon eval's name of its own families; None: no kind."""
@@ -475,6 +487,8 @@ class MeasureKey:
         head, *parts = text.strip().split(":")
         match = _NAME.fullmatch(head)
         kind = None if match is None else kind_named(match["name"])
+        if match is not None and kind is None and match["name"] in _EVAL_ONLY:
+            raise MeasureError(f"measure {text!r} cannot be streamed: {_EVAL_ONLY[match['name']]}")
         if match is None or kind is None:
             raise MeasureError(
                 f"cannot parse measure {text!r}: expected e.g. ndcg@10:exp, P_5, rbp@10:p=0.8"

@@ -15,6 +15,7 @@ import pytest
 from monitor.alerting.render import render_prometheus_rules
 from monitor.config.loader import load_config
 from monitor.dashboards import build_dashboards, expressions, load_spec
+from monitor.errors import ConfigError
 from monitor.scoring.evalset import EvaluationSet
 from monitor.trec.evaluate import evaluate_run
 from monitor.trec.runfile import Run
@@ -130,3 +131,15 @@ def test_rules_on_any_row_of_the_table_are_drawn_with_their_parameters(tmp_path:
             f"{series}_sum_of_query_means{{" in expr and all(m in expr for m in matchers)
             for expr in drawn
         ), series
+
+
+def test_a_trec_eval_measure_the_stream_cannot_hold_is_refused_naming_what_to_stream(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "qrels.txt").write_text("q0 0 a0 1\n")
+    for name, instead in (("gm_map", "stream map"), ("rbp_resid", "rbp_residual@k:p=P")):
+        (tmp_path / "rankmon.yaml").write_text(CONFIG.format(measure="ndcg@10", streamed=name))
+        with pytest.raises(ConfigError, match=r"metrics\.measures") as refused:
+            load_config(tmp_path / "rankmon.yaml", environ={})
+        assert "cannot be streamed" in str(refused.value)
+        assert instead in str(refused.value)
