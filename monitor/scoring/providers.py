@@ -23,37 +23,17 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from monitor.scoring.columns import NO_GRADE, Columns, IdcgZero, RankedMatrix
+from monitor.scoring.columns import Columns, IdcgZero, RankedMatrix
 from monitor.scoring.families import Params, Settings, compute
 from monitor.scoring.gain import Gain
-from monitor.scoring.relevance import NONPOOL, PAD, UNJUDGED, RankedRelevance
+from monitor.scoring.relevance import RankedRelevance
 
-__all__ = ["family_columns", "ranked_relevance"]
+__all__ = ["family_columns"]
 
 Floats = npt.NDArray[np.float64]
 # A kind's parameters (its key's values) -> the family's numbers (`set_F`'s beta, utility's
 # four coefficients, the recall level of `iprec_at_recall`).
 Numbers = Callable[[Mapping[str, float]], tuple[float, ...]]
-
-
-def ranked_relevance(ranked: RankedMatrix) -> RankedRelevance:
-    """The rankings of `ranked` as trec_eval's families see them (`RankedRelevance`)."""
-    if ranked.queries.counts is None:
-        raise ValueError("a provided measure needs each query's grade counts (QueryIdeals.counts)")
-    codes = ranked.codes
-    width = int(codes.shape[1])
-    grades = ranked.tables.grades[codes]
-    rels = np.where(grades == NO_GRADE, NONPOOL, np.where(grades < 0, UNJUDGED, grades))
-    num_ret = np.minimum(np.asarray(ranked.lengths, dtype=np.int64), width)
-    rels = np.where(np.arange(width)[None, :] < num_ret[:, None], rels, PAD).astype(np.int64)
-    return RankedRelevance(
-        query_ids=("",) * ranked.rows,
-        rels=rels,
-        num_ret=num_ret,
-        levels=tuple(dict(counts) for counts in ranked.queries.counts),
-        missing=np.zeros(ranked.rows, dtype=np.bool_),
-        relevance_level=ranked.tables.relevance_level,
-    )
 
 
 def family_columns(family: str, numbers: Numbers | None = None) -> Callable[..., Columns]:
@@ -69,7 +49,7 @@ def family_columns(family: str, numbers: Numbers | None = None) -> Callable[...,
             ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero
         ) -> Floats:
             given = _numbers(cutoffs, fixed)
-            values = compute(family, Params(given), ranked_relevance(ranked), Settings())
+            values = compute(family, Params(given), RankedRelevance.of_matrix(ranked), Settings())
             matrix = np.asarray(values, dtype=np.float64).reshape(ranked.rows, -1)
             if matrix.shape[1] != len(cutoffs):  # one value per ranking, asked once per key
                 matrix = np.repeat(matrix[:, :1], len(cutoffs), axis=1)

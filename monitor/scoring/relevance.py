@@ -17,7 +17,6 @@ ranking from them.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -26,6 +25,7 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from monitor.scoring.columns import NO_GRADE, RankedMatrix, grade_counts
 from monitor.scoring.evalset import EvaluationSet
 
 __all__ = ["NONPOOL", "PAD", "UNJUDGED", "RankedRelevance"]
@@ -79,7 +79,7 @@ class RankedRelevance:
                 rows.append(stand_in)
             else:
                 rows.append([_relevance(grade) for grade in map(grades.get, ranking)])
-            levels.append(Counter(grade for grade in grades.values() if grade >= 0))
+            levels.append(dict(grade_counts(grades.values())))
         num_ret = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         width = int(num_ret.max(initial=0))
         rels = np.full((len(rows), width), PAD, dtype=np.int64)
@@ -87,6 +87,28 @@ class RankedRelevance:
             rels[row, : len(values)] = values
         missing = np.array([ranking is None for ranking in rankings], dtype=np.bool_)
         return cls(tuple(query_ids), rels, num_ret, tuple(levels), missing, relevance_level)
+
+    @classmethod
+    def of_matrix(cls, ranked: RankedMatrix) -> RankedRelevance:
+        """The scorer's rankings (`RankedMatrix`: grade codes over each whole ranking, and each
+        query's grade counts, `QueryIdeals.counts`) as the families see them: a document the
+        evaluation set does not list is outside the pool, one it lists with a negative grade
+        in the pool, unjudged. No ranking is missing: an empty one is scored as empty."""
+        if ranked.queries.counts is None:
+            raise ValueError("the families need each query's grade counts (QueryIdeals.counts)")
+        width = int(ranked.codes.shape[1])
+        grades = ranked.tables.grades[ranked.codes]
+        rels = np.where(grades == NO_GRADE, NONPOOL, np.where(grades < 0, UNJUDGED, grades))
+        num_ret = np.minimum(np.asarray(ranked.lengths, dtype=np.int64), width)
+        rels = np.where(np.arange(width)[None, :] < num_ret[:, None], rels, PAD).astype(np.int64)
+        return cls(
+            query_ids=("",) * ranked.rows,
+            rels=rels,
+            num_ret=num_ret,
+            levels=tuple(dict(counts) for counts in ranked.queries.counts),
+            missing=np.zeros(ranked.rows, dtype=np.bool_),
+            relevance_level=ranked.tables.relevance_level,
+        )
 
     @property
     def width(self) -> int:
