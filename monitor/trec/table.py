@@ -246,7 +246,7 @@ def request_measures(arguments: Sequence[str]) -> tuple[Requested, ...]:
     given: dict[str, str] = {}
     cutoffs: dict[str, list[str]] = {}  # rankmon's names: `-m ndcg@5 -m ndcg@10` asks for both
     keyed: dict[str, None] = {}  # measures trec_eval lacks, by their keys (`rbp@10:p=0.8`)
-    for argument in arguments:
+    for argument in map(_trec_argument, arguments):
         key = _stream_only_key(argument.strip())
         if key is not None:
             keyed.setdefault(key)
@@ -270,6 +270,18 @@ def request_measures(arguments: Sequence[str]) -> tuple[Requested, ...]:
     # After trec_eval's, in the order given: printed under their keys.
     requested += [Requested(TrecMeasure(key, keyed=True), Params(), (key,)) for key in keyed]
     return tuple(requested)
+
+
+def _trec_argument(argument: str) -> str:
+    """A key of a kind trec_eval's family provides (`set_F:beta=0.5`, `relative_P@10`) as
+    trec_eval's `-m` argument (`set_F.0.5`, `relative_P.10`): computed by the family with
+    trec_eval's every convention (`-c`, `-J`, `-N`), printed under trec_eval's names; any
+    other argument as given."""
+    name = argument.strip().partition(":")[0]
+    kind = KINDS.get(name.partition("@")[0])
+    if kind is None or kind.family is None or "." in name:  # `set_F.0.5`: trec_eval's own
+        return argument
+    return MeasureKey.parse(argument).trec_argument or argument
 
 
 def _stream_only_key(text: str) -> str | None:

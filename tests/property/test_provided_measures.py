@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from monitor.cli import main
 from monitor.scoring.catalog import KIND_TABLE, MeasureKey, MeasureKind
 from monitor.scoring.evalset import EvaluationSet, load_evaluation_set
 from monitor.scoring.scorer import Scorer
@@ -140,3 +142,24 @@ def test_an_event_s_inline_grades_count_for_a_provided_kind_as_judgments_of_the_
     want = judged.score(queries, ordered)
     for column, key in enumerate(keys):
         assert_same(list(got[:, column]), list(want[:, column]), key)
+
+
+def test_rankmon_eval_computes_a_provided_key_as_trec_eval_s_measure_with_its_every_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `-m utility:rel_missed=1` is `-m utility.1,-1,1,0`: with -c, a query the run misses is
+    # trec_eval's stand-in, reset to 0, not an empty ranking; -J drops what is not judged.
+    qrels, run = CONFORMANCE / "qrels.test", CONFORMANCE / "results.test"
+    shown = tmp_path / "less.run"  # every query but the first two: -c has some to fill in
+    lines = run.read_text().splitlines(keepends=True)
+    first = sorted({line.split()[0] for line in lines})[:2]
+    shown.write_text("".join(line for line in lines if line.split()[0] not in first))
+
+    def evaluated(*arguments: str) -> dict[str, dict[str, float]]:
+        assert main(["eval", "--format", "json", "-q", "-c", "-J", *arguments]) == 0
+        return dict(orjson.loads(capsys.readouterr().out)["per_query"])
+
+    keyed = evaluated("-m", "utility:rel_missed=1", "-m", "relative_P@5", str(qrels), str(shown))
+    trec = evaluated("-m", "utility.1,-1,1,0", "-m", "relative_P.5", str(qrels), str(shown))
+    assert keyed == trec
+    assert all(keyed[q]["utility_1,-1,1,0"] == 0 for q in first)
