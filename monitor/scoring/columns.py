@@ -211,7 +211,7 @@ class QueryIdeals:
     ideal: Floats  # (queries, len(specs))
     num_rel: Int64s
     top: Mapping[Gain, Floats] | None = None  # gain -> (queries, depth)
-    counts: tuple[GradeCounts, ...] | None = None  # when a key reads them (`MeasureKind.counts`)
+    counts: tuple[GradeCounts, ...] | None = None  # when a key reads them (`reads_counts`)
 
     @classmethod
     def of(
