@@ -33,6 +33,9 @@ demo: $(RUN_STAMP)
 system-deps:
 	@scripts/ensure-system-deps
 
+# The slowest tests are printed at the end: the suite's budget is 15 minutes on CI.
+PYTEST_ARGS ?= --durations=15
+
 test: $(STAMP) system-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
