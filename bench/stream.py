@@ -4,6 +4,7 @@
     .venv/bin/python bench/stream.py --events 100000 # a quicker run
     .venv/bin/python bench/stream.py --comparison    # with and without a comparison
     .venv/bin/python bench/stream.py --samples       # with and without ranking samples
+    .venv/bin/python bench/stream.py --measures bpref  # with and without more measures
 
 In one run, on one topic (one partition) holding N ranking events of 100 documents each
 (1000 evaluation-set queries, ~20 judged documents each, two model segments, every event in
@@ -28,6 +29,8 @@ open windows, which are part of what is measured).
 (v2 against v1 on nDCG@10, `comparisons:`), in an order swapped every round, and prints the
 two medians and their ratio (target: within 10 %). `--samples`: the same, without and with
 the explanations' ranking samples (`export.explain.max_rankings: 0` against the default).
+`--measures bpref,set_P`: the same, without and with those measures streamed too
+(`metrics.measures`).
 """
 
 from __future__ import annotations
@@ -156,9 +159,11 @@ logging: {{level: WARNING}}
 alerts: {{log: false}}
 {extra}"""
     )
-    if extra.startswith("export:"):  # the extra's export section replaces the default one
-        lines = config.read_text().splitlines(keepends=True)
-        config.write_text("".join(line for line in lines if not line.startswith("export: {host")))
+    for section, default in (("export:", "export: {host"), ("metrics:", "metrics: {cutoffs")):
+        if extra.startswith(section):  # the extra's section replaces the default one
+            lines = config.read_text().splitlines(keepends=True)
+            first = next(n for n, line in enumerate(lines) if line.startswith(default))
+            config.write_text("".join(lines[:first] + lines[first + 1 :]))
     return config
 
 
@@ -200,7 +205,15 @@ def main() -> None:
     parser.add_argument(
         "--samples", action="store_true", help="rankmon without and with ranking samples"
     )
+    parser.add_argument(
+        "--measures", help="rankmon without and with these streamed too (comma-separated keys)"
+    )
     args = parser.parse_args()
+    if args.measures:
+        names = ", ".join(f'"{name.strip()}"' for name in args.measures.split(","))
+        streamed = f"metrics: {{cutoffs: [5, 10, 20], gains: [linear, exp], measures: [{names}]}}"
+        compare_rounds(args, ("default measures", ""), (f"with {args.measures}", streamed))
+        return
     if args.comparison:
         compare_rounds(args, ("without comparisons", ""), ("with one comparison", COMPARISON))
         return
