@@ -36,11 +36,12 @@ Floats = npt.NDArray[np.float64]
 Numbers = Callable[[Mapping[str, float]], tuple[float, ...]]
 
 
-def family_columns(family: str, numbers: Numbers | None = None) -> Callable[..., Columns]:
+def family_columns(
+    family: str, numbers: Numbers | None = None
+) -> Callable[[Mapping[str, float]], Columns]:
     """The `make_columns` of a kind that trec_eval's `family` provides: given the key's
-    parameters, its numpy columns. A kind with a cutoff passes its cutoffs as the family's
-    numbers (one column each); one without passes `numbers(params)` (none: the family's
-    defaults are not used, its numbers are the key's)."""
+    parameters, its numpy columns. A kind with a cutoff gives the family its cutoffs as its
+    numbers (one column each); one without gives it `numbers(params)` (None: no numbers)."""
 
     def make(params: Mapping[str, float]) -> Columns:
         fixed = () if numbers is None else numbers(params)
@@ -48,6 +49,8 @@ def family_columns(family: str, numbers: Numbers | None = None) -> Callable[...,
         def columns(
             ranked: RankedMatrix, _: Gain, cutoffs: list[int | None], __: IdcgZero
         ) -> Floats:
+            if ranked.rows == 0:
+                return np.zeros((0, len(cutoffs)), dtype=np.float64)
             given = _numbers(cutoffs, fixed)
             values = compute(family, Params(given), RankedRelevance.of_matrix(ranked), Settings())
             matrix = np.asarray(values, dtype=np.float64).reshape(ranked.rows, -1)

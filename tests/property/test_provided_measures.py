@@ -163,3 +163,14 @@ def test_rankmon_eval_computes_a_provided_key_as_trec_eval_s_measure_with_its_ev
     trec = evaluated("-m", "utility.1,-1,1,0", "-m", "relative_P.5", str(qrels), str(shown))
     assert keyed == trec
     assert all(keyed[q]["utility_1,-1,1,0"] == 0 for q in first)
+
+
+@pytest.mark.parametrize("speedups", [False, True])
+def test_a_poll_with_no_ranking_scores_to_no_rows_with_provided_kinds(speedups: bool) -> None:
+    # The C path hands the numpy columns what the decoder coded: nothing, for an empty poll.
+    evaluation_set = EvaluationSet.from_judgments({"q": {"a": 1, "b": 0}})
+    keys = [key_of(kind, 5, 0) for kind in PROVIDED]
+    scorer = Scorer(evaluation_set, keys, speedups=speedups)
+    assert scorer.score([], []).shape == (0, len(keys))
+    if speedups:
+        assert scorer.score_coded([], b"", []).shape == (0, len(keys))
