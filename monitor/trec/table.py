@@ -277,10 +277,11 @@ def _trec_argument(argument: str) -> str:
     trec_eval's `-m` argument (`set_F.0.5`, `relative_P.10`): computed by the family with
     trec_eval's every convention (`-c`, `-J`, `-N`), printed under trec_eval's names; any
     other argument as given."""
-    name = argument.strip().partition(":")[0]
+    text = argument.strip()
+    name = text.partition(":")[0]
     kind = KINDS.get(name.partition("@")[0])
-    if kind is None or kind.family is None or "." in name:  # `set_F.0.5`: trec_eval's own
-        return argument
+    if kind is None or kind.family is None or not {"@", ":"} & set(text) or "." in name:
+        return argument  # trec_eval's own form: `set_F`, `set_F.0.5`, `relative_P_5`
     return MeasureKey.parse(argument).trec_argument or argument
 
 
