@@ -29,9 +29,9 @@ codes, and without the accelerators, the general path below (codes made per call
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
-from itertools import repeat
+from itertools import islice, repeat
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
@@ -158,46 +158,32 @@ class Scorer:
             ideals = replace(ideals, counts=self._counts_of_codes(rows, b"", none_added))
         return ideals
 
-    def _counts_of_codes(
-        self, rows: Int64s, added: bytes, added_counts: Int64s
-    ) -> tuple[GradeCounts, ...]:
-        """Per ranking (query `rows[i]`): the `GradeCounts` of its query's ideal codes and its
-        next `added_counts[i]` codes of `added` (the C paths' `QueryIdeals.counts`)."""
+    def _ideal_grades(self, rows: Int64s, added: bytes, added_counts: Int64s) -> Iterator[Int64s]:
+        """Per ranking (query `rows[i]`): the grades of its query's ideal codes and its next
+        `added_counts[i]` codes of `added` (the C paths' ideal rankings)."""
         offsets, codes, _ = self._ideal_code_lists()
         grade_of = np.array(self._code_grades, dtype=np.int64)
         extra = np.frombuffer(added, dtype=np.uint8)
         ends = np.cumsum(added_counts).tolist()
-        return tuple(
-            grade_counts(
-                grade_of[
-                    np.concatenate((codes[offsets[q] : offsets[q + 1]], extra[e - n : e]))
-                ].tolist()
-            )
-            for q, n, e in zip(rows.tolist(), added_counts.tolist(), ends, strict=True)
-        )
+        for q, n, e in zip(rows.tolist(), added_counts.tolist(), ends, strict=True):
+            yield grade_of[np.concatenate((codes[offsets[q] : offsets[q + 1]], extra[e - n : e]))]
+
+    def _counts_of_codes(
+        self, rows: Int64s, added: bytes, added_counts: Int64s
+    ) -> tuple[GradeCounts, ...]:
+        """Per ranking: the `GradeCounts` of its ideal grades (`QueryIdeals.counts`)."""
+        grades = self._ideal_grades(rows, added, added_counts)
+        return tuple(grade_counts(ranking.tolist()) for ranking in grades)
 
     def _top_of_codes(self, rows: Int64s, added: bytes, added_counts: Int64s) -> dict[Gain, Floats]:
-        """Per ranking (query `rows[i]`): the highest gains (`QueryIdeals.top`) of its query's
-        ideal codes and its next `added_counts[i]` codes of `added` (the C paths' ideals)."""
-        offsets, codes, _ = self._ideal_code_lists()
-        grade_of = np.array(self._code_grades, dtype=np.int64)
-        extra = np.frombuffer(added, dtype=np.uint8)
-        ends = np.cumsum(added_counts)
+        """Per ranking: the highest gains (`QueryIdeals.top`) of its ideal grades."""
         gains, depth = self._top
         top = {gain: np.empty((len(rows), depth)) for gain in gains}
+        grades = self._ideal_grades(rows, added, added_counts)
         for start in range(0, len(rows), CHUNK_ROWS):
-            stop = start + CHUNK_ROWS
-            lists = [
-                grade_of[np.concatenate((codes[offsets[q] : offsets[q + 1]], extra[e - n : e]))]
-                for q, n, e in zip(
-                    rows[start:stop].tolist(),
-                    added_counts[start:stop].tolist(),
-                    ends[start:stop].tolist(),
-                    strict=True,
-                )
-            ]
+            lists = list(islice(grades, CHUNK_ROWS))
             for gain, values in top_gains(padded_grades(lists), self._top).items():
-                top[gain][start:stop] = values
+                top[gain][start : start + len(lists)] = values
         return top
 
     def _code_tables(self) -> CodeTables:
