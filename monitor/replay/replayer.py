@@ -36,8 +36,6 @@ from apscheduler.events import (
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from kafka import KafkaProducer
-from kafka.errors import KafkaError
 from prometheus_client import CollectorRegistry, start_http_server
 from rich.progress import Progress
 
@@ -47,12 +45,11 @@ from monitor.ingest.schema import (
     DEFAULT_MAX_ID_BYTES,
     DEFAULT_MAX_VALUE_BYTES,
 )
-from monitor.kafka.options import producer_options
 from monitor.kafka.settings import KafkaConfig
 from monitor.logs import fields
 from monitor.replay.archive import RunArchive
 from monitor.replay.metrics import ReplayMetrics
-from monitor.replay.publish import KafkaPublisher, PublishError
+from monitor.replay.publish import KafkaPublisher
 from monitor.replay.ranker import Answer, RankerClient
 from monitor.replay.runner import Publisher, ReplayReport, run_replay, write_run
 from monitor.replay.settings import ReplayConfig
@@ -119,17 +116,7 @@ class Replayer:
             max_document_bytes=max_document_bytes,
         )
         if publisher is None:
-            try:
-                compression = self.settings.compression
-                options = {
-                    **producer_options(kafka),
-                    "compression_type": None if compression == "none" else compression,
-                }
-                producer = KafkaProducer(**options, linger_ms=20, bootstrap_timeout_ms=10_000)
-            except KafkaError as error:
-                servers = ", ".join(kafka.bootstrap_servers)
-                raise PublishError(f"cannot reach Kafka at {servers}: {error}") from None
-            publisher = KafkaPublisher(producer, kafka.topic)
+            publisher = KafkaPublisher.connect(kafka, self.settings.compression)
         self.publisher = publisher
         self.registry = registry or CollectorRegistry()
         self.metrics = ReplayMetrics(self.registry)
