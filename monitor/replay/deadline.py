@@ -1,7 +1,8 @@
-"""Connections whose every attempt has one deadline, body included: the replayer's ranker
-client (`monitor.replay.ranker`) and the judge worker's chat client (`monitor.judge.chat`)
-set `deadline` (monotonic seconds) before each request; a socket's own timeout bounds one
-read only, so an answer dripped a byte at a time would otherwise never time out."""
+"""`http.client` connections whose every attempt has one deadline, body included: the judge
+worker's chat client (`monitor.judge.chat`) sets `deadline` (monotonic seconds) before each
+request; a socket's own timeout bounds one read only, so an answer dripped a byte at a time
+would otherwise never time out. (The replay's ranker client has a connection of its own with
+the same deadline, `monitor.replay.connection`.)"""
 
 from __future__ import annotations
 
