@@ -64,6 +64,8 @@ class RankerServer(Served):
         self._lock = threading.Lock()  # the ranker's random numbers are one sequence
         self._by_text = {topic_text(q): q for q in corpus.query_ids}
         self.requests = 0
+        self.in_flight = 0
+        self.most_in_flight = 0  # requests answered at once, at most (a replay's concurrency)
         self.last_headers: dict[str, str] = {}  # of the last request, for tests
         super().__init__(self._handler(), "ranker-http", host, port)
 
@@ -75,6 +77,15 @@ class RankerServer(Served):
         """(status, body) for one request body."""
         with self._lock:
             self.requests += 1
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            return self._answer(request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         query_id = self._by_text.get(str(request.get("query")))
         if query_id is None:
             return 200, {"hits": [], "model": self.version.name}

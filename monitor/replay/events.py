@@ -55,13 +55,8 @@ def query_event(
     if answer.outcome == "ranked":
         event["ranking"] = list(answer.ids)
         event["replay"] = {"id": replay_id}
-        documents = {
-            doc: dict(fields)
-            for doc, fields in zip(answer.ids, answer.documents, strict=False)
-            if fields
-        }
-        if documents:
-            event["documents"] = documents
+        if answer.documents:
+            event["documents"] = answer.documents
     else:
         event["replay"] = {"id": replay_id, "outcome": answer.outcome, "reason": answer.reason}
     return query.query_id.encode(), orjson.dumps(event)

@@ -2,7 +2,9 @@
 
 `RankerClient.ask(query)` builds the request from the settings' template, sends it on this
 thread's persistent connection, retries a refused connection, a timeout, a 429 or a 5xx
-answer (waiting `backoff`, doubling), and returns an `Answer`:
+answer (waiting `backoff`, doubling), and returns an `Answer`. A replay's worker asks in
+three steps (`send`, `Call.receive`, `Reply.answer`), so that it publishes one query's record
+while the ranker works on the next (`monitor.replay.runner`). The outcomes:
 
 - `ranked`: the document ids (and scores) found at the answer's `ids` path, cut at the depth,
   and what a judge reads of each (title, snippet, url at the `fields` paths, where present);
@@ -19,23 +21,22 @@ The answer is input like an event: `timeout` bounds the whole attempt (connectin
 the status line, the headers and the body together, however slowly the bytes drip), and at
 most `max_response_bytes` of a body are read.
 
-Only the standard library's `http.client`: a connection per worker thread, kept alive.
+A connection per worker thread, kept alive (`monitor.replay.connection`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import http.client
 import json
 import re
-import socket
 import ssl
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import repeat
+from types import MappingProxyType
 from typing import Any, Final
 
 import orjson
@@ -49,14 +50,25 @@ from monitor.ingest.schema import (
     DOCUMENT_FIELDS,
 )
 from monitor.limits import longer_than
-from monitor.replay.deadline import DeadlineHTTPConnection, DeadlineHTTPSConnection
+from monitor.replay.connection import (
+    ProtocolError,
+    RankerConnection,
+    Response,
+    TooLargeError,
+)
 from monitor.replay.settings import Preset, RankerSettings
 from monitor.replay.topics import Query
 
-__all__ = ["OUTCOMES", "Answer", "RankerClient", "fill", "fit_document", "walk"]
+__all__ = ["OUTCOMES", "Answer", "Call", "RankerClient", "Reply", "fill", "fit_document", "walk"]
 
 OUTCOMES: Final = ("ranked", "error", "timeout")
 _RETRIED_STATUS: Final = frozenset({429, 500, 502, 503, 504})
+_NO_DOCUMENTS: Final[Mapping[str, dict[str, str]]] = MappingProxyType({})
+# What a URL's path and query keep as written; the rest is percent-encoded.
+_URL_SAFE: Final = "/:@!$&'()*+,;=-._~%"
+_ID_TYPES: Final = frozenset({str, int})
+_STR: Final = frozenset({str})
+_SCORE_TYPES: Final = frozenset({int, float})
 
 
 @dataclass(frozen=True)
@@ -69,10 +81,13 @@ class Answer:
     labels: tuple[tuple[str, str], ...] = ()
     reason: str = ""
     attempts: int = 1
-    latency_s: float = 0.0  # of the last attempt
+    # Of the last attempt: from its request's send to its answer's last byte (in a replay,
+    # the worker publishes the previous query's record meanwhile: tens of microseconds).
+    latency_s: float = 0.0
     sample: str = ""  # an answer whose ids were not found: its start, for the log line
-    # What a judge reads of each document (title, snippet, url), aligned with `ids`.
-    documents: tuple[DocumentFields, ...] = ()
+    # What a judge reads of each document (title, snippet, url), by document id; a document
+    # the answer says nothing of is left out.
+    documents: Mapping[str, dict[str, str]] = field(default_factory=dict)
 
 
 class _FailedError(Exception):
@@ -102,23 +117,28 @@ def fill(template: Any, query: Query, depth: int) -> Any:
     return _PLACEHOLDER.sub(lambda found: values[found.group(1)], template)
 
 
-def walk(answer: Any, path: str) -> list[Any] | None:
+def walk(answer: Any, path: str, *, gaps: bool = False) -> list[Any] | None:
     """The values at `path` (`hits.hits[]._id`) in the parsed answer; None when a key on the
-    way is missing or the `[]` step is not a list."""
+    way is missing or the `[]` step is not a list. `gaps`: an item without the key after the
+    `[]` (or with null there) gives None in its place rather than the whole path None (a
+    document with no title among titled ones)."""
     before, after = _keys(path)
     node = _walk_keys(answer, before)
     if not isinstance(node, list):
         return None
     if not after:
         return list(node)
-    if len(after) == 1:  # `hits[].id`: one key a document
-        key = after[0]
-        found = [item.get(key) if type(item) is dict else None for item in node]
-        return None if None in found else found
+    if len(after) == 1:  # `hits[].id`: one key a document, looked up in C
+        try:
+            found = list(map(dict.get, node, repeat(after[0])))
+        except TypeError:  # an item that is not an object
+            found = [item.get(after[0]) if type(item) is dict else None for item in node]
+            return found if gaps else None
+        return found if gaps or None not in found else None
     values = []
     for item in node:
         value = _walk_keys(item, after)
-        if value is None:
+        if value is None and not gaps:
             return None
         values.append(value)
     return values
@@ -175,19 +195,30 @@ class RankerClient:
         self._https = url.scheme == "https"
         self._host = url.hostname or "localhost"
         self._port = url.port or (443 if self._https else 80)
-        self._path = url.path or "/"
-        self._query = url.query
+        self._path = urllib.parse.quote(url.path or "/", safe=_URL_SAFE)
+        self._query = urllib.parse.quote(url.query, safe=_URL_SAFE + "?")
         self._body = None if self.preset.body is None else json.loads(self.preset.body)
-        headers = {"Accept": "application/json", "User-Agent": f"rankmon/{__version__}"}
+        headers = {
+            "Host": url.netloc.rpartition("@")[2],
+            "Accept": "application/json",
+            "Accept-Encoding": "identity",
+            "User-Agent": f"rankmon/{__version__}",
+        }
         if self.preset.method == "POST":
             headers["Content-Type"] = "application/json"
         if settings.token is not None:
             headers["Authorization"] = f"Bearer {settings.token.reveal()}"
         headers.update(settings.headers)
         headers.update((name, secret.reveal()) for name, secret in settings.secret_headers)
-        self._headers = headers
+        # Every request's headers but its length, as bytes once (a value past Latin-1, which
+        # `http.client` could not send, goes as UTF-8).
+        self._head = b"".join(
+            name.encode("ascii") + b": " + _header_bytes(value) + b"\r\n"
+            for name, value in headers.items()
+        )
+        self._tls = ssl.create_default_context() if self._https else None
         self._local = threading.local()
-        self._connections: list[DeadlineHTTPConnection | DeadlineHTTPSConnection] = []
+        self._connections: list[RankerConnection] = []
         self._lock = threading.Lock()
 
     def ask(self, query: Query, pace: Callable[[], bool] | None = None) -> Answer:
@@ -196,40 +227,21 @@ class RankerClient:
         `pace()` is called before every attempt, retries included (the replay's rate limit:
         a retry is a request to the ranker like any other); when it returns False the query
         ends `error`/`cancelled` without another request."""
-        method, target, body = self._request(query)
-        attempts = 0
-        wait = self.settings.backoff.seconds
-        while True:
-            if pace is not None and not pace():
-                return Answer("error", reason="cancelled", attempts=attempts)
-            attempts += 1
-            started = time.monotonic()
-            try:
-                status, headers, data = self._send(method, target, body)
-                latency = time.monotonic() - started
-                return self._answer(status, headers, data, attempts, latency)
-            except _FailedError as failed:
-                latency = time.monotonic() - started
-                if not failed.retry or attempts > self.settings.retries:
-                    return Answer(
-                        failed.outcome,
-                        reason=failed.reason,
-                        attempts=attempts,
-                        latency_s=latency,
-                        sample=failed.sample,
-                    )
-            self._sleep(wait)
-            wait *= 2
+        return self.send(query, pace).receive().answer()
+
+    def send(self, query: Query, pace: Callable[[], bool] | None = None) -> Call:
+        """`query`'s first attempt sent (after `pace()`, as `ask`); `Call.receive` waits for
+        its answer."""
+        call = Call(self, self._request(query), pace)
+        call.attempt()
+        return call
 
     def interrupt(self) -> None:
         """Shut every thread's connection: a request in flight ends at once (as failed)."""
         with self._lock:
             connections = list(self._connections)
         for connection in connections:
-            sock = connection.sock
-            if sock is not None:
-                with contextlib.suppress(OSError):  # closed already
-                    sock.shutdown(socket.SHUT_RDWR)
+            connection.shutdown()
 
     def close(self) -> None:
         """Close every thread's connection."""
@@ -238,69 +250,29 @@ class RankerClient:
                 connection.close()
             self._connections.clear()
 
-    def _request(self, query: Query) -> tuple[str, str, bytes | None]:
+    def _request(self, query: Query) -> bytes:
+        """The whole request of `query`: its request line, headers and body."""
         params = [(k, str(fill(v, query, self.depth))) for k, v in self.preset.params]
         query_string = "&".join(filter(None, [self._query, urllib.parse.urlencode(params)]))
         target = self._path + (f"?{query_string}" if query_string else "")
+        line = f"{self.preset.method} {target} HTTP/1.1\r\n".encode("ascii")
         if self.preset.method == "GET":
-            return "GET", target, None
+            return line + self._head + b"\r\n"
         body = orjson.dumps(fill(self._body or {}, query, self.depth))
-        return "POST", target, body
+        return b"%s%sContent-Length: %d\r\n\r\n%s" % (line, self._head, len(body), body)
 
-    def _connection(self) -> DeadlineHTTPConnection | DeadlineHTTPSConnection:
-        connection: DeadlineHTTPConnection | DeadlineHTTPSConnection | None = getattr(
-            self._local, "connection", None
-        )
+    def _connection(self) -> RankerConnection:
+        connection: RankerConnection | None = getattr(self._local, "connection", None)
         if connection is None:
-            timeout = self.settings.timeout.seconds
-            if self._https:
-                context = ssl.create_default_context()
-                connection = DeadlineHTTPSConnection(
-                    self._host, self._port, timeout=timeout, context=context
-                )
-            else:
-                connection = DeadlineHTTPConnection(self._host, self._port, timeout=timeout)
+            connection = RankerConnection(self._host, self._port, context=self._tls)
             self._local.connection = connection
             with self._lock:
                 self._connections.append(connection)
         return connection
 
-    def _drop_connection(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        self._local.connection = None
-        if connection is not None:
-            connection.close()
-
-    def _send(
-        self, method: str, target: str, body: bytes | None
-    ) -> tuple[int, Mapping[str, str], bytes]:
-        connection = self._connection()
-        # One deadline for the whole attempt: every socket read and write gets what is left.
-        connection.deadline = time.monotonic() + self.settings.timeout.seconds
-        limit = self.settings.max_response_bytes
-        try:
-            connection.request(method, target, body=body, headers=self._headers)
-            response = connection.getresponse()
-            data = response.read(limit + 1)
-        except TimeoutError:
-            self._drop_connection()
-            raise _FailedError("timeout", "timeout", retry=True) from None
-        except (OSError, http.client.HTTPException):
-            self._drop_connection()
-            raise _FailedError("error", "connection", retry=True) from None
-        if len(data) > limit:
-            self._drop_connection()  # the rest of the body is never read
-            raise _FailedError("error", "too_large", retry=False)
-        if response.will_close or not response.isclosed():
-            self._drop_connection()
-        headers = {name.lower(): value for name, value in response.getheaders()}
-        return response.status, headers, data
-
-    def _answer(
-        self, status: int, headers: Mapping[str, str], data: bytes, attempts: int, latency: float
-    ) -> Answer:
-        if not 200 <= status < 300:
-            raise _FailedError("error", f"http_{status}", retry=status in _RETRIED_STATUS)
+    def _answer(self, response: Response, attempts: int, latency: float) -> Answer:
+        """A 2xx answer read for its ids; `_FailedError` says what is wrong with it."""
+        data, headers = response.body, response.headers
         try:
             parsed = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -308,14 +280,19 @@ class RankerClient:
         found = walk(parsed, self.preset.ids)
         if found is None:
             raise _FailedError("error", "no_ids", retry=False, sample=_sample(data))
-        if not all(isinstance(doc, str | int) and not isinstance(doc, bool) for doc in found):
+        # Parsed JSON holds exact types: a bool is no id, its type is not int.
+        kinds = set(map(type, found))
+        if not kinds <= _ID_TYPES:
             raise _FailedError("error", "bad_ids", retry=False, sample=_sample(data))
-        ids = tuple(str(doc) for doc in found)[: self.depth]
+        kept = found[: self.depth]
+        ids = tuple(kept) if kinds == _STR else tuple(map(str, kept))
         if not ids:
             raise _FailedError("error", "empty_answer", retry=False)
         if len(set(ids)) != len(ids):
             raise _FailedError("error", "duplicate_doc", retry=False)
-        if any(longer_than(doc, self.max_id_bytes) for doc in ids):
+        if max(map(len, ids)) * 4 > self.max_id_bytes and any(
+            longer_than(doc, self.max_id_bytes) for doc in ids
+        ):
             raise _FailedError("error", "id_too_long", retry=False)
         labels = self._labels(parsed, headers)
         if any(longer_than(value, self.max_value_bytes) for _, value in labels):
@@ -327,36 +304,46 @@ class RankerClient:
             labels,
             attempts=attempts,
             latency_s=latency,
-            documents=self._documents(parsed, len(found), len(ids)),
+            documents=self._documents(parsed, len(found), ids),
         )
 
-    def _documents(self, parsed: Any, count: int, kept: int) -> tuple[DocumentFields, ...]:
+    def _documents(
+        self, parsed: Any, count: int, ids: tuple[str, ...]
+    ) -> Mapping[str, dict[str, str]]:
         """Each document's title, snippet and url where the answer has them (strings, at the
         paths of `fields`, one per document), within `max_document_bytes` together."""
+        kept = len(ids)
         names: list[str] = []
         columns: list[list[Any]] = []
         for name, path in self._fields:  # in DOCUMENT_FIELDS order
-            found = walk(parsed, path)
-            if found is not None and len(found) == count:
+            found = walk(parsed, path, gaps=True)
+            if found is not None and len(found) == count and any(found[:kept]):
                 names.append(name)
-                columns.append(found)
+                columns.append(found[:kept])
         if not columns:
-            return ()
+            return _NO_DOCUMENTS
         # Per document, a string of at most a quarter of the limit in characters fits however
         # it encodes: only a longer one is measured and cut (`fit_document`).
         short = self.max_document_bytes // 4
-        documents = []
-        for row in range(kept):
+        # Every field a non-empty string (the usual answer), none long enough that some
+        # document's fields together could be: each document's whole, built in C.
+        if all(set(map(type, column)) == _STR and all(column) for column in columns) and (
+            sum([max(map(len, column)) for column in columns]) <= short
+        ):
+            rows = zip(*columns, strict=True)
+            return dict(zip(ids, map(dict, map(zip, repeat(names), rows)), strict=True))
+        documents = {}
+        for doc, row in zip(ids, zip(*columns, strict=True), strict=True):
             texts = [
-                (name, column[row])
-                for name, column in zip(names, columns, strict=True)
-                if type(column[row]) is str and column[row]
+                (name, value)
+                for name, value in zip(names, row, strict=True)
+                if type(value) is str and value
             ]
-            if sum(len(text) for _, text in texts) <= short:
-                documents.append(tuple(texts))
-            else:
-                documents.append(fit_document(texts, self.max_document_bytes))
-        return tuple(documents)
+            if sum(len(text) for _, text in texts) > short:
+                texts = list(fit_document(texts, self.max_document_bytes))
+            if texts:
+                documents[doc] = dict(texts)
+        return documents
 
     def _scores(self, parsed: Any, count: int) -> tuple[float, ...] | None:
         if self.preset.scores is None:
@@ -364,9 +351,9 @@ class RankerClient:
         found = walk(parsed, self.preset.scores)
         if found is None or len(found) != count:
             return None
-        if not all(isinstance(s, int | float) and not isinstance(s, bool) for s in found):
+        if not set(map(type, found)) <= _SCORE_TYPES:  # a bool is no score
             return None
-        return tuple(float(score) for score in found)[: self.depth]
+        return tuple(map(float, found[: self.depth]))
 
     def _labels(self, parsed: Any, headers: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
         labels = []
@@ -376,6 +363,127 @@ class RankerClient:
             if value is not None and not isinstance(value, dict | list):
                 labels.append((label, str(value)))
         return tuple(labels)
+
+
+class Call:
+    """One query on its way to the ranker: its request, and what became of its attempts."""
+
+    def __init__(
+        self, client: RankerClient, request: bytes, pace: Callable[[], bool] | None
+    ) -> None:
+        self._client = client
+        self._request = request
+        self._pace = pace
+        self.attempts = 0
+        self._started = 0.0
+        self._failed: _FailedError | None = None
+        self._cancelled = False
+
+    def attempt(self) -> None:
+        """Send the request again (after `pace()`); a failure to send is kept for `receive`."""
+        if self._pace is not None and not self._pace():
+            self._cancelled = True
+            return
+        self.attempts += 1
+        self._failed = None
+        self._started = time.monotonic()
+        deadline = self._started + self._client.settings.timeout.seconds
+        try:
+            self._client._connection().send(self._request, deadline)
+        except TimeoutError:
+            self._failed = _FailedError("timeout", "timeout", retry=True)
+        except OSError:
+            self._failed = _FailedError("error", "connection", retry=True)
+
+    def receive(self) -> Reply:
+        """The answer, waited for; a refused connection, a timeout, a 429 or a 5xx is tried
+        again (after `backoff`, doubling) until `retries` are spent. Never raises for the
+        ranker's faults."""
+        settings = self._client.settings
+        wait = settings.backoff.seconds
+        while True:
+            if self._cancelled:
+                return Reply(self._client, failed=_failure("error", "cancelled", self.attempts))
+            failed = self._failed or self._read()
+            if isinstance(failed, Reply):
+                return failed
+            if not failed.retry or self.attempts > settings.retries:
+                latency = time.monotonic() - self._started
+                return Reply(
+                    self._client,
+                    failed=Answer(
+                        failed.outcome,
+                        reason=failed.reason,
+                        attempts=self.attempts,
+                        latency_s=latency,
+                        sample=failed.sample,
+                    ),
+                )
+            self._client._sleep(wait)
+            wait *= 2
+            self.attempt()
+
+    def _read(self) -> Reply | _FailedError:
+        try:
+            response = self._client._connection().receive(self._client.settings.max_response_bytes)
+        except TimeoutError:
+            return _FailedError("timeout", "timeout", retry=True)
+        except TooLargeError:
+            return _FailedError("error", "too_large", retry=False)
+        except (OSError, ProtocolError):
+            return _FailedError("error", "connection", retry=True)
+        latency = time.monotonic() - self._started
+        if not 200 <= response.status < 300:
+            status = response.status
+            return _FailedError("error", f"http_{status}", retry=status in _RETRIED_STATUS)
+        return Reply(self._client, response, self.attempts, latency)
+
+
+class Reply:
+    """The ranker's answer to one query, read but not yet looked into (`answer()` does), or
+    the outcome of a query that got none."""
+
+    __slots__ = ("_client", "attempts", "failed", "latency_s", "response")
+
+    def __init__(
+        self,
+        client: RankerClient,
+        response: Response | None = None,
+        attempts: int = 0,
+        latency_s: float = 0.0,
+        *,
+        failed: Answer | None = None,
+    ) -> None:
+        self._client = client
+        self.response = response
+        self.attempts = attempts
+        self.latency_s = latency_s
+        self.failed = failed
+
+    def answer(self) -> Answer:
+        """The query's outcome: its ranking found in the answer, or why there is none."""
+        if self.failed is not None:
+            return self.failed
+        assert self.response is not None
+        try:
+            return self._client._answer(self.response, self.attempts, self.latency_s)
+        except _FailedError as failed:
+            return _failure(
+                failed.outcome, failed.reason, self.attempts, self.latency_s, failed.sample
+            )
+
+
+def _failure(
+    outcome: str, reason: str, attempts: int, latency_s: float = 0.0, sample: str = ""
+) -> Answer:
+    return Answer(outcome, reason=reason, attempts=attempts, latency_s=latency_s, sample=sample)
+
+
+def _header_bytes(value: str) -> bytes:
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
 
 
 def fit_document(fields: list[tuple[str, str]], max_bytes: int) -> DocumentFields:

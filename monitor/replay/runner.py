@@ -56,8 +56,24 @@ __all__ = [
 STOP_GRACE_S: Final = 2.0
 
 
+class Received(Protocol):
+    """An answer read, not yet looked into (`monitor.replay.ranker.Reply`)."""
+
+    def answer(self) -> Answer: ...
+
+
+class Pending(Protocol):
+    """A query sent (`monitor.replay.ranker.Call`)."""
+
+    def receive(self) -> Received: ...
+
+
 class Asker(Protocol):
-    def ask(self, query: Query, pace: Callable[[], bool] | None = None) -> Answer: ...
+    """The ranker (`monitor.replay.ranker.RankerClient`)."""
+
+    def send(self, query: Query, pace: Callable[[], bool] | None = None) -> Pending:
+        """Send `query`'s first attempt (after `pace()`, which says whether to go on, before
+        each attempt, retries included)."""
 
     def interrupt(self) -> None:
         """Shut the connections of the requests in flight (they end as failed)."""
@@ -217,9 +233,9 @@ def run_replay(
             limit.acquire(stop)
         return going()
 
-    def ask(query: Query) -> Answer:
-        answer = asker.ask(query, pace)
-        if answer.outcome != "ranked" and stop.is_set():
+    def outcome(reply: Received, stopped: bool) -> Answer:
+        answer = reply.answer()
+        if answer.outcome != "ranked" and stopped:
             return Answer("error", reason="cancelled", attempts=answer.attempts)
         if tripped is not None and answer.reason == "cancelled":
             return Answer("error", reason="aborted", attempts=answer.attempts)
@@ -231,8 +247,9 @@ def run_replay(
 
     def cut_in_flight() -> None:
         # After a stop, what is still in flight gets the grace, then its connection is shut.
-        while not done.is_set():
-            if stop.wait(0.1):
+        # It waits on `done` (a replay's end is not held up to the next look at `stop`).
+        while not done.wait(0.05):
+            if stop.is_set():
                 if not done.wait(stop_grace_s):
                     asker.interrupt()
                 return
@@ -240,29 +257,41 @@ def run_replay(
     publisher.begin(start_marker(replay_id, started_ms=report.started_ms, segment=segment))
     watcher = threading.Thread(target=cut_in_flight, name="replay-stop", daemon=True)
     watcher.start()
-    # `concurrency` workers, each taking the next query, asking it and publishing its record:
-    # no future per query, and no hop to another thread per answer (at concurrency 1 that
-    # hop cost the driver a third of its speed against a plain client loop).
-    pending = iter(queries)
+    # `concurrency` workers, each taking the next query, sending it, then looking into the
+    # previous query's answer and publishing its record while the ranker works on this one,
+    # then reading this one's answer: at most one request in flight a worker, and no hop to
+    # another thread (at concurrency 1 that hop cost the driver a third of its speed against
+    # a plain client loop). The circuit breaker hears of a failure one query later.
+    # A list's iterator hands each query to one worker without a lock (its next() is one
+    # step under the GIL); the report and the publisher take the lock.
+    pending = iter(list(queries))
     lock = threading.Lock()
     failures: list[BaseException] = []
 
+    def take(query: Query, reply: Received, stopped: bool) -> None:
+        answer = outcome(reply, stopped)
+        with lock:
+            _take(report, query, answer, publisher, segment)
+            if on_answer is not None:
+                on_answer(query, answer)
+
     def work() -> None:
-        while True:
-            with lock:
+        held: tuple[Query, Received, bool] | None = None  # and whether a stop came by then
+        try:
+            while True:
                 query = next(pending, None)
-            if query is None or failures:
-                return
-            try:
-                answer = ask(query)
-                with lock:
-                    _take(report, query, answer, publisher, segment)
-                    if on_answer is not None:
-                        on_answer(query, answer)
-            except BaseException as error:  # re-raised by the caller's thread below
-                with lock:
-                    failures.append(error)
-                return
+                if query is None or failures:
+                    break
+                call = asker.send(query, pace)
+                if held is not None:
+                    take(*held)
+                reply = call.receive()
+                held = (query, reply, stop.is_set())
+            if held is not None:
+                take(*held)
+        except BaseException as error:  # re-raised by the caller's thread below
+            with lock:
+                failures.append(error)
 
     workers = [
         threading.Thread(target=work, name=f"replay-{n}", daemon=True)

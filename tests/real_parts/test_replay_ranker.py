@@ -113,6 +113,8 @@ def test_a_replay_ends_every_query_in_one_outcome_and_its_markers_count_every_re
     assert server.last_headers["X-Api-Key"] == "k1" and server.last_headers["X-T"] == "s"
     # the retried queries were asked twice; every other query once
     assert server.requests == len(CORPUS.query_ids) + 2
+    # a worker publishes a record while the ranker works on its next query, never asking two
+    assert 2 <= server.most_in_flight <= 4
     assert sum(end["events"] for _, end in publisher.ends) == len(publisher.records)  # type: ignore[misc]
     assert all(end["queries"] == 24 and end["end"] is True for _, end in publisher.ends)
 

@@ -108,7 +108,7 @@ def test_the_replayer_keeps_the_title_and_link_whole_and_cuts_the_snippet_to_the
 
 
 def test_a_replayed_query_event_says_what_the_ranker_said_of_each_document() -> None:
-    answer = Answer("ranked", ("d1", "d2"), documents=((("title", "One"),), ()))
+    answer = Answer("ranked", ("d1", "d2"), documents={"d1": {"title": "One"}})
     _, value = query_event("r1", Query("q1", "text"), answer, {}, 1_767_225_600_000)
     event = orjson.loads(value)
     assert event["documents"] == {"d1": {"title": "One"}}
