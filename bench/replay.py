@@ -12,8 +12,9 @@ of its own (so its work does not share this process's interpreter), answering ea
    the answers, nothing more;
 2. rankmon: `run_replay` with `RankerClient` (request templates, answer parsing, outcome per
    query, retries armed, each document's title and snippet kept unless `--no-fields`)
-   publishing every record and the end markers to a Tansu topic through `KafkaPublisher`
-   (acks=all, lz4 as `replay.compression`'s default).
+   publishing every record and the end markers to a Tansu topic through the replayer's own
+   `KafkaPublisher.connect` (acks=all, lz4 as `replay.compression`'s default), with the
+   progress bar `rankmon replay --once` shows on a terminal (drawn to /dev/null).
 
 It prints both medians in queries/s and their ratio (rankmon / baseline): what rankmon's own
 work costs a replay, at the concurrency a team would use. The machine has 2 cores: the ranker
@@ -27,6 +28,7 @@ import argparse
 import http.client
 import json
 import multiprocessing
+import os
 import statistics
 import tempfile
 import threading
@@ -35,13 +37,15 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 
-from kafka import KafkaProducer
+from rich.console import Console
+from rich.progress import Progress
 
 from monitor.declare import read_settings
 from monitor.demo.broker import EmbeddedBroker
 from monitor.demo.http_ranker import RankerServer, topic_text
 from monitor.demo.ranker import ModelVersion
 from monitor.demo.synthetic import generate_corpus
+from monitor.kafka.settings import KafkaConfig
 from monitor.replay.publish import KafkaPublisher
 from monitor.replay.ranker import RankerClient
 from monitor.replay.runner import run_replay
@@ -103,18 +107,25 @@ def rankmon(
         tree["fields"] = {}
     settings = read_settings(RankerSettings, ConfigSection(tree, "r", {}))
     client = RankerClient(settings, DEPTH)
-    producer = KafkaProducer(
-        bootstrap_servers=broker.bootstrap_servers,
-        acks="all",
-        linger_ms=20,
-        compression_type="lz4",  # replay.compression's default
-    )
-    publisher = KafkaPublisher(producer, topic)
-    started = time.perf_counter()
-    report = run_replay(
-        queries, client, publisher, replay_id=f"bench-{topic}", segment={}, concurrency=concurrency
-    )
-    elapsed = time.perf_counter() - started
+    kafka = KafkaConfig(bootstrap_servers=(broker.bootstrap_servers,), topic=topic)
+    publisher = KafkaPublisher.connect(kafka, "lz4")  # replay.compression's default
+    # The progress bar `rankmon replay --once` shows on a terminal, drawn to nowhere.
+    with open(os.devnull, "w") as nowhere:
+        bar = Progress(transient=True, console=Console(file=nowhere, force_terminal=True))
+        task = bar.add_task("replay", total=len(queries))
+        bar.start()
+        started = time.perf_counter()
+        report = run_replay(
+            queries,
+            client,
+            publisher,
+            replay_id=f"bench-{topic}",
+            segment={},
+            concurrency=concurrency,
+            on_answer=lambda query, answer: bar.advance(task),
+        )
+        elapsed = time.perf_counter() - started
+        bar.stop()
     client.close()
     publisher.close()
     assert report.outcomes["ranked"] == len(queries), report.line()
