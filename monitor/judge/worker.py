@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 import orjson
+from rich.console import Console
 from rich.progress import Progress
 
 from monitor.errors import InputError
@@ -323,7 +324,7 @@ def progress_bar(shown: bool, total: int) -> Any:
     """A terminal progress bar over `total` pairs (None when not a terminal)."""
     if not shown or not sys.stderr.isatty() or total == 0:
         return None
-    bar = Progress(transient=True)
+    bar = Progress(transient=True, console=Console(stderr=True))
     bar.start()
     bar.add_task("judging", total=total)
     return bar

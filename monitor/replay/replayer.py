@@ -37,6 +37,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from prometheus_client import CollectorRegistry, start_http_server
+from rich.console import Console
 from rich.progress import Progress
 
 from monitor.errors import ConfigError, RankmonError
@@ -258,7 +259,7 @@ class _progress_bar:  # noqa: N801 - used as a context manager, like a function
     def __enter__(self) -> Callable[[Query, Answer], None]:
         if not self.shown:
             return lambda query, answer: None
-        self._progress = Progress(transient=True)
+        self._progress = Progress(transient=True, console=Console(stderr=True))
         self._progress.start()
         task = self._progress.add_task(f"replay {self.replay_id}", total=self.total)
         return lambda query, answer: self._progress.advance(task)

@@ -5,7 +5,9 @@ as one failed query with its reason, and the honest queries beside it are ranked
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -239,6 +241,44 @@ def test_a_wrong_ids_path_is_an_error_line_naming_the_setting_with_a_sample_answ
     assert re.search(r'The answer to q[12]: \{"hits": \[\{"id": "d[12]"', fix.getMessage())
     [line] = [r for r in caplog.records if "replay r" in r.getMessage() and r is not fix]
     assert line.levelname == "WARNING" and "failed" in line.getMessage()
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal, keeping what is drawn on it."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_replay_on_a_terminal_draws_its_progress_on_stderr_never_on_stdout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "qrels.txt").write_text("".join(f"q{n} 0 d{n} 1\n" for n in range(30)))
+    (tmp_path / "topics.tsv").write_text("".join(f"q{n}\tq{n} text\n" for n in range(30)))
+    stderr, stdout = Terminal(), io.StringIO()  # stdout piped to a file, as `> run.txt`
+    monkeypatch.setattr(sys, "stderr", stderr)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    rankings = {f"q{n} text": [f"d{n}"] for n in range(30)}
+    with HostileRanker(rankings) as ranker:
+        section = ConfigSection(
+            {"topics": "topics.tsv", "ranker": {"url": ranker.url}}, "replay", {}, base=tmp_path
+        )
+        settings = read_settings(ReplayConfig, section)
+        replayer = Replayer(
+            settings,
+            KafkaConfig(topic="t"),
+            tmp_path / "qrels.txt",
+            publisher=Published(),
+            progress=True,
+        )
+        try:
+            report = replayer.once()
+        finally:
+            replayer.close()
+    assert report.outcomes == {"ranked": 30}
+    assert f"replay {report.replay_id}" in stderr.getvalue()
+    assert "30/30" in stderr.getvalue() or "100%" in stderr.getvalue()
+    assert stdout.getvalue() == ""
 
 
 def test_a_cron_from_the_environment_needs_no_quotes(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ budget: grades read leniently but never guessed."""
 
 from __future__ import annotations
 
+import io
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from monitor.errors import ConfigError
 from monitor.judge.grade import Graded, Ungraded, read_grade
 from monitor.judge.prompt import DEFAULT_TEMPLATE, Prompt
-from monitor.judge.worker import HourlyBudget
+from monitor.judge.worker import HourlyBudget, progress_bar
 
 SCALE = (0, 1, 2, 3)
 
@@ -90,3 +92,23 @@ def test_the_hourly_budget_waits_for_the_oldest_request_to_leave_the_hour() -> N
     assert tokens.wait_s() == 0.0
     tokens.spend(100)
     assert tokens.wait_s() == pytest.approx(3600.0)
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_judge_workers_progress_bar_is_drawn_on_stderr_never_on_stdout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stderr, stdout = Terminal(), io.StringIO()  # stdout piped to a file
+    monkeypatch.setattr(sys, "stderr", stderr)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    bar = progress_bar(True, 4)
+    assert bar is not None
+    for task in bar.tasks:
+        bar.advance(task.id, 4)
+    bar.stop()
+    assert "judging" in stderr.getvalue()
+    assert stdout.getvalue() == ""
