@@ -95,6 +95,16 @@ class _FailedError(Exception):
         super().__init__(reason)
         self.outcome, self.reason, self.retry, self.sample = outcome, reason, retry, sample
 
+    def answer(self, attempts: int, latency_s: float) -> Answer:
+        """The query's outcome: this failure, after `attempts`."""
+        return Answer(
+            self.outcome,
+            reason=self.reason,
+            attempts=attempts,
+            latency_s=latency_s,
+            sample=self.sample,
+        )
+
 
 _PLACEHOLDER: Final = re.compile(r"\{(query|depth)\}")
 
@@ -403,22 +413,14 @@ class Call:
         wait = settings.backoff.seconds
         while True:
             if self._cancelled:
-                return Reply(self._client, failed=_failure("error", "cancelled", self.attempts))
+                cancelled = Answer("error", reason="cancelled", attempts=self.attempts)
+                return Reply(self._client, failed=cancelled)
             failed = self._failed or self._read()
             if isinstance(failed, Reply):
                 return failed
             if not failed.retry or self.attempts > settings.retries:
                 latency = time.monotonic() - self._started
-                return Reply(
-                    self._client,
-                    failed=Answer(
-                        failed.outcome,
-                        reason=failed.reason,
-                        attempts=self.attempts,
-                        latency_s=latency,
-                        sample=failed.sample,
-                    ),
-                )
+                return Reply(self._client, failed=failed.answer(self.attempts, latency))
             self._client._sleep(wait)
             wait *= 2
             self.attempt()
@@ -468,15 +470,7 @@ class Reply:
         try:
             return self._client._answer(self.response, self.attempts, self.latency_s)
         except _FailedError as failed:
-            return _failure(
-                failed.outcome, failed.reason, self.attempts, self.latency_s, failed.sample
-            )
-
-
-def _failure(
-    outcome: str, reason: str, attempts: int, latency_s: float = 0.0, sample: str = ""
-) -> Answer:
-    return Answer(outcome, reason=reason, attempts=attempts, latency_s=latency_s, sample=sample)
+            return failed.answer(self.attempts, self.latency_s)
 
 
 def _header_bytes(value: str) -> bytes:
