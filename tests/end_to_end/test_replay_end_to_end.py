@@ -146,9 +146,9 @@ def test_scheduled_replays_repeat_export_their_metrics_and_stop_on_sigterm(
     topic = new_topic(2)
     port = free_port()
     with RankerServer(CORPUS, ModelVersion("v1", 0.8)) as ranker:
-        schedule = f"  schedule: {{interval: 10s}}\n  metrics_port: {port}\n"
+        schedule = f"  schedule: {{interval: 4s}}\n  metrics_port: {port}\n"
         config = replay_config(tmp_path, tansu, topic, ranker.url, schedule)
-        with scheduled_replayer(config) as process:
+        with scheduled_replayer(config, RANKMON_WINDOWS__SIZE="4s") as process:
             metrics = wait_for_replays(port, process, replays=2)
             process.send_signal(signal.SIGTERM)
             _, errors = process.communicate(timeout=60)
