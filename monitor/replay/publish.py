@@ -95,7 +95,13 @@ class KafkaPublisher:
                 )
 
     def begin(self, marker: tuple[bytes, bytes]) -> None:
-        """Send the start marker to every partition, ahead of the replay's records."""
+        """Send the start marker to every partition, ahead of the replay's records. A replay
+        begins afresh: what a failed one left (its error, its queue, its hand-over thread) is
+        dropped, so the schedule's next replay is published whole."""
+        self._stop_handing_over()
+        self._error = None
+        self._queue.clear()
+        self._futures, self._begun, self._sent = [], [], Counter()
         try:
             self._partitions = self._partitions_now()
             key, value = marker

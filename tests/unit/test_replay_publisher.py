@@ -123,6 +123,30 @@ def test_a_record_the_producer_refuses_fails_the_replay_naming_the_topic() -> No
     assert not [v for _, k, v in producer.sent if b'"end"' in v]  # no end marker claims it whole
 
 
+def test_the_replay_after_a_refused_one_is_published_whole() -> None:
+    # A scheduled replayer goes on after a failed replay (the broker was away a moment): the
+    # next one must not inherit the error, the queue or the hand-over thread.
+    producer = KeptProducer()
+    producer.refuse_after = 3 + 40
+    publisher = KafkaPublisher(producer, TOPIC)
+    publisher.begin(marker("start")(0))
+    with pytest.raises(PublishError):
+        for n in range(10_000):
+            publisher.send(f"q{n}".encode(), b"{}")
+        publisher.end(marker("end"))
+    producer.refuse_after = None  # the broker is back
+    producer.sent.clear()
+    publisher.begin(marker("start")(0))
+    for n in range(100):
+        publisher.send(f"p{n}".encode(), b"{}")
+    publisher.end(marker("end"))
+    records = [k for _, k, _ in producer.sent if k != b"replay-1"]
+    assert records == [f"p{n}".encode() for n in range(100)]
+    ends = [orjson.loads(v)["events"] for _, k, v in producer.sent if b'"end"' in v]
+    assert sum(ends) == 100 and len(ends) == 3
+    assert len([t for t in threading.enumerate() if t.name == "replay-publish"]) == 0
+
+
 def test_a_slow_broker_holds_the_replay_back_rather_than_queueing_without_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
