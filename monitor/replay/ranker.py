@@ -36,7 +36,6 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
-from types import MappingProxyType
 from typing import Any, Final
 
 import orjson
@@ -63,7 +62,6 @@ __all__ = ["OUTCOMES", "Answer", "Call", "RankerClient", "Reply", "fill", "fit_d
 
 OUTCOMES: Final = ("ranked", "error", "timeout")
 _RETRIED_STATUS: Final = frozenset({429, 500, 502, 503, 504})
-_NO_DOCUMENTS: Final[Mapping[str, dict[str, str]]] = MappingProxyType({})
 # What a URL's path and query keep as written; the rest is percent-encoded.
 _URL_SAFE: Final = "/:@!$&'()*+,;=-._~%"
 _ID_TYPES: Final = frozenset({str, int})
@@ -331,7 +329,7 @@ class RankerClient:
                 names.append(name)
                 columns.append(found[:kept])
         if not columns:
-            return _NO_DOCUMENTS
+            return {}
         # Per document, a string of at most a quarter of the limit in characters fits however
         # it encodes: only a longer one is measured and cut (`fit_document`).
         short = self.max_document_bytes // 4

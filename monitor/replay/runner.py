@@ -2,8 +2,9 @@
 
 `run_replay` asks the ranker from `concurrency` threads, no faster than `rate` requests per
 second, retries included (spaced evenly, so a replay never bursts at production, and a ranker
-answering 503 gets no more requests than a healthy one), publishes each query's record as its
-answer arrives, and then the end-of-replay marker on every partition.
+answering 503 gets no more requests than a healthy one), publishes each query's record (a
+worker does so while the ranker works on its next query), and then the end-of-replay marker
+on every partition.
 
 A stop (SIGTERM, SIGINT) sends nothing more: no further request, retries included; requests
 in flight get `STOP_GRACE_S` to answer before their connections are shut. Every query not
